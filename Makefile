@@ -1,0 +1,60 @@
+# pianoformer — the two commands that matter:
+#   make serve   build the app (release wasm + default models) and serve it on http://127.0.0.1:8000
+#   make test    run every test: native (cargo test), browser (wasm-pack test), end-to-end page
+# Both install whatever is missing first (tools/setup.sh).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+export PATH := $(HOME)/.cargo/bin:$(CURDIR)/node_modules/.bin:$(PATH)
+
+# One target dir outside the clone, shared by every build and by CI runs on the same machine.
+export CARGO_TARGET_DIR ?= $(HOME)/.cache/pianoformer/target
+# SwiftShader WebGPU compiles kernels per shape: browser tests need a generous timeout.
+export WASM_BINDGEN_TEST_TIMEOUT ?= 900
+PORT ?= 8000
+# wasm-opt -Oz (binaryen from npm; Debian's binaryen breaks this wasm). 0 skips it.
+WASM_OPT ?= 1
+
+.PHONY: serve test setup wasm test-native test-browser test-e2e check clean help
+
+help:
+	@sed -n '2,4p' Makefile
+
+serve: wasm
+	node tools/serve.mjs --port $(PORT)
+
+test: setup
+	$(MAKE) test-native
+	$(MAKE) test-browser
+	$(MAKE) test-e2e
+
+setup:
+	bash tools/setup.sh
+
+# Release wasm for the page, in pkg/ (wasm-pack --target web).
+wasm: setup
+	@start=$$(date +%s); \
+	wasm-pack build --release --target web --no-opt --no-pack --out-dir pkg; \
+	raw=$$(stat -c %s pkg/pianoformer_bg.wasm); \
+	if [ "$(WASM_OPT)" = 1 ]; then \
+	  wasm-opt -Oz --strip-debug --strip-producers pkg/pianoformer_bg.wasm -o pkg/pianoformer_bg.wasm.opt; \
+	  mv pkg/pianoformer_bg.wasm.opt pkg/pianoformer_bg.wasm; \
+	fi; \
+	size=$$(stat -c %s pkg/pianoformer_bg.wasm); gz=$$(gzip -9c pkg/pianoformer_bg.wasm | wc -c); \
+	echo "wasm: $$((raw / 1024)) KiB built, $$((size / 1024)) KiB shipped ($$((gz / 1024)) KiB gzipped) in $$(( $$(date +%s) - start )) s"
+
+test-native:
+	cargo test
+
+test-browser:
+	wasm-pack test --headless --chrome --release -- --test web
+
+test-e2e: wasm
+	node --test tests/e2e/
+
+# The backend self-check from the command line (GPU when wgpu finds one, else CPU).
+check:
+	cargo run --release -- check
+
+clean:
+	rm -rf pkg target/e2e

@@ -1,0 +1,224 @@
+//! Which compute backend runs the models: a GPU through wgpu (WebGPU in the browser, Vulkan or
+//! Metal natively) or Burn's pure-Rust CPU backend (`flex`), and what the page and the CLI say
+//! about it.
+//!
+//! Burn 0.22 picks the backend through the [`Device`] at run time, so the rest of the crate
+//! never names one: it receives a `Device` from [`init`] and, for training, calls
+//! `device.autodiff()`.
+
+pub mod check;
+
+use burn::tensor::Device;
+use serde::Serialize;
+
+/// What the caller asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preference {
+    /// The GPU when one can be had, else the CPU (the page's default).
+    Auto,
+    /// The GPU or an error: used by tests that must prove the GPU path ran.
+    Gpu,
+    /// The CPU backend, always available.
+    Cpu,
+}
+
+impl std::str::FromStr for Preference {
+    type Err = DeviceError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "" | "auto" => Ok(Self::Auto),
+            "gpu" | "webgpu" | "wgpu" => Ok(Self::Gpu),
+            "cpu" | "flex" => Ok(Self::Cpu),
+            other => Err(DeviceError::UnknownPreference(other.to_string())),
+        }
+    }
+}
+
+/// The kind of backend a [`Backend`] runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// wgpu: WebGPU in a browser, Vulkan/Metal/DX12 natively.
+    Gpu,
+    /// Burn's pure-Rust CPU backend.
+    Cpu,
+}
+
+/// What was obtained, in the words the page and the CLI show.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BackendInfo {
+    pub kind: BackendKind,
+    /// Graphics API as wgpu names it (`BrowserWebGpu`, `Vulkan`, …), or `cpu`.
+    pub api: String,
+    /// Adapter description; browsers often leave it empty for privacy.
+    pub adapter: String,
+    /// wgpu's device type (`Cpu` for software adapters such as SwiftShader or lavapipe).
+    pub device_type: String,
+    /// Why the GPU was not used, when [`Preference::Auto`] fell back to the CPU.
+    pub fallback_reason: Option<String>,
+}
+
+impl BackendInfo {
+    fn cpu(fallback_reason: Option<String>) -> Self {
+        Self {
+            kind: BackendKind::Cpu,
+            api: "cpu".into(),
+            adapter: "Burn flex (pure-Rust CPU backend)".into(),
+            device_type: "Cpu".into(),
+            fallback_reason,
+        }
+    }
+
+    /// True when this is the browser's WebGPU implementation.
+    pub fn is_browser_webgpu(&self) -> bool {
+        self.kind == BackendKind::Gpu && self.api == "BrowserWebGpu"
+    }
+
+    /// One line for a badge or a log.
+    pub fn label(&self) -> String {
+        match self.kind {
+            BackendKind::Cpu => "CPU".to_string(),
+            BackendKind::Gpu => {
+                let api = if self.is_browser_webgpu() {
+                    "WebGPU"
+                } else {
+                    &self.api
+                };
+                let mut s = api.to_string();
+                if !self.adapter.is_empty() {
+                    s.push_str(&format!(" · {}", self.adapter));
+                }
+                if self.device_type == "Cpu" {
+                    s.push_str(" (software adapter)");
+                }
+                s
+            }
+        }
+    }
+}
+
+/// A device ready for tensors, with a description of it.
+#[derive(Clone, Debug)]
+pub struct Backend {
+    pub device: Device,
+    pub info: BackendInfo,
+}
+
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum DeviceError {
+    #[error("no usable GPU: {0}")]
+    NoGpu(String),
+    #[error("unknown backend '{0}': use auto, gpu or cpu")]
+    UnknownPreference(String),
+}
+
+/// Obtains a backend. The wgpu runtime can be initialised only once per process (per page), so
+/// the first GPU initialisation (success or failure) is remembered and reused.
+pub async fn init(preference: Preference) -> Result<Backend, DeviceError> {
+    match preference {
+        Preference::Cpu => Ok(cpu()),
+        Preference::Gpu => gpu().await,
+        Preference::Auto => match gpu().await {
+            Ok(backend) => Ok(backend),
+            Err(DeviceError::NoGpu(reason)) => Ok(Backend {
+                device: Device::flex(),
+                info: BackendInfo::cpu(Some(reason)),
+            }),
+            Err(other) => Err(other),
+        },
+    }
+}
+
+/// The CPU backend (never fails).
+pub fn cpu() -> Backend {
+    Backend {
+        device: Device::flex(),
+        info: BackendInfo::cpu(None),
+    }
+}
+
+type GpuSlot = Option<Result<Backend, DeviceError>>;
+
+#[cfg(target_arch = "wasm32")]
+async fn gpu() -> Result<Backend, DeviceError> {
+    use std::cell::RefCell;
+    thread_local! {
+        static GPU: RefCell<GpuSlot> = const { RefCell::new(None) };
+    }
+    if let Some(done) = GPU.with(|slot| slot.borrow().clone()) {
+        return done;
+    }
+    let result = Device::wgpu_options()
+        .init_with_setup_async()
+        .await
+        .map(|(device, setup)| backend_from_setup(device, &setup))
+        .map_err(|e| DeviceError::NoGpu(e.to_string()));
+    GPU.with(|slot| *slot.borrow_mut() = Some(result.clone()));
+    result
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+async fn gpu() -> Result<Backend, DeviceError> {
+    use std::sync::Mutex;
+    static GPU: Mutex<GpuSlot> = Mutex::new(None);
+    // Natively the initialisation is synchronous, so holding the lock across it is fine and
+    // keeps concurrent tests from racing to initialise the runtime twice.
+    let mut slot = GPU.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(done) = slot.as_ref() {
+        return done.clone();
+    }
+    // wgpu may panic instead of erroring on some broken driver stacks; keep that a clean error.
+    let attempt = std::panic::catch_unwind(|| Device::wgpu_options().init_with_setup());
+    let result = match attempt {
+        Ok(Ok((device, setup))) => Ok(backend_from_setup(device, &setup)),
+        Ok(Err(e)) => Err(DeviceError::NoGpu(e.to_string())),
+        Err(_) => Err(DeviceError::NoGpu(
+            "the GPU driver failed while starting wgpu".into(),
+        )),
+    };
+    *slot = Some(result.clone());
+    result
+}
+
+fn backend_from_setup(device: Device, setup: &burn::tensor::wgpu::WgpuSetup) -> Backend {
+    let info = setup.adapter.get_info();
+    Backend {
+        device,
+        info: BackendInfo {
+            kind: BackendKind::Gpu,
+            api: format!("{:?}", info.backend),
+            adapter: info.name.trim().to_string(),
+            device_type: format!("{:?}", info.device_type),
+            fallback_reason: None,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preferences_parse_and_reject_nonsense() {
+        assert_eq!("Auto".parse::<Preference>(), Ok(Preference::Auto));
+        assert_eq!("webgpu".parse::<Preference>(), Ok(Preference::Gpu));
+        assert_eq!(" cpu ".parse::<Preference>(), Ok(Preference::Cpu));
+        let err = "tpu".parse::<Preference>().unwrap_err();
+        assert!(err.to_string().contains("auto, gpu or cpu"), "{err}");
+    }
+
+    #[test]
+    fn labels_say_what_runs() {
+        assert_eq!(cpu().info.label(), "CPU");
+        let info = BackendInfo {
+            kind: BackendKind::Gpu,
+            api: "BrowserWebGpu".into(),
+            adapter: String::new(),
+            device_type: "Cpu".into(),
+            fallback_reason: None,
+        };
+        assert!(info.is_browser_webgpu());
+        assert_eq!(info.label(), "WebGPU (software adapter)");
+    }
+}

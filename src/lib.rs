@@ -1,0 +1,10 @@
+//! pianoformer: structure-aware Performers for symbolic music, written once with Burn, trained
+//! natively and run in the browser on WebGPU (CPU fallback).
+//!
+//! Layout (see `DESIGN.md` in the shared folder): `device` picks and checks the compute backend;
+//! `web` is the only place with `#[wasm_bindgen]`; the native CLI lives in `src/bin/`.
+
+pub mod device;
+
+#[cfg(target_arch = "wasm32")]
+pub mod web;

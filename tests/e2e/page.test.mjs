@@ -1,0 +1,110 @@
+// End-to-end: serve the built page and drive it in headless Debian Chromium with Playwright.
+// Needs pkg/ (make wasm) and Chromium (make setup). Screenshots go to $E2E_OUT (default
+// target/e2e/). Run with `make test-e2e` or `node --test tests/e2e/`.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+import { startServer } from '../../tools/serve.mjs';
+
+const OUT = process.env.E2E_OUT ?? 'target/e2e';
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const FLAGS = [
+  '--no-sandbox',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-dev-shm-usage',
+];
+// The backend check runs 30 Adam steps; on SwiftShader WebGPU that takes a while.
+const READY_TIMEOUT = 240_000;
+
+let server;
+let base;
+
+before(async () => {
+  assert.ok(existsSync('pkg/pianoformer_bg.wasm'), 'pkg/ is missing: run `make wasm` first');
+  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: run \`make setup\``);
+  mkdirSync(OUT, { recursive: true });
+  server = await startServer({ port: 0, quiet: true });
+  base = `http://127.0.0.1:${server.address().port}/`;
+});
+
+after(() => server?.close());
+
+async function openPage({ webgpu, query = '' }) {
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: webgpu ? [...FLAGS, '--enable-unsafe-webgpu'] : [...FLAGS, '--disable-webgpu'],
+  });
+  const page = await browser.newPage({ viewport: { width: 1100, height: 700 } });
+  const log = [];
+  page.on('console', (m) => log.push(`[${m.type()}] ${m.text()}`));
+  page.on('pageerror', (e) => log.push(`[pageerror] ${e.message}`));
+  await page.goto(base + query);
+  return { browser, page, log };
+}
+
+async function waitSettled(page, log) {
+  try {
+    await page.waitForFunction(
+      () => ['ready', 'error'].includes(document.body.dataset.state),
+      null,
+      { timeout: READY_TIMEOUT },
+    );
+  } catch (e) {
+    throw new Error(`page never settled: ${e.message}\n${log.join('\n')}`);
+  }
+  return page.evaluate(() => window.pianoformer);
+}
+
+test('page starts on WebGPU, reports the adapter and passes its backend check', async () => {
+  const { browser, page, log } = await openPage({ webgpu: true });
+  try {
+    const status = await waitSettled(page, log);
+    await page.screenshot({ path: join(OUT, 'page-webgpu.png') });
+    assert.equal(status.state, 'ready', `${status.error}\n${log.join('\n')}`);
+    assert.equal(status.backend.kind, 'gpu');
+    assert.equal(status.backend.api, 'BrowserWebGpu');
+    assert.match(await page.textContent('#backend-badge'), /WebGPU/);
+    assert.ok(status.check.ops.matmul <= 1e-4, JSON.stringify(status.check.ops));
+    const losses = status.check.fit.losses;
+    assert.ok(losses.at(-1) < 0.5 * losses[0], `loss ${losses[0]} -> ${losses.at(-1)}`);
+    console.log(`WebGPU: backend ready ${status.readyMs.toFixed(0)} ms after load`);
+  } finally {
+    await browser.close();
+  }
+});
+
+test('without WebGPU the page falls back to the CPU and says why', async () => {
+  const { browser, page, log } = await openPage({ webgpu: false });
+  try {
+    const status = await waitSettled(page, log);
+    await page.screenshot({ path: join(OUT, 'page-cpu-fallback.png') });
+    assert.equal(status.state, 'ready', `${status.error}\n${log.join('\n')}`);
+    assert.equal(status.backend.kind, 'cpu');
+    assert.ok(status.backend.fallback_reason, 'a fallback must say why');
+    assert.equal(await page.textContent('#backend-badge'), 'CPU');
+    console.log(`CPU fallback: backend ready ${status.readyMs.toFixed(0)} ms after load`);
+  } finally {
+    await browser.close();
+  }
+});
+
+test('asking for WebGPU where there is none shows a plain error, not a blank page', async () => {
+  const { browser, page, log } = await openPage({ webgpu: false, query: '?backend=gpu' });
+  try {
+    const status = await waitSettled(page, log);
+    await page.screenshot({ path: join(OUT, 'page-no-webgpu-error.png') });
+    assert.equal(status.state, 'error');
+    const text = await page.textContent('#error');
+    assert.match(text, /compute backend could not start/i);
+    assert.ok(await page.isVisible('#error'));
+  } finally {
+    await browser.close();
+  }
+});
