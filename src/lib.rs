@@ -5,6 +5,7 @@
 //! `web` is the only place with `#[wasm_bindgen]`; the native CLI lives in `src/bin/`.
 
 pub mod device;
+pub mod music;
 
 #[cfg(target_arch = "wasm32")]
 pub mod web;

@@ -72,7 +72,7 @@ async fn read<const D: usize>(t: Tensor<D>) -> Result<Vec<f32>, CheckError> {
         .into_data_async()
         .await
         .map_err(|e| CheckError::Read(format!("{e:?}")))?;
-    data.to_vec::<f32>()
+    data.try_to_vec::<f32>()
         .map_err(|e| CheckError::Read(format!("{e:?}")))
 }
 
@@ -165,7 +165,7 @@ pub async fn adam_fit(device: &Device, steps: usize) -> Result<FitReport, CheckE
     let mut rng = StdRng::seed_from_u64(11);
     let x_data = uniform(&mut rng, &[BATCH, D_IN], 1.0);
     // Target: y = sin(2 x0) + x1 * x2 - 0.5 x3, learnable by a 32-unit MLP in a few dozen steps.
-    let xs = x_data.to_vec::<f32>().expect("generated as f32");
+    let xs = x_data.try_to_vec::<f32>().expect("generated as f32");
     let ys: Vec<f32> = xs
         .chunks(D_IN)
         .map(|r| (2.0 * r[0]).sin() + r[1] * r[2] - 0.5 * r[3])

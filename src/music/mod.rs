@@ -1,0 +1,3 @@
+//! Music data without tensors: MIDI in and out, piano rolls, structure labels, tokens, metrics.
+
+pub mod midi;
