@@ -1,3 +1,4 @@
 //! Music data without tensors: MIDI in and out, piano rolls, structure labels, tokens, metrics.
 
 pub mod midi;
+pub mod roll;
