@@ -34,9 +34,11 @@ function showBackend(backend, ms) {
   const badge = $('backend-badge');
   badge.textContent = backend.kind === 'gpu' ? backend.label : 'CPU';
   badge.className = `badge ${backend.kind}`;
-  badge.title = backend.fallback_reason ? `WebGPU unavailable: ${backend.fallback_reason}` : backend.label;
+  badge.title = backend.fallback_reason
+    ? `Running on the CPU: ${backend.fallback_reason}.\n${backend.fallback_detail ?? ''}`
+    : backend.label;
   let text = backend.label;
-  if (backend.fallback_reason) text += ` — WebGPU unavailable (${backend.fallback_reason})`;
+  if (backend.fallback_reason) text += ` — WebGPU unavailable: ${backend.fallback_reason}`;
   $('check-backend').textContent = text;
   $('check-ready').textContent =
     `${status.readyMs.toFixed(0)} ms after page load (${ms.toFixed(0)} ms in the Worker)`;

@@ -24,11 +24,32 @@ async function loadWasm() {
   }
 }
 
+// Browsers hide the adapter's description from wgpu; its vendor/architecture are still public
+// through navigator.gpu and make the badge say what really runs (e.g. "google swiftshader").
+async function describeWebGpuAdapter(backend) {
+  if (backend.kind !== 'gpu' || backend.adapter || !navigator.gpu) return backend;
+  try {
+    const adapter = await navigator.gpu.requestAdapter();
+    const info = adapter?.info ?? {};
+    const name = [info.vendor, info.architecture, info.device, info.description]
+      .filter((x) => x)
+      .join(' ');
+    if (name) {
+      backend.adapter = name;
+      backend.label = `WebGPU · ${name}${backend.device_type === 'Cpu' ? ' (software adapter)' : ''}`;
+    }
+  } catch {
+    // The label without the adapter name is still right.
+  }
+  return backend;
+}
+
 async function init(preference) {
   const t0 = performance.now();
   const wasm = await loadWasm();
   session = await wasm.Session.create(preference);
-  postMessage({ type: 'ready', backend: session.backend(), ms: performance.now() - t0 });
+  const backend = await describeWebGpuAdapter(session.backend());
+  postMessage({ type: 'ready', backend, ms: performance.now() - t0 });
   const t1 = performance.now();
   const report = await session.selfCheck();
   postMessage({ type: 'check', report, ms: performance.now() - t1 });

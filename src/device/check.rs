@@ -203,7 +203,8 @@ pub async fn self_check(device: &Device) -> Result<SelfCheck, CheckError> {
     })
 }
 
-#[cfg(test)]
+// Natively only: the browser runs the same checks on WebGPU and the CPU in tests/web.rs.
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
 

@@ -55,18 +55,21 @@ pub struct BackendInfo {
     pub adapter: String,
     /// wgpu's device type (`Cpu` for software adapters such as SwiftShader or lavapipe).
     pub device_type: String,
-    /// Why the GPU was not used, when [`Preference::Auto`] fell back to the CPU.
+    /// Why the GPU was not used, in plain words, when [`Preference::Auto`] fell back to the CPU.
     pub fallback_reason: Option<String>,
+    /// The GPU runtime's own message behind `fallback_reason`, for bug reports.
+    pub fallback_detail: Option<String>,
 }
 
 impl BackendInfo {
-    fn cpu(fallback_reason: Option<String>) -> Self {
+    fn cpu(fallback: Option<&GpuUnavailable>) -> Self {
         Self {
             kind: BackendKind::Cpu,
             api: "cpu".into(),
             adapter: "Burn flex (pure-Rust CPU backend)".into(),
             device_type: "Cpu".into(),
-            fallback_reason,
+            fallback_reason: fallback.map(|f| f.reason.clone()),
+            fallback_detail: fallback.map(|f| f.detail.clone()),
         }
     }
 
@@ -105,10 +108,39 @@ pub struct Backend {
     pub info: BackendInfo,
 }
 
+/// Why no GPU could be used: a sentence for people and the runtime's message for bug reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuUnavailable {
+    pub reason: String,
+    pub detail: String,
+}
+
+impl GpuUnavailable {
+    fn from_runtime(detail: String) -> Self {
+        let lower = detail.to_ascii_lowercase();
+        let reason = if lower.contains("no suitable graphics adapter")
+            || lower.contains("found no adapters")
+            || lower.contains("no adapter available")
+        {
+            if cfg!(target_arch = "wasm32") {
+                "this browser offers no WebGPU adapter (WebGPU is off, blocked or unsupported here)"
+            } else {
+                "no GPU adapter was found (no Vulkan, Metal, DX12 or GL driver)"
+            }
+        } else {
+            "the GPU was found but could not be started"
+        };
+        Self {
+            reason: reason.to_string(),
+            detail,
+        }
+    }
+}
+
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum DeviceError {
-    #[error("no usable GPU: {0}")]
-    NoGpu(String),
+    #[error("no usable GPU: {}", .0.reason)]
+    NoGpu(GpuUnavailable),
     #[error("unknown backend '{0}': use auto, gpu or cpu")]
     UnknownPreference(String),
 }
@@ -121,9 +153,9 @@ pub async fn init(preference: Preference) -> Result<Backend, DeviceError> {
         Preference::Gpu => gpu().await,
         Preference::Auto => match gpu().await {
             Ok(backend) => Ok(backend),
-            Err(DeviceError::NoGpu(reason)) => Ok(Backend {
+            Err(DeviceError::NoGpu(why)) => Ok(Backend {
                 device: Device::flex(),
-                info: BackendInfo::cpu(Some(reason)),
+                info: BackendInfo::cpu(Some(&why)),
             }),
             Err(other) => Err(other),
         },
@@ -153,7 +185,7 @@ async fn gpu() -> Result<Backend, DeviceError> {
         .init_with_setup_async()
         .await
         .map(|(device, setup)| backend_from_setup(device, &setup))
-        .map_err(|e| DeviceError::NoGpu(e.to_string()));
+        .map_err(|e| DeviceError::NoGpu(GpuUnavailable::from_runtime(e.to_string())));
     GPU.with(|slot| *slot.borrow_mut() = Some(result.clone()));
     result
 }
@@ -172,10 +204,11 @@ async fn gpu() -> Result<Backend, DeviceError> {
     let attempt = std::panic::catch_unwind(|| Device::wgpu_options().init_with_setup());
     let result = match attempt {
         Ok(Ok((device, setup))) => Ok(backend_from_setup(device, &setup)),
-        Ok(Err(e)) => Err(DeviceError::NoGpu(e.to_string())),
-        Err(_) => Err(DeviceError::NoGpu(
-            "the GPU driver failed while starting wgpu".into(),
-        )),
+        Ok(Err(e)) => Err(DeviceError::NoGpu(GpuUnavailable::from_runtime(e.to_string()))),
+        Err(_) => Err(DeviceError::NoGpu(GpuUnavailable {
+            reason: "the GPU driver crashed while starting".into(),
+            detail: "wgpu panicked during initialisation".into(),
+        })),
     };
     *slot = Some(result.clone());
     result
@@ -191,6 +224,7 @@ fn backend_from_setup(device: Device, setup: &burn::tensor::wgpu::WgpuSetup) -> 
             adapter: info.name.trim().to_string(),
             device_type: format!("{:?}", info.device_type),
             fallback_reason: None,
+            fallback_detail: None,
         },
     }
 }
@@ -217,8 +251,27 @@ mod tests {
             adapter: String::new(),
             device_type: "Cpu".into(),
             fallback_reason: None,
+            fallback_detail: None,
         };
         assert!(info.is_browser_webgpu());
         assert_eq!(info.label(), "WebGPU (software adapter)");
+    }
+}
+
+#[cfg(test)]
+mod plain_words {
+    use super::*;
+
+    #[test]
+    fn a_missing_adapter_is_explained_without_jargon() {
+        let why = GpuUnavailable::from_runtime(
+            "No adapter available for WgpuDevice { kind: DefaultDevice }: No suitable graphics \
+             adapter found; webgpu found no adapters"
+                .into(),
+        );
+        assert!(why.reason.starts_with("no GPU adapter"), "{}", why.reason);
+        assert!(why.detail.contains("WgpuDevice"));
+        let info = BackendInfo::cpu(Some(&why));
+        assert_eq!(info.fallback_reason.as_deref(), Some(why.reason.as_str()));
     }
 }
