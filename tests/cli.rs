@@ -13,7 +13,11 @@ fn check_on_the_cpu_reports_json_with_a_falling_loss() {
         .args(["check", "--backend", "cpu", "--json"])
         .output()
         .expect("run pianoformer");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
     assert_eq!(report["backend"]["kind"], "cpu");
     let losses = report["check"]["fit"]["losses"].as_array().expect("losses");

@@ -24,7 +24,10 @@ async fn webgpu_adapter_is_really_used() {
     let info = &backend.info;
     web_sys::console::log_1(&format!("WebGPU adapter: {info:?}").into());
     assert_eq!(info.kind, BackendKind::Gpu);
-    assert_eq!(info.api, "BrowserWebGpu", "not the browser's WebGPU: {info:?}");
+    assert_eq!(
+        info.api, "BrowserWebGpu",
+        "not the browser's WebGPU: {info:?}"
+    );
     assert!(info.is_browser_webgpu());
     // And the device actually computes: 1 + 2 + … + 100 through a GPU reduction.
     let t = burn::tensor::Tensor::<1, burn::tensor::Int>::arange(1..101, &backend.device)
@@ -36,7 +39,9 @@ async fn webgpu_adapter_is_really_used() {
 
 #[wasm_bindgen_test]
 async fn auto_preference_picks_webgpu_when_present() {
-    let auto = device::init(Preference::Auto).await.expect("auto never fails");
+    let auto = device::init(Preference::Auto)
+        .await
+        .expect("auto never fails");
     assert_eq!(auto.info.kind, BackendKind::Gpu, "{:?}", auto.info);
     assert!(auto.info.fallback_reason.is_none());
 }
@@ -54,7 +59,9 @@ async fn webgpu_ops_match_the_cpu_backend() {
 #[wasm_bindgen_test]
 async fn adam_lowers_the_loss_on_autodiff_webgpu() {
     let backend = webgpu().await;
-    let fit = check::adam_fit(&backend.device, 30).await.expect("training runs");
+    let fit = check::adam_fit(&backend.device, 30)
+        .await
+        .expect("training runs");
     web_sys::console::log_1(&format!("Autodiff<Wgpu> losses: {:?}", fit.losses).into());
     assert!(fit.last() < 0.3 * fit.first(), "{:?}", fit.losses);
 }
@@ -63,16 +70,25 @@ async fn adam_lowers_the_loss_on_autodiff_webgpu() {
 async fn adam_lowers_the_loss_on_autodiff_cpu_in_wasm() {
     let cpu = device::init(Preference::Cpu).await.expect("cpu");
     assert_eq!(cpu.info.kind, BackendKind::Cpu);
-    let fit = check::adam_fit(&cpu.device, 30).await.expect("training runs");
+    let fit = check::adam_fit(&cpu.device, 30)
+        .await
+        .expect("training runs");
     assert!(fit.last() < 0.3 * fit.first(), "{:?}", fit.losses);
 }
 
 #[wasm_bindgen_test]
 async fn webgpu_and_cpu_train_to_the_same_losses() {
     // Same seeded initialisation and data: the trajectories differ only by float rounding.
-    let gpu = check::adam_fit(&webgpu().await.device, 5).await.expect("gpu");
-    let cpu = check::adam_fit(&device::cpu().device, 5).await.expect("cpu");
+    let gpu = check::adam_fit(&webgpu().await.device, 5)
+        .await
+        .expect("gpu");
+    let cpu = check::adam_fit(&device::cpu().device, 5)
+        .await
+        .expect("cpu");
     for (g, c) in gpu.losses.iter().zip(&cpu.losses) {
-        assert!((g - c).abs() <= 1e-3 * c.abs().max(1.0), "{gpu:?} vs {cpu:?}");
+        assert!(
+            (g - c).abs() <= 1e-3 * c.abs().max(1.0),
+            "{gpu:?} vs {cpu:?}"
+        );
     }
 }

@@ -18,7 +18,11 @@ mod cli {
     use pianoformer::device::{self, Preference, check};
 
     #[derive(Parser)]
-    #[command(name = "pianoformer", version, about = "Structure-aware Transformers for music")]
+    #[command(
+        name = "pianoformer",
+        version,
+        about = "Structure-aware Transformers for music"
+    )]
     struct Cli {
         #[command(subcommand)]
         command: Command,
@@ -66,7 +70,10 @@ mod cli {
                 "ready_ms": ready.as_secs_f64() * 1e3,
                 "total_ms": total.as_secs_f64() * 1e3,
             });
-            println!("{}", serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?);
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
+            );
         } else {
             println!("backend   {}", backend.info.label());
             if let Some(reason) = &backend.info.fallback_reason {

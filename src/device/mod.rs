@@ -204,7 +204,9 @@ async fn gpu() -> Result<Backend, DeviceError> {
     let attempt = std::panic::catch_unwind(|| Device::wgpu_options().init_with_setup());
     let result = match attempt {
         Ok(Ok((device, setup))) => Ok(backend_from_setup(device, &setup)),
-        Ok(Err(e)) => Err(DeviceError::NoGpu(GpuUnavailable::from_runtime(e.to_string()))),
+        Ok(Err(e)) => Err(DeviceError::NoGpu(GpuUnavailable::from_runtime(
+            e.to_string(),
+        ))),
         Err(_) => Err(DeviceError::NoGpu(GpuUnavailable {
             reason: "the GPU driver crashed while starting".into(),
             detail: "wgpu panicked during initialisation".into(),

@@ -228,7 +228,15 @@ fn read_track(
                         let slot = &mut sounding[ch as usize * 128 + key.as_int() as usize];
                         if !slot.is_empty() {
                             let (start, velocity) = slot.remove(0);
-                            push_note(&mut track, notes_seen, key.as_int(), velocity, start, tick, ch)?;
+                            push_note(
+                                &mut track,
+                                notes_seen,
+                                key.as_int(),
+                                velocity,
+                                start,
+                                tick,
+                                ch,
+                            )?;
                         }
                     }
                     MidiMessage::ProgramChange { program } => {
@@ -254,7 +262,11 @@ fn read_track(
                     })
                 }
                 MetaMessage::KeySignature(fifths, minor) if (-7..=7).contains(&fifths) => {
-                    song.key_signatures.push(KeySignature { tick, fifths, minor })
+                    song.key_signatures.push(KeySignature {
+                        tick,
+                        fifths,
+                        minor,
+                    })
                 }
                 _ => {}
             },
@@ -265,7 +277,15 @@ fn read_track(
     for (index, slot) in sounding.iter().enumerate() {
         for &(start, velocity) in slot {
             let (ch, pitch) = ((index / 128) as u8, (index % 128) as u8);
-            push_note(&mut track, notes_seen, pitch, velocity, start, tick.max(start + 1), ch)?;
+            push_note(
+                &mut track,
+                notes_seen,
+                pitch,
+                velocity,
+                start,
+                tick.max(start + 1),
+                ch,
+            )?;
         }
     }
     track
@@ -309,7 +329,11 @@ fn split_by_channel(track: Track) -> Vec<Track> {
     channels.sort_unstable();
     channels.dedup();
     if channels.len() <= 1 {
-        return if track.notes.is_empty() { vec![] } else { vec![track] };
+        return if track.notes.is_empty() {
+            vec![]
+        } else {
+            vec![track]
+        };
     }
     channels
         .into_iter()
@@ -321,7 +345,12 @@ fn split_by_channel(track: Track) -> Vec<Track> {
             },
             instrument: track.instrument.clone(),
             program: track.program,
-            notes: track.notes.iter().copied().filter(|n| n.channel == ch).collect(),
+            notes: track
+                .notes
+                .iter()
+                .copied()
+                .filter(|n| n.channel == ch)
+                .collect(),
         })
         .collect()
 }
@@ -332,7 +361,10 @@ fn split_by_channel(track: Track) -> Vec<Track> {
 pub fn write_midi(song: &Song) -> Vec<u8> {
     let mut conductor: Vec<(u64, TrackEventKind)> = Vec::new();
     for t in &song.tempos {
-        conductor.push((t.tick, TrackEventKind::Meta(MetaMessage::Tempo(u24::new(t.micros_per_quarter)))));
+        conductor.push((
+            t.tick,
+            TrackEventKind::Meta(MetaMessage::Tempo(u24::new(t.micros_per_quarter))),
+        ));
     }
     for ts in &song.time_signatures {
         let pow = ts.denominator.max(1).trailing_zeros() as u8;
@@ -342,11 +374,18 @@ pub fn write_midi(song: &Song) -> Vec<u8> {
         ));
     }
     for ks in &song.key_signatures {
-        conductor.push((ks.tick, TrackEventKind::Meta(MetaMessage::KeySignature(ks.fifths, ks.minor))));
+        conductor.push((
+            ks.tick,
+            TrackEventKind::Meta(MetaMessage::KeySignature(ks.fifths, ks.minor)),
+        ));
     }
     let mut tracks = vec![to_events(conductor)];
 
-    let names: Vec<Vec<u8>> = song.tracks.iter().map(|t| t.name.as_bytes().to_vec()).collect();
+    let names: Vec<Vec<u8>> = song
+        .tracks
+        .iter()
+        .map(|t| t.name.as_bytes().to_vec())
+        .collect();
     for (i, track) in song.tracks.iter().enumerate() {
         // Channels 0..15 skipping 9 (drums), reused round-robin beyond 15 tracks.
         let ch = [0u8, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15][i % 15];
@@ -369,23 +408,33 @@ pub fn write_midi(song: &Song) -> Vec<u8> {
                 n.start,
                 TrackEventKind::Midi {
                     channel,
-                    message: MidiMessage::NoteOn { key, vel: u7::new(n.velocity.clamp(1, 127)) },
+                    message: MidiMessage::NoteOn {
+                        key,
+                        vel: u7::new(n.velocity.clamp(1, 127)),
+                    },
                 },
             ));
             events.push((
                 n.end,
                 TrackEventKind::Midi {
                     channel,
-                    message: MidiMessage::NoteOff { key, vel: u7::new(0) },
+                    message: MidiMessage::NoteOff {
+                        key,
+                        vel: u7::new(0),
+                    },
                 },
             ));
         }
         tracks.push(to_events(events));
     }
-    let mut smf = Smf::new(Header::new(Format::Parallel, Timing::Metrical(u15::new(song.ppq))));
+    let mut smf = Smf::new(Header::new(
+        Format::Parallel,
+        Timing::Metrical(u15::new(song.ppq)),
+    ));
     smf.tracks = tracks;
     let mut out = Vec::new();
-    smf.write_std(&mut out).expect("writing to a Vec cannot fail");
+    smf.write_std(&mut out)
+        .expect("writing to a Vec cannot fail");
     out
 }
 
@@ -394,8 +443,14 @@ pub fn write_midi(song: &Song) -> Vec<u8> {
 fn to_events(mut events: Vec<(u64, TrackEventKind)>) -> Vec<TrackEvent> {
     let order = |kind: &TrackEventKind| match kind {
         TrackEventKind::Meta(_) => 0,
-        TrackEventKind::Midi { message: MidiMessage::ProgramChange { .. }, .. } => 1,
-        TrackEventKind::Midi { message: MidiMessage::NoteOff { .. }, .. } => 2,
+        TrackEventKind::Midi {
+            message: MidiMessage::ProgramChange { .. },
+            ..
+        } => 1,
+        TrackEventKind::Midi {
+            message: MidiMessage::NoteOff { .. },
+            ..
+        } => 2,
         _ => 3,
     };
     events.sort_by_key(|(tick, kind)| (*tick, order(kind)));
@@ -407,13 +462,22 @@ fn to_events(mut events: Vec<(u64, TrackEventKind)>) -> Vec<TrackEvent> {
         // A gap longer than a delta can hold is bridged with empty markers.
         while delta > MAX_DELTA {
             let kind = TrackEventKind::Meta(MetaMessage::Marker(b""));
-            out.push(TrackEvent { delta: u28::new(MAX_DELTA as u32), kind });
+            out.push(TrackEvent {
+                delta: u28::new(MAX_DELTA as u32),
+                kind,
+            });
             delta -= MAX_DELTA;
         }
-        out.push(TrackEvent { delta: u28::new(delta as u32), kind });
+        out.push(TrackEvent {
+            delta: u28::new(delta as u32),
+            kind,
+        });
         last = tick;
     }
-    out.push(TrackEvent { delta: u28::new(0), kind: TrackEventKind::Meta(MetaMessage::EndOfTrack) });
+    out.push(TrackEvent {
+        delta: u28::new(0),
+        kind: TrackEventKind::Meta(MetaMessage::EndOfTrack),
+    });
     out
 }
 
@@ -456,7 +520,11 @@ pub(crate) mod tests {
         let t = &song.tracks[0];
         assert_eq!(t.name, "Piano");
         assert_eq!(t.program, Some(0));
-        let got: Vec<_> = t.notes.iter().map(|n| (n.pitch, n.start, n.end, n.velocity)).collect();
+        let got: Vec<_> = t
+            .notes
+            .iter()
+            .map(|n| (n.pitch, n.start, n.end, n.velocity))
+            .collect();
         assert_eq!(got, vec![(60, 0, 480, 100), (64, 480, 960, 90)]);
         assert!((song.seconds_at(960) - 1.0).abs() < 1e-9, "120 bpm default");
     }
@@ -471,7 +539,11 @@ pub(crate) mod tests {
             0x00, 0xFF, 0x2F, 0x00,
         ];
         let song = read_midi(&smf_bytes(0, PPQ_480, &[body])).unwrap();
-        let got: Vec<_> = song.tracks[0].notes.iter().map(|n| (n.start, n.end, n.velocity)).collect();
+        let got: Vec<_> = song.tracks[0]
+            .notes
+            .iter()
+            .map(|n| (n.start, n.end, n.velocity))
+            .collect();
         assert_eq!(got, vec![(0, 192, 80), (96, 288, 90)]);
     }
 
@@ -482,9 +554,8 @@ pub(crate) mod tests {
             0x00, 0x90, 72, 100, // channel 1 melody
             0x00, 0x91, 48, 70, // channel 2 bass
             0x83, 0x60, 0xFF, 0x51, 0x03, 0x0F, 0x42, 0x40, // at 480: 1000000 us/quarter
-            0x00, 0x80, 72, 0, 0x00, 0x81, 48, 0,
-            0x83, 0x60, 0x90, 74, 100, 0x83, 0x60, 0x80, 74, 0,
-            0x00, 0xFF, 0x2F, 0x00,
+            0x00, 0x80, 72, 0, 0x00, 0x81, 48, 0, 0x83, 0x60, 0x90, 74, 100, 0x83, 0x60, 0x80, 74,
+            0, 0x00, 0xFF, 0x2F, 0x00,
         ];
         let song = read_midi(&smf_bytes(0, PPQ_480, &[body])).unwrap();
         assert_eq!(song.tracks.len(), 2);
@@ -501,27 +572,59 @@ pub(crate) mod tests {
         let song = Song {
             ppq: 384,
             tempos: vec![
-                TempoChange { tick: 0, micros_per_quarter: 600_000 },
-                TempoChange { tick: 1536, micros_per_quarter: 450_000 },
+                TempoChange {
+                    tick: 0,
+                    micros_per_quarter: 600_000,
+                },
+                TempoChange {
+                    tick: 1536,
+                    micros_per_quarter: 450_000,
+                },
             ],
-            time_signatures: vec![TimeSignature { tick: 0, numerator: 3, denominator: 4 }],
-            key_signatures: vec![KeySignature { tick: 0, fifths: -3, minor: true }],
+            time_signatures: vec![TimeSignature {
+                tick: 0,
+                numerator: 3,
+                denominator: 4,
+            }],
+            key_signatures: vec![KeySignature {
+                tick: 0,
+                fifths: -3,
+                minor: true,
+            }],
             tracks: vec![
                 Track {
                     name: "MELODY".into(),
                     instrument: String::new(),
                     program: Some(0),
                     notes: vec![
-                        Note { pitch: 67, velocity: 90, start: 0, end: 384, channel: 0 },
+                        Note {
+                            pitch: 67,
+                            velocity: 90,
+                            start: 0,
+                            end: 384,
+                            channel: 0,
+                        },
                         // Re-struck at the tick the previous one ends.
-                        Note { pitch: 67, velocity: 70, start: 384, end: 500, channel: 0 },
+                        Note {
+                            pitch: 67,
+                            velocity: 70,
+                            start: 384,
+                            end: 500,
+                            channel: 0,
+                        },
                     ],
                 },
                 Track {
                     name: "PIANO".into(),
                     instrument: String::new(),
                     program: Some(0),
-                    notes: vec![Note { pitch: 48, velocity: 60, start: 0, end: 1536, channel: 1 }],
+                    notes: vec![Note {
+                        pitch: 48,
+                        velocity: 60,
+                        start: 0,
+                        end: 1536,
+                        channel: 1,
+                    }],
                 },
             ],
         };
@@ -534,13 +637,19 @@ pub(crate) mod tests {
         let good = smf_bytes(1, PPQ_480, &[RUNNING_STATUS]);
         let cases: Vec<(&str, Vec<u8>)> = vec![
             ("empty", vec![]),
-            ("not midi", b"RIFF....WAVEfmt this is a wave file, not midi".to_vec()),
+            (
+                "not midi",
+                b"RIFF....WAVEfmt this is a wave file, not midi".to_vec(),
+            ),
             ("truncated header", good[..10].to_vec()),
             ("truncated track", good[..good.len() - 9].to_vec()),
             ("zero tracks", smf_bytes(1, PPQ_480, &[])),
             ("smpte", smf_bytes(1, [0xE7, 0x28], &[RUNNING_STATUS])),
             ("zero ppq", smf_bytes(1, [0, 0], &[RUNNING_STATUS])),
-            ("no notes", smf_bytes(1, PPQ_480, &[&[0x00, 0xFF, 0x2F, 0x00]])),
+            (
+                "no notes",
+                smf_bytes(1, PPQ_480, &[&[0x00, 0xFF, 0x2F, 0x00]]),
+            ),
             ("50 MB", vec![0u8; 50 * 1024 * 1024]),
         ];
         for (name, bytes) in cases {
@@ -555,8 +664,14 @@ pub(crate) mod tests {
                 }
             }
         }
-        assert_eq!(read_midi(&smf_bytes(1, PPQ_480, &[])), Err(MidiError::NoTracks));
-        assert_eq!(read_midi(&[0u8; 50 << 20]), Err(MidiError::TooLarge(50 << 20)));
+        assert_eq!(
+            read_midi(&smf_bytes(1, PPQ_480, &[])),
+            Err(MidiError::NoTracks)
+        );
+        assert_eq!(
+            read_midi(&[0u8; 50 << 20]),
+            Err(MidiError::TooLarge(50 << 20))
+        );
     }
 
     #[test]
@@ -577,16 +692,28 @@ pub(crate) mod tests {
     fn long_gaps_survive_writing() {
         let song = Song {
             ppq: 1,
-            tempos: vec![TempoChange { tick: 0, micros_per_quarter: 1 }],
+            tempos: vec![TempoChange {
+                tick: 0,
+                micros_per_quarter: 1,
+            }],
             time_signatures: vec![],
             key_signatures: vec![],
             tracks: vec![Track {
                 name: "gap".into(),
                 instrument: String::new(),
                 program: Some(0),
-                notes: vec![Note { pitch: 60, velocity: 64, start: 600_000_000, end: 600_000_001, channel: 0 }],
+                notes: vec![Note {
+                    pitch: 60,
+                    velocity: 64,
+                    start: 600_000_000,
+                    end: 600_000_001,
+                    channel: 0,
+                }],
             }],
         };
-        assert_eq!(read_midi(&write_midi(&song)).unwrap().tracks[0].notes, song.tracks[0].notes);
+        assert_eq!(
+            read_midi(&write_midi(&song)).unwrap().tracks[0].notes,
+            song.tracks[0].notes
+        );
     }
 }

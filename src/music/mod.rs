@@ -1,4 +1,5 @@
 //! Music data without tensors: MIDI in and out, piano rolls, structure labels, tokens, metrics.
 
 pub mod midi;
+pub mod pop909;
 pub mod roll;

@@ -179,7 +179,13 @@ mod tests {
     use super::*;
 
     fn note(pitch: u8, start: u64, end: u64) -> Note {
-        Note { pitch, velocity: 80, start, end, channel: 0 }
+        Note {
+            pitch,
+            velocity: 80,
+            start,
+            end,
+            channel: 0,
+        }
     }
 
     #[test]
@@ -197,7 +203,10 @@ mod tests {
     #[test]
     fn uneven_beats_are_followed() {
         // A performance slowing down: beats 400, 500 then 600 ticks long.
-        let g = Grid { beat_ticks: vec![0, 400, 900, 1500], steps_per_beat: 2 };
+        let g = Grid {
+            beat_ticks: vec![0, 400, 900, 1500],
+            steps_per_beat: 2,
+        };
         assert_eq!(g.step_at(200), 1);
         assert_eq!(g.step_at(650), 3);
         assert_eq!(g.step_at(1200), 5);
@@ -207,9 +216,17 @@ mod tests {
     #[test]
     fn on_grid_notes_survive_the_round_trip() {
         let g = Grid::quarters(480, 1920, 4);
-        let notes = vec![note(60, 0, 480), note(60, 480, 600), note(64, 120, 1920), note(67, 240, 360)];
+        let notes = vec![
+            note(60, 0, 480),
+            note(60, 480, 600),
+            note(64, 120, 1920),
+            note(67, 240, 360),
+        ];
         let roll = PianoRoll::from_notes(&notes, &g);
-        assert!(roll.onset(4, 60) && roll.sustain(4, 60), "re-struck note keeps its onset");
+        assert!(
+            roll.onset(4, 60) && roll.sustain(4, 60),
+            "re-struck note keeps its onset"
+        );
         assert!(roll.sustain(15, 64) && !roll.onset(15, 64));
         let mut expected = notes.clone();
         expected.sort_by_key(|n| (n.start, n.pitch));
@@ -222,7 +239,11 @@ mod tests {
         let roll = PianoRoll::from_notes(&[note(50, 130, 140)], &g);
         let back = roll.to_notes(&g, 0, 64);
         assert_eq!(back.len(), 1);
-        assert_eq!((back[0].start, back[0].end), (120, 240), "at least one step long");
+        assert_eq!(
+            (back[0].start, back[0].end),
+            (120, 240),
+            "at least one step long"
+        );
     }
 
     #[test]
@@ -233,6 +254,15 @@ mod tests {
             roll.set(s, 70, false, true, 0);
         }
         let back = roll.to_notes(&g, 3, 77);
-        assert_eq!(back, vec![Note { pitch: 70, velocity: 77, start: 240, end: 600, channel: 3 }]);
+        assert_eq!(
+            back,
+            vec![Note {
+                pitch: 70,
+                velocity: 77,
+                start: 240,
+                end: 600,
+                channel: 3
+            }]
+        );
     }
 }

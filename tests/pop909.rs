@@ -1,0 +1,112 @@
+//! Real-data tests on POP909 (`../shared/data/pop909`, or `$POP909_DIR`). They skip, saying
+//! so, when the data is absent.
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::path::PathBuf;
+
+use pianoformer::music::midi::read_midi;
+use pianoformer::music::pop909::{self, Split};
+use pianoformer::music::roll::{Grid, PianoRoll};
+
+fn data_root() -> Option<PathBuf> {
+    let root = std::env::var_os("POP909_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/pop909"));
+    if root.join("songs").is_dir() {
+        Some(root)
+    } else {
+        eprintln!(
+            "SKIPPED: POP909 not found at {} (set POP909_DIR)",
+            root.display()
+        );
+        None
+    }
+}
+
+fn song_ids(root: &std::path::Path) -> Vec<u32> {
+    let mut ids: Vec<u32> = std::fs::read_dir(root.join("songs"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+#[test]
+fn every_song_and_annotation_parses() {
+    let Some(root) = data_root() else { return };
+    let ids = song_ids(&root);
+    assert!(ids.len() >= 800, "only {} songs", ids.len());
+    let offsets =
+        pop909::parse_startpos(&pop909::read_text(&root.join("startpos.csv")).unwrap()).unwrap();
+    assert!(offsets.len() >= 800);
+    let mut splits = [0usize; 3];
+    let mut phrase_outliers = Vec::new();
+    let mut chord_outliers = Vec::new();
+    for &id in &ids {
+        let dir = pop909::song_dir(&root, id);
+        let read = |name: &str| pop909::read_text(&dir.join(name)).unwrap();
+        let bytes = std::fs::read(dir.join(format!("{id:03}.mid"))).unwrap();
+        let song = read_midi(&bytes).unwrap_or_else(|e| panic!("song {id}: {e}"));
+        let names: Vec<&str> = song.tracks.iter().map(|t| t.name.as_str()).collect();
+        assert!(
+            names.contains(&"MELODY") && names.contains(&"PIANO"),
+            "song {id}: {names:?}"
+        );
+        assert!(song.ppq > 0, "song {id}"); // 480 for most, 960 for a few (song 471)
+        let beats = pop909::parse_beats(&read("beat_midi.txt")).unwrap();
+        let chords = pop909::parse_beat_chords(&read("structure_finalized_chord.txt"))
+            .unwrap_or_else(|e| panic!("song {id}: {e}"));
+        let phrases = pop909::parse_phrases(&read("structure_human_label1.txt"))
+            .unwrap_or_else(|e| panic!("song {id}: {e}"));
+        pop909::parse_timed_chords(&read("chord_midi.txt")).unwrap();
+        // Annotations in beats and bars cover about the same span as the beat track.
+        let chord_beats: u32 = chords.iter().map(|c| c.beats).sum();
+        let phrase_beats: u32 = phrases.iter().map(|p| p.bars * 4).sum();
+        let n = beats.len() as i64;
+        // A few songs are annotated at another metrical level than beat_midi.txt's beats
+        // (song 62's phrases and song 624's chords count double time): record them rather
+        // than fail, and bound how many there are.
+        if (chord_beats as i64 - n).abs() > n / 4 + 16 {
+            chord_outliers.push(id);
+        }
+        if (phrase_beats as i64 - n).abs() > n / 4 + 16 {
+            phrase_outliers.push(id);
+        }
+        splits[Split::of(id) as usize] += 1;
+    }
+    eprintln!(
+        "POP909: {} songs; train/validation/test = {splits:?}",
+        ids.len()
+    );
+    eprintln!("phrase lengths far from the beat count: {phrase_outliers:?}");
+    eprintln!("chord lengths far from the beat count: {chord_outliers:?}");
+    assert!(
+        phrase_outliers.len() * 20 < ids.len(),
+        "{phrase_outliers:?}"
+    );
+    assert!(chord_outliers.len() * 20 < ids.len(), "{chord_outliers:?}");
+}
+
+#[test]
+fn piano_roll_round_trip_keeps_every_note_within_the_grid() {
+    let Some(root) = data_root() else { return };
+    for id in song_ids(&root).into_iter().step_by(43) {
+        let path = pop909::song_dir(&root, id).join(format!("{id:03}.mid"));
+        let song = read_midi(&std::fs::read(path).unwrap()).unwrap();
+        let grid = Grid::for_song(&song, 4);
+        let half_step = song.ppq as u64 / 8;
+        for track in &song.tracks {
+            let roll = PianoRoll::from_notes(&track.notes, &grid);
+            let back = roll.to_notes(&grid, 0, 64);
+            // Every original onset has a note of the same pitch starting within half a step.
+            for n in &track.notes {
+                let hit = back
+                    .iter()
+                    .any(|b| b.pitch == n.pitch && b.start.abs_diff(n.start) <= half_step);
+                assert!(hit, "song {id} {}: note {n:?} lost", track.name);
+            }
+            assert!(back.len() <= track.notes.len(), "song {id}: notes invented");
+        }
+    }
+}
