@@ -124,6 +124,25 @@ impl Song {
         seconds + (tick - last_tick) as f64 * tempo as f64 / 1e6 / self.ppq as f64
     }
 
+    /// Tick at `seconds`, following the tempo map (the inverse of [`Song::seconds_at`]).
+    pub fn tick_at_seconds(&self, seconds: f64) -> u64 {
+        let mut elapsed = 0.0;
+        let mut last_tick = 0u64;
+        let mut tempo = DEFAULT_MICROS_PER_QUARTER;
+        let ticks_per_second = |tempo: u32| self.ppq as f64 * 1e6 / tempo as f64;
+        for change in &self.tempos {
+            let span = (change.tick - last_tick) as f64 / ticks_per_second(tempo);
+            if elapsed + span > seconds {
+                break;
+            }
+            elapsed += span;
+            last_tick = change.tick;
+            tempo = change.micros_per_quarter;
+        }
+        let rest = (seconds - elapsed).max(0.0) * ticks_per_second(tempo);
+        last_tick + rest.round() as u64
+    }
+
     /// Tick just after the last note ends.
     pub fn end_tick(&self) -> u64 {
         self.tracks
@@ -565,6 +584,9 @@ pub(crate) mod tests {
         assert_eq!(song.tempos.len(), 2);
         // 480 ticks at 0.5 s/quarter, then 960 ticks at 1 s/quarter.
         assert!((song.seconds_at(1440) - 2.5).abs() < 1e-9);
+        for tick in [0, 100, 480, 481, 1000, 1440, 5000] {
+            assert_eq!(song.tick_at_seconds(song.seconds_at(tick)), tick);
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Music data without tensors: MIDI in and out, piano rolls, structure labels, tokens, metrics.
 
+pub mod chords;
 pub mod midi;
 pub mod pop909;
 pub mod roll;
