@@ -37,3 +37,77 @@ fn an_unknown_backend_is_a_plain_error() {
     assert!(err.contains("unknown backend 'tpu'"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// A MIDI file made by the project's own writer: | C | G | in 4/4, one bar each.
+fn two_bar_song() -> Vec<u8> {
+    use pianoformer::music::midi::{Note, Song, TempoChange, Track, write_midi};
+    let triad = |root: u8, bar: u64| {
+        [0u8, 4, 7].map(|i| Note {
+            pitch: 48 + root + i,
+            velocity: 90,
+            start: bar * 1920,
+            end: (bar + 1) * 1920,
+            channel: 0,
+        })
+    };
+    let mut notes = triad(0, 0).to_vec();
+    notes.extend(triad(7, 1));
+    write_midi(&Song {
+        ppq: 480,
+        tempos: vec![TempoChange {
+            tick: 0,
+            micros_per_quarter: 500_000,
+        }],
+        time_signatures: vec![],
+        key_signatures: vec![],
+        tracks: vec![Track {
+            name: "Piano".into(),
+            program: Some(0),
+            notes,
+            ..Default::default()
+        }],
+    })
+}
+
+#[test]
+fn inspect_shows_tracks_and_chords() {
+    let dir = std::env::temp_dir().join(format!("pianoformer-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("two-bars.mid");
+    std::fs::write(&file, two_bar_song()).unwrap();
+    let out = pianoformer()
+        .arg("inspect")
+        .arg(&file)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s["tracks"][0]["name"], "Piano");
+    assert_eq!(s["tracks"][0]["notes"], 6);
+    assert_eq!(
+        s["chords_per_bar"],
+        serde_json::json!([["C", "C", "C", "C"], ["G", "G", "G", "G"]])
+    );
+    let text = pianoformer().arg("inspect").arg(&file).output().unwrap();
+    assert!(String::from_utf8_lossy(&text.stdout).contains("tempo 120.0 bpm"));
+
+    let bad = dir.join("not-midi.mid");
+    std::fs::write(&bad, b"hello, I am a text file").unwrap();
+    let out = pianoformer().arg("inspect").arg(&bad).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not a MIDI file"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let missing = pianoformer()
+        .arg("inspect")
+        .arg(dir.join("nope.mid"))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read"));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -4,3 +4,4 @@ pub mod chords;
 pub mod midi;
 pub mod pop909;
 pub mod roll;
+pub mod summary;

@@ -1,0 +1,90 @@
+//! `pianoformer inspect FILE.mid`: a user's first debugging tool, and ours.
+
+use std::path::Path;
+
+use pianoformer::music::midi::{MAX_FILE_BYTES, read_midi};
+use pianoformer::music::summary::{note_name, summarize};
+
+pub fn run(path: &Path, json: bool) -> Result<(), String> {
+    let meta =
+        std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if meta.len() > MAX_FILE_BYTES as u64 {
+        return Err(format!(
+            "{} is {} bytes; MIDI files over {MAX_FILE_BYTES} bytes are not accepted",
+            path.display(),
+            meta.len()
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let song = read_midi(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let s = summarize(&song);
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&s).map_err(|e| e.to_string())?
+        );
+        return Ok(());
+    }
+    let minutes = s.seconds / 60.0;
+    println!(
+        "{}: {} notes, {}:{:02} long, {} ticks per quarter",
+        path.display(),
+        s.notes,
+        minutes.floor() as u32,
+        (s.seconds % 60.0).round() as u32,
+        s.ppq
+    );
+    println!(
+        "time signature {} ({} later changes), key {}",
+        s.time_signature,
+        s.time_signature_changes,
+        s.key.as_deref().unwrap_or("not given")
+    );
+    match s.tempos.as_slice() {
+        [] => println!("tempo 120 bpm (the MIDI default; the file sets none)"),
+        [only] => println!("tempo {:.1} bpm", only.bpm),
+        many => {
+            println!("tempo map ({} changes):", many.len());
+            for t in many.iter().take(8) {
+                println!("  bar {:>3} beat {}: {:.1} bpm", t.bar, t.beat, t.bpm);
+            }
+            if many.len() > 8 {
+                println!("  … {} more", many.len() - 8);
+            }
+        }
+    }
+    println!("tracks:");
+    for (i, t) in s.tracks.iter().enumerate() {
+        let channels: Vec<String> = t.channels.iter().map(|c| c.to_string()).collect();
+        println!(
+            "  {:>2} {:<20} program {:>3}  channel {:<5} {:>6} notes  {}–{}{}",
+            i + 1,
+            if t.name.is_empty() {
+                "(unnamed)"
+            } else {
+                &t.name
+            },
+            t.program.map_or("-".to_string(), |p| p.to_string()),
+            channels.join(","),
+            t.notes,
+            note_name(t.lowest),
+            note_name(t.highest),
+            if t.drums { "  drums" } else { "" }
+        );
+    }
+    println!(
+        "chords per bar ({} beats per bar, detected):",
+        s.beats_per_bar
+    );
+    for (i, bar) in s.chords_per_bar.iter().enumerate() {
+        println!(
+            "  {:>4}  {}",
+            i + 1,
+            bar.iter()
+                .map(|c| format!("{c:<6}"))
+                .collect::<String>()
+                .trim_end()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,71 @@
+//! The native command line: `check` (the compute backend) and `inspect` (a MIDI file); train,
+//! eval, generate and bench join them as the library grows. Each command lives in its own file;
+//! errors reach the user as one plain sentence.
+
+#[cfg(target_arch = "wasm32")]
+fn main() {}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn main() -> std::process::ExitCode {
+    cli::main()
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+mod check;
+#[cfg(not(target_arch = "wasm32"))]
+mod inspect;
+
+#[cfg(not(target_arch = "wasm32"))]
+mod cli {
+    use std::path::PathBuf;
+    use std::process::ExitCode;
+
+    use clap::{Parser, Subcommand};
+
+    #[derive(Parser)]
+    #[command(
+        name = "pianoformer",
+        version,
+        about = "Structure-aware Transformers for music"
+    )]
+    struct Cli {
+        #[command(subcommand)]
+        command: Command,
+    }
+
+    #[derive(Subcommand)]
+    enum Command {
+        /// Check a compute backend: ops against the CPU reference and a few Adam steps.
+        Check {
+            /// auto (GPU if available, else CPU), gpu, or cpu.
+            #[arg(long, default_value = "auto")]
+            backend: String,
+            /// Print the report as JSON instead of text.
+            #[arg(long)]
+            json: bool,
+        },
+        /// Show what a MIDI file holds: tracks, tempo map, key, time signature, chords per bar.
+        Inspect {
+            /// The .mid file.
+            file: PathBuf,
+            /// Print the summary as JSON instead of text.
+            #[arg(long)]
+            json: bool,
+        },
+    }
+
+    pub fn main() -> ExitCode {
+        let cli = Cli::parse();
+        let result = match cli.command {
+            Command::Check { backend, json } => crate::check::run(&backend, json),
+            Command::Inspect { file, json } => crate::inspect::run(&file, json),
+        };
+        match result {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(message) => {
+                eprintln!("error: {message}");
+                ExitCode::FAILURE
+            }
+        }
+    }
+}

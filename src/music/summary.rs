@@ -1,0 +1,191 @@
+//! What a MIDI file holds, as a person wants to see it: tracks, tempo map, key, time signature
+//! and the detected chords per bar. `pianoformer inspect` prints it; the page shows the same.
+
+use serde::Serialize;
+
+use super::chords::{RecognizeOptions, recognize};
+use super::midi::Song;
+use super::roll::Grid;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TrackSummary {
+    pub name: String,
+    pub program: Option<u8>,
+    /// MIDI channels used, 1-based as musicians count them.
+    pub channels: Vec<u8>,
+    pub notes: usize,
+    pub lowest: u8,
+    pub highest: u8,
+    pub drums: bool,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TempoSummary {
+    /// 1-based bar and beat where the tempo takes effect.
+    pub bar: usize,
+    pub beat: usize,
+    pub bpm: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SongSummary {
+    pub ppq: u16,
+    pub seconds: f64,
+    pub notes: usize,
+    pub tracks: Vec<TrackSummary>,
+    pub tempos: Vec<TempoSummary>,
+    /// `n/d` of the first time signature (4/4 when the file has none).
+    pub time_signature: String,
+    /// How many time-signature changes follow the first.
+    pub time_signature_changes: usize,
+    pub key: Option<String>,
+    pub beats_per_bar: usize,
+    /// Detected chord names per bar, one per beat (`N` where nothing sounds).
+    pub chords_per_bar: Vec<Vec<String>>,
+}
+
+const MAJOR_KEYS: [&str; 15] = [
+    "Cb", "Gb", "Db", "Ab", "Eb", "Bb", "F", "C", "G", "D", "A", "E", "B", "F#", "C#",
+];
+const MINOR_KEYS: [&str; 15] = [
+    "Ab", "Eb", "Bb", "F", "C", "G", "D", "A", "E", "B", "F#", "C#", "G#", "D#", "A#",
+];
+
+/// `Gb major`, `F# minor` from a key signature's sharps/flats.
+pub fn key_name(fifths: i8, minor: bool) -> String {
+    let i = (fifths.clamp(-7, 7) + 7) as usize;
+    if minor {
+        format!("{} minor", MINOR_KEYS[i])
+    } else {
+        format!("{} major", MAJOR_KEYS[i])
+    }
+}
+
+pub fn note_name(pitch: u8) -> String {
+    const NAMES: [&str; 12] = [
+        "C", "C#", "D", "Eb", "E", "F", "F#", "G", "Ab", "A", "Bb", "B",
+    ];
+    format!("{}{}", NAMES[(pitch % 12) as usize], pitch as i32 / 12 - 1)
+}
+
+pub fn summarize(song: &Song) -> SongSummary {
+    let first_ts = song.time_signatures.first();
+    let (num, den) = first_ts.map_or((4, 4), |t| (t.numerator as usize, t.denominator as usize));
+    // Beats are quarter notes; a bar of n/d lasts n*4/d of them (6/8 = 3 quarters).
+    let beats_per_bar = (num * 4).div_ceil(den.max(1)).max(1);
+    let grid = Grid::for_song(song, 1);
+    let bar_beat = |tick: u64| {
+        let beat = grid.step_at(tick);
+        (beat / beats_per_bar + 1, beat % beats_per_bar + 1)
+    };
+    let tracks = song
+        .tracks
+        .iter()
+        .map(|t| {
+            let mut channels: Vec<u8> = t.notes.iter().map(|n| n.channel + 1).collect();
+            channels.sort_unstable();
+            channels.dedup();
+            TrackSummary {
+                name: t.name.clone(),
+                program: t.program,
+                channels,
+                notes: t.notes.len(),
+                lowest: t.notes.iter().map(|n| n.pitch).min().unwrap_or(0),
+                highest: t.notes.iter().map(|n| n.pitch).max().unwrap_or(0),
+                drums: t.is_drums(),
+            }
+        })
+        .collect();
+    let tempos = song
+        .tempos
+        .iter()
+        .map(|t| {
+            let (bar, beat) = bar_beat(t.tick);
+            TempoSummary {
+                bar,
+                beat,
+                bpm: 60e6 / t.micros_per_quarter as f64,
+            }
+        })
+        .collect();
+    let notes: Vec<_> = song
+        .tracks
+        .iter()
+        .filter(|t| !t.is_drums())
+        .flat_map(|t| t.notes.iter().map(|n| (n, 1.0)))
+        .collect();
+    let chords = recognize(&notes, &grid.beat_ticks, RecognizeOptions::default());
+    let chords_per_bar = chords
+        .chunks(beats_per_bar)
+        .map(|bar| {
+            bar.iter()
+                .map(|c| c.map_or_else(|| "N".to_string(), |c| c.name()))
+                .collect()
+        })
+        .collect();
+    SongSummary {
+        ppq: song.ppq,
+        seconds: song.seconds_at(song.end_tick()),
+        notes: song.note_count(),
+        tracks,
+        tempos,
+        time_signature: format!("{num}/{den}"),
+        time_signature_changes: song.time_signatures.len().saturating_sub(1),
+        key: song
+            .key_signatures
+            .first()
+            .map(|k| key_name(k.fifths, k.minor)),
+        beats_per_bar,
+        chords_per_bar,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::music::midi::{Note, TimeSignature, Track};
+
+    #[test]
+    fn names() {
+        assert_eq!(key_name(-6, false), "Gb major");
+        assert_eq!(key_name(3, true), "F# minor");
+        assert_eq!(key_name(0, true), "A minor");
+        assert_eq!(note_name(60), "C4");
+        assert_eq!(note_name(21), "A0");
+    }
+
+    #[test]
+    fn bars_follow_the_time_signature() {
+        let chord = |root: u8, start: u64| {
+            [0u8, 4, 7].map(|i| Note {
+                pitch: 48 + root + i,
+                velocity: 80,
+                start,
+                end: start + 3 * 480,
+                channel: 0,
+            })
+        };
+        let mut notes = chord(0, 0).to_vec();
+        notes.extend(chord(7, 3 * 480));
+        let song = Song {
+            ppq: 480,
+            tempos: vec![],
+            time_signatures: vec![TimeSignature {
+                tick: 0,
+                numerator: 3,
+                denominator: 4,
+            }],
+            key_signatures: vec![],
+            tracks: vec![Track {
+                name: "Piano".into(),
+                notes,
+                ..Default::default()
+            }],
+        };
+        let s = summarize(&song);
+        assert_eq!(s.beats_per_bar, 3);
+        assert_eq!(s.chords_per_bar, vec![vec!["C"; 3], vec!["G"; 3]]);
+        assert_eq!(s.tracks[0].lowest, 48);
+        assert_eq!(s.tracks[0].channels, vec![1]);
+    }
+}
