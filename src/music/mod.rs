@@ -1,7 +1,9 @@
 //! Music data without tensors: MIDI in and out, piano rolls, structure labels, tokens, metrics.
 
 pub mod chords;
+pub mod melody;
 pub mod midi;
+pub mod phrases;
 pub mod pop909;
 pub mod roll;
 pub mod summary;

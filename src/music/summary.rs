@@ -4,7 +4,9 @@
 use serde::Serialize;
 
 use super::chords::{RecognizeOptions, recognize};
+use super::melody::pick_melody_track;
 use super::midi::Song;
+use super::phrases::{PhraseOptions, Segment, label_string, segment_phrases};
 use super::roll::Grid;
 
 #[derive(Clone, Debug, Serialize)]
@@ -42,6 +44,11 @@ pub struct SongSummary {
     pub beats_per_bar: usize,
     /// Detected chord names per bar, one per beat (`N` where nothing sounds).
     pub chords_per_bar: Vec<Vec<String>>,
+    /// Index into `tracks` of the track taken as the melody, if any looks like one.
+    pub melody_track: Option<usize>,
+    /// Detected phrases, and the same as a label string (`i4A8B8A8o2`).
+    pub phrases: Vec<Segment>,
+    pub phrase_labels: String,
 }
 
 const MAJOR_KEYS: [&str; 15] = [
@@ -115,6 +122,28 @@ pub fn summarize(song: &Song) -> SongSummary {
         .flat_map(|t| t.notes.iter().map(|n| (n, 1.0)))
         .collect();
     let chords = recognize(&notes, &grid.beat_ticks, RecognizeOptions::default());
+    let melody_track = pick_melody_track(song);
+    let melody = melody_track.map_or(&[][..], |i| &song.tracks[i].notes[..]);
+    let mut bar_ticks: Vec<u64> = grid
+        .beat_ticks
+        .iter()
+        .step_by(beats_per_bar)
+        .copied()
+        .collect();
+    if (grid.beat_ticks.len() - 1) % beats_per_bar != 0 {
+        bar_ticks.extend(grid.beat_ticks.last()); // close the final, partial bar
+    }
+    let phrases = if bar_ticks.len() >= 2 {
+        segment_phrases(
+            melody,
+            &bar_ticks,
+            &chords,
+            beats_per_bar,
+            PhraseOptions::default(),
+        )
+    } else {
+        Vec::new()
+    };
     let chords_per_bar = chords
         .chunks(beats_per_bar)
         .map(|bar| {
@@ -137,6 +166,9 @@ pub fn summarize(song: &Song) -> SongSummary {
             .map(|k| key_name(k.fifths, k.minor)),
         beats_per_bar,
         chords_per_bar,
+        melody_track,
+        phrase_labels: label_string(&phrases),
+        phrases,
     }
 }
 

@@ -72,19 +72,23 @@ pub fn run(path: &Path, json: bool) -> Result<(), String> {
             if t.drums { "  drums" } else { "" }
         );
     }
+    match s.melody_track {
+        Some(i) => println!("melody: track {} ({})", i + 1, s.tracks[i].name),
+        None => println!("melody: no track looks like one"),
+    }
+    println!("phrases (detected): {}", s.phrase_labels);
     println!(
-        "chords per bar ({} beats per bar, detected):",
+        "bar  phrase  chords per beat (detected, {} beats per bar)",
         s.beats_per_bar
     );
     for (i, bar) in s.chords_per_bar.iter().enumerate() {
-        println!(
-            "  {:>4}  {}",
-            i + 1,
-            bar.iter()
-                .map(|c| format!("{c:<6}"))
-                .collect::<String>()
-                .trim_end()
-        );
+        let phrase = s
+            .phrases
+            .iter()
+            .find(|p| p.start_bar == i)
+            .map_or(String::new(), |p| format!("{}{}", p.letter, p.bars));
+        let chords: String = bar.iter().map(|c| format!("{c:<6}")).collect();
+        println!("{:>3}  {phrase:<6}  {}", i + 1, chords.trim_end());
     }
     Ok(())
 }

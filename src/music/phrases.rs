@@ -1,0 +1,362 @@
+//! Phrase segmentation of a song without annotations: bar-level self-similarity (melody and
+//! chords), boundary cues (novelty, the start of a repeat, a melodic rest), and a segmentation
+//! by dynamic programming with a prior for 4- and 8-bar phrases. Segments that repeat share a
+//! letter, as in POP909's human labels (`A4B8A4…`; lower case for bars without melody).
+
+use super::chords::Chord;
+use super::midi::Note;
+
+/// Melody samples per beat when comparing bars.
+const STEPS_PER_BEAT: usize = 4;
+
+/// A phrase: `bars` bars from `start_bar`, with its letter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Segment {
+    pub start_bar: usize,
+    pub bars: usize,
+    pub letter: char,
+}
+
+/// The label string, e.g. `i4A8B8o2`.
+pub fn label_string(segments: &[Segment]) -> String {
+    segments
+        .iter()
+        .map(|s| format!("{}{}", s.letter, s.bars))
+        .collect()
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct PhraseOptions {
+    /// Longest phrase considered, in bars.
+    pub max_bars: usize,
+    /// Cost of each boundary: higher gives fewer, longer phrases.
+    pub boundary_cost: f32,
+    /// Two segments whose bars match at least this well share a letter.
+    pub same_letter: f32,
+}
+
+impl Default for PhraseOptions {
+    fn default() -> Self {
+        Self {
+            max_bars: 16,
+            boundary_cost: 0.6,
+            same_letter: 0.6,
+        }
+    }
+}
+
+/// The melody pitch sounding at each sample of each bar (0 = rest).
+/// `bar_ticks` has one more entry than there are bars.
+fn melody_samples(melody: &[Note], bar_ticks: &[u64], beats_per_bar: usize) -> Vec<Vec<u8>> {
+    let steps = beats_per_bar * STEPS_PER_BEAT;
+    bar_ticks
+        .windows(2)
+        .map(|w| {
+            (0..steps)
+                .map(|s| {
+                    // Bar ticks should increase; a bar of zero length (bad input) samples rests.
+                    let t = w[0] + w[1].saturating_sub(w[0]) * s as u64 / steps as u64;
+                    melody
+                        .iter()
+                        .filter(|n| n.start <= t && t < n.end)
+                        .max_by_key(|n| n.start)
+                        .map_or(0, |n| n.pitch)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Bar-by-bar similarity in [0, 1]: melody (same pitch at the same place) and chords.
+fn similarity(samples: &[Vec<u8>], chords: &[&[Option<Chord>]]) -> Vec<Vec<f32>> {
+    let n = samples.len();
+    let mut s = vec![vec![0f32; n]; n];
+    for i in 0..n {
+        for j in i..n {
+            let (a, b) = (&samples[i], &samples[j]);
+            let voiced = a.iter().zip(b).filter(|(x, y)| **x > 0 || **y > 0).count();
+            let same = a.iter().zip(b).filter(|(x, y)| **x > 0 && x == y).count();
+            let mel = if voiced == 0 {
+                1.0
+            } else {
+                same as f32 / voiced as f32
+            };
+            let (ca, cb) = (chords[i], chords[j]);
+            let chord = if ca.is_empty() {
+                1.0
+            } else {
+                ca.iter().zip(cb).filter(|(x, y)| x == y).count() as f32 / ca.len() as f32
+            };
+            s[i][j] = 0.6 * mel + 0.4 * chord;
+            s[j][i] = s[i][j];
+        }
+    }
+    s
+}
+
+fn mean(values: impl Iterator<Item = f32>) -> f32 {
+    let (sum, count) = values.fold((0f32, 0usize), |(s, c), v| (s + v, c + 1));
+    if count == 0 { 0.0 } else { sum / count as f32 }
+}
+
+/// How much a phrase boundary before bar `b` is suggested by the similarity matrix and the
+/// melody.
+fn boundary_score(s: &[Vec<f32>], samples: &[Vec<u8>], b: usize) -> f32 {
+    let n = s.len();
+    let k = 4;
+    let before = b.saturating_sub(k)..b;
+    let after = b..(b + k).min(n);
+    let within = |r: std::ops::Range<usize>| {
+        mean(
+            r.clone()
+                .flat_map(|i| r.clone().map(move |j| (i, j)))
+                .map(|(i, j)| s[i][j]),
+        )
+    };
+    let cross = mean(
+        before
+            .clone()
+            .flat_map(|i| after.clone().map(move |j| s[i][j])),
+    );
+    let novelty = 0.5 * (within(before.clone()) + within(after.clone())) - cross;
+    // A repeat starts here: bars b.. match bars j.. for a while, but the bars before do not.
+    let run = (n - b).min(k);
+    let mut repeat = 0f32;
+    for j in 1..n {
+        if j == b || j + run > n {
+            continue;
+        }
+        let here = mean((0..run).map(|t| s[b + t][j + t]));
+        let prev = s[b - 1][j - 1];
+        repeat = repeat.max(here - prev);
+    }
+    // The melody rests at the end of the previous bar.
+    let tail = &samples[b - 1];
+    let quarter = tail.len() / 4;
+    let rest = tail[tail.len() - quarter..]
+        .iter()
+        .filter(|&&p| p == 0)
+        .count() as f32
+        / quarter.max(1) as f32;
+    novelty + 0.5 * repeat.max(0.0) + 0.3 * rest
+}
+
+/// Prior over phrase lengths: pop phrases are mostly 4 or 8 bars.
+fn length_cost(bars: usize) -> f32 {
+    match bars {
+        4 | 8 => 0.0,
+        2 | 6 | 12 | 16 => 0.3,
+        _ => 0.6,
+    }
+}
+
+/// Segments a song into phrases. `bar_ticks` are the bar boundaries (bars + 1 entries),
+/// `chords` one per beat (`beats_per_bar` per bar).
+pub fn segment_phrases(
+    melody: &[Note],
+    bar_ticks: &[u64],
+    chords: &[Option<Chord>],
+    beats_per_bar: usize,
+    options: PhraseOptions,
+) -> Vec<Segment> {
+    let n = bar_ticks.len().saturating_sub(1);
+    if n == 0 {
+        return Vec::new();
+    }
+    let samples = melody_samples(melody, bar_ticks, beats_per_bar);
+    let bar_chords: Vec<&[Option<Chord>]> = (0..n)
+        .map(|b| {
+            let lo = (b * beats_per_bar).min(chords.len());
+            let hi = ((b + 1) * beats_per_bar).min(chords.len());
+            &chords[lo..hi]
+        })
+        .collect();
+    let s = similarity(&samples, &bar_chords);
+    let scores: Vec<f32> = (0..n)
+        .map(|b| {
+            if b == 0 {
+                0.0
+            } else {
+                boundary_score(&s, &samples, b)
+            }
+        })
+        .collect();
+
+    // best[b]: best total for a segmentation of bars 0..b ending with a boundary at b.
+    let mut best = vec![f32::NEG_INFINITY; n + 1];
+    let mut from = vec![0usize; n + 1];
+    best[0] = 0.0;
+    for b in 1..=n {
+        let reward = if b < n {
+            scores[b] - options.boundary_cost
+        } else {
+            0.0
+        };
+        for len in 1..=options.max_bars.min(b) {
+            let v = best[b - len] + reward - length_cost(len);
+            if v > best[b] {
+                best[b] = v;
+                from[b] = b - len;
+            }
+        }
+    }
+    let mut bounds = vec![n];
+    while let Some(&b) = bounds.last() {
+        if b == 0 {
+            break;
+        }
+        bounds.push(from[b]);
+    }
+    bounds.reverse();
+    name_segments(&bounds, &s, &samples, options)
+}
+
+/// Letters: melodic segments that match an earlier one take its letter, others the next free
+/// one; segments with (almost) no melody are `i` (intro), `o` (outro) or `x`.
+fn name_segments(
+    bounds: &[usize],
+    s: &[Vec<f32>],
+    samples: &[Vec<u8>],
+    options: PhraseOptions,
+) -> Vec<Segment> {
+    let mut segments: Vec<Segment> = Vec::new();
+    let mut next_letter = b'A';
+    let last = bounds.len().saturating_sub(2);
+    for (k, w) in bounds.windows(2).enumerate() {
+        let (start, end) = (w[0], w[1]);
+        let voiced = (start..end)
+            .flat_map(|b| samples[b].iter())
+            .filter(|&&p| p > 0)
+            .count();
+        let total: usize = (start..end).map(|b| samples[b].len()).sum();
+        let letter = if (voiced as f32) < 0.1 * total as f32 {
+            match k {
+                0 => 'i',
+                _ if k == last => 'o',
+                _ => 'x',
+            }
+        } else {
+            let matched = segments
+                .iter()
+                .filter(|p| p.letter.is_ascii_uppercase())
+                .map(|p| {
+                    let len = p.bars.min(end - start);
+                    (
+                        p.letter,
+                        mean((0..len).map(|t| s[p.start_bar + t][start + t])),
+                    )
+                })
+                .filter(|&(_, sim)| sim >= options.same_letter)
+                .max_by(|a, b| a.1.total_cmp(&b.1));
+            match matched {
+                Some((letter, _)) => letter,
+                None => {
+                    let l = next_letter as char;
+                    next_letter = (next_letter + 1).min(b'Z');
+                    l
+                }
+            }
+        };
+        segments.push(Segment {
+            start_bar: start,
+            bars: end - start,
+            letter,
+        });
+    }
+    segments
+}
+
+/// Boundary precision, recall and F1 with a tolerance of `tolerance` bars; the song's start and
+/// end are not boundaries.
+pub fn boundary_f1(predicted: &[usize], reference: &[usize], tolerance: usize) -> (f64, f64, f64) {
+    let mut used = vec![false; reference.len()];
+    let mut hits = 0usize;
+    for &p in predicted {
+        if let Some(i) = (0..reference.len())
+            .filter(|&i| !used[i] && reference[i].abs_diff(p) <= tolerance)
+            .min_by_key(|&i| reference[i].abs_diff(p))
+        {
+            used[i] = true;
+            hits += 1;
+        }
+    }
+    let precision = if predicted.is_empty() {
+        0.0
+    } else {
+        hits as f64 / predicted.len() as f64
+    };
+    let recall = if reference.is_empty() {
+        0.0
+    } else {
+        hits as f64 / reference.len() as f64
+    };
+    let f1 = if hits == 0 {
+        0.0
+    } else {
+        2.0 * precision * recall / (precision + recall)
+    };
+    (precision, recall, f1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 4-bar melodic phrase (one note per beat) starting at `bar`, transposed by `shift`.
+    fn phrase(bar: u64, shift: u8, shape: &[u8; 16]) -> Vec<Note> {
+        shape
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| **p > 0)
+            .map(|(i, p)| {
+                let start = (bar * 4 + i as u64) * 480;
+                Note {
+                    pitch: p + shift,
+                    velocity: 80,
+                    start,
+                    end: start + 400,
+                    channel: 0,
+                }
+            })
+            .collect()
+    }
+
+    const A: [u8; 16] = [60, 62, 64, 65, 67, 67, 65, 64, 62, 64, 60, 0, 60, 62, 60, 0];
+    const B: [u8; 16] = [69, 69, 71, 72, 74, 72, 71, 69, 67, 69, 71, 0, 72, 72, 0, 0];
+
+    #[test]
+    fn repeated_phrases_get_boundaries_and_letters() {
+        use crate::music::chords::Quality;
+        // 2 bars of intro (chords, no melody), then A A B A, 4 bars each. A is sung over
+        // | C | G | Am | F |, B over | F | G | Em | Am |.
+        let chord = |root: u8, quality| Some(Chord { root, quality });
+        let (maj, min) = (Quality::Maj, Quality::Min);
+        let a_chords = [chord(0, maj), chord(7, maj), chord(9, min), chord(5, maj)];
+        let b_chords = [chord(5, maj), chord(7, maj), chord(4, min), chord(9, min)];
+        let mut melody = Vec::new();
+        let mut chords: Vec<Option<Chord>> = [a_chords[0], a_chords[3]]
+            .iter()
+            .flat_map(|c| [*c; 4])
+            .collect();
+        for (k, (shape, progression)) in
+            [(A, a_chords), (A, a_chords), (B, b_chords), (A, a_chords)]
+                .iter()
+                .enumerate()
+        {
+            melody.extend(phrase(2 + 4 * k as u64, 0, shape));
+            chords.extend(progression.iter().flat_map(|c| [*c; 4]));
+        }
+        let bars = 18;
+        let bar_ticks: Vec<u64> = (0..=bars).map(|b| b * 4 * 480).collect();
+        let segs = segment_phrases(&melody, &bar_ticks, &chords, 4, PhraseOptions::default());
+        assert_eq!(label_string(&segs), "i2A4A4B4A4");
+    }
+
+    #[test]
+    fn f1_with_tolerance() {
+        let (p, r, f) = boundary_f1(&[4, 9, 16], &[4, 8, 12, 16], 1);
+        assert_eq!((p, r), (1.0, 0.75));
+        assert!((f - 2.0 * 0.75 / 1.75).abs() < 1e-12);
+        assert_eq!(boundary_f1(&[], &[4], 1).2, 0.0);
+    }
+}
