@@ -43,14 +43,17 @@ wasm: setup
 	size=$$(stat -c %s pkg/pianoformer_bg.wasm); gz=$$(gzip -9c pkg/pianoformer_bg.wasm | wc -c); \
 	echo "wasm: $$((raw / 1024)) KiB built, $$((size / 1024)) KiB shipped ($$((gz / 1024)) KiB gzipped) in $$(( $$(date +%s) - start )) s"
 
+POP909_DIR ?= $(CURDIR)/../shared/data/pop909
+
 test-native:
-	cargo test
+	@[ -d "$(POP909_DIR)/songs" ] || echo "note: POP909 not found at $(POP909_DIR): the real-data tests will skip (set POP909_DIR)"
+	POP909_DIR="$(POP909_DIR)" cargo test
 
 test-browser:
 	wasm-pack test --headless --chrome --release -- --test web
 
 test-e2e: wasm
-	node --test tests/e2e/
+	node --test tests/e2e/*.test.mjs
 
 # The backend self-check from the command line (GPU when wgpu finds one, else CPU).
 check:

@@ -68,7 +68,9 @@ export function startServer({ port = 8000, host = '127.0.0.1', quiet = false } =
       'content-length': stat.size,
       'cache-control': 'no-cache',
     });
-    createReadStream(file).pipe(res);
+    createReadStream(file)
+      .on('error', () => res.destroy()) // e.g. unreadable despite stat: drop this response only
+      .pipe(res);
   });
   return new Promise((ok, fail) => {
     server.once('error', fail);

@@ -62,6 +62,8 @@ fi
 
 command -v node >/dev/null && command -v npm >/dev/null || APT_PACKAGES+=(nodejs npm)
 install_apt "${APT_PACKAGES[@]}"
+command -v rustup >/dev/null ||
+  die "rustup is missing (a distribution's cargo cannot add the wasm32 target): install Rust with rustup (rustup.rs)"
 rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown || {
   say "adding the wasm32-unknown-unknown target"
   rustup target add wasm32-unknown-unknown

@@ -131,7 +131,8 @@ pub struct Chord {
     pub quality: Quality,
 }
 
-const NAMES: [&str; 12] = [
+/// Pitch-class names as the page and the CLI print them.
+pub const PITCH_CLASS_NAMES: [&str; 12] = [
     "C", "C#", "D", "Eb", "E", "F", "F#", "G", "Ab", "A", "Bb", "B",
 ];
 
@@ -195,7 +196,7 @@ impl Chord {
             Quality::Maj6 => "6",
             q => q.symbol(),
         };
-        format!("{}{}", NAMES[self.root as usize], suffix)
+        format!("{}{}", PITCH_CLASS_NAMES[self.root as usize], suffix)
     }
 }
 
@@ -305,18 +306,17 @@ pub fn recognize(
         })
         .collect();
     // Viterbi with a flat change penalty: O(beats × states).
+    let argmax = |v: &[f32]| {
+        v.iter().copied().enumerate().fold(
+            (0, f32::MIN),
+            |acc, (i, x)| if x > acc.1 { (i, x) } else { acc },
+        )
+    };
     let states = candidates.len() + 1;
     let mut best = vec![0f32; states];
     let mut back: Vec<Vec<u16>> = Vec::with_capacity(scores.len());
     for (b, row) in scores.iter().enumerate() {
-        let (arg_prev, max_prev) =
-            best.iter()
-                .copied()
-                .enumerate()
-                .fold(
-                    (0, f32::MIN),
-                    |acc, (i, v)| if v > acc.1 { (i, v) } else { acc },
-                );
+        let (arg_prev, max_prev) = argmax(&best);
         let mut next = vec![0f32; states];
         let mut from = vec![0u16; states];
         for s in 0..states {
@@ -334,15 +334,7 @@ pub fn recognize(
     }
     let mut path = vec![None; scores.len()];
     if let Some(last) = back.len().checked_sub(1) {
-        let mut s = best
-            .iter()
-            .copied()
-            .enumerate()
-            .fold(
-                (0, f32::MIN),
-                |acc, (i, v)| if v > acc.1 { (i, v) } else { acc },
-            )
-            .0;
+        let mut s = argmax(&best).0;
         for b in (0..=last).rev() {
             path[b] = (s != no_chord).then(|| candidates[s]);
             s = back[b][s] as usize;

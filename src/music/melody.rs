@@ -3,12 +3,31 @@
 
 use super::midi::{Song, Track};
 
-/// Track names that announce a melody (compared in lower case, as substrings).
-const MELODY_NAMES: [&str; 9] = [
-    "melody", "melodie", "melodia", "vocal", "voice", "voix", "lead", "sing", "tune",
+/// Words in a track name that announce a melody (whole words, lower case).
+const MELODY_NAMES: [&str; 11] = [
+    "melody", "melodie", "melodia", "mel", "vocal", "vocals", "voice", "voix", "lead", "singer",
+    "vox",
 ];
-/// Names that announce anything but.
-const NOT_MELODY_NAMES: [&str; 6] = ["bass", "drum", "perc", "chord", "pad", "accomp"];
+/// Words that announce anything but.
+const NOT_MELODY_NAMES: [&str; 9] = [
+    "bass",
+    "drum",
+    "drums",
+    "perc",
+    "chord",
+    "chords",
+    "pad",
+    "accomp",
+    "accompaniment",
+];
+
+fn words(name: &str) -> Vec<String> {
+    name.to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
+}
 
 /// Fraction of the time a track sounds during which at most one of its notes sounds.
 pub fn monophony(track: &Track) -> f64 {
@@ -47,17 +66,21 @@ pub fn pick_melody_track(song: &Song) -> Option<usize> {
     let candidates: Vec<usize> = (0..song.tracks.len())
         .filter(|&i| !song.tracks[i].is_drums() && song.tracks[i].notes.len() >= 8)
         .collect();
-    let name = |i: usize| song.tracks[i].name.to_lowercase();
-    if let Some(&i) = candidates
-        .iter()
-        .find(|&&i| MELODY_NAMES.iter().any(|m| name(i).contains(m)))
-    {
+    let named = |i: usize, list: &[&str]| {
+        words(&song.tracks[i].name)
+            .iter()
+            .any(|w| list.contains(&w.as_str()))
+    };
+    let candidates: Vec<usize> = candidates
+        .into_iter()
+        .filter(|&i| !named(i, &NOT_MELODY_NAMES))
+        .collect();
+    if let Some(&i) = candidates.iter().find(|&&i| named(i, &MELODY_NAMES)) {
         return Some(i);
     }
     // Otherwise: the highest-sounding track among the mostly monophonic ones.
     candidates
         .into_iter()
-        .filter(|&i| !NOT_MELODY_NAMES.iter().any(|m| name(i).contains(m)))
         .filter(|&i| monophony(&song.tracks[i]) >= 0.8)
         .max_by(|&a, &b| mean_pitch(&song.tracks[a]).total_cmp(&mean_pitch(&song.tracks[b])))
 }

@@ -2,6 +2,8 @@
 //! time-signature and key-signature maps. Bad input becomes a [`MidiError`] with a sentence a
 //! person understands; limits keep a hostile file from exhausting memory or time.
 
+use std::collections::VecDeque;
+
 use midly::num::{u4, u7, u15, u24, u28};
 use midly::{Format, Header, MetaMessage, MidiMessage, Smf, Timing, TrackEvent, TrackEventKind};
 
@@ -13,6 +15,10 @@ pub const MAX_NOTES: usize = 200_000;
 pub const MAX_SECONDS: f64 = 2.0 * 60.0 * 60.0;
 /// Most tracks accepted.
 pub const MAX_TRACKS: usize = 256;
+/// Longest piece accepted, in quarter notes (bounds every beat grid built on the song).
+pub const MAX_QUARTERS: u64 = 20_000;
+/// Most tempo, time-signature and key-signature events accepted, together.
+pub const MAX_MAP_EVENTS: usize = 10_000;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum MidiError {
@@ -39,6 +45,10 @@ pub enum MidiError {
     TooLong(f64),
     #[error("this MIDI file has no notes")]
     NoNotes,
+    #[error("this MIDI file is {0} quarter notes long; at most {MAX_QUARTERS} are accepted")]
+    TooManyBeats(u64),
+    #[error("this MIDI file has more than {MAX_MAP_EVENTS} tempo, time or key signature changes")]
+    TooManyMapEvents,
 }
 
 /// One note. Times are absolute ticks at the song's `ppq`.
@@ -200,7 +210,8 @@ pub fn read_midi(bytes: &[u8]) -> Result<Song, MidiError> {
             offset = parsed.end_tick;
         }
         if smf.header.format == Format::SingleTrack {
-            song.tracks.extend(split_by_channel(parsed.track));
+            song.tracks
+                .extend(split_by_channel(parsed.track, &parsed.programs));
         } else if !parsed.track.notes.is_empty() {
             song.tracks.push(parsed.track);
         }
@@ -210,6 +221,10 @@ pub fn read_midi(bytes: &[u8]) -> Result<Song, MidiError> {
     song.key_signatures.sort_by_key(|t| t.tick);
     if song.note_count() == 0 {
         return Err(MidiError::NoNotes);
+    }
+    let quarters = song.end_tick() / song.ppq as u64;
+    if quarters > MAX_QUARTERS {
+        return Err(MidiError::TooManyBeats(quarters));
     }
     let seconds = song.seconds_at(song.end_tick());
     if seconds > MAX_SECONDS {
@@ -221,6 +236,8 @@ pub fn read_midi(bytes: &[u8]) -> Result<Song, MidiError> {
 struct ParsedTrack {
     track: Track,
     end_tick: u64,
+    /// First program change per channel (a type 0 file plays several instruments).
+    programs: [Option<u8>; 16],
 }
 
 fn read_track(
@@ -230,36 +247,41 @@ fn read_track(
     notes_seen: &mut usize,
 ) -> Result<ParsedTrack, MidiError> {
     let mut track = Track::default();
+    let mut programs = [None; 16];
     // Sounding notes per (channel, pitch): start tick and velocity, oldest first.
-    let mut sounding: Vec<Vec<(u64, u8)>> = vec![Vec::new(); 16 * 128];
+    let mut sounding: Vec<VecDeque<(u64, u8)>> = vec![VecDeque::new(); 16 * 128];
     let mut tick = offset;
     for event in events {
         tick += event.delta.as_int() as u64;
+        let map_events = song.tempos.len() + song.time_signatures.len() + song.key_signatures.len();
+        if map_events > MAX_MAP_EVENTS {
+            return Err(MidiError::TooManyMapEvents);
+        }
         match event.kind {
             TrackEventKind::Midi { channel, message } => {
                 let ch = channel.as_int();
                 match message {
                     MidiMessage::NoteOn { key, vel } if vel.as_int() > 0 => {
-                        sounding[ch as usize * 128 + key.as_int() as usize]
-                            .push((tick, vel.as_int()));
+                        let slot = &mut sounding[ch as usize * 128 + key.as_int() as usize];
+                        // A doubled note-on (same key, same tick) is one note, not a stuck one.
+                        if slot.back().is_some_and(|&(start, _)| start == tick) {
+                            continue;
+                        }
+                        *notes_seen += 1;
+                        if *notes_seen > MAX_NOTES {
+                            return Err(MidiError::TooManyNotes);
+                        }
+                        slot.push_back((tick, vel.as_int()));
                     }
                     MidiMessage::NoteOn { key, .. } | MidiMessage::NoteOff { key, .. } => {
                         let slot = &mut sounding[ch as usize * 128 + key.as_int() as usize];
-                        if !slot.is_empty() {
-                            let (start, velocity) = slot.remove(0);
-                            push_note(
-                                &mut track,
-                                notes_seen,
-                                key.as_int(),
-                                velocity,
-                                start,
-                                tick,
-                                ch,
-                            )?;
+                        if let Some((start, velocity)) = slot.pop_front() {
+                            push_note(&mut track, key.as_int(), velocity, start, tick, ch);
                         }
                     }
                     MidiMessage::ProgramChange { program } => {
                         track.program.get_or_insert(program.as_int());
+                        programs[ch as usize].get_or_insert(program.as_int());
                     }
                     _ => {}
                 }
@@ -296,15 +318,7 @@ fn read_track(
     for (index, slot) in sounding.iter().enumerate() {
         for &(start, velocity) in slot {
             let (ch, pitch) = ((index / 128) as u8, (index % 128) as u8);
-            push_note(
-                &mut track,
-                notes_seen,
-                pitch,
-                velocity,
-                start,
-                tick.max(start + 1),
-                ch,
-            )?;
+            push_note(&mut track, pitch, velocity, start, tick.max(start + 1), ch);
         }
     }
     track
@@ -313,22 +327,11 @@ fn read_track(
     Ok(ParsedTrack {
         track,
         end_tick: tick,
+        programs,
     })
 }
 
-fn push_note(
-    track: &mut Track,
-    notes_seen: &mut usize,
-    pitch: u8,
-    velocity: u8,
-    start: u64,
-    end: u64,
-    channel: u8,
-) -> Result<(), MidiError> {
-    *notes_seen += 1;
-    if *notes_seen > MAX_NOTES {
-        return Err(MidiError::TooManyNotes);
-    }
+fn push_note(track: &mut Track, pitch: u8, velocity: u8, start: u64, end: u64, channel: u8) {
     if end > start {
         track.notes.push(Note {
             pitch,
@@ -338,12 +341,11 @@ fn push_note(
             channel,
         });
     }
-    Ok(())
 }
 
 /// A type 0 file keeps all parts on one track; one track per channel is what the rest of the
 /// code expects.
-fn split_by_channel(track: Track) -> Vec<Track> {
+fn split_by_channel(track: Track, programs: &[Option<u8>; 16]) -> Vec<Track> {
     let mut channels: Vec<u8> = track.notes.iter().map(|n| n.channel).collect();
     channels.sort_unstable();
     channels.dedup();
@@ -363,7 +365,7 @@ fn split_by_channel(track: Track) -> Vec<Track> {
                 format!("{} (channel {})", track.name, ch + 1)
             },
             instrument: track.instrument.clone(),
-            program: track.program,
+            program: programs[ch as usize].or(track.program),
             notes: track
                 .notes
                 .iter()
@@ -434,7 +436,7 @@ pub fn write_midi(song: &Song) -> Vec<u8> {
                 },
             ));
             events.push((
-                n.end,
+                n.end.max(n.start + 1), // a zero-length note would sort its release first
                 TrackEventKind::Midi {
                     channel,
                     message: MidiMessage::NoteOff {
@@ -706,14 +708,62 @@ pub(crate) mod tests {
         body.extend([0x00, 0xFF, 0x2F, 0x00]);
         match read_midi(&smf_bytes(1, [0x00, 0x01], &[&body])) {
             Err(MidiError::TooLong(minutes)) => assert!(minutes > 120.0),
-            other => panic!("expected TooLong, got {other:?}"),
+            Err(MidiError::TooManyBeats(quarters)) => assert!(quarters > MAX_QUARTERS),
+            other => panic!("expected TooLong or TooManyBeats, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn doubled_note_ons_do_not_hang_notes_and_type_0_keeps_programs() {
+        let body: &[u8] = &[
+            0x00, 0xC0, 0, // channel 1: piano
+            0x00, 0xC1, 33, // channel 2: electric bass
+            0x00, 0x90, 60, 90, 0x00, 0x90, 60, 90, // C4 struck twice at once
+            0x00, 0x91, 36, 90, 0x83, 0x60, 0x80, 60, 0, 0x00, 0x81, 36, 0, 0x83, 0x60, 0x90, 62,
+            80, 0x60, 0x80, 62, 0, 0x00, 0xFF, 0x2F, 0x00,
+        ];
+        let song = read_midi(&smf_bytes(0, PPQ_480, &[body])).unwrap();
+        let c4: Vec<_> = song.tracks[0]
+            .notes
+            .iter()
+            .filter(|n| n.pitch == 60)
+            .collect();
+        assert_eq!(c4.len(), 1);
+        assert_eq!(
+            c4[0].end, 480,
+            "the doubled note-on must not sound to the end"
+        );
+        assert_eq!(song.tracks[0].program, Some(0));
+        assert_eq!(song.tracks[1].program, Some(33));
+    }
+
+    #[test]
+    fn many_quarters_or_map_events_are_refused() {
+        // One note lasting 30 000 quarters at an absurd tempo: short in seconds, huge in beats.
+        let mut body = vec![0x00, 0xFF, 0x51, 0x03, 0x00, 0x00, 0x01, 0x00, 0x90, 60, 90];
+        body.extend([0x81, 0xAF, 0xE4, 0x00, 0x80, 60, 0, 0x00, 0xFF, 0x2F, 0x00]); // 30000 * 96 ticks
+        let err = read_midi(&smf_bytes(1, [0, 96], &[&body])).unwrap_err();
+        assert!(
+            matches!(err, MidiError::TooManyBeats(q) if q >= 29_000),
+            "{err:?}"
+        );
+        let mut body = Vec::new();
+        for _ in 0..=MAX_MAP_EVENTS + 1 {
+            body.extend([0x00, 0xFF, 0x51, 0x03, 0x07, 0xA1, 0x20]);
+        }
+        body.extend([
+            0x00, 0x90, 60, 90, 0x10, 0x80, 60, 0, 0x00, 0xFF, 0x2F, 0x00,
+        ]);
+        assert_eq!(
+            read_midi(&smf_bytes(1, PPQ_480, &[&body])),
+            Err(MidiError::TooManyMapEvents)
+        );
     }
 
     #[test]
     fn long_gaps_survive_writing() {
         let song = Song {
-            ppq: 1,
+            ppq: 30_000, // 10 000 quarters, in more ticks than one delta can hold
             tempos: vec![TempoChange {
                 tick: 0,
                 micros_per_quarter: 1,
@@ -727,8 +777,8 @@ pub(crate) mod tests {
                 notes: vec![Note {
                     pitch: 60,
                     velocity: 64,
-                    start: 600_000_000,
-                    end: 600_000_001,
+                    start: 300_000_000,
+                    end: 300_000_001,
                     channel: 0,
                 }],
             }],

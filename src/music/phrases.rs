@@ -8,6 +8,8 @@ use super::midi::Note;
 
 /// Melody samples per beat when comparing bars.
 const STEPS_PER_BEAT: usize = 4;
+/// Longest song segmented by similarity, in bars (a 4-minute song has about 100).
+pub const MAX_BARS: usize = 2000;
 
 /// A phrase: `bars` bars from `start_bar`, with its letter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -45,10 +47,13 @@ impl Default for PhraseOptions {
     }
 }
 
-/// The melody pitch sounding at each sample of each bar (0 = rest).
-/// `bar_ticks` has one more entry than there are bars.
+/// The melody pitch sounding at each sample of each bar (0 = rest): the latest-starting note
+/// that still sounds. `bar_ticks` has one more entry than there are bars.
 fn melody_samples(melody: &[Note], bar_ticks: &[u64], beats_per_bar: usize) -> Vec<Vec<u8>> {
     let steps = beats_per_bar * STEPS_PER_BEAT;
+    let mut notes: Vec<&Note> = melody.iter().collect();
+    notes.sort_by_key(|n| n.start);
+    let mut started = 0; // notes[..started] start at or before the current sample
     bar_ticks
         .windows(2)
         .map(|w| {
@@ -56,10 +61,14 @@ fn melody_samples(melody: &[Note], bar_ticks: &[u64], beats_per_bar: usize) -> V
                 .map(|s| {
                     // Bar ticks should increase; a bar of zero length (bad input) samples rests.
                     let t = w[0] + w[1].saturating_sub(w[0]) * s as u64 / steps as u64;
-                    melody
+                    while started < notes.len() && notes[started].start <= t {
+                        started += 1;
+                    }
+                    // A melody is nearly monophonic: the few latest onsets are enough to look at.
+                    notes[started.saturating_sub(8)..started]
                         .iter()
-                        .filter(|n| n.start <= t && t < n.end)
-                        .max_by_key(|n| n.start)
+                        .rev()
+                        .find(|n| t < n.end)
                         .map_or(0, |n| n.pitch)
                 })
                 .collect()
@@ -162,6 +171,17 @@ pub fn segment_phrases(
     let n = bar_ticks.len().saturating_sub(1);
     if n == 0 {
         return Vec::new();
+    }
+    if n > MAX_BARS {
+        // The similarity matrix grows as bars²: past this, plain 4-bar units.
+        return (0..n)
+            .step_by(4)
+            .map(|start| Segment {
+                start_bar: start,
+                bars: 4.min(n - start),
+                letter: 'X',
+            })
+            .collect();
     }
     let samples = melody_samples(melody, bar_ticks, beats_per_bar);
     let bar_chords: Vec<&[Option<Chord>]> = (0..n)

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::chords::{RecognizeOptions, recognize};
+use super::chords::{PITCH_CLASS_NAMES, RecognizeOptions, recognize};
 use super::melody::pick_melody_track;
 use super::midi::Song;
 use super::phrases::{PhraseOptions, Segment, label_string, segment_phrases};
@@ -69,17 +69,23 @@ pub fn key_name(fifths: i8, minor: bool) -> String {
 }
 
 pub fn note_name(pitch: u8) -> String {
-    const NAMES: [&str; 12] = [
-        "C", "C#", "D", "Eb", "E", "F", "F#", "G", "Ab", "A", "Bb", "B",
-    ];
-    format!("{}{}", NAMES[(pitch % 12) as usize], pitch as i32 / 12 - 1)
+    format!(
+        "{}{}",
+        PITCH_CLASS_NAMES[(pitch % 12) as usize],
+        pitch as i32 / 12 - 1
+    )
 }
 
 pub fn summarize(song: &Song) -> SongSummary {
     let first_ts = song.time_signatures.first();
     let (num, den) = first_ts.map_or((4, 4), |t| (t.numerator as usize, t.denominator as usize));
-    // Beats are quarter notes; a bar of n/d lasts n*4/d of them (6/8 = 3 quarters).
-    let beats_per_bar = (num * 4).div_ceil(den.max(1)).max(1);
+    // Beats are quarter notes; a bar of n/d lasts about n*4/d of them (6/8 = 3 quarters, odd
+    // eighths rounded). "1/4" is what many files (574 POP909 songs among them) say when they
+    // mean nothing in particular: 4/4 is the better guess there.
+    let beats_per_bar = match num {
+        1 => 4,
+        _ => ((num * 4) as f64 / den.max(1) as f64).round().max(2.0) as usize,
+    };
     let grid = Grid::for_song(song, 1);
     let bar_beat = |tick: u64| {
         let beat = grid.step_at(tick);

@@ -1,6 +1,6 @@
 // End-to-end: serve the built page and drive it in headless Debian Chromium with Playwright.
 // Needs pkg/ (make wasm) and Chromium (make setup). Screenshots go to $E2E_OUT (default
-// target/e2e/). Run with `make test-e2e` or `node --test tests/e2e/`.
+// target/e2e/). Run with `make test-e2e` or `node --test tests/e2e/*.test.mjs`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, existsSync } from 'node:fs';
