@@ -372,15 +372,7 @@ mod tests {
         assert_eq!(c("F#:dim").name(), "F#dim");
     }
 
-    fn n(pitch: u8, start: u64, end: u64) -> Note {
-        Note {
-            pitch,
-            velocity: 80,
-            start,
-            end,
-            channel: 0,
-        }
-    }
+    use crate::music::midi::tests::note as n;
 
     #[test]
     fn recognises_a_progression_and_its_sevenths() {

@@ -520,6 +520,17 @@ pub(crate) mod tests {
         out
     }
 
+    /// A note on channel 1 with velocity 80, for tests across the music modules.
+    pub(crate) fn note(pitch: u8, start: u64, end: u64) -> Note {
+        Note {
+            pitch,
+            velocity: 80,
+            start,
+            end,
+            channel: 0,
+        }
+    }
+
     const PPQ_480: [u8; 2] = [0x01, 0xE0];
     /// Two notes with running status (the second and third events omit the 0x90 status byte),
     /// one released by a note-on with velocity 0, one by a real note-off.

@@ -38,6 +38,14 @@ pub enum Pop909Error {
     },
 }
 
+/// Non-blank lines with their 1-based numbers, for error messages.
+fn content_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| (i + 1, l))
+}
+
 fn parse_err(file: &'static str, line: usize, message: impl Into<String>) -> Pop909Error {
     Pop909Error::Parse {
         file,
@@ -57,24 +65,18 @@ pub struct Beat {
 pub fn parse_beats(text: &str) -> Result<Vec<Beat>, Pop909Error> {
     const FILE: &str = "beat_midi.txt";
     let mut beats = Vec::new();
-    for (i, line) in text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
+    for (i, line) in content_lines(text) {
         let cols: Vec<&str> = line.split_whitespace().collect();
         let [t, _, b] = cols[..] else {
-            return Err(parse_err(FILE, i + 1, "expected three numbers"));
+            return Err(parse_err(FILE, i, "expected three numbers"));
         };
-        let seconds: f64 = t.parse().map_err(|_| parse_err(FILE, i + 1, "bad time"))?;
-        let b: f64 = b
-            .parse()
-            .map_err(|_| parse_err(FILE, i + 1, "bad bar flag"))?;
+        let seconds: f64 = t.parse().map_err(|_| parse_err(FILE, i, "bad time"))?;
+        let b: f64 = b.parse().map_err(|_| parse_err(FILE, i, "bad bar flag"))?;
         if beats
             .last()
             .is_some_and(|prev: &Beat| prev.seconds >= seconds)
         {
-            return Err(parse_err(FILE, i + 1, "beat times must increase"));
+            return Err(parse_err(FILE, i, "beat times must increase"));
         }
         beats.push(Beat {
             seconds,
@@ -96,23 +98,19 @@ pub struct TimedChord {
 pub fn parse_timed_chords(text: &str) -> Result<Vec<TimedChord>, Pop909Error> {
     const FILE: &str = "chord_midi.txt";
     let mut out = Vec::new();
-    for (i, line) in text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
+    for (i, line) in content_lines(text) {
         let mut cols = line.split('\t');
         let (Some(s), Some(e), Some(symbol)) = (cols.next(), cols.next(), cols.next()) else {
-            return Err(parse_err(FILE, i + 1, "expected start, end and chord"));
+            return Err(parse_err(FILE, i, "expected start, end and chord"));
         };
         let start: f64 = s
             .trim()
             .parse()
-            .map_err(|_| parse_err(FILE, i + 1, "bad start"))?;
+            .map_err(|_| parse_err(FILE, i, "bad start"))?;
         let end: f64 = e
             .trim()
             .parse()
-            .map_err(|_| parse_err(FILE, i + 1, "bad end"))?;
+            .map_err(|_| parse_err(FILE, i, "bad end"))?;
         out.push(TimedChord {
             start,
             end,
@@ -136,18 +134,14 @@ pub struct BeatChord {
 pub fn parse_beat_chords(text: &str) -> Result<Vec<BeatChord>, Pop909Error> {
     const FILE: &str = "structure_finalized_chord.txt";
     let mut out = Vec::new();
-    for (i, line) in text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
+    for (i, line) in content_lines(text) {
         let line = line.trim();
         // The symbol may itself contain spaces ("G:sus4(b7, 9)"), so split around the brackets.
         let (Some(open), Some(close)) = (line.rfind('['), line.rfind(']')) else {
-            return Err(parse_err(FILE, i + 1, "expected a [pitch classes] list"));
+            return Err(parse_err(FILE, i, "expected a [pitch classes] list"));
         };
         if close < open {
-            return Err(parse_err(FILE, i + 1, "malformed [pitch classes] list"));
+            return Err(parse_err(FILE, i, "malformed [pitch classes] list"));
         }
         let symbol = line[..open].trim().to_string();
         let pitch_classes = line[open + 1..close]
@@ -156,7 +150,7 @@ pub fn parse_beat_chords(text: &str) -> Result<Vec<BeatChord>, Pop909Error> {
             .filter(|s| !s.is_empty())
             .map(|s| s.parse::<u8>().ok().filter(|&p| p < 12))
             .collect::<Option<Vec<u8>>>()
-            .ok_or_else(|| parse_err(FILE, i + 1, "pitch classes must be 0-11"))?;
+            .ok_or_else(|| parse_err(FILE, i, "pitch classes must be 0-11"))?;
         let rest: Vec<&str> = line[close + 1..].split_whitespace().collect();
         // "N" (no chord) lines may leave the root out: `N []  7`. Two lines of the data set
         // carry a stray third number (`Ab:maj [0, 3, 8] 8 4 2`, song 803): it is ignored.
@@ -166,7 +160,7 @@ pub fn parse_beat_chords(text: &str) -> Result<Vec<BeatChord>, Pop909Error> {
             _ => {
                 return Err(parse_err(
                     FILE,
-                    i + 1,
+                    i,
                     "expected root and duration after the list",
                 ));
             }
@@ -179,12 +173,12 @@ pub fn parse_beat_chords(text: &str) -> Result<Vec<BeatChord>, Pop909Error> {
                 r.parse::<u8>()
                     .ok()
                     .filter(|&r| r < 12)
-                    .ok_or_else(|| parse_err(FILE, i + 1, "root must be 0-11"))?,
+                    .ok_or_else(|| parse_err(FILE, i, "root must be 0-11"))?,
             ),
         };
         let beats: u32 = beats
             .parse()
-            .map_err(|_| parse_err(FILE, i + 1, "bad duration in beats"))?;
+            .map_err(|_| parse_err(FILE, i, "bad duration in beats"))?;
         out.push(BeatChord {
             symbol,
             pitch_classes,
@@ -252,23 +246,17 @@ pub fn parse_phrases(text: &str) -> Result<Vec<Phrase>, Pop909Error> {
 pub fn parse_startpos(text: &str) -> Result<Vec<(u32, f64)>, Pop909Error> {
     const FILE: &str = "startpos.csv";
     let mut out = Vec::new();
-    for (i, line) in text
-        .lines()
-        .enumerate()
-        .skip(1)
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
+    // The first line is the header.
+    for (i, line) in content_lines(text).skip(1) {
         let cols: Vec<&str> = line.split(',').map(str::trim).collect();
         let [id, position, _beats] = cols[..] else {
-            return Err(parse_err(FILE, i + 1, "expected ID,Position,Beats"));
+            return Err(parse_err(FILE, i, "expected ID,Position,Beats"));
         };
-        let id: u32 = id
-            .parse()
-            .map_err(|_| parse_err(FILE, i + 1, "bad song id"))?;
+        let id: u32 = id.parse().map_err(|_| parse_err(FILE, i, "bad song id"))?;
         // Position (16 ticks per quarter) is authoritative: Beats is blank on some lines.
         let position: i64 = position
             .parse()
-            .map_err(|_| parse_err(FILE, i + 1, "bad position"))?;
+            .map_err(|_| parse_err(FILE, i, "bad position"))?;
         out.push((id, position as f64 / 16.0));
     }
     Ok(out)

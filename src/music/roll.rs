@@ -178,15 +178,7 @@ impl PianoRoll {
 mod tests {
     use super::*;
 
-    fn note(pitch: u8, start: u64, end: u64) -> Note {
-        Note {
-            pitch,
-            velocity: 80,
-            start,
-            end,
-            channel: 0,
-        }
-    }
+    use crate::music::midi::tests::note;
 
     #[test]
     fn quarter_grid_maps_ticks_to_sixteenths() {
