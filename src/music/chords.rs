@@ -167,7 +167,10 @@ impl Chord {
         if symbol == "N" || symbol == "X" {
             return Ok(None);
         }
-        let (root, quality) = symbol.split_once(':').unwrap_or((symbol, "maj"));
+        // Harte shorthand without a quality means major, with or without a bass: `C`, `C/5`.
+        let (root, quality) = symbol
+            .split_once(':')
+            .unwrap_or_else(|| (symbol.split('/').next().unwrap_or(symbol), "maj"));
         let root =
             parse_pitch_class(root).ok_or_else(|| format!("unknown chord root in '{symbol}'"))?;
         let quality = Quality::parse(quality)
@@ -366,6 +369,13 @@ mod tests {
         );
         assert_eq!(c("G:sus4(b7,9)").quality, Quality::Sus4);
         assert_eq!(c("Cb:hdim7").root, 11);
+        assert_eq!(
+            c("C/5"),
+            Chord {
+                root: 0,
+                quality: Quality::Maj
+            }
+        );
         assert_eq!(Chord::parse("N"), Ok(None));
         assert!(Chord::parse("H:maj").is_err());
         assert_eq!(c("A:min7").name(), "Am7");
