@@ -184,7 +184,11 @@ fn chord_recognition_accuracy_on_validation_songs() {
 /// chords recognised per beat, the melody track, and the human boundaries as bar indices.
 struct PhraseCase {
     melody: Vec<pianoformer::music::midi::Note>,
-    bar_ticks: Vec<u64>,
+    /// Beats of `beat_midi.txt`, bars from its downbeats (a pickup bar first when the first
+    /// downbeat is not the first beat).
+    grid: Grid,
+    /// Index of the bar of the first downbeat.
+    first_downbeat_bar: usize,
     chords: Vec<Option<pianoformer::music::chords::Chord>>,
     /// Bar where the annotations start (placed with `startpos.csv`) and where they end.
     start: usize,
@@ -223,17 +227,17 @@ fn phrase_cases(root: &std::path::Path, split: Split) -> Vec<PhraseCase> {
         if downbeats.len() < 8 {
             continue;
         }
-        let mut bar_ticks: Vec<u64> = downbeats.iter().map(|&i| beat_ticks[i]).collect();
-        let last = *downbeats.last().unwrap();
-        let final_end = beat_ticks.get(last + 4).copied().unwrap_or(song.end_tick());
-        bar_ticks.push(final_end.max(beat_ticks[last] + 1));
+        let mut ticks = beat_ticks.clone();
+        ticks.push(beat_ticks.last().unwrap() + song.ppq as u64);
+        let grid = Grid::new(ticks, 1, downbeats.clone());
+        let first_downbeat_bar = (downbeats[0] > 0) as usize;
+        let bar_ticks = grid.bar_ticks();
         let all: Vec<_> = song
             .tracks
             .iter()
             .flat_map(|t| t.notes.iter().map(|n| (n, 1.0)))
             .collect();
-        let chords = recognize(&all, &beat_ticks, RecognizeOptions::default());
-        let chords = chords[downbeats[0].min(chords.len())..].to_vec();
+        let chords = recognize(&all, &grid.beat_ticks, RecognizeOptions::default());
         let melody: Vec<_> = song
             .tracks
             .iter()
@@ -248,7 +252,7 @@ fn phrase_cases(root: &std::path::Path, split: Split) -> Vec<PhraseCase> {
             .min()
             .unwrap();
         let start_tick = first_note as f64 + offset * song.ppq as f64;
-        let start = (0..bar_ticks.len())
+        let start = (0..grid.num_bars())
             .min_by_key(|&k| (bar_ticks[k] as f64 - start_tick).abs() as u64)
             .unwrap();
         let mut reference = Vec::new();
@@ -260,7 +264,8 @@ fn phrase_cases(root: &std::path::Path, split: Split) -> Vec<PhraseCase> {
         let end = at + phrases.last().unwrap().bars as usize;
         cases.push(PhraseCase {
             melody,
-            bar_ticks,
+            grid,
+            first_downbeat_bar,
             chords,
             start,
             end,
@@ -280,14 +285,17 @@ fn phrase_f1(
     use pianoformer::music::phrases::{boundary_f1, segment_phrases};
     let mut sums = (0.0, 0.0, 0.0);
     for c in cases {
-        let segments = segment_phrases(&c.melody, &c.bar_ticks, &c.chords, 4, options);
+        let segments = segment_phrases(&c.melody, &c.grid, &c.chords, options);
         let inside = |b: &usize| *b > c.start && *b < c.end;
         let predicted: Vec<usize> = segments
             .iter()
             .map(|s| s.start_bar)
             .filter(inside)
             .collect();
-        let every4: Vec<usize> = (4..c.end).step_by(4).filter(inside).collect();
+        let every4: Vec<usize> = (c.first_downbeat_bar + 4..c.end)
+            .step_by(4)
+            .filter(inside)
+            .collect();
         let oracle: Vec<usize> = (c.start + 4..c.end).step_by(4).collect();
         sums.0 += boundary_f1(&predicted, &c.reference, 1).2;
         sums.1 += boundary_f1(&every4, &c.reference, 1).2;

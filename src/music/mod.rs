@@ -1,6 +1,7 @@
 //! Music data without tensors: MIDI in and out, piano rolls, structure labels, tokens, metrics.
 
 pub mod chords;
+pub mod grid;
 pub mod melody;
 pub mod midi;
 pub mod phrases;

@@ -4,10 +4,12 @@
 //! letter, as in POP909's human labels (`A4B8A4…`; lower case for bars without melody).
 
 use super::chords::Chord;
+use super::grid::Grid;
 use super::midi::Note;
 
 /// Melody samples per beat when comparing bars.
-const STEPS_PER_BEAT: usize = 4;
+/// Melody samples per bar (sixteenths in 4/4; bars of other lengths are sampled as finely).
+const SAMPLES_PER_BAR: usize = 16;
 /// Longest song segmented by similarity, in bars (a 4-minute song has about 100).
 pub const MAX_BARS: usize = 2000;
 
@@ -49,8 +51,8 @@ impl Default for PhraseOptions {
 
 /// The melody pitch sounding at each sample of each bar (0 = rest): the latest-starting note
 /// that still sounds. `bar_ticks` has one more entry than there are bars.
-fn melody_samples(melody: &[Note], bar_ticks: &[u64], beats_per_bar: usize) -> Vec<Vec<u8>> {
-    let steps = beats_per_bar * STEPS_PER_BEAT;
+fn melody_samples(melody: &[Note], bar_ticks: &[u64]) -> Vec<Vec<u8>> {
+    let steps = SAMPLES_PER_BAR;
     let mut notes: Vec<&Note> = melody.iter().collect();
     notes.sort_by_key(|n| n.start);
     let mut started = 0; // notes[..started] start at or before the current sample
@@ -159,16 +161,16 @@ fn length_cost(bars: usize) -> f32 {
     }
 }
 
-/// Segments a song into phrases. `bar_ticks` are the bar boundaries (bars + 1 entries),
-/// `chords` one per beat (`beats_per_bar` per bar).
+/// Segments a song into phrases of the bars of `grid`; `chords` has one entry per beat of the
+/// grid.
 pub fn segment_phrases(
     melody: &[Note],
-    bar_ticks: &[u64],
+    grid: &Grid,
     chords: &[Option<Chord>],
-    beats_per_bar: usize,
     options: PhraseOptions,
 ) -> Vec<Segment> {
-    let n = bar_ticks.len().saturating_sub(1);
+    let bar_ticks = grid.bar_ticks();
+    let n = grid.num_bars();
     if n == 0 {
         return Vec::new();
     }
@@ -183,12 +185,11 @@ pub fn segment_phrases(
             })
             .collect();
     }
-    let samples = melody_samples(melody, bar_ticks, beats_per_bar);
+    let samples = melody_samples(melody, &bar_ticks);
     let bar_chords: Vec<&[Option<Chord>]> = (0..n)
         .map(|b| {
-            let lo = (b * beats_per_bar).min(chords.len());
-            let hi = ((b + 1) * beats_per_bar).min(chords.len());
-            &chords[lo..hi]
+            let beats = grid.bar_beats(b);
+            &chords[beats.start.min(chords.len())..beats.end.min(chords.len())]
         })
         .collect();
     let s = similarity(&samples, &bar_chords);
@@ -367,8 +368,8 @@ mod tests {
             chords.extend(progression.iter().flat_map(|c| [*c; 4]));
         }
         let bars = 18;
-        let bar_ticks: Vec<u64> = (0..=bars).map(|b| b * 4 * 480).collect();
-        let segs = segment_phrases(&melody, &bar_ticks, &chords, 4, PhraseOptions::default());
+        let grid = Grid::quarters(480, bars * 4 * 480, 1);
+        let segs = segment_phrases(&melody, &grid, &chords, PhraseOptions::default());
         assert_eq!(label_string(&segs), "i2A4A4B4A4");
     }
 

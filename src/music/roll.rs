@@ -1,75 +1,11 @@
-//! Beat grids and piano rolls: notes quantised to `steps_per_beat` subdivisions of each beat,
-//! as separate onset and sustain planes, and back to notes.
-//!
-//! Beats are given as ticks, so a grid follows whatever the beats follow: one beat per quarter
-//! note for an ordinary file, or annotated beat times (POP909's `beat_midi.txt`, converted to
-//! ticks through the tempo map) for a performance whose tempo drifts.
+//! Piano rolls: notes quantised onto a [`Grid`] as separate onset and sustain planes, several
+//! tracks side by side, and back to notes.
 
-use super::midi::{Note, Song};
+pub use super::grid::Grid;
+use super::midi::Note;
 
 /// Number of MIDI pitches.
 pub const PITCHES: usize = 128;
-
-/// Tick positions of beats, subdivided into `steps_per_beat` equal steps.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Grid {
-    /// Strictly increasing ticks of each beat; the last one closes the grid.
-    pub beat_ticks: Vec<u64>,
-    pub steps_per_beat: usize,
-}
-
-impl Grid {
-    /// One beat per quarter note from tick 0 until `end_tick` (rounded up to a whole beat).
-    pub fn quarters(ppq: u16, end_tick: u64, steps_per_beat: usize) -> Self {
-        let ppq = ppq.max(1) as u64;
-        let beats = end_tick.div_ceil(ppq).max(1);
-        Self {
-            beat_ticks: (0..=beats).map(|b| b * ppq).collect(),
-            steps_per_beat: steps_per_beat.max(1),
-        }
-    }
-
-    /// The quarter-note grid of a whole song.
-    pub fn for_song(song: &Song, steps_per_beat: usize) -> Self {
-        Self::quarters(song.ppq, song.end_tick(), steps_per_beat)
-    }
-
-    pub fn num_beats(&self) -> usize {
-        self.beat_ticks.len().saturating_sub(1)
-    }
-
-    pub fn num_steps(&self) -> usize {
-        self.num_beats() * self.steps_per_beat
-    }
-
-    /// Nearest step boundary to `tick` (clamped to the grid), as a step index.
-    pub fn step_at(&self, tick: u64) -> usize {
-        let beats = &self.beat_ticks;
-        if beats.len() < 2 || tick <= beats[0] {
-            return 0;
-        }
-        let last = beats.len() - 1;
-        if tick >= beats[last] {
-            return self.num_steps();
-        }
-        // Beat interval holding `tick`: beats[b] <= tick < beats[b + 1].
-        let b = beats.partition_point(|&t| t <= tick) - 1;
-        let (lo, hi) = (beats[b], beats[b + 1]);
-        let frac = (tick - lo) as f64 / (hi - lo) as f64;
-        b * self.steps_per_beat + (frac * self.steps_per_beat as f64).round() as usize
-    }
-
-    /// Tick at the start of `step` (linear within its beat).
-    pub fn tick_at(&self, step: usize) -> u64 {
-        let spb = self.steps_per_beat;
-        let (b, s) = (step / spb, step % spb);
-        if b >= self.num_beats() {
-            return *self.beat_ticks.last().unwrap_or(&0);
-        }
-        let (lo, hi) = (self.beat_ticks[b], self.beat_ticks[b + 1]);
-        lo + ((hi - lo) as f64 * s as f64 / spb as f64).round() as u64
-    }
-}
 
 /// A piano roll on a grid: `onset[step][pitch]` is true where a note starts, `sustain[step][pitch]`
 /// where one sounds (onsets included). Velocity is kept per onset for the way back to notes.
@@ -179,31 +115,6 @@ mod tests {
     use super::*;
 
     use crate::music::midi::tests::note;
-
-    #[test]
-    fn quarter_grid_maps_ticks_to_sixteenths() {
-        let g = Grid::quarters(480, 1920, 4);
-        assert_eq!(g.num_steps(), 16);
-        assert_eq!(g.step_at(0), 0);
-        assert_eq!(g.step_at(120), 1);
-        assert_eq!(g.step_at(170), 1, "rounds to the nearest step");
-        assert_eq!(g.step_at(190), 2);
-        assert_eq!(g.step_at(5000), 16, "clamped");
-        assert_eq!(g.tick_at(5), 600);
-    }
-
-    #[test]
-    fn uneven_beats_are_followed() {
-        // A performance slowing down: beats 400, 500 then 600 ticks long.
-        let g = Grid {
-            beat_ticks: vec![0, 400, 900, 1500],
-            steps_per_beat: 2,
-        };
-        assert_eq!(g.step_at(200), 1);
-        assert_eq!(g.step_at(650), 3);
-        assert_eq!(g.step_at(1200), 5);
-        assert_eq!(g.tick_at(3), 650);
-    }
 
     #[test]
     fn on_grid_notes_survive_the_round_trip() {

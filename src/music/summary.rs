@@ -36,12 +36,10 @@ pub struct SongSummary {
     pub notes: usize,
     pub tracks: Vec<TrackSummary>,
     pub tempos: Vec<TempoSummary>,
-    /// `n/d` of the first time signature (4/4 when the file has none).
-    pub time_signature: String,
-    /// How many time-signature changes follow the first.
-    pub time_signature_changes: usize,
+    /// Time signatures as `n/d`, with the 1-based bar where each takes effect (4/4 from bar 1
+    /// when the file gives none).
+    pub time_signatures: Vec<(usize, String)>,
     pub key: Option<String>,
-    pub beats_per_bar: usize,
     /// Detected chord names per bar, one per beat (`N` where nothing sounds).
     pub chords_per_bar: Vec<Vec<String>>,
     /// Index into `tracks` of the track taken as the melody, if any looks like one.
@@ -77,20 +75,27 @@ pub fn note_name(pitch: u8) -> String {
 }
 
 pub fn summarize(song: &Song) -> SongSummary {
-    let first_ts = song.time_signatures.first();
-    let (num, den) = first_ts.map_or((4, 4), |t| (t.numerator as usize, t.denominator as usize));
-    // Beats are quarter notes; a bar of n/d lasts about n*4/d of them (6/8 = 3 quarters, odd
-    // eighths rounded). "1/4" is what many files (574 POP909 songs among them) say when they
-    // mean nothing in particular: 4/4 is the better guess there.
-    let beats_per_bar = match num {
-        1 => 4,
-        _ => ((num * 4) as f64 / den.max(1) as f64).round().max(2.0) as usize,
-    };
     let grid = Grid::for_song(song, 1);
     let bar_beat = |tick: u64| {
-        let beat = grid.step_at(tick);
-        (beat / beats_per_bar + 1, beat % beats_per_bar + 1)
+        let (bar, beat) = grid.bar_of_beat(grid.step_at(tick).min(grid.num_beats().max(1) - 1));
+        (bar + 1, beat + 1)
     };
+    let mut time_signatures: Vec<(usize, String)> = song
+        .time_signatures
+        .iter()
+        .map(|t| {
+            let name = format!("{}/{}", t.numerator, t.denominator);
+            let read = if t.numerator <= 1 {
+                format!("{name} (read as 4/4)")
+            } else {
+                name
+            };
+            (bar_beat(t.tick).0, read)
+        })
+        .collect();
+    if time_signatures.first().is_none_or(|t| t.0 > 1) {
+        time_signatures.insert(0, (1, "4/4".into()));
+    }
     let tracks = song
         .tracks
         .iter()
@@ -130,30 +135,15 @@ pub fn summarize(song: &Song) -> SongSummary {
     let chords = recognize(&notes, &grid.beat_ticks, RecognizeOptions::default());
     let melody_track = pick_melody_track(song);
     let melody = melody_track.map_or(&[][..], |i| &song.tracks[i].notes[..]);
-    let mut bar_ticks: Vec<u64> = grid
-        .beat_ticks
-        .iter()
-        .step_by(beats_per_bar)
-        .copied()
-        .collect();
-    if (grid.beat_ticks.len() - 1) % beats_per_bar != 0 {
-        bar_ticks.extend(grid.beat_ticks.last()); // close the final, partial bar
-    }
-    let phrases = if bar_ticks.len() >= 2 {
-        segment_phrases(
-            melody,
-            &bar_ticks,
-            &chords,
-            beats_per_bar,
-            PhraseOptions::default(),
-        )
+    let phrases = if grid.num_bars() > 0 {
+        segment_phrases(melody, &grid, &chords, PhraseOptions::default())
     } else {
         Vec::new()
     };
-    let chords_per_bar = chords
-        .chunks(beats_per_bar)
+    let chords_per_bar = (0..grid.num_bars())
         .map(|bar| {
-            bar.iter()
+            chords[grid.bar_beats(bar)]
+                .iter()
                 .map(|c| c.map_or_else(|| "N".to_string(), |c| c.name()))
                 .collect()
         })
@@ -164,13 +154,11 @@ pub fn summarize(song: &Song) -> SongSummary {
         notes: song.note_count(),
         tracks,
         tempos,
-        time_signature: format!("{num}/{den}"),
-        time_signature_changes: song.time_signatures.len().saturating_sub(1),
+        time_signatures,
         key: song
             .key_signatures
             .first()
             .map(|k| key_name(k.fifths, k.minor)),
-        beats_per_bar,
         chords_per_bar,
         melody_track,
         phrase_labels: label_string(&phrases),
@@ -221,7 +209,7 @@ mod tests {
             }],
         };
         let s = summarize(&song);
-        assert_eq!(s.beats_per_bar, 3);
+        assert_eq!(s.time_signatures, vec![(1, "3/4".to_string())]);
         assert_eq!(s.chords_per_bar, vec![vec!["C"; 3], vec!["G"; 3]]);
         assert_eq!(s.tracks[0].lowest, 48);
         assert_eq!(s.tracks[0].channels, vec![1]);

@@ -34,10 +34,20 @@ pub fn run(path: &Path, json: bool) -> Result<(), String> {
         (s.seconds % 60.0).round() as u32,
         s.ppq
     );
+    let signatures: Vec<String> = s
+        .time_signatures
+        .iter()
+        .map(|(bar, ts)| {
+            if *bar == 1 {
+                ts.clone()
+            } else {
+                format!("{ts} from bar {bar}")
+            }
+        })
+        .collect();
     println!(
-        "time signature {} ({} later changes), key {}",
-        s.time_signature,
-        s.time_signature_changes,
+        "time signature {}, key {}",
+        signatures.join(", "),
         s.key.as_deref().unwrap_or("not given")
     );
     match s.tempos.as_slice() {
@@ -77,10 +87,7 @@ pub fn run(path: &Path, json: bool) -> Result<(), String> {
         None => println!("melody: no track looks like one"),
     }
     println!("phrases (detected): {}", s.phrase_labels);
-    println!(
-        "bar  phrase  chords per beat (detected, {} beats per bar)",
-        s.beats_per_bar
-    );
+    println!("bar  phrase  chords per beat (detected)");
     for (i, bar) in s.chords_per_bar.iter().enumerate() {
         let phrase = s
             .phrases
