@@ -5,7 +5,21 @@ use std::path::Path;
 use pianoformer::music::midi::{MAX_FILE_BYTES, read_midi};
 use pianoformer::music::summary::{note_name, summarize};
 
+/// Appends a line to a `String` (writing to a `String` cannot fail).
+macro_rules! outln {
+    ($out:ident, $($arg:tt)*) => {{
+        use std::fmt::Write as _;
+        let _ = writeln!($out, $($arg)*);
+    }};
+}
+
 pub fn run(path: &Path, json: bool) -> Result<(), String> {
+    let text = render(path, json)?;
+    crate::print_stdout(&text)
+}
+
+fn render(path: &Path, json: bool) -> Result<String, String> {
+    let mut out = String::new();
     let meta =
         std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if meta.len() > MAX_FILE_BYTES as u64 {
@@ -19,14 +33,13 @@ pub fn run(path: &Path, json: bool) -> Result<(), String> {
     let song = read_midi(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     let s = summarize(&song);
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&s).map_err(|e| e.to_string())?
-        );
-        return Ok(());
+        let mut text = serde_json::to_string_pretty(&s).map_err(|e| e.to_string())?;
+        text.push('\n');
+        return Ok(text);
     }
     let minutes = s.seconds / 60.0;
-    println!(
+    outln!(
+        out,
         "{}: {} notes, {}:{:02} long, {} ticks per quarter",
         path.display(),
         s.notes,
@@ -45,28 +58,30 @@ pub fn run(path: &Path, json: bool) -> Result<(), String> {
             }
         })
         .collect();
-    println!(
+    outln!(
+        out,
         "time signature {}, key {}",
         signatures.join(", "),
         s.key.as_deref().unwrap_or("not given")
     );
     match s.tempos.as_slice() {
-        [] => println!("tempo 120 bpm (the MIDI default; the file sets none)"),
-        [only] => println!("tempo {:.1} bpm", only.bpm),
+        [] => outln!(out, "tempo 120 bpm (the MIDI default; the file sets none)"),
+        [only] => outln!(out, "tempo {:.1} bpm", only.bpm),
         many => {
-            println!("tempo map ({} changes):", many.len());
+            outln!(out, "tempo map ({} changes):", many.len());
             for t in many.iter().take(8) {
-                println!("  bar {:>3} beat {}: {:.1} bpm", t.bar, t.beat, t.bpm);
+                outln!(out, "  bar {:>3} beat {}: {:.1} bpm", t.bar, t.beat, t.bpm);
             }
             if many.len() > 8 {
-                println!("  … {} more", many.len() - 8);
+                outln!(out, "  … {} more", many.len() - 8);
             }
         }
     }
-    println!("tracks:");
+    outln!(out, "tracks:");
     for (i, t) in s.tracks.iter().enumerate() {
         let channels: Vec<String> = t.channels.iter().map(|c| c.to_string()).collect();
-        println!(
+        outln!(
+            out,
             "  {:>2} {:<20} program {:>3}  channel {:<5} {:>6} notes  {}–{}{}",
             i + 1,
             if t.name.is_empty() {
@@ -83,11 +98,11 @@ pub fn run(path: &Path, json: bool) -> Result<(), String> {
         );
     }
     match s.melody_track {
-        Some(i) => println!("melody: track {} ({})", i + 1, s.tracks[i].name),
-        None => println!("melody: no track looks like one"),
+        Some(i) => outln!(out, "melody: track {} ({})", i + 1, s.tracks[i].name),
+        None => outln!(out, "melody: no track looks like one"),
     }
-    println!("phrases (detected): {}", s.phrase_labels);
-    println!("bar  phrase  chords per beat (detected)");
+    outln!(out, "phrases (detected): {}", s.phrase_labels);
+    outln!(out, "bar  phrase  chords per beat (detected)");
     for (i, bar) in s.chords_per_bar.iter().enumerate() {
         let phrase = s
             .phrases
@@ -95,7 +110,7 @@ pub fn run(path: &Path, json: bool) -> Result<(), String> {
             .find(|p| p.start_bar == i)
             .map_or(String::new(), |p| format!("{}{}", p.letter, p.bars));
         let chords: String = bar.iter().map(|c| format!("{c:<6}")).collect();
-        println!("{:>3}  {phrase:<6}  {}", i + 1, chords.trim_end());
+        outln!(out, "{:>3}  {phrase:<6}  {}", i + 1, chords.trim_end());
     }
-    Ok(())
+    Ok(out)
 }

@@ -10,6 +10,23 @@ fn main() -> std::process::ExitCode {
     cli::main()
 }
 
+/// Writes `text` to stdout. A reader that went away (`pianoformer inspect x.mid | head`) is
+/// not an error; anything else is, in words.
+#[cfg(not(target_arch = "wasm32"))]
+fn print_stdout(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(format!("cannot write the output: {e}"))
+        }
+        _ => Ok(()),
+    }
+}
+
 #[cfg(not(target_arch = "wasm32"))]
 mod check;
 #[cfg(not(target_arch = "wasm32"))]
