@@ -4,8 +4,9 @@
 //! Layout (see `DESIGN.md` in the shared folder): `device` picks and checks the compute backend;
 //! `web` is the only place with `#[wasm_bindgen]`; the native CLI lives in `src/bin/`.
 
+#[cfg(feature = "ml")]
 pub mod device;
 pub mod music;
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "ml"))]
 pub mod web;

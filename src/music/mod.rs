@@ -2,6 +2,7 @@
 
 pub mod chords;
 pub mod grid;
+pub mod labels;
 pub mod melody;
 pub mod midi;
 pub mod phrases;

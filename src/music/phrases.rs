@@ -7,7 +7,6 @@ use super::chords::Chord;
 use super::grid::Grid;
 use super::midi::Note;
 
-/// Melody samples per beat when comparing bars.
 /// Melody samples per bar (sixteenths in 4/4; bars of other lengths are sampled as finely).
 const SAMPLES_PER_BAR: usize = 16;
 /// Longest song segmented by similarity, in bars (a 4-minute song has about 100).

@@ -6,6 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
+mod song;
+pub use song::{
+    ANNOTATION_BEATS_PER_BAR, Alignment, Pop909, Pop909Song, best_chord_offset, chord_agreement,
+};
+
 /// The data set's split by song id: ids divisible by 10 are test, ids ≡ 5 (mod 10) validation,
 /// the rest training. Fixed so that every reported figure is reproducible.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -189,6 +194,29 @@ pub fn parse_beat_chords(text: &str) -> Result<Vec<BeatChord>, Pop909Error> {
     Ok(out)
 }
 
+/// `structure_melody.txt`: the annotated melody as (MIDI pitch, length in sixteenth notes)
+/// pairs from the start of the annotations; pitch 0 is a rest.
+pub fn parse_melody(text: &str) -> Result<Vec<(u8, u32)>, Pop909Error> {
+    const FILE: &str = "structure_melody.txt";
+    let mut out = Vec::new();
+    for (i, line) in content_lines(text) {
+        let mut cols = line.split_whitespace();
+        let (Some(pitch), Some(len), None) = (cols.next(), cols.next(), cols.next()) else {
+            return Err(parse_err(FILE, i, "expected a pitch and a length"));
+        };
+        let pitch: u8 = pitch
+            .parse()
+            .ok()
+            .filter(|&p| p < 128)
+            .ok_or_else(|| parse_err(FILE, i, format!("bad pitch '{pitch}'")))?;
+        let len: u32 = len
+            .parse()
+            .map_err(|_| parse_err(FILE, i, format!("bad length '{len}'")))?;
+        out.push((pitch, len));
+    }
+    Ok(out)
+}
+
 /// A phrase of `structure_human_label*.txt`: a letter and its length in bars.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Phrase {
@@ -277,6 +305,16 @@ pub fn read_text(path: &Path) -> Result<String, Pop909Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn annotated_melody_parses() {
+        assert_eq!(
+            parse_melody("0 65\n67 1\n\n62 2\n").unwrap(),
+            vec![(0, 65), (67, 1), (62, 2)]
+        );
+        assert!(parse_melody("67").is_err());
+        assert!(parse_melody("300 1").is_err());
+    }
 
     #[test]
     fn split_is_by_song_id() {

@@ -2,7 +2,7 @@
 //! tracks side by side, and back to notes.
 
 pub use super::grid::Grid;
-use super::midi::Note;
+use super::midi::{Note, Track};
 
 /// Number of MIDI pitches.
 pub const PITCHES: usize = 128;
@@ -110,11 +110,135 @@ impl PianoRoll {
     }
 }
 
+/// The part a track plays, as POP909 names them: the models take melody (and bridge) and
+/// write the piano.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Melody,
+    Bridge,
+    Piano,
+}
+
+impl Role {
+    pub const ALL: [Role; 3] = [Role::Melody, Role::Bridge, Role::Piano];
+
+    /// Track name on export (POP909's names).
+    pub fn track_name(self) -> &'static str {
+        match self {
+            Role::Melody => "MELODY",
+            Role::Bridge => "BRIDGE",
+            Role::Piano => "PIANO",
+        }
+    }
+
+    /// The role of a track named like POP909's tracks (any case), if it is one of them.
+    pub fn from_track_name(name: &str) -> Option<Role> {
+        Role::ALL
+            .into_iter()
+            .find(|r| r.track_name().eq_ignore_ascii_case(name.trim()))
+    }
+
+    /// MIDI channel (0-based) on export: one per role, never the drum channel.
+    pub fn channel(self) -> u8 {
+        self as u8
+    }
+}
+
+/// One piano roll per role, all on the same grid.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MultiRoll {
+    pub melody: PianoRoll,
+    pub bridge: PianoRoll,
+    pub piano: PianoRoll,
+}
+
+impl MultiRoll {
+    pub fn new(num_steps: usize) -> Self {
+        Self {
+            melody: PianoRoll::new(num_steps),
+            bridge: PianoRoll::new(num_steps),
+            piano: PianoRoll::new(num_steps),
+        }
+    }
+
+    /// Quantises the tracks given with their roles onto `grid`; several tracks may share a role.
+    pub fn from_tracks<'a>(
+        tracks: impl IntoIterator<Item = (Role, &'a [Note])>,
+        grid: &Grid,
+    ) -> Self {
+        let mut notes: [Vec<&Note>; 3] = Default::default();
+        for (role, track) in tracks {
+            notes[role as usize].extend(track);
+        }
+        let [melody, bridge, piano] = notes.map(|n| PianoRoll::from_notes(n, grid));
+        Self {
+            melody,
+            bridge,
+            piano,
+        }
+    }
+
+    pub fn num_steps(&self) -> usize {
+        self.melody.num_steps
+    }
+
+    pub fn get(&self, role: Role) -> &PianoRoll {
+        match role {
+            Role::Melody => &self.melody,
+            Role::Bridge => &self.bridge,
+            Role::Piano => &self.piano,
+        }
+    }
+
+    pub fn get_mut(&mut self, role: Role) -> &mut PianoRoll {
+        match role {
+            Role::Melody => &mut self.melody,
+            Role::Bridge => &mut self.bridge,
+            Role::Piano => &mut self.piano,
+        }
+    }
+
+    /// Back to one named MIDI track per role that holds notes (program 0, the role's channel).
+    pub fn to_tracks(&self, grid: &Grid, default_velocity: u8) -> Vec<Track> {
+        Role::ALL
+            .into_iter()
+            .map(|role| Track {
+                name: role.track_name().to_string(),
+                instrument: String::new(),
+                program: Some(0),
+                notes: self
+                    .get(role)
+                    .to_notes(grid, role.channel(), default_velocity),
+            })
+            .filter(|t| !t.notes.is_empty())
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     use crate::music::midi::tests::note;
+
+    #[test]
+    fn multi_track_rolls_keep_their_roles_and_export_as_named_tracks() {
+        let g = Grid::quarters(480, 1920, 4);
+        let melody = [note(72, 0, 480)];
+        let piano = [note(48, 0, 960), note(55, 480, 960)];
+        let rolls =
+            MultiRoll::from_tracks([(Role::Melody, &melody[..]), (Role::Piano, &piano[..])], &g);
+        assert!(rolls.melody.onset(0, 72) && !rolls.piano.sustain(0, 72));
+        assert!(rolls.get(Role::Piano).onset(4, 55));
+        let tracks = rolls.to_tracks(&g, 64);
+        let names: Vec<&str> = tracks.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["MELODY", "PIANO"], "empty roles are left out");
+        assert_eq!(tracks[1].notes.len(), 2);
+        assert!(tracks[1].notes.iter().all(|n| n.channel == 2));
+        assert_eq!(Role::from_track_name(" piano"), Some(Role::Piano));
+        assert_eq!(Role::from_track_name("Lead"), None);
+    }
 
     #[test]
     fn on_grid_notes_survive_the_round_trip() {

@@ -1,0 +1,197 @@
+//! Structure labels per grid step: what the models condition on (F-StrIPE's structure levels)
+//! and what the page's chord and phrase lanes show and a user edits. They come from
+//! annotations (POP909) or are detected in any MIDI file.
+
+use serde::Serialize;
+
+use super::chords::{Chord, RecognizeOptions, recognize};
+use super::grid::Grid;
+use super::melody::pick_melody_track;
+use super::midi::{Note, Song};
+use super::phrases::{PhraseOptions, Segment, segment_phrases};
+use super::roll::{PITCHES, PianoRoll};
+
+/// The highest pitch sounding at `step` of `roll` (0 when none, or past its end).
+pub fn sounding_pitch(roll: &PianoRoll, step: usize) -> u8 {
+    if step >= roll.num_steps {
+        return 0;
+    }
+    (0..PITCHES)
+        .rev()
+        .find(|&p| roll.sustain(step, p))
+        .map_or(0, |p| p as u8)
+}
+
+/// The phrase a step belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct PhraseLabel {
+    /// A, B, … for melodic phrases (same letter = repeat); i, o, b, x for intro, outro, bridge
+    /// and transition.
+    pub letter: char,
+    /// Which phrase of the song, from 0.
+    pub index: u16,
+    /// The step's bar within the phrase, from 0, and the phrase's length in bars.
+    pub bar: u16,
+    pub bars: u16,
+}
+
+/// Labels for every step of a grid. All vectors have one entry per step.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StepLabels {
+    pub steps_per_beat: usize,
+    /// The melody pitch sounding at the step (the highest, should several sound), 0 for a rest.
+    pub melody: Vec<u8>,
+    /// The chord at the step; `None` for no chord or where the labels do not reach.
+    pub chord: Vec<Option<Chord>>,
+    /// The phrase at the step; `None` where the labels do not reach.
+    pub phrase: Vec<Option<PhraseLabel>>,
+    /// The step's bar (from 0) and its position within the bar, in steps.
+    pub bar: Vec<u32>,
+    pub position: Vec<u16>,
+}
+
+impl StepLabels {
+    /// Labels on `grid` from the melody roll, chords per beat (`beat_chords[b]` for beat `b`;
+    /// beats past its end get none) and phrases in bars of the grid.
+    pub fn new(
+        grid: &Grid,
+        melody: &PianoRoll,
+        beat_chords: &[Option<Chord>],
+        phrases: &[Segment],
+    ) -> Self {
+        let n = grid.num_steps();
+        let spb = grid.steps_per_beat;
+        let melody = (0..n).map(|s| sounding_pitch(melody, s)).collect();
+        let chord = (0..n)
+            .map(|s| beat_chords.get(s / spb).copied().flatten())
+            .collect();
+        let mut phrase = vec![None; n];
+        for (index, seg) in phrases.iter().enumerate() {
+            for k in 0..seg.bars {
+                let bar = seg.start_bar + k;
+                if bar >= grid.num_bars() {
+                    break;
+                }
+                let label = PhraseLabel {
+                    letter: seg.letter,
+                    index: index.min(u16::MAX as usize) as u16,
+                    bar: k.min(u16::MAX as usize) as u16,
+                    bars: seg.bars.min(u16::MAX as usize) as u16,
+                };
+                for s in grid.bar_steps(bar) {
+                    phrase[s] = Some(label);
+                }
+            }
+        }
+        let (bar, position) = (0..n)
+            .map(|s| {
+                let (bar, pos) = grid.bar_of_step(s);
+                (bar as u32, pos.min(u16::MAX as usize) as u16)
+            })
+            .unzip();
+        Self {
+            steps_per_beat: spb,
+            melody,
+            chord,
+            phrase,
+            bar,
+            position,
+        }
+    }
+
+    /// Labels detected in a file without annotations: the melody track (when one looks like a
+    /// melody), chords recognised per beat over every pitched track, phrases segmented over
+    /// the grid's bars. Returns the labels and the melody track's index.
+    pub fn detect(song: &Song, grid: &Grid) -> (Self, Option<usize>) {
+        let notes: Vec<(&Note, f32)> = song
+            .tracks
+            .iter()
+            .filter(|t| !t.is_drums())
+            .flat_map(|t| t.notes.iter().map(|n| (n, 1.0)))
+            .collect();
+        let chords = recognize(&notes, &grid.beat_ticks, RecognizeOptions::default());
+        let melody_track = pick_melody_track(song);
+        let melody = melody_track.map_or(&[][..], |i| &song.tracks[i].notes[..]);
+        let phrases = if grid.num_bars() > 0 {
+            segment_phrases(melody, grid, &chords, PhraseOptions::default())
+        } else {
+            Vec::new()
+        };
+        let roll = PianoRoll::from_notes(melody, grid);
+        (Self::new(grid, &roll, &chords, &phrases), melody_track)
+    }
+
+    pub fn len(&self) -> usize {
+        self.melody.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.melody.is_empty()
+    }
+
+    /// The labels of `steps` (clipped to the labels' length).
+    pub fn slice(&self, steps: std::ops::Range<usize>) -> Self {
+        let end = steps.end.min(self.len());
+        let start = steps.start.min(end);
+        Self {
+            steps_per_beat: self.steps_per_beat,
+            melody: self.melody[start..end].to_vec(),
+            chord: self.chord[start..end].to_vec(),
+            phrase: self.phrase[start..end].to_vec(),
+            bar: self.bar[start..end].to_vec(),
+            position: self.position[start..end].to_vec(),
+        }
+    }
+
+    /// Chord per beat (the chord at each beat's first step).
+    pub fn beat_chords(&self) -> Vec<Option<Chord>> {
+        self.chord
+            .iter()
+            .step_by(self.steps_per_beat.max(1))
+            .copied()
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::music::chords::Quality;
+    use crate::music::midi::tests::note;
+
+    #[test]
+    fn labels_are_laid_out_per_step() {
+        // Two bars of 4/4 at 2 steps per beat; a pickup beat first.
+        let grid = Grid::regular((0..=9).map(|b| b * 480).collect(), 2, 4, 1);
+        let melody = PianoRoll::from_notes(&[note(72, 0, 480), note(67, 960, 1200)], &grid);
+        let c = Chord {
+            root: 0,
+            quality: Quality::Maj,
+        };
+        let g = Chord {
+            root: 7,
+            quality: Quality::Maj,
+        };
+        let chords = [None, Some(c), Some(c), Some(g)];
+        let phrases = [Segment {
+            start_bar: 1,
+            bars: 2,
+            letter: 'A',
+        }];
+        let l = StepLabels::new(&grid, &melody, &chords, &phrases);
+        assert_eq!(l.len(), 18);
+        assert_eq!(&l.melody[..6], &[72, 72, 0, 0, 67, 0]);
+        assert_eq!(l.chord[2], Some(c));
+        assert_eq!(l.chord[6], Some(g));
+        assert_eq!(l.chord[8], None, "past the given chords");
+        assert_eq!(l.phrase[1], None, "the pickup is in no phrase");
+        let p = l.phrase[11].unwrap();
+        assert_eq!((p.letter, p.index, p.bar, p.bars), ('A', 0, 1, 2));
+        assert_eq!((l.bar[1], l.position[1]), (0, 1));
+        assert_eq!((l.bar[2], l.position[2]), (1, 0));
+        assert_eq!((l.bar[17], l.position[17]), (2, 7));
+        assert_eq!(l.beat_chords()[..4], chords);
+        let s = l.slice(2..6);
+        assert_eq!((s.len(), s.chord[0], s.bar[0]), (4, Some(c), 1));
+    }
+}
