@@ -9,3 +9,4 @@ pub mod phrases;
 pub mod pop909;
 pub mod roll;
 pub mod summary;
+pub mod tokens;
