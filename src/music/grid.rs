@@ -178,6 +178,21 @@ impl Grid {
         b * self.steps_per_beat + (frac * self.steps_per_beat as f64).round() as usize
     }
 
+    /// `tick` in beats from the grid's start, fractional (linear within a beat; clamped to the
+    /// grid).
+    pub fn beat_at(&self, tick: u64) -> f64 {
+        let beats = &self.beat_ticks;
+        if beats.len() < 2 || tick <= beats[0] {
+            return 0.0;
+        }
+        let last = beats.len() - 1;
+        if tick >= beats[last] {
+            return last as f64;
+        }
+        let b = beats.partition_point(|&t| t <= tick) - 1;
+        b as f64 + (tick - beats[b]) as f64 / (beats[b + 1] - beats[b]) as f64
+    }
+
     /// Tick at the start of `step` (linear within its beat).
     pub fn tick_at(&self, step: usize) -> u64 {
         let spb = self.steps_per_beat;
@@ -218,6 +233,8 @@ mod tests {
         assert_eq!(g.step_at(650), 3);
         assert_eq!(g.step_at(1200), 5);
         assert_eq!(g.tick_at(3), 650);
+        assert_eq!(g.beat_at(1200), 2.5);
+        assert_eq!(g.beat_at(9999), 3.0);
     }
 
     #[test]

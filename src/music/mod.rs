@@ -4,6 +4,7 @@ pub mod chords;
 pub mod grid;
 pub mod labels;
 pub mod melody;
+pub mod metrics;
 pub mod midi;
 pub mod phrases;
 pub mod pop909;
