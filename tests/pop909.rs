@@ -334,15 +334,12 @@ fn phrase_sweep() {
     let Some(root) = data_root() else { return };
     let cases = phrase_cases(&root, Split::Train);
     for boundary_cost in [0.15, 0.3, 0.4, 0.5, 0.6, 0.8] {
-        for same_letter in [0.6] {
-            let options = PhraseOptions {
-                boundary_cost,
-                same_letter,
-                ..Default::default()
-            };
-            let (f1, baseline, _) = phrase_f1(&cases, options);
-            eprintln!("boundary_cost {boundary_cost:.2}: F1 {f1:.3} (baseline {baseline:.3})");
-        }
+        let options = PhraseOptions {
+            boundary_cost,
+            ..Default::default()
+        };
+        let (f1, baseline, _) = phrase_f1(&cases, options);
+        eprintln!("boundary_cost {boundary_cost:.2}: F1 {f1:.3} (baseline {baseline:.3})");
     }
 }
 
