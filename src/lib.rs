@@ -6,6 +6,8 @@
 
 #[cfg(feature = "ml")]
 pub mod device;
+#[cfg(feature = "ml")]
+pub mod model;
 pub mod music;
 
 #[cfg(all(target_arch = "wasm32", feature = "ml"))]
