@@ -11,6 +11,74 @@ use super::midi::{Note, Song};
 use super::phrases::{PhraseOptions, Segment, segment_phrases};
 use super::roll::{PITCHES, PianoRoll};
 
+/// A level of structure a model can condition on (F-StrIPE's structure-aware positions), as
+/// numbers in which musically close labels are close.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StructureLevel {
+    /// The melody's MIDI pitch (0 for a rest): one coordinate.
+    Melody,
+    /// The chord's tonal centroid (Harte, Sandler and Gasser 2006): the mean of its pitch
+    /// classes on the circle of fifths and the circles of minor and major thirds, scaled by 12 so
+    /// its differences span a range like the other levels'. C and Am, or C and G, are close; C
+    /// and F# far apart. No chord is the origin. Six coordinates.
+    Chord,
+    /// The phrase letter: A–Z as 1–26, lower-case letters (intro, outro, bridge) as 33–58, no
+    /// phrase as 0. One coordinate: equal letters give equal positions.
+    Phrase,
+    /// The position in the bar, in sixteenths. One coordinate.
+    Position,
+}
+
+impl StructureLevel {
+    pub const ALL: [StructureLevel; 4] = [
+        StructureLevel::Melody,
+        StructureLevel::Chord,
+        StructureLevel::Phrase,
+        StructureLevel::Position,
+    ];
+
+    /// Coordinates this level takes.
+    pub fn dims(self) -> usize {
+        match self {
+            StructureLevel::Chord => 6,
+            _ => 1,
+        }
+    }
+}
+
+/// Scale of the chord coordinates.
+const CHORD_SCALE: f32 = 12.0;
+
+/// The tonal centroid of a set of pitch classes (six coordinates, unscaled).
+pub fn tonal_centroid(pitch_classes: impl IntoIterator<Item = u8>) -> [f32; 6] {
+    use std::f32::consts::PI;
+    let (mut c, mut n) = ([0f32; 6], 0);
+    for pc in pitch_classes {
+        let l = pc as f32;
+        let angles = [l * 7.0 * PI / 6.0, l * 3.0 * PI / 2.0, l * 2.0 * PI / 3.0];
+        let radii = [1.0, 1.0, 0.5];
+        for k in 0..3 {
+            c[2 * k] += radii[k] * angles[k].sin();
+            c[2 * k + 1] += radii[k] * angles[k].cos();
+        }
+        n += 1;
+    }
+    if n > 0 {
+        c.iter_mut().for_each(|x| *x /= n as f32);
+    }
+    c
+}
+
+/// The number a phrase letter stands for.
+fn phrase_code(phrase: Option<PhraseLabel>) -> f32 {
+    match phrase.map(|p| p.letter) {
+        Some(c @ 'A'..='Z') => (c as u8 - b'A' + 1) as f32,
+        Some(c @ 'a'..='z') => (c as u8 - b'a' + 33) as f32,
+        _ => 0.0,
+    }
+}
+
 /// The highest pitch sounding at `step` of `roll` (0 when none, or past its end).
 pub fn sounding_pitch(roll: &PianoRoll, step: usize) -> u8 {
     if step >= roll.num_steps {
@@ -143,6 +211,27 @@ impl StepLabels {
         }
     }
 
+    /// Structure coordinates of every step for `levels`, row-major `[len, Σ dims]`: the
+    /// positions F-StrIPE puts in place of the step index.
+    pub fn coordinates(&self, levels: &[StructureLevel]) -> Vec<f32> {
+        let per_sixteenth = 4.0 / self.steps_per_beat.max(1) as f32;
+        let mut out = Vec::with_capacity(self.len() * levels.iter().map(|l| l.dims()).sum::<usize>());
+        for s in 0..self.len() {
+            for level in levels {
+                match level {
+                    StructureLevel::Melody => out.push(self.melody[s] as f32),
+                    StructureLevel::Chord => {
+                        let c = self.chord[s].map_or([0.0; 6], |c| tonal_centroid(c.pitch_classes()));
+                        out.extend(c.map(|x| x * CHORD_SCALE));
+                    }
+                    StructureLevel::Phrase => out.push(phrase_code(self.phrase[s])),
+                    StructureLevel::Position => out.push(self.position[s] as f32 * per_sixteenth),
+                }
+            }
+        }
+        out
+    }
+
     /// Chord per beat (the chord at each beat's first step).
     pub fn beat_chords(&self) -> Vec<Option<Chord>> {
         self.chord
@@ -193,5 +282,29 @@ mod tests {
         assert_eq!(l.beat_chords()[..4], chords);
         let s = l.slice(2..6);
         assert_eq!((s.len(), s.chord[0], s.bar[0]), (4, Some(c), 1));
+        let levels = [StructureLevel::Melody, StructureLevel::Phrase, StructureLevel::Position];
+        let coords = l.coordinates(&levels);
+        assert_eq!(coords.len(), 18 * 3);
+        // Step 11: melody rests, phrase A, position 1 step (2 a beat) into bar 2 = 2 sixteenths.
+        assert_eq!(&coords[33..36], &[0.0, 1.0, 2.0]);
+        assert_eq!(l.coordinates(&[StructureLevel::Chord]).len(), 18 * 6);
+    }
+
+    #[test]
+    fn tonal_centroids_put_related_chords_close() {
+        let chord = |root: u8, quality| Chord { root, quality };
+        let at = |c: Chord| tonal_centroid(c.pitch_classes());
+        let dist = |a: [f32; 6], b: [f32; 6]| {
+            a.iter().zip(&b).map(|(x, y)| (x - y).powi(2)).sum::<f32>().sqrt()
+        };
+        let c = at(chord(0, Quality::Maj));
+        let am = at(chord(9, Quality::Min));
+        let g = at(chord(7, Quality::Maj));
+        let fs = at(chord(6, Quality::Maj));
+        assert!(dist(c, am) < dist(c, fs) && dist(c, g) < dist(c, fs));
+        // Transposition moves a chord, it does not change its shape.
+        let d = at(chord(2, Quality::Maj));
+        assert!((dist(c, g) - dist(d, at(chord(9, Quality::Maj)))).abs() < 1e-5);
+        assert_eq!(tonal_centroid([]), [0.0; 6]);
     }
 }
