@@ -3,6 +3,7 @@
 
 pub mod attention;
 pub mod features;
+pub mod pe;
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
 pub(crate) mod testing;

@@ -215,13 +215,15 @@ impl StepLabels {
     /// positions F-StrIPE puts in place of the step index.
     pub fn coordinates(&self, levels: &[StructureLevel]) -> Vec<f32> {
         let per_sixteenth = 4.0 / self.steps_per_beat.max(1) as f32;
-        let mut out = Vec::with_capacity(self.len() * levels.iter().map(|l| l.dims()).sum::<usize>());
+        let mut out =
+            Vec::with_capacity(self.len() * levels.iter().map(|l| l.dims()).sum::<usize>());
         for s in 0..self.len() {
             for level in levels {
                 match level {
                     StructureLevel::Melody => out.push(self.melody[s] as f32),
                     StructureLevel::Chord => {
-                        let c = self.chord[s].map_or([0.0; 6], |c| tonal_centroid(c.pitch_classes()));
+                        let c =
+                            self.chord[s].map_or([0.0; 6], |c| tonal_centroid(c.pitch_classes()));
                         out.extend(c.map(|x| x * CHORD_SCALE));
                     }
                     StructureLevel::Phrase => out.push(phrase_code(self.phrase[s])),
@@ -282,7 +284,11 @@ mod tests {
         assert_eq!(l.beat_chords()[..4], chords);
         let s = l.slice(2..6);
         assert_eq!((s.len(), s.chord[0], s.bar[0]), (4, Some(c), 1));
-        let levels = [StructureLevel::Melody, StructureLevel::Phrase, StructureLevel::Position];
+        let levels = [
+            StructureLevel::Melody,
+            StructureLevel::Phrase,
+            StructureLevel::Position,
+        ];
         let coords = l.coordinates(&levels);
         assert_eq!(coords.len(), 18 * 3);
         // Step 11: melody rests, phrase A, position 1 step (2 a beat) into bar 2 = 2 sixteenths.
@@ -295,7 +301,11 @@ mod tests {
         let chord = |root: u8, quality| Chord { root, quality };
         let at = |c: Chord| tonal_centroid(c.pitch_classes());
         let dist = |a: [f32; 6], b: [f32; 6]| {
-            a.iter().zip(&b).map(|(x, y)| (x - y).powi(2)).sum::<f32>().sqrt()
+            a.iter()
+                .zip(&b)
+                .map(|(x, y)| (x - y).powi(2))
+                .sum::<f32>()
+                .sqrt()
         };
         let c = at(chord(0, Quality::Maj));
         let am = at(chord(9, Quality::Min));

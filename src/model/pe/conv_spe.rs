@@ -1,0 +1,117 @@
+//! convSPE (SPE paper, eq. 22 and appendix A.1): per head and key dimension d, codes are one
+//! white-noise draw filtered by a learned query filter and a learned key filter,
+//! `Qbar_d[m] = Σ_p A_d[p] z_d[m + p]`, `Kbar_d[n] = Σ_p B_d[p] z_d[n + p]` (depthwise, `P`
+//! taps), so `P_d(m − n) = Σ_p A_d[p] B_d[p + m − n]`: the filters' cross-correlation, zero
+//! beyond the filter length. Filters start uniform in [0, 1) / sqrt(P/2), as in the reference.
+//!
+//! The noise is indexed by absolute position: the code of position m needs noise m .. m+P−1,
+//! so a decoder computes any position's code from the same seeded noise the parallel form used.
+
+use burn::module::{Module, Param};
+use burn::tensor::module::conv1d;
+use burn::tensor::ops::ConvOptions;
+use burn::tensor::{Device, Tensor, TensorData};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+
+use crate::model::features::normal;
+
+#[derive(Module, Debug)]
+pub struct ConvSpe {
+    /// Query filters [heads · dim, 1, taps].
+    pub filter_q: Param<Tensor<3>>,
+    /// Key filters [heads · dim, 1, taps].
+    pub filter_k: Param<Tensor<3>>,
+    #[module(skip)]
+    pub heads: usize,
+    #[module(skip)]
+    pub dim: usize,
+}
+
+impl ConvSpe {
+    pub fn new(heads: usize, dim: usize, taps: usize, rng: &mut StdRng, device: &Device) -> Self {
+        let n = heads * dim * taps;
+        let scale = 1.0 / (taps as f32 / 2.0).sqrt();
+        let mut filter = || {
+            let v: Vec<f32> = (0..n).map(|_| rng.random::<f32>() * scale).collect();
+            Param::from_data(TensorData::new(v, vec![heads * dim, 1, taps]), device)
+        };
+        Self {
+            filter_q: filter(),
+            filter_k: filter(),
+            heads,
+            dim,
+        }
+    }
+
+    pub fn taps(&self) -> usize {
+        self.filter_q.dims()[2]
+    }
+
+    /// White noise for positions `start .. start + len + taps − 1`, [realizations, heads · dim,
+    /// len + taps − 1]: each position's column from its own seed, so any window of positions
+    /// gets the same numbers.
+    pub fn seeded_noise(
+        &self,
+        realizations: usize,
+        seed: u64,
+        start: usize,
+        len: usize,
+        device: &Device,
+    ) -> Tensor<3> {
+        let channels = self.heads * self.dim;
+        let width = len + self.taps() - 1;
+        let mut values = vec![0f32; realizations * channels * width];
+        for t in 0..width {
+            let mut rng = StdRng::seed_from_u64(
+                seed ^ ((start + t) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            );
+            for r in 0..realizations {
+                for c in 0..channels {
+                    values[(r * channels + c) * width + t] = normal(&mut rng) as f32;
+                }
+            }
+        }
+        Tensor::from_data(
+            TensorData::new(values, vec![realizations, channels, width]),
+            device,
+        )
+    }
+
+    /// Codes from `noise` [realizations, heads · dim, len + taps − 1]: (Qbar, Kbar), each
+    /// [heads, len, dim, realizations] (unscaled: `Qbar Kbar^T / R → P`).
+    pub fn codes(&self, noise: Tensor<3>) -> (Tensor<4>, Tensor<4>) {
+        let [r, channels, width] = noise.dims();
+        let len = width + 1 - self.taps();
+        let filter = |f: &Param<Tensor<3>>| {
+            let out = conv1d(
+                noise.clone(),
+                f.val(),
+                None,
+                ConvOptions::new([1], [0], [1], channels),
+            ); // [R, heads·dim, len]
+            out.reshape([r, self.heads, self.dim, len])
+                .permute([1, 3, 2, 0])
+        };
+        (filter(&self.filter_q), filter(&self.filter_k))
+    }
+
+    /// The analytic kernel `P_d(τ) = Σ_p A_d[p] B_d[p + τ]` at lags `τ ≥ 0`: [heads, dim, lags].
+    pub fn kernel(&self, lags: &[usize]) -> Tensor<3> {
+        let taps = self.taps();
+        let a = self.filter_q.val().reshape([self.heads, self.dim, taps]);
+        let b = self.filter_k.val().reshape([self.heads, self.dim, taps]);
+        let columns: Vec<Tensor<3>> = lags
+            .iter()
+            .map(|&tau| {
+                if tau >= taps {
+                    Tensor::zeros([self.heads, self.dim, 1], &a.device())
+                } else {
+                    let n = taps - tau;
+                    (a.clone().narrow(2, 0, n) * b.clone().narrow(2, tau, n)).sum_dim(2)
+                }
+            })
+            .collect();
+        Tensor::cat(columns, 2)
+    }
+}

@@ -1,0 +1,129 @@
+//! F-StrIPE (Agarwal, Wang, Richard 2025): sineSPE with the step index replaced by a vector of
+//! structure labels `s(m)` (melody pitch, chord, phrase, position in bar; any subset) and the
+//! scalar frequency by a frequency vector per sinusoid (eq. 6), so that
+//! `P_d(m, n) = (1/N) Σ_k λ_kd² cos(2π f_kd · (s(m) − s(n)) + θ^Q_kd − θ^K_kd)` depends only on
+//! the labels: equal labels, equal kernel, however far apart in time.
+//!
+//! - **F-StrIPE** (eq. 9, random Fourier features, noise-free): the features
+//!   `Ω(s, f_d, θ_d) diag(λ̈_d) / sqrt(N)` are used as they are. The paper does not say how
+//!   dimensions are combined for linear attention; summing them over d, as SPE does, would
+//!   leave cross terms no noise averages out, so they are concatenated (`dim · 2N` features per
+//!   head), which gives `Σ_d q_d k_d P_d(m, n)` exactly.
+//! - **F-StrIPE:SFF** (eq. 4 with eq. 6): the same features times a shared Gaussian `Z_d`, as in
+//!   sineSPE, with R realizations. Both use the `1/sqrt(N)` of eq. 9 (eq. 4 has `1/sqrt(2N)`, a
+//!   constant the gains absorb), so SFF's expectation is exactly the RFF kernel.
+
+use burn::module::{Module, Param};
+use burn::tensor::activation::{sigmoid, softplus};
+use burn::tensor::{Device, Tensor, TensorData};
+use rand::rngs::StdRng;
+
+use super::{omega_features, seeded};
+use crate::model::features::normal;
+
+#[derive(Module, Debug)]
+pub struct Fstripe {
+    /// Raw frequencies [heads, dim, sines, coordinates]: `f = sigmoid(raw) / 2` cycles per unit
+    /// of label difference.
+    pub freqs: Param<Tensor<4>>,
+    /// Phases [heads, dim, sines], query and key side.
+    pub theta_q: Param<Tensor<3>>,
+    pub theta_k: Param<Tensor<3>>,
+    /// Raw gains [heads, dim, sines]: `λ = softplus(raw)`.
+    pub gains: Param<Tensor<3>>,
+}
+
+impl Fstripe {
+    pub fn new(
+        heads: usize,
+        dim: usize,
+        sines: usize,
+        coordinates: usize,
+        rng: &mut StdRng,
+        device: &Device,
+    ) -> Self {
+        let n = heads * dim * sines;
+        let freqs: Vec<f32> = (0..n * coordinates)
+            .map(|_| normal(rng) as f32 - 4.0)
+            .collect();
+        let theta_q: Vec<f32> = (0..n).map(|_| normal(rng) as f32).collect();
+        let mut gains: Vec<f32> = (0..n).map(|_| normal(rng) as f32).collect();
+        for g in gains.chunks_mut(sines) {
+            let norm = g.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+            g.iter_mut().for_each(|x| *x *= 2.0 / norm.sqrt());
+        }
+        let shape = vec![heads, dim, sines];
+        let p3 = |v: Vec<f32>| Param::from_data(TensorData::new(v, shape.clone()), device);
+        Self {
+            freqs: Param::from_data(
+                TensorData::new(freqs, vec![heads, dim, sines, coordinates]),
+                device,
+            ),
+            theta_q: p3(theta_q),
+            theta_k: p3(vec![0.0; n]),
+            gains: p3(gains),
+        }
+    }
+
+    pub fn sines(&self) -> usize {
+        self.freqs.dims()[2]
+    }
+
+    pub fn coordinates(&self) -> usize {
+        self.freqs.dims()[3]
+    }
+
+    pub fn frequencies(&self) -> Tensor<4> {
+        sigmoid(self.freqs.val()).mul_scalar(0.5)
+    }
+
+    /// Query and key features of `labels` [batch, len, coordinates], gains included and
+    /// scaled by `1/sqrt(N)`: [batch, heads, len, dim, 2N].
+    pub fn omegas(&self, labels: Tensor<3>) -> (Tensor<5>, Tensor<5>) {
+        let [batch, len, coords] = labels.dims();
+        let [heads, dim, sines, _] = self.freqs.dims();
+        // Phase 2π f·s per [batch, heads, len, dim, sines].
+        let f = self
+            .frequencies()
+            .reshape([heads * dim * sines, coords])
+            .swap_dims(0, 1)
+            .unsqueeze_dim::<3>(0); // [1, coords, h·d·k]
+        let phase = labels
+            .matmul(f)
+            .reshape([batch, len, heads, dim, sines])
+            .permute([0, 2, 1, 3, 4])
+            .mul_scalar(2.0 * std::f64::consts::PI);
+        let theta = |t: &Param<Tensor<3>>| t.val().reshape([1, heads, 1, dim, sines]);
+        let gains = softplus(self.gains.val(), 1.0).reshape([1, heads, 1, dim, sines]);
+        let scale = 1.0 / (sines as f64).sqrt();
+        let q = omega_features(phase.clone() + theta(&self.theta_q), gains.clone());
+        let k = omega_features(phase + theta(&self.theta_k), gains);
+        (q.mul_scalar(scale), k.mul_scalar(scale))
+    }
+
+    /// The analytic (RFF) kernel for label differences `deltas` [n, coordinates]:
+    /// [heads, dim, n].
+    pub fn kernel(&self, deltas: Tensor<2>) -> Tensor<3> {
+        let [n, coords] = deltas.dims();
+        let [heads, dim, sines, _] = self.freqs.dims();
+        let f = self.frequencies().reshape([heads * dim * sines, coords]);
+        let phase = f
+            .matmul(deltas.swap_dims(0, 1))
+            .reshape([heads, dim, sines, n])
+            .mul_scalar(2.0 * std::f64::consts::PI);
+        let shift = (self.theta_q.val() - self.theta_k.val()).reshape([heads, dim, sines, 1]);
+        let lambda2 = softplus(self.gains.val(), 1.0)
+            .square()
+            .reshape([heads, dim, sines, 1]);
+        (lambda2 * (phase + shift).cos())
+            .sum_dim(2)
+            .mul_scalar(1.0 / sines as f64)
+            .reshape([heads, dim, n])
+    }
+
+    /// A draw of the shared Gaussian `Z` for SFF: [heads, dim · 2N, realizations].
+    pub fn draw_mix(&self, realizations: usize, seed: u64, device: &Device) -> Tensor<3> {
+        let [heads, dim, sines, _] = self.freqs.dims();
+        seeded(&[heads, dim * 2 * sines, realizations], seed, device)
+    }
+}
