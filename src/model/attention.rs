@@ -122,14 +122,12 @@ pub fn attention_row(phi_q: Tensor<4>, phi_k: Tensor<4>) -> Tensor<3> {
     (scores / total).squeeze_dim::<3>(2)
 }
 
-/// Exact causal softmax attention, `softmax(q kᵀ / sqrt(d))` with the future masked. Shapes:
-/// [batch, heads, len, d] for all three.
-pub fn causal_softmax(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>) -> Tensor<4> {
-    let [_, _, len, d] = q.dims();
+/// Exact causal softmax attention, `softmax(scale · q kᵀ)` with the future masked (`scale` is
+/// `1/sqrt(d)` for plain queries and keys). Shapes: [batch, heads, len, d] for all three.
+pub fn causal_softmax(q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, scale: f64) -> Tensor<4> {
+    let len = q.dims()[2];
     let device = q.device();
-    let scores = q
-        .matmul(k.swap_dims(2, 3))
-        .mul_scalar(1.0 / (d as f64).sqrt());
+    let scores = q.matmul(k.swap_dims(2, 3)).mul_scalar(scale);
     // Masked scores get a large negative number rather than −inf: no NaN for empty rows.
     let mask = causal_mask(len, &device);
     let scores = scores.clone() * mask.clone() + (mask.neg().add_scalar(1.0)).mul_scalar(-1e9);
@@ -156,10 +154,12 @@ impl KvCache {
         self.len() == 0
     }
 
-    /// Appends one position's key and value and attends over everything so far. Shapes:
-    /// [batch, heads, 1, d].
-    pub fn step(&mut self, q: Tensor<4>, k: Tensor<4>, v: Tensor<4>) -> Tensor<4> {
-        let d = q.dims()[3];
+    /// Appends `len` positions' keys and values and attends with `softmax(scale · q kᵀ)`, each
+    /// query over the cache and the new positions up to its own. Shapes: [batch, heads, len, d].
+    pub fn attend(&mut self, q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, scale: f64) -> Tensor<4> {
+        let past = self.len();
+        let len = q.dims()[2];
+        let device = q.device();
         let k = match self.k.take() {
             Some(old) => Tensor::cat(vec![old, k], 2),
             None => k,
@@ -168,13 +168,28 @@ impl KvCache {
             Some(old) => Tensor::cat(vec![old, v], 2),
             None => v,
         };
-        let scores = q
-            .matmul(k.clone().swap_dims(2, 3))
-            .mul_scalar(1.0 / (d as f64).sqrt());
+        let mut scores = q.matmul(k.clone().swap_dims(2, 3)).mul_scalar(scale);
+        if len > 1 {
+            let total = past + len;
+            let mut blocked = vec![0f32; len * total];
+            for i in 0..len {
+                for j in past + i + 1..total {
+                    blocked[i * total + j] = -1e9;
+                }
+            }
+            let blocked =
+                Tensor::<4>::from_data(TensorData::new(blocked, vec![1, 1, len, total]), &device);
+            scores = scores + blocked;
+        }
         let out = softmax(scores, 3).matmul(v.clone());
         self.k = Some(k);
         self.v = Some(v);
         out
+    }
+
+    /// One position: [`Self::attend`] with `len` 1.
+    pub fn step(&mut self, q: Tensor<4>, k: Tensor<4>, v: Tensor<4>, scale: f64) -> Tensor<4> {
+        self.attend(q, k, v, scale)
     }
 }
 
@@ -266,7 +281,8 @@ mod tests {
         let q = random(&[1, 2, len, d], 9, &device);
         let k = random(&[1, 2, len, d], 10, &device);
         let v = random(&[1, 2, len, d], 11, &device);
-        let full = to_vec(causal_softmax(q.clone(), k.clone(), v.clone()));
+        let scale = 1.0 / (d as f64).sqrt();
+        let full = to_vec(causal_softmax(q.clone(), k.clone(), v.clone(), scale));
         let mut cache = KvCache::new();
         let outs: Vec<_> = (0..len)
             .map(|t| {
@@ -274,11 +290,31 @@ mod tests {
                     q.clone().narrow(2, t, 1),
                     k.clone().narrow(2, t, 1),
                     v.clone().narrow(2, t, 1),
+                    scale,
                 )
             })
             .collect();
         assert_eq!(cache.len(), len);
         assert!(close(&to_vec(Tensor::cat(outs, 2)), &full, 1e-5));
+        // A prefill of several positions, then steps.
+        let mut cache = KvCache::new();
+        let first = cache.attend(
+            q.clone().narrow(2, 0, 4),
+            k.clone().narrow(2, 0, 4),
+            v.clone().narrow(2, 0, 4),
+            scale,
+        );
+        let rest = cache.attend(
+            q.narrow(2, 4, 3),
+            k.narrow(2, 4, 3),
+            v.narrow(2, 4, 3),
+            scale,
+        );
+        assert!(close(
+            &to_vec(Tensor::cat(vec![first, rest], 2)),
+            &full,
+            1e-5
+        ));
     }
 
     /// FAVOR+ estimates softmax attention; the error shrinks as features are added.
@@ -290,7 +326,12 @@ mod tests {
         let q = random(&[1, 1, len, d], 12, &device).mul_scalar(0.5);
         let k = random(&[1, 1, len, d], 13, &device).mul_scalar(0.5);
         let v = random(&[1, 1, len, d], 14, &device);
-        let exact = to_vec(causal_softmax(q.clone(), k.clone(), v.clone()));
+        let exact = to_vec(causal_softmax(
+            q.clone(),
+            k.clone(),
+            v.clone(),
+            1.0 / (d as f64).sqrt(),
+        ));
         // Softmax uses q·k/sqrt(d): feed q and k scaled by d^(-1/4) each.
         let s = 1.0 / (d as f64).powf(0.25);
         let err = |features: usize| {

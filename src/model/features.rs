@@ -2,9 +2,12 @@
 //! al. 2021): FAVOR+ positive orthogonal random features for the softmax kernel, and a ReLU
 //! random-feature map, the alternative the SPE paper studies.
 //!
-//! FAVOR+: `phi(x) = exp(W x − |x|²/2) / sqrt(m)` with the rows of `W` orthogonal Gaussian
-//! directions (drawn in blocks of `dim` orthogonal rows, each scaled to the norm of an
-//! independent Gaussian vector), so that `E[phi(x)·phi(y)] = exp(x·y)`. Draws come from a seeded
+//! FAVOR+: `phi(x) = exp(−|x|²/2) [exp(W x), exp(−W x)] / sqrt(m)` with `m/2` rows of `W`
+//! orthogonal Gaussian directions (drawn in blocks of `dim` orthogonal rows, each scaled to the
+//! norm of an independent Gaussian vector), so that `E[phi(x)·phi(y)] = exp(x·y)`. The ± pair
+//! (Performer's hyperbolic variant, as fast-transformers implements it) has a lower variance
+//! than `exp(W x)` alone. The ReLU map is `relu(W x) / sqrt(m)` with `m` directions. Draws come
+//! from a seeded
 //! host generator: one draw is kept for a whole generation session and redrawn on demand
 //! during training, and every backend sees the same numbers.
 
@@ -66,13 +69,14 @@ pub fn orthogonal_gaussian(rows: usize, dim: usize, rng: &mut StdRng) -> Vec<f64
 #[derive(Clone, Debug)]
 pub struct FeatureMap {
     pub kind: FeatureKind,
-    /// Shape: [heads, dim, features] (so `x.matmul(w)` projects rows of `x`).
+    /// Shape: [heads, dim, directions] (so `x.matmul(w)` projects rows of `x`); `features / 2`
+    /// directions for FAVOR+, `features` for ReLU.
     pub w: Tensor<3>,
     pub features: usize,
 }
 
 impl FeatureMap {
-    /// A fresh draw from `seed`, independent per head.
+    /// A fresh draw from `seed`, independent per head. FAVOR+ needs an even `features`.
     pub fn draw(
         kind: FeatureKind,
         heads: usize,
@@ -82,17 +86,24 @@ impl FeatureMap {
         device: &Device,
     ) -> Self {
         let mut rng = StdRng::seed_from_u64(seed);
-        let mut values = Vec::with_capacity(heads * dim * features);
+        let directions = match kind {
+            FeatureKind::Favor => (features / 2).max(1),
+            FeatureKind::Relu => features,
+        };
+        let mut values = Vec::with_capacity(heads * dim * directions);
         for _ in 0..heads {
-            let w = orthogonal_gaussian(features, dim, &mut rng); // [features, dim]
-            // Transposed to [dim, features].
+            let w = orthogonal_gaussian(directions, dim, &mut rng); // [directions, dim]
+            // Transposed to [dim, directions].
             for d in 0..dim {
-                for f in 0..features {
+                for f in 0..directions {
                     values.push(w[f * dim + d] as f32);
                 }
             }
         }
-        let w = Tensor::from_data(TensorData::new(values, vec![heads, dim, features]), device);
+        let w = Tensor::from_data(
+            TensorData::new(values, vec![heads, dim, directions]),
+            device,
+        );
         Self { kind, w, features }
     }
 
@@ -103,14 +114,15 @@ impl FeatureMap {
     /// constant would have to be shared by all keys, past and future).
     pub fn apply(&self, x: Tensor<4>, is_query: bool) -> Tensor<4> {
         let [_, heads, _, dim] = x.dims();
-        let w = self.w.clone().reshape([1, heads, dim, self.features]);
+        let directions = self.w.dims()[2];
+        let w = self.w.clone().reshape([1, heads, dim, directions]);
         let proj = x.clone().matmul(w);
         let scale = 1.0 / (self.features as f64).sqrt();
         match self.kind {
             FeatureKind::Relu => relu(proj).mul_scalar(scale),
             FeatureKind::Favor => {
                 let half_norm = x.square().sum_dim(3).mul_scalar(0.5);
-                let mut arg = proj - half_norm;
+                let mut arg = Tensor::cat(vec![proj.clone(), proj.neg()], 3) - half_norm;
                 if is_query {
                     arg = arg.clone() - arg.max_dim(3).detach();
                 }

@@ -2,8 +2,10 @@
 //! softmax attention, positional encodings, the Performer. Knows nothing of MIDI.
 
 pub mod attention;
+pub mod config;
 pub mod features;
 pub mod pe;
+pub mod performer;
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
 pub(crate) mod testing;

@@ -1,0 +1,126 @@
+//! Model configuration, saved as JSON beside the weights, with presets.
+
+use burn::config::Config;
+use serde::{Deserialize, Serialize};
+
+use super::features::FeatureKind;
+use super::pe::{PeConfig, PeKind};
+
+/// What the model reads and writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Task {
+    /// Rolls in (melody, bridge: onset and sustain planes), piano onset and sustain out, every
+    /// step at once (a causal encoder, per-step multi-label prediction).
+    Accompaniment,
+    /// REMI tokens in, the next token out.
+    Continuation,
+}
+
+/// How attention is computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AttentionKind {
+    /// Causal linear attention through a feature map (the Performer).
+    Linear,
+    /// Exact causal softmax attention (the quadratic baseline).
+    Softmax,
+}
+
+#[derive(Config, Debug, PartialEq)]
+pub struct PerformerConfig {
+    pub task: Task,
+    /// Inputs per step: the token vocabulary (continuation) or roll features (accompaniment).
+    pub input_dim: usize,
+    /// Outputs per step: the vocabulary, or 2 × 128 piano onset and sustain logits.
+    pub output_dim: usize,
+    pub d_model: usize,
+    pub layers: usize,
+    pub heads: usize,
+    pub d_head: usize,
+    pub d_ff: usize,
+    /// Random features per head (FAVOR+ needs an even number).
+    #[config(default = 64)]
+    pub features: usize,
+    #[config(default = "FeatureKind::Favor")]
+    pub feature_kind: FeatureKind,
+    #[config(default = "AttentionKind::Linear")]
+    pub attention: AttentionKind,
+    #[config(default = "PeConfig::new(PeKind::SineSpe)")]
+    pub pe: PeConfig,
+    /// Positions per chunk of the parallel causal linear attention.
+    #[config(default = 128)]
+    pub chunk: usize,
+}
+
+/// Roll features per step for accompaniment: melody and bridge, onset and sustain, 128 each.
+pub const ACCOMPANIMENT_INPUTS: usize = 4 * 128;
+/// Piano onset and sustain logits per step.
+pub const ACCOMPANIMENT_OUTPUTS: usize = 2 * 128;
+
+impl PerformerConfig {
+    fn for_task(task: Task, vocab: usize) -> (usize, usize) {
+        match task {
+            Task::Accompaniment => (ACCOMPANIMENT_INPUTS, ACCOMPANIMENT_OUTPUTS),
+            Task::Continuation => (vocab, vocab),
+        }
+    }
+
+    /// A few thousand parameters: for tests and quick runs.
+    pub fn tiny(task: Task, vocab: usize, pe: PeConfig) -> Self {
+        let (i, o) = Self::for_task(task, vocab);
+        let mut pe = pe;
+        pe.realizations = 16;
+        pe.sines = 3;
+        pe.taps = 8;
+        Self::new(task, i, o, 32, 2, 2, 16, 64)
+            .with_features(16)
+            .with_pe(pe)
+            .with_chunk(16)
+    }
+
+    /// The size shipped to the page: 4 layers, 4 heads of 32, d_model 128.
+    pub fn small(task: Task, vocab: usize, pe: PeConfig) -> Self {
+        let (i, o) = Self::for_task(task, vocab);
+        let mut pe = pe;
+        pe.realizations = 32;
+        Self::new(task, i, o, 128, 4, 4, 32, 512)
+            .with_features(64)
+            .with_pe(pe)
+    }
+
+    /// The decode benchmark's headline size: vocab 333, d_model 256, 4 layers, 4 heads × 64,
+    /// R = 64, 128 FAVOR+ features, gated sineSPE with K = 5 and one shared code.
+    pub fn bench() -> Self {
+        let pe = PeConfig::new(PeKind::SineSpe).with_gate(true);
+        Self::new(Task::Continuation, 333, 333, 256, 4, 4, 64, 1024)
+            .with_features(128)
+            .with_pe(pe)
+    }
+
+    /// Checks that the sizes fit together, in words.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.d_model == 0 || self.layers == 0 || self.heads == 0 || self.d_head == 0 {
+            return Err("d_model, layers, heads and d_head must be positive".into());
+        }
+        if self.attention == AttentionKind::Linear
+            && self.feature_kind == FeatureKind::Favor
+            && (self.features == 0 || self.features % 2 == 1)
+        {
+            return Err(format!(
+                "FAVOR+ needs an even, positive number of features, not {}",
+                self.features
+            ));
+        }
+        if self.pe.is_structural() && self.pe.levels.is_empty() {
+            return Err("F-StrIPE needs at least one structure level".into());
+        }
+        if self.pe.acts_on_attention() && self.pe.realizations == 0 {
+            return Err("SPE needs at least one realization".into());
+        }
+        if self.input_dim == 0 || self.output_dim == 0 {
+            return Err("input and output sizes must be positive".into());
+        }
+        Ok(())
+    }
+}

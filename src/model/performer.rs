@@ -1,0 +1,386 @@
+//! The Performer: pre-LayerNorm blocks of multi-head causal attention (linear through a feature
+//! map, or exact softmax) and a GELU feed-forward, with the positional encoding of the config,
+//! an input layer per task (token embedding or roll projection) and an output head (next-token
+//! logits or per-step piano onset/sustain logits).
+//!
+//! One `forward` serves training, whole songs, prompt prefill and token-by-token decoding: it
+//! runs positions `state.position ..` and carries each layer's attention state (`S`, `z`, or
+//! the KV cache) in a [`State`], whose noise (SPE codes, gating noise, random features) is
+//! drawn once. A call of length 1 takes the recurrent form.
+
+use burn::module::{Module, Param};
+use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::store::ModuleRecord;
+use burn::tensor::activation::{gelu, softmax};
+use burn::tensor::{Bytes, Device, Int, Tensor, TensorData};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+
+use super::attention::{KvCache, LinearState, attention_row, causal_linear, recurrent_step};
+use super::config::{AttentionKind, PerformerConfig, Task};
+use super::features::{FeatureMap, normal};
+use super::pe::ape::sinusoids;
+use super::pe::{Codes, Draw, PeKind, PositionalEncoding, Span};
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    #[error("the model configuration is not usable: {0}")]
+    Config(String),
+    #[error("this model reads {expected}, but was given {given}")]
+    Input { expected: String, given: String },
+    #[error("F-StrIPE needs structure labels (chords, phrases, melody) for every step")]
+    MissingLabels,
+    #[error("the model weights could not be saved or read: {0}")]
+    Weights(String),
+}
+
+/// What goes in: tokens [batch, len] or rolls [batch, len, input_dim].
+#[derive(Clone, Debug)]
+pub enum Inputs {
+    Tokens(Tensor<2, Int>),
+    Rolls(Tensor<3>),
+}
+
+impl Inputs {
+    pub fn dims(&self) -> (usize, usize) {
+        match self {
+            Inputs::Tokens(t) => {
+                let [b, l] = t.dims();
+                (b, l)
+            }
+            Inputs::Rolls(r) => {
+                let [b, l, _] = r.dims();
+                (b, l)
+            }
+        }
+    }
+}
+
+#[derive(Module, Debug)]
+pub struct Block {
+    pub norm1: LayerNorm,
+    pub wq: Linear,
+    pub wk: Linear,
+    pub wv: Linear,
+    pub wo: Linear,
+    pub norm2: LayerNorm,
+    pub ff1: Linear,
+    pub ff2: Linear,
+}
+
+#[derive(Module, Debug)]
+pub struct Performer {
+    pub embedding: Option<Embedding>,
+    pub input: Option<Linear>,
+    pub blocks: Vec<Block>,
+    pub norm: LayerNorm,
+    pub head: Linear,
+    pub pe: PositionalEncoding,
+    #[module(skip)]
+    pub config: PerformerConfig,
+}
+
+/// A layer's attention memory.
+#[derive(Clone, Debug)]
+enum LayerState {
+    Empty,
+    Linear(LinearState),
+    Softmax(KvCache),
+}
+
+/// Everything a sequence carries from one `forward` call to the next.
+#[derive(Clone, Debug)]
+pub struct State {
+    /// Position of the next step.
+    pub position: usize,
+    pub draw: Draw,
+    /// One feature-map draw per layer.
+    pub maps: Vec<FeatureMap>,
+    layers: Vec<LayerState>,
+    /// When capturing: every layer's feature-mapped keys so far [batch, heads, n, m] (softmax:
+    /// the keys themselves), and the attention rows of the last position of the last call,
+    /// per layer [batch, heads, n].
+    capture: bool,
+    keys: Vec<Option<Tensor<4>>>,
+    pub rows: Vec<Tensor<3>>,
+}
+
+/// A linear layer initialised from `rng` (uniform ±1/sqrt(d_in), as PyTorch does), so a seed
+/// gives the same model on every backend.
+fn seeded_linear(rng: &mut StdRng, d_in: usize, d_out: usize, device: &Device) -> Linear {
+    let bound = 1.0 / (d_in as f32).sqrt();
+    let mut uniform = |n: usize| -> Vec<f32> {
+        (0..n)
+            .map(|_| (rng.random::<f32>() * 2.0 - 1.0) * bound)
+            .collect()
+    };
+    let mut layer = LinearConfig::new(d_in, d_out).init(device);
+    layer.weight = Param::from_data(
+        TensorData::new(uniform(d_in * d_out), vec![d_in, d_out]),
+        device,
+    );
+    layer.bias = Some(Param::from_data(
+        TensorData::new(uniform(d_out), vec![d_out]),
+        device,
+    ));
+    layer
+}
+
+impl Performer {
+    /// A freshly initialised model; the same `seed` gives the same weights everywhere.
+    pub fn new(config: &PerformerConfig, seed: u64, device: &Device) -> Result<Self, ModelError> {
+        config.validate().map_err(ModelError::Config)?;
+        let mut rng = StdRng::seed_from_u64(seed);
+        let d = config.d_model;
+        let inner = config.heads * config.d_head;
+        let (embedding, input) = match config.task {
+            Task::Continuation => {
+                let mut e = EmbeddingConfig::new(config.input_dim, d).init(device);
+                let scale = 1.0 / (d as f64).sqrt();
+                let v: Vec<f32> = (0..config.input_dim * d)
+                    .map(|_| (normal(&mut rng) * scale) as f32)
+                    .collect();
+                e.weight = Param::from_data(TensorData::new(v, vec![config.input_dim, d]), device);
+                (Some(e), None)
+            }
+            Task::Accompaniment => (
+                None,
+                Some(seeded_linear(&mut rng, config.input_dim, d, device)),
+            ),
+        };
+        let blocks = (0..config.layers)
+            .map(|_| Block {
+                norm1: LayerNormConfig::new(d).init(device),
+                wq: seeded_linear(&mut rng, d, inner, device),
+                wk: seeded_linear(&mut rng, d, inner, device),
+                wv: seeded_linear(&mut rng, d, inner, device),
+                wo: seeded_linear(&mut rng, inner, d, device),
+                norm2: LayerNormConfig::new(d).init(device),
+                ff1: seeded_linear(&mut rng, d, config.d_ff, device),
+                ff2: seeded_linear(&mut rng, config.d_ff, d, device),
+            })
+            .collect();
+        let pe = PositionalEncoding::new(
+            &config.pe,
+            config.layers,
+            config.heads,
+            config.d_head,
+            &mut rng,
+            device,
+        );
+        Ok(Self {
+            embedding,
+            input,
+            blocks,
+            norm: LayerNormConfig::new(d).init(device),
+            head: seeded_linear(&mut rng, d, config.output_dim, device),
+            pe,
+            config: config.clone(),
+        })
+    }
+
+    /// Number of trainable numbers.
+    pub fn parameters(&self) -> usize {
+        self.num_params()
+    }
+
+    /// A new sequence: its noise drawn from `seed` (SPE codes and gating noise, one random
+    /// feature map per layer). With `capture`, each call records the attention rows of its
+    /// last position for display.
+    pub fn start(&self, seed: u64, capture: bool, device: &Device) -> State {
+        let c = &self.config;
+        let qk_dim = self.pe.qk_dim();
+        let maps = (0..c.layers)
+            .map(|layer| {
+                FeatureMap::draw(
+                    c.feature_kind,
+                    c.heads,
+                    qk_dim,
+                    c.features,
+                    seed.wrapping_add(0x5eed_0000 + layer as u64),
+                    device,
+                )
+            })
+            .collect();
+        State {
+            position: 0,
+            draw: self.pe.draw(seed, device),
+            maps,
+            layers: vec![LayerState::Empty; c.layers],
+            capture,
+            keys: vec![None; c.layers],
+            rows: Vec::new(),
+        }
+    }
+
+    /// Runs `inputs` at positions `state.position ..`, continuing the sequence in `state`, and
+    /// returns the logits [batch, len, output_dim]. `labels` [batch, len, coordinates] are the
+    /// structure coordinates F-StrIPE reads. `augment` draws CAPE's training-time positions.
+    pub fn forward(
+        &self,
+        inputs: Inputs,
+        labels: Option<Tensor<3>>,
+        state: &mut State,
+        augment: Option<&mut StdRng>,
+    ) -> Result<Tensor<3>, ModelError> {
+        let c = &self.config;
+        let (batch, len) = inputs.dims();
+        let mut x = match (inputs, &self.embedding, &self.input) {
+            (Inputs::Tokens(t), Some(e), _) => e.forward(t),
+            (Inputs::Rolls(r), _, Some(l)) => {
+                let width = r.dims()[2];
+                if width != c.input_dim {
+                    return Err(ModelError::Input {
+                        expected: format!("{} features per step", c.input_dim),
+                        given: format!("{width}"),
+                    });
+                }
+                l.forward(r)
+            }
+            (Inputs::Tokens(_), None, _) => {
+                return Err(ModelError::Input {
+                    expected: "piano rolls".into(),
+                    given: "tokens".into(),
+                });
+            }
+            (Inputs::Rolls(_), _, None) => {
+                return Err(ModelError::Input {
+                    expected: "tokens".into(),
+                    given: "piano rolls".into(),
+                });
+            }
+        };
+        let device = x.device();
+        let start = state.position;
+        match c.pe.kind {
+            PeKind::Ape | PeKind::Cape => {
+                let positions: Vec<f32> = match (c.pe.kind, augment) {
+                    (PeKind::Cape, Some(rng)) => (0..batch)
+                        .flat_map(|_| c.pe.cape.positions(start, len, rng))
+                        .collect(),
+                    _ => (0..batch)
+                        .flat_map(|_| (start..start + len).map(|t| t as f32))
+                        .collect(),
+                };
+                x = x + sinusoids(&positions, batch, c.d_model, &device);
+            }
+            _ => {}
+        }
+        if self.pe.config.is_structural() && labels.is_none() {
+            return Err(ModelError::MissingLabels);
+        }
+        let span = Span { start, len, labels };
+        let codes = self.pe.codes(&span, &state.draw, &device);
+        let mut rows = Vec::new();
+        for (layer, block) in self.blocks.iter().enumerate() {
+            let (out, row) = self.attend(layer, block, x.clone(), &codes, state);
+            x = x + out;
+            rows.extend(row);
+            let h = block.norm2.forward(x.clone());
+            x = x.clone() + block.ff2.forward(gelu(block.ff1.forward(h)));
+        }
+        state.position += len;
+        if state.capture {
+            state.rows = rows;
+        }
+        Ok(self.head.forward(self.norm.forward(x)))
+    }
+
+    /// One block's attention sublayer (pre-LN): returns its output [batch, len, d_model] and,
+    /// when capturing, the attention row of the last position.
+    fn attend(
+        &self,
+        layer: usize,
+        block: &Block,
+        x: Tensor<3>,
+        codes: &Codes,
+        state: &mut State,
+    ) -> (Tensor<3>, Option<Tensor<3>>) {
+        let c = &self.config;
+        let [b, l, _] = x.dims();
+        let h = block.norm1.forward(x);
+        let split = |t: Tensor<3>| t.reshape([b, l, c.heads, c.d_head]).swap_dims(1, 2);
+        let q = split(block.wq.forward(h.clone()));
+        let k = split(block.wk.forward(h.clone()));
+        let v = split(block.wv.forward(h));
+        let (qh, kh) = self.pe.qk(layer, q, k, codes, &state.draw);
+        let device = qh.device();
+        let mut row = None;
+        let out = match c.attention {
+            AttentionKind::Linear => {
+                let map = &state.maps[layer];
+                let phi_q = map.apply(qh, true);
+                let phi_k = map.apply(kh, false);
+                let prior = match std::mem::replace(&mut state.layers[layer], LayerState::Empty) {
+                    LayerState::Linear(s) => s,
+                    _ => LinearState::zeros(b, c.heads, c.features, c.d_head, &device),
+                };
+                if state.capture {
+                    let keys = append(state.keys[layer].take(), phi_k.clone());
+                    row = Some(attention_row(
+                        phi_q.clone().narrow(2, l - 1, 1),
+                        keys.clone(),
+                    ));
+                    state.keys[layer] = Some(keys);
+                }
+                let (out, next) = if l == 1 {
+                    recurrent_step(phi_q, phi_k, v, prior)
+                } else {
+                    causal_linear(phi_q, phi_k, v, c.chunk, prior)
+                };
+                state.layers[layer] = LayerState::Linear(next);
+                out
+            }
+            AttentionKind::Softmax => {
+                let mut cache = match std::mem::replace(&mut state.layers[layer], LayerState::Empty)
+                {
+                    LayerState::Softmax(cache) => cache,
+                    _ => KvCache::new(),
+                };
+                let out = cache.attend(qh.clone(), kh, v, 1.0);
+                if state.capture {
+                    let keys = cache.k.clone().expect("just filled");
+                    let scores = qh.narrow(2, l - 1, 1).matmul(keys.swap_dims(2, 3));
+                    row = Some(softmax(scores, 3).squeeze_dim::<3>(2));
+                }
+                state.layers[layer] = LayerState::Softmax(cache);
+                out
+            }
+        };
+        let merged = out.swap_dims(1, 2).reshape([b, l, c.heads * c.d_head]);
+        (block.wo.forward(merged), row)
+    }
+
+    /// The weights as bytes (Burn's burnpack record). Reads every parameter synchronously:
+    /// on WebGPU in the browser, move the model to the CPU first.
+    pub fn to_bytes(self) -> Result<Vec<u8>, ModelError> {
+        let bytes = self
+            .into_record()
+            .into_bytes()
+            .map_err(|e| ModelError::Weights(e.to_string()))?;
+        Ok(bytes.to_vec())
+    }
+
+    /// A model of `config` with the weights in `bytes` (from [`Self::to_bytes`]).
+    pub fn from_bytes(
+        config: &PerformerConfig,
+        bytes: &[u8],
+        device: &Device,
+    ) -> Result<Self, ModelError> {
+        let record = ModuleRecord::from_bytes(Bytes::from_bytes_vec(bytes.to_vec()))
+            .map_err(|e| ModelError::Weights(e.to_string()))?;
+        Self::new(config, 0, device)?
+            .try_load_record(record)
+            .map_err(|e| ModelError::Weights(e.to_string()))
+    }
+}
+
+fn append(old: Option<Tensor<4>>, new: Tensor<4>) -> Tensor<4> {
+    match old {
+        Some(old) => Tensor::cat(vec![old, new], 2),
+        None => new,
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests;

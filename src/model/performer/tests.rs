@@ -1,0 +1,299 @@
+//! The Performer's forms agree, every positional-encoding parameter learns, weights round-trip.
+
+use burn::tensor::{Device, Int, Tensor, TensorData};
+
+use super::*;
+use crate::model::config::{PerformerConfig, Task};
+use crate::model::features::FeatureKind;
+use crate::model::pe::{PeConfig, PeKind, StructureLevel};
+use crate::model::testing::{close, random, to_vec};
+
+const VOCAB: usize = 20;
+
+fn tokens(len: usize, device: &Device) -> Tensor<2, Int> {
+    let ids: Vec<i64> = (0..2 * len).map(|i| ((i * 7 + 3) % VOCAB) as i64).collect();
+    Tensor::from_data(TensorData::new(ids, vec![2, len]), device)
+}
+
+fn labels(config: &PerformerConfig, len: usize, device: &Device) -> Option<Tensor<3>> {
+    config.pe.is_structural().then(|| {
+        // Integer-valued coordinates with repeats, like real labels.
+        let c = config.pe.coordinates();
+        let v: Vec<f32> = (0..2 * len * c).map(|i| ((i * 5) % 7) as f32).collect();
+        Tensor::from_data(TensorData::new(v, vec![2, len, c]), device)
+    })
+}
+
+fn every_encoding() -> Vec<PeConfig> {
+    let mut out = Vec::new();
+    for kind in [
+        PeKind::None,
+        PeKind::Ape,
+        PeKind::Cape,
+        PeKind::SineSpe,
+        PeKind::ConvSpe,
+        PeKind::Fstripe,
+        PeKind::FstripeSff,
+    ] {
+        let levels = [StructureLevel::Melody, StructureLevel::Chord];
+        out.push(PeConfig::new(kind).with_levels(&levels));
+        if matches!(
+            kind,
+            PeKind::SineSpe | PeKind::ConvSpe | PeKind::Fstripe | PeKind::FstripeSff
+        ) {
+            out.push(PeConfig::new(kind).with_gate(true).with_levels(&levels));
+        }
+    }
+    out
+}
+
+/// Token by token (the recurrent form), a prefill then steps, and the whole sequence at once
+/// (the chunked parallel form) give the same logits, for every encoding and feature map.
+#[test]
+fn parallel_and_recurrent_forms_agree_for_every_encoding() {
+    let device = Device::flex();
+    let len = 11;
+    for feature_kind in [FeatureKind::Favor, FeatureKind::Relu] {
+        for pe in every_encoding() {
+            let mut config = PerformerConfig::tiny(Task::Continuation, VOCAB, pe.clone());
+            config.feature_kind = feature_kind;
+            config.chunk = 4;
+            let model = Performer::new(&config, 1, &device).unwrap();
+            let toks = tokens(len, &device);
+            let labs = labels(&config, len, &device);
+            let mut state = model.start(9, false, &device);
+            let whole = model
+                .forward(Inputs::Tokens(toks.clone()), labs.clone(), &mut state, None)
+                .unwrap();
+            let whole = to_vec(whole);
+            let mut state = model.start(9, false, &device);
+            let mut steps = Vec::new();
+            for t in 0..len {
+                let lab = labs.clone().map(|l| l.narrow(1, t, 1));
+                let out = model
+                    .forward(
+                        Inputs::Tokens(toks.clone().narrow(1, t, 1)),
+                        lab,
+                        &mut state,
+                        None,
+                    )
+                    .unwrap();
+                steps.push(out);
+            }
+            let steps = to_vec(Tensor::cat(steps, 1));
+            assert!(
+                close(&steps, &whole, 1e-4),
+                "{:?} {feature_kind:?}",
+                pe.kind
+            );
+            // Prefill 7, then the rest one by one.
+            let mut state = model.start(9, false, &device);
+            let mut parts = vec![
+                model
+                    .forward(
+                        Inputs::Tokens(toks.clone().narrow(1, 0, 7)),
+                        labs.clone().map(|l| l.narrow(1, 0, 7)),
+                        &mut state,
+                        None,
+                    )
+                    .unwrap(),
+            ];
+            for t in 7..len {
+                parts.push(
+                    model
+                        .forward(
+                            Inputs::Tokens(toks.clone().narrow(1, t, 1)),
+                            labs.clone().map(|l| l.narrow(1, t, 1)),
+                            &mut state,
+                            None,
+                        )
+                        .unwrap(),
+                );
+            }
+            assert!(
+                close(&to_vec(Tensor::cat(parts, 1)), &whole, 1e-4),
+                "{:?} prefill",
+                pe.kind
+            );
+        }
+    }
+}
+
+#[test]
+fn softmax_baseline_decodes_like_it_runs_in_parallel() {
+    let device = Device::flex();
+    let mut config = PerformerConfig::tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::Ape));
+    config.attention = AttentionKind::Softmax;
+    let model = Performer::new(&config, 2, &device).unwrap();
+    let toks = tokens(9, &device);
+    let mut state = model.start(0, false, &device);
+    let whole = to_vec(
+        model
+            .forward(Inputs::Tokens(toks.clone()), None, &mut state, None)
+            .unwrap(),
+    );
+    let mut state = model.start(0, false, &device);
+    let steps: Vec<_> = (0..9)
+        .map(|t| {
+            model
+                .forward(
+                    Inputs::Tokens(toks.clone().narrow(1, t, 1)),
+                    None,
+                    &mut state,
+                    None,
+                )
+                .unwrap()
+        })
+        .collect();
+    assert!(close(&to_vec(Tensor::cat(steps, 1)), &whole, 1e-4));
+}
+
+#[test]
+fn captured_rows_are_distributions_over_the_past() {
+    let device = Device::flex();
+    let config = PerformerConfig::tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::SineSpe));
+    let model = Performer::new(&config, 3, &device).unwrap();
+    let toks = tokens(6, &device);
+    let mut plain = model.start(4, false, &device);
+    let mut state = model.start(4, true, &device);
+    let a = model
+        .forward(
+            Inputs::Tokens(toks.clone().narrow(1, 0, 5)),
+            None,
+            &mut state,
+            None,
+        )
+        .unwrap();
+    let b = model
+        .forward(
+            Inputs::Tokens(toks.clone().narrow(1, 0, 5)),
+            None,
+            &mut plain,
+            None,
+        )
+        .unwrap();
+    assert_eq!(to_vec(a), to_vec(b), "capture does not change the output");
+    model
+        .forward(Inputs::Tokens(toks.narrow(1, 5, 1)), None, &mut state, None)
+        .unwrap();
+    assert_eq!(state.rows.len(), config.layers);
+    for row in &state.rows {
+        assert_eq!(row.dims(), [2, config.heads, 6]);
+        let sums = to_vec(row.clone().sum_dim(2));
+        assert!(sums.iter().all(|s| (s - 1.0).abs() < 1e-4), "{sums:?}");
+    }
+}
+
+/// Gradients reach every positional-encoding parameter (frequencies, gains, offsets, filters,
+/// phases, gates) through a training loss on the autodiff CPU backend.
+#[test]
+fn gradients_reach_every_positional_parameter() {
+    let device = Device::flex().autodiff();
+    for pe in every_encoding()
+        .into_iter()
+        .filter(|p| p.acts_on_attention() && p.gated)
+    {
+        let config = PerformerConfig::tiny(Task::Continuation, VOCAB, pe.clone());
+        let model = Performer::new(&config, 5, &device).unwrap();
+        let mut state = model.start(1, false, &device);
+        let logits = model
+            .forward(
+                Inputs::Tokens(tokens(8, &device)),
+                labels(&config, 8, &device),
+                &mut state,
+                None,
+            )
+            .unwrap();
+        let loss = logits.square().mean();
+        let grads = loss.backward();
+        let mut named: Vec<(&str, Option<Tensor<4>>)> = Vec::new();
+        let p3 = |p: &Param<Tensor<3>>| p.val().grad(&grads).map(|g| g.unsqueeze_dim::<4>(0));
+        if let Some(s) = &model.pe.sine {
+            named.push(("sine freqs", p3(&s.freqs)));
+            named.push(("sine offsets", p3(&s.offsets)));
+            named.push(("sine gains", p3(&s.gains)));
+        }
+        if let Some(c) = &model.pe.conv {
+            named.push(("conv query filters", p3(&c.filter_q)));
+            named.push(("conv key filters", p3(&c.filter_k)));
+        }
+        if let Some(f) = &model.pe.fstripe {
+            named.push(("fstripe freqs", f.freqs.val().grad(&grads)));
+            named.push(("fstripe query phases", p3(&f.theta_q)));
+            named.push(("fstripe key phases", p3(&f.theta_k)));
+            named.push(("fstripe gains", p3(&f.gains)));
+        }
+        for (layer, g) in model.pe.gates.iter().enumerate() {
+            let grad = g
+                .val()
+                .grad(&grads)
+                .map(|g| g.unsqueeze_dim::<3>(0).unsqueeze_dim::<4>(0));
+            assert!(
+                grad.is_some(),
+                "{:?}: no gradient for layer {layer}'s gate",
+                pe.kind
+            );
+            named.push(("gate", grad));
+        }
+        assert!(!named.is_empty());
+        for (name, grad) in named {
+            let g = to_vec(grad.unwrap_or_else(|| panic!("{:?}: no gradient for {name}", pe.kind)));
+            let size = g.iter().map(|x| x.abs()).sum::<f32>();
+            assert!(
+                size > 0.0 && size.is_finite(),
+                "{:?}: {name} gradient {size}",
+                pe.kind
+            );
+        }
+    }
+}
+
+#[test]
+fn weights_round_trip_through_bytes() {
+    let device = Device::flex();
+    let pe = PeConfig::new(PeKind::ConvSpe).with_gate(true);
+    let config = PerformerConfig::tiny(Task::Accompaniment, 0, pe);
+    let model = Performer::new(&config, 6, &device).unwrap();
+    let rolls = random::<3>(&[1, 5, config.input_dim], 3, &device).abs();
+    let run = |m: &Performer| {
+        let mut state = m.start(2, false, &device);
+        to_vec(
+            m.forward(Inputs::Rolls(rolls.clone()), None, &mut state, None)
+                .unwrap(),
+        )
+    };
+    let before = run(&model);
+    let params = model.parameters();
+    let bytes = model.to_bytes().unwrap();
+    let loaded = Performer::from_bytes(&config, &bytes, &device).unwrap();
+    assert_eq!(loaded.parameters(), params);
+    assert_eq!(run(&loaded), before);
+    // Another config, or damaged bytes: an error, not a panic.
+    let other = PerformerConfig::tiny(Task::Accompaniment, 0, PeConfig::new(PeKind::SineSpe));
+    assert!(Performer::from_bytes(&other, &bytes, &device).is_err());
+    assert!(Performer::from_bytes(&config, &bytes[..bytes.len() / 2], &device).is_err());
+}
+
+#[test]
+fn wrong_inputs_are_errors_in_words() {
+    let device = Device::flex();
+    let config = PerformerConfig::tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::Fstripe));
+    let model = Performer::new(&config, 7, &device).unwrap();
+    let mut state = model.start(0, false, &device);
+    let err = model
+        .forward(Inputs::Tokens(tokens(3, &device)), None, &mut state, None)
+        .unwrap_err();
+    assert_eq!(err, ModelError::MissingLabels);
+    let rolls = random::<3>(&[1, 3, 4], 1, &device);
+    assert!(
+        model
+            .forward(Inputs::Rolls(rolls), None, &mut state, None)
+            .is_err()
+    );
+    let mut bad = config.clone();
+    bad.features = 7;
+    assert!(matches!(
+        Performer::new(&bad, 0, &device),
+        Err(ModelError::Config(_))
+    ));
+}
