@@ -2,6 +2,7 @@
 //! softmax attention, positional encodings, the Performer. Knows nothing of MIDI.
 
 pub mod attention;
+pub mod checks;
 pub mod config;
 pub mod features;
 pub mod pe;

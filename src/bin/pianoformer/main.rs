@@ -28,6 +28,8 @@ fn print_stdout(text: &str) -> Result<(), String> {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
+mod bench;
+#[cfg(not(target_arch = "wasm32"))]
 mod check;
 #[cfg(not(target_arch = "wasm32"))]
 mod inspect;
@@ -61,6 +63,23 @@ mod cli {
             #[arg(long)]
             json: bool,
         },
+        /// Measure speed (benchmarks, not tests). `decode`: ms per generated token at several
+        /// positions, recurrent Performer against softmax with a KV cache.
+        Bench {
+            /// What to measure: decode.
+            what: String,
+            /// Positions at which to time decoding.
+            #[arg(long, value_delimiter = ',', default_value = "512,2048,8192")]
+            positions: Vec<usize>,
+            /// Tokens timed at each position (the median is reported).
+            #[arg(long, default_value_t = 32)]
+            steps: usize,
+            /// cpu, gpu or auto.
+            #[arg(long, default_value = "cpu")]
+            backend: String,
+            #[arg(long)]
+            json: bool,
+        },
         /// Show what a MIDI file holds: tracks, tempo map, key, time signature, chords per bar.
         Inspect {
             /// The .mid file.
@@ -76,6 +95,21 @@ mod cli {
         let result = match cli.command {
             Command::Check { backend, json } => crate::check::run(&backend, json),
             Command::Inspect { file, json } => crate::inspect::run(&file, json),
+            Command::Bench {
+                what,
+                positions,
+                steps,
+                backend,
+                json,
+            } => crate::bench::run(
+                &what,
+                crate::bench::Options {
+                    positions,
+                    steps,
+                    backend,
+                    json,
+                },
+            ),
         };
         match result {
             Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,144 @@
+//! `pianoformer bench decode`: per-token decoding time at several positions for the recurrent
+//! Performer and for the softmax baseline with a KV cache, at the same size, measured in one
+//! run. A Performer token should cost the same at position 8192 as at 512; a softmax token
+//! grows with the cache.
+
+use std::time::Instant;
+
+use burn::tensor::{Device, Int, Tensor, TensorData};
+use pianoformer::device::{self, Preference};
+use pianoformer::model::config::{AttentionKind, PerformerConfig};
+use pianoformer::model::performer::{Inputs, Performer, State};
+
+/// Prefill in chunks of this many tokens (keeps the softmax score matrix small).
+const PREFILL_CHUNK: usize = 1024;
+
+pub struct Options {
+    pub positions: Vec<usize>,
+    pub steps: usize,
+    pub backend: String,
+    pub json: bool,
+}
+
+fn token_ids(start: usize, len: usize, vocab: usize, device: &Device) -> Tensor<2, Int> {
+    let ids: Vec<i64> = (start..start + len)
+        .map(|i| ((i * 7919 + 13) % vocab) as i64)
+        .collect();
+    Tensor::from_data(TensorData::new(ids, vec![1, len]), device)
+}
+
+/// Runs tokens until `state.position == target`, in chunks.
+fn prefill(
+    model: &Performer,
+    state: &mut State,
+    target: usize,
+    device: &Device,
+) -> Result<(), String> {
+    while state.position < target {
+        let len = PREFILL_CHUNK.min(target - state.position);
+        let ids = token_ids(state.position, len, model.config.input_dim, device);
+        let out = model
+            .forward(Inputs::Tokens(ids), None, state, None)
+            .map_err(|e| e.to_string())?;
+        // Wait for the device before going on.
+        let _ = out.narrow(1, len - 1, 1).into_data();
+    }
+    Ok(())
+}
+
+/// Median milliseconds per decoded token over `steps` tokens from the current position
+/// (each step reads its logits, as sampling does).
+fn decode(
+    model: &Performer,
+    state: &mut State,
+    steps: usize,
+    device: &Device,
+) -> Result<f64, String> {
+    let mut times = Vec::with_capacity(steps);
+    for _ in 0..steps {
+        let ids = token_ids(state.position, 1, model.config.input_dim, device);
+        let started = Instant::now();
+        let out = model
+            .forward(Inputs::Tokens(ids), None, state, None)
+            .map_err(|e| e.to_string())?;
+        let _ = out.into_data();
+        times.push(started.elapsed().as_secs_f64() * 1e3);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
+pub fn run(what: &str, options: Options) -> Result<(), String> {
+    if what != "decode" {
+        return Err(format!("unknown benchmark '{what}' (there is: decode)"));
+    }
+    let mut positions = options.positions.clone();
+    positions.sort_unstable();
+    positions.dedup();
+    if positions.is_empty() || options.steps == 0 {
+        return Err("give at least one position and one step".into());
+    }
+    let preference: Preference = options.backend.parse().map_err(|e| format!("{e}"))?;
+    let backend = pollster::block_on(device::init(preference)).map_err(|e| format!("{e}"))?;
+    let device = backend.device.clone();
+    let mut rows = Vec::new();
+    let mut params = 0;
+    for attention in [AttentionKind::Linear, AttentionKind::Softmax] {
+        let config = PerformerConfig::bench().with_attention(attention);
+        let model = Performer::new(&config, 0, &device).map_err(|e| e.to_string())?;
+        params = model.parameters();
+        let mut state = model.start(0, false, &device);
+        // One warm-up token (first-call allocations, kernel compilation on a GPU).
+        decode(&model, &mut state, 1, &device)?;
+        let mut times = Vec::new();
+        for &p in &positions {
+            prefill(&model, &mut state, p, &device)?;
+            times.push(decode(&model, &mut state, options.steps, &device)?);
+        }
+        rows.push((attention, times));
+    }
+    let ratio = |t: &[f64]| t[t.len() - 1] / t[0];
+    if options.json {
+        let value = serde_json::json!({
+            "backend": backend.info,
+            "model": PerformerConfig::bench(),
+            "parameters": params,
+            "positions": positions,
+            "steps": options.steps,
+            "ms_per_token": rows.iter().map(|(a, t)| (format!("{a:?}").to_lowercase(), t.clone())).collect::<std::collections::BTreeMap<_, _>>(),
+            "ratio_last_to_first": rows.iter().map(|(a, t)| (format!("{a:?}").to_lowercase(), ratio(t))).collect::<std::collections::BTreeMap<_, _>>(),
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
+        );
+        return Ok(());
+    }
+    println!(
+        "decode, {} ({} parameters: vocab 333, d_model 256, 4 layers, 4 heads × 64, gated sineSPE K 5, R 64, 128 features)",
+        backend.info.label(),
+        params
+    );
+    println!(
+        "median ms per token over {} tokens at each position",
+        options.steps
+    );
+    print!("{:<22}", "position");
+    for p in &positions {
+        print!("{p:>10}");
+    }
+    let last = positions[positions.len() - 1];
+    println!("{:>16}", format!("t({last})/t({})", positions[0]));
+    for (attention, times) in &rows {
+        let name = match attention {
+            AttentionKind::Linear => "Performer (recurrent)",
+            AttentionKind::Softmax => "softmax + KV cache",
+        };
+        print!("{name:<22}");
+        for t in times {
+            print!("{t:>10.2}");
+        }
+        println!("{:>16.2}", ratio(times));
+    }
+    Ok(())
+}

@@ -1,0 +1,144 @@
+//! Model checks that run on any device, reading results asynchronously: the browser tests run
+//! them on WebGPU (and the CPU backend in wasm), the native tests on the CPU.
+
+use burn::module::Param;
+use burn::tensor::{Device, Int, Tensor, TensorData};
+
+use super::config::{PerformerConfig, Task};
+use super::pe::PeConfig;
+use super::performer::{Inputs, Performer};
+
+const VOCAB: usize = 20;
+
+async fn read<const D: usize>(t: Tensor<D>) -> Result<Vec<f32>, String> {
+    t.into_data_async()
+        .await
+        .map_err(|e| format!("{e:?}"))?
+        .try_to_vec::<f32>()
+        .map_err(|e| format!("{e:?}"))
+}
+
+fn tokens(len: usize, device: &Device) -> Tensor<2, Int> {
+    let ids: Vec<i64> = (0..len).map(|i| ((i * 7 + 3) % VOCAB) as i64).collect();
+    Tensor::from_data(TensorData::new(ids, vec![1, len]), device)
+}
+
+fn labels(config: &PerformerConfig, len: usize, device: &Device) -> Option<Tensor<3>> {
+    config.pe.is_structural().then(|| {
+        let c = config.pe.coordinates();
+        let v: Vec<f32> = (0..len * c).map(|i| ((i * 5) % 7) as f32).collect();
+        Tensor::from_data(TensorData::new(v, vec![1, len, c]), device)
+    })
+}
+
+/// Largest difference between the logits of a tiny continuation model run over `len` tokens at
+/// once (the parallel form, in chunks of 4) and token by token (the recurrent form).
+pub async fn parallel_vs_recurrent(
+    pe: &PeConfig,
+    len: usize,
+    device: &Device,
+) -> Result<f32, String> {
+    let mut config = PerformerConfig::tiny(Task::Continuation, VOCAB, pe.clone());
+    config.chunk = 4;
+    let model = Performer::new(&config, 1, device).map_err(|e| e.to_string())?;
+    let toks = tokens(len, device);
+    let labs = labels(&config, len, device);
+    let mut state = model.start(9, false, device);
+    let whole = model
+        .forward(Inputs::Tokens(toks.clone()), labs.clone(), &mut state, None)
+        .map_err(|e| e.to_string())?;
+    let mut state = model.start(9, false, device);
+    let mut steps = Vec::new();
+    for t in 0..len {
+        let out = model
+            .forward(
+                Inputs::Tokens(toks.clone().narrow(1, t, 1)),
+                labs.clone().map(|l| l.narrow(1, t, 1)),
+                &mut state,
+                None,
+            )
+            .map_err(|e| e.to_string())?;
+        steps.push(out);
+    }
+    let (a, b) = (read(whole).await?, read(Tensor::cat(steps, 1)).await?);
+    Ok(a.iter()
+        .zip(&b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max))
+}
+
+/// The size of the gradient of every positional-encoding parameter (frequencies, offsets,
+/// gains, filters, phases, gates) after one backward pass of a tiny model on
+/// `device.autodiff()`.
+pub async fn positional_gradients(
+    pe: &PeConfig,
+    device: &Device,
+) -> Result<Vec<(String, f32)>, String> {
+    let device = device.clone().autodiff();
+    let config = PerformerConfig::tiny(Task::Continuation, VOCAB, pe.clone());
+    let model = Performer::new(&config, 5, &device).map_err(|e| e.to_string())?;
+    let mut state = model.start(1, false, &device);
+    let logits = model
+        .forward(
+            Inputs::Tokens(tokens(8, &device)),
+            labels(&config, 8, &device),
+            &mut state,
+            None,
+        )
+        .map_err(|e| e.to_string())?;
+    let grads = logits.square().mean().backward();
+    let mut params: Vec<(String, Option<Tensor<1>>)> = Vec::new();
+    fn flat<const D: usize>(
+        p: &Param<Tensor<D>>,
+        g: &burn::tensor::Gradients,
+    ) -> Option<Tensor<1>> {
+        p.val().grad(g).map(|t| t.flatten::<1>(0, D - 1))
+    }
+    if let Some(s) = &model.pe.sine {
+        params.push(("sine frequencies".into(), flat(&s.freqs, &grads)));
+        params.push(("sine offsets".into(), flat(&s.offsets, &grads)));
+        params.push(("sine gains".into(), flat(&s.gains, &grads)));
+    }
+    if let Some(c) = &model.pe.conv {
+        params.push(("conv query filters".into(), flat(&c.filter_q, &grads)));
+        params.push(("conv key filters".into(), flat(&c.filter_k, &grads)));
+    }
+    if let Some(f) = &model.pe.fstripe {
+        params.push(("F-StrIPE frequencies".into(), flat(&f.freqs, &grads)));
+        params.push(("F-StrIPE query phases".into(), flat(&f.theta_q, &grads)));
+        params.push(("F-StrIPE key phases".into(), flat(&f.theta_k, &grads)));
+        params.push(("F-StrIPE gains".into(), flat(&f.gains, &grads)));
+    }
+    for (layer, g) in model.pe.gates.iter().enumerate() {
+        params.push((format!("layer {layer} gate"), flat(g, &grads)));
+    }
+    let mut out = Vec::new();
+    for (name, grad) in params {
+        let size = match grad {
+            Some(g) => read(g.abs().sum()).await?[0],
+            None => 0.0,
+        };
+        out.push((name, size));
+    }
+    Ok(out)
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+    use crate::model::pe::PeKind;
+    use pollster::block_on;
+
+    #[test]
+    fn the_checks_pass_on_the_cpu() {
+        let device = Device::flex();
+        let pe = PeConfig::new(PeKind::ConvSpe).with_gate(true);
+        assert!(block_on(parallel_vs_recurrent(&pe, 6, &device)).unwrap() < 1e-4);
+        let grads = block_on(positional_gradients(&pe, &device)).unwrap();
+        assert_eq!(grads.len(), 4);
+        assert!(
+            grads.iter().all(|(_, g)| *g > 0.0 && g.is_finite()),
+            "{grads:?}"
+        );
+    }
+}
