@@ -5,6 +5,7 @@ use burn::module::Param;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
 use super::config::{PerformerConfig, Task};
+use super::features::FeatureKind;
 use super::pe::PeConfig;
 use super::performer::{Inputs, Performer};
 
@@ -35,11 +36,13 @@ fn labels(config: &PerformerConfig, len: usize, device: &Device) -> Option<Tenso
 /// once (the parallel form, in chunks of 4) and token by token (the recurrent form).
 pub async fn parallel_vs_recurrent(
     pe: &PeConfig,
+    features: FeatureKind,
     len: usize,
     device: &Device,
 ) -> Result<f32, String> {
     let mut config = PerformerConfig::tiny(Task::Continuation, VOCAB, pe.clone());
     config.chunk = 4;
+    config.feature_kind = features;
     let model = Performer::new(&config, 1, device).map_err(|e| e.to_string())?;
     let toks = tokens(len, device);
     let labs = labels(&config, len, device);
@@ -133,7 +136,9 @@ mod tests {
     fn the_checks_pass_on_the_cpu() {
         let device = Device::flex();
         let pe = PeConfig::new(PeKind::ConvSpe).with_gate(true);
-        assert!(block_on(parallel_vs_recurrent(&pe, 6, &device)).unwrap() < 1e-4);
+        for features in [FeatureKind::Favor, FeatureKind::Relu] {
+            assert!(block_on(parallel_vs_recurrent(&pe, features, 6, &device)).unwrap() < 1e-4);
+        }
         let grads = block_on(positional_gradients(&pe, &device)).unwrap();
         assert_eq!(grads.len(), 4);
         assert!(

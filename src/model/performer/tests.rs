@@ -297,3 +297,26 @@ fn wrong_inputs_are_errors_in_words() {
         Err(ModelError::Config(_))
     ));
 }
+
+#[test]
+fn the_config_is_saved_as_json_beside_the_weights() {
+    let config = PerformerConfig::small(
+        Task::Accompaniment,
+        0,
+        PeConfig::new(PeKind::Fstripe).with_levels(&[StructureLevel::Chord]),
+    );
+    let json = serde_json::to_string_pretty(&config).unwrap();
+    assert!(
+        json.contains("\"fstripe\"") && json.contains("\"chord\""),
+        "{json}"
+    );
+    let back: PerformerConfig = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, config);
+    let dir = std::env::temp_dir().join(format!("pianoformer-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("model.json");
+    burn::config::Config::save(&config, &path).unwrap();
+    let loaded = <PerformerConfig as burn::config::Config>::load(&path).unwrap();
+    assert_eq!(loaded, config);
+    std::fs::remove_dir_all(&dir).ok();
+}
