@@ -94,18 +94,23 @@ async fn webgpu_and_cpu_train_to_the_same_losses() {
 }
 
 /// The model core on WebGPU: the parallel and the recurrent forms agree for the encodings
-/// that act on attention (gated, one shared draw), and gradients reach every positional
-/// parameter through `Autodiff<Wgpu>`.
+/// that act on attention (gated, one shared draw), with either feature map, and gradients
+/// reach every positional parameter through `Autodiff<Wgpu>`.
 #[wasm_bindgen_test]
 async fn performer_forms_agree_and_positional_parameters_learn_on_webgpu() {
     use pianoformer::model::checks::{parallel_vs_recurrent, positional_gradients};
+    use pianoformer::model::features::FeatureKind;
     use pianoformer::model::pe::{PeConfig, PeKind, StructureLevel};
     let backend = webgpu().await;
-    for kind in [PeKind::SineSpe, PeKind::ConvSpe, PeKind::Fstripe] {
+    for (kind, features) in [
+        (PeKind::SineSpe, FeatureKind::Favor),
+        (PeKind::ConvSpe, FeatureKind::Relu),
+        (PeKind::Fstripe, FeatureKind::Favor),
+    ] {
         let pe = PeConfig::new(kind)
             .with_gate(true)
             .with_levels(&[StructureLevel::Melody, StructureLevel::Chord]);
-        let diff = parallel_vs_recurrent(&pe, 6, &backend.device)
+        let diff = parallel_vs_recurrent(&pe, features, 6, &backend.device)
             .await
             .expect("runs");
         web_sys::console::log_1(&format!("{kind:?}: parallel vs recurrent {diff:e}").into());
@@ -124,22 +129,28 @@ async fn performer_forms_agree_and_positional_parameters_learn_on_webgpu() {
     }
 }
 
-/// The same checks on the CPU backend compiled to wasm, for every encoding.
+/// The same check on the CPU backend compiled to wasm, for every encoding and feature map.
 #[wasm_bindgen_test]
 async fn performer_forms_agree_on_the_cpu_in_wasm() {
     use pianoformer::model::checks::parallel_vs_recurrent;
+    use pianoformer::model::features::FeatureKind;
     use pianoformer::model::pe::{PeConfig, PeKind};
     let cpu = device::init(Preference::Cpu).await.expect("cpu");
     for kind in [
         PeKind::None,
         PeKind::Ape,
+        PeKind::Cape,
         PeKind::SineSpe,
         PeKind::ConvSpe,
+        PeKind::Fstripe,
         PeKind::FstripeSff,
     ] {
-        let diff = parallel_vs_recurrent(&PeConfig::new(kind).with_gate(true), 7, &cpu.device)
-            .await
-            .expect("runs");
-        assert!(diff < 1e-4, "{kind:?}: {diff}");
+        for features in [FeatureKind::Favor, FeatureKind::Relu] {
+            let pe = PeConfig::new(kind).with_gate(true);
+            let diff = parallel_vs_recurrent(&pe, features, 7, &cpu.device)
+                .await
+                .expect("runs");
+            assert!(diff < 1e-4, "{kind:?} {features:?}: {diff}");
+        }
     }
 }

@@ -40,8 +40,11 @@ pub fn normal(rng: &mut StdRng) -> f64 {
 pub fn orthogonal_gaussian(rows: usize, dim: usize, rng: &mut StdRng) -> Vec<f64> {
     let mut out = Vec::with_capacity(rows * dim);
     while out.len() < rows * dim {
-        let mut block: Vec<Vec<f64>> = Vec::with_capacity(dim);
-        while block.len() < dim {
+        // Only as many orthogonal rows as are still needed: O(rows · dim²), not O(dim³) for a
+        // wide input and few features.
+        let want = dim.min(rows - out.len() / dim);
+        let mut block: Vec<Vec<f64>> = Vec::with_capacity(want);
+        while block.len() < want {
             let mut v: Vec<f64> = (0..dim).map(|_| normal(rng)).collect();
             for u in &block {
                 let d: f64 = v.iter().zip(u).map(|(a, b)| a * b).sum();

@@ -30,6 +30,8 @@ pub enum ModelError {
     Input { expected: String, given: String },
     #[error("F-StrIPE needs structure labels (chords, phrases, melody) for every step")]
     MissingLabels,
+    #[error("this sequence was started with {started} rows and was given {given}")]
+    Batch { started: usize, given: usize },
     #[error("the model weights could not be saved or read: {0}")]
     Weights(String),
 }
@@ -93,6 +95,8 @@ enum LayerState {
 pub struct State {
     /// Position of the next step.
     pub position: usize,
+    /// Rows in the batch, fixed by the first call.
+    pub batch: Option<usize>,
     pub draw: Draw,
     /// One feature-map draw per layer.
     pub maps: Vec<FeatureMap>,
@@ -204,6 +208,7 @@ impl Performer {
             .collect();
         State {
             position: 0,
+            batch: None,
             draw: self.pe.draw(seed, device),
             maps,
             layers: vec![LayerState::Empty; c.layers],
@@ -225,6 +230,30 @@ impl Performer {
     ) -> Result<Tensor<3>, ModelError> {
         let c = &self.config;
         let (batch, len) = inputs.dims();
+        if len == 0 || batch == 0 {
+            return Err(ModelError::Input {
+                expected: "at least one step".into(),
+                given: "none".into(),
+            });
+        }
+        match state.batch {
+            Some(started) if started != batch => {
+                return Err(ModelError::Batch {
+                    started,
+                    given: batch,
+                });
+            }
+            _ => state.batch = Some(batch),
+        }
+        if let Some(l) = &labels {
+            let want = [batch, len, c.pe.coordinates()];
+            if l.dims() != want {
+                return Err(ModelError::Input {
+                    expected: format!("structure labels shaped {want:?}"),
+                    given: format!("{:?}", l.dims()),
+                });
+            }
+        }
         let mut x = match (inputs, &self.embedding, &self.input) {
             (Inputs::Tokens(t), Some(e), _) => e.forward(t),
             (Inputs::Rolls(r), _, Some(l)) => {

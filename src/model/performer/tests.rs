@@ -290,12 +290,53 @@ fn wrong_inputs_are_errors_in_words() {
             .forward(Inputs::Rolls(rolls), None, &mut state, None)
             .is_err()
     );
-    let mut bad = config.clone();
-    bad.features = 7;
-    assert!(matches!(
-        Performer::new(&bad, 0, &device),
-        Err(ModelError::Config(_))
-    ));
+    // Labels of the wrong shape, an empty input, another batch size on the same sequence.
+    let wrong = Tensor::<3>::zeros([2, 3, 1], &device);
+    let err = model.forward(
+        Inputs::Tokens(tokens(3, &device)),
+        Some(wrong),
+        &mut state,
+        None,
+    );
+    assert!(matches!(err, Err(ModelError::Input { .. })), "{err:?}");
+    let empty = Tensor::<2, Int>::zeros([2, 0], &device);
+    assert!(
+        model
+            .forward(Inputs::Tokens(empty), None, &mut state, None)
+            .is_err()
+    );
+    let plain = Performer::new(
+        &PerformerConfig::tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::SineSpe)),
+        7,
+        &device,
+    )
+    .unwrap();
+    let mut state = plain.start(0, false, &device);
+    plain
+        .forward(Inputs::Tokens(tokens(3, &device)), None, &mut state, None)
+        .unwrap();
+    let one_row = tokens(3, &device).narrow(0, 0, 1);
+    let err = plain.forward(Inputs::Tokens(one_row), None, &mut state, None);
+    assert_eq!(
+        err.unwrap_err(),
+        ModelError::Batch {
+            started: 2,
+            given: 1
+        }
+    );
+    let breakers: [fn(&mut PerformerConfig); 3] =
+        [|c| c.features = 7, |c| c.pe.sines = 0, |c| c.d_model = 0];
+    for broken in breakers {
+        let mut bad = config.clone();
+        broken(&mut bad);
+        assert!(matches!(
+            Performer::new(&bad, 0, &device),
+            Err(ModelError::Config(_))
+        ));
+    }
+    let mut conv = PerformerConfig::tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::ConvSpe));
+    conv.pe.taps = 0;
+    assert!(Performer::new(&conv, 0, &device).is_err());
 }
 
 #[test]
