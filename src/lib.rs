@@ -9,6 +9,8 @@ pub mod device;
 #[cfg(feature = "ml")]
 pub mod model;
 pub mod music;
+#[cfg(feature = "ml")]
+pub mod train;
 
 #[cfg(all(target_arch = "wasm32", feature = "ml"))]
 pub mod web;

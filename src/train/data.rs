@@ -1,0 +1,160 @@
+//! Accompaniment training examples: windows of a song's rolls and labels as the flat arrays a
+//! batch is made of, with the augmentations training uses (random crops, transposition).
+//! No tensors here: `batch.rs` stacks examples into them.
+
+use rand::RngExt;
+use rand::rngs::StdRng;
+
+use crate::music::labels::{StepLabels, StructureLevel};
+use crate::music::roll::{MultiRoll, PITCHES, PianoRoll};
+
+/// One window: inputs [len, 4·128] (melody onset, melody sustain, bridge onset, bridge
+/// sustain), targets [len, 2·128] (piano onset, piano sustain), structure coordinates
+/// [len, coordinates], row-major.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Example {
+    pub len: usize,
+    pub inputs: Vec<f32>,
+    pub targets: Vec<f32>,
+    pub coordinates: Vec<f32>,
+}
+
+/// `roll`'s onset and sustain at `step`, shifted by `transpose` semitones (pitches pushed off
+/// the keyboard are dropped), written into `out` (2·128 values).
+fn planes(roll: &PianoRoll, step: usize, transpose: i32, out: &mut [f32]) {
+    for p in 0..PITCHES {
+        let q = p as i32 + transpose;
+        if !(0..PITCHES as i32).contains(&q) {
+            continue;
+        }
+        let q = q as usize;
+        out[q] = roll.onset(step, p) as u8 as f32;
+        out[PITCHES + q] = roll.sustain(step, p) as u8 as f32;
+    }
+}
+
+/// Labels transposed by `semitones`: melody pitches (rests stay rests) and chord roots move.
+pub fn transpose_labels(labels: &StepLabels, semitones: i32) -> StepLabels {
+    let mut out = labels.clone();
+    for m in out.melody.iter_mut().filter(|m| **m > 0) {
+        *m = (*m as i32 + semitones).clamp(1, 127) as u8;
+    }
+    for c in out.chord.iter_mut().flatten() {
+        c.root = (c.root as i32 + semitones).rem_euclid(12) as u8;
+    }
+    out
+}
+
+/// The window `start .. start + len` of a song (steps past the end are silent), transposed.
+pub fn example(
+    rolls: &MultiRoll,
+    labels: &StepLabels,
+    levels: &[StructureLevel],
+    start: usize,
+    len: usize,
+    transpose: i32,
+) -> Example {
+    let mut inputs = vec![0f32; len * 4 * PITCHES];
+    let mut targets = vec![0f32; len * 2 * PITCHES];
+    for t in 0..len {
+        let s = start + t;
+        if s >= rolls.num_steps() {
+            break;
+        }
+        let row = &mut inputs[t * 4 * PITCHES..(t + 1) * 4 * PITCHES];
+        planes(&rolls.melody, s, transpose, &mut row[..2 * PITCHES]);
+        planes(&rolls.bridge, s, transpose, &mut row[2 * PITCHES..]);
+        planes(
+            &rolls.piano,
+            s,
+            transpose,
+            &mut targets[t * 2 * PITCHES..(t + 1) * 2 * PITCHES],
+        );
+    }
+    let window = transpose_labels(&labels.slice(start..start + len), transpose);
+    let dims: usize = levels.iter().map(|l| l.dims()).sum();
+    let mut coordinates = window.coordinates(levels);
+    coordinates.resize(len * dims, 0.0);
+    Example {
+        len,
+        inputs,
+        targets,
+        coordinates,
+    }
+}
+
+/// Where random crops may start in `range` for windows of `len` steps, on bar lines of
+/// `bar_steps` (the start itself when the range is shorter than a window).
+pub fn crop_starts(range: std::ops::Range<usize>, len: usize, bar_steps: usize) -> Vec<usize> {
+    let last = range.end.saturating_sub(len).max(range.start);
+    (range.start..=last).step_by(bar_steps.max(1)).collect()
+}
+
+/// A random crop and transposition in `-max_shift ..= max_shift`.
+pub fn random_example(
+    rolls: &MultiRoll,
+    labels: &StepLabels,
+    levels: &[StructureLevel],
+    starts: &[usize],
+    len: usize,
+    max_shift: i32,
+    rng: &mut StdRng,
+) -> Example {
+    let start = starts[rng
+        .random_range(0..starts.len().max(1))
+        .min(starts.len().saturating_sub(1))];
+    let shift = if max_shift > 0 {
+        rng.random_range(-max_shift..=max_shift)
+    } else {
+        0
+    };
+    example(rolls, labels, levels, start, len, shift)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::music::chords::{Chord, Quality};
+    use crate::music::grid::Grid;
+    use crate::music::midi::tests::note;
+    use crate::music::roll::Role;
+
+    #[test]
+    fn windows_hold_the_planes_and_labels_transposed() {
+        let grid = Grid::quarters(480, 4 * 480, 4);
+        let melody = [note(72, 0, 480)];
+        let piano = [note(48, 480, 960)];
+        let rolls = MultiRoll::from_tracks(
+            [(Role::Melody, &melody[..]), (Role::Piano, &piano[..])],
+            &grid,
+        );
+        let c = Chord {
+            root: 0,
+            quality: Quality::Maj,
+        };
+        let labels = StepLabels::new(&grid, &rolls.melody, &[Some(c); 4], &[]);
+        let levels = [StructureLevel::Melody];
+        let e = example(&rolls, &labels, &levels, 0, 20, 2);
+        assert_eq!(e.inputs.len(), 20 * 512);
+        assert_eq!(e.inputs[74], 1.0, "melody onset at C5 + 2");
+        assert_eq!(e.inputs[128 + 74], 1.0, "melody sustain");
+        assert_eq!(e.inputs[72], 0.0);
+        assert_eq!(
+            e.targets[4 * 256 + 50],
+            1.0,
+            "piano onset at step 4, C3 + 2"
+        );
+        assert_eq!(
+            e.targets[7 * 256 + 128 + 50],
+            1.0,
+            "piano sustain at step 7"
+        );
+        assert_eq!(e.coordinates.len(), 20);
+        assert_eq!(&e.coordinates[..5], &[74.0, 74.0, 74.0, 74.0, 0.0]);
+        assert_eq!(e.coordinates[19], 0.0, "past the song: silent, zero labels");
+        let t = transpose_labels(&labels, -1);
+        assert_eq!(t.chord[0].unwrap().root, 11);
+        assert_eq!(crop_starts(0..40, 16, 16), vec![0, 16]);
+        assert_eq!(crop_starts(8..12, 16, 16), vec![8]);
+    }
+}

@@ -1,0 +1,9 @@
+//! Training: examples from songs (`data`), the training step with its loss, optimiser and
+//! schedule (`step`). Built on Burn's autodiff, with nothing native-only, so the page can
+//! fine-tune with the same code.
+
+pub mod data;
+pub mod step;
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests;
