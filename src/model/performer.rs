@@ -299,7 +299,7 @@ impl Performer {
             return Err(ModelError::MissingLabels);
         }
         let span = Span { start, len, labels };
-        let codes = self.pe.codes(&span, &state.draw, &device);
+        let codes = self.pe.codes(&span, &mut state.draw, &device);
         let mut rows = Vec::new();
         for (layer, block) in self.blocks.iter().enumerate() {
             let (out, row) = self.attend(layer, block, x.clone(), &codes, state);

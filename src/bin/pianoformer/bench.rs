@@ -18,6 +18,9 @@ pub struct Options {
     pub steps: usize,
     pub backend: String,
     pub json: bool,
+    /// Training benchmark: steps per window and windows per batch.
+    pub window: usize,
+    pub batch: usize,
 }
 
 fn token_ids(start: usize, len: usize, vocab: usize, device: &Device) -> Tensor<2, Int> {
@@ -68,9 +71,89 @@ fn decode(
     Ok(times[times.len() / 2])
 }
 
+/// Milliseconds per training step of the small accompaniment preset (sineSPE, gated) on
+/// synthetic windows as dense as POP909's, after two warm-up steps.
+fn train(options: &Options) -> Result<(), String> {
+    use pianoformer::model::config::Task;
+    use pianoformer::model::pe::{PeConfig, PeKind};
+    use pianoformer::train::data::Example;
+    use pianoformer::train::step::{Schedule, Trainer};
+    use rand::rngs::StdRng;
+    use rand::{RngExt, SeedableRng};
+
+    let preference: Preference = options.backend.parse().map_err(|e| format!("{e}"))?;
+    let backend = pollster::block_on(device::init(preference)).map_err(|e| format!("{e}"))?;
+    let device = backend.device.clone().autodiff();
+    let pe = PeConfig::new(PeKind::SineSpe).with_gate(true);
+    let config = PerformerConfig::small(Task::Accompaniment, 0, pe);
+    let model = Performer::new(&config, 0, &device).map_err(|e| e.to_string())?;
+    let params = model.parameters();
+    let schedule = Schedule {
+        peak_lr: 1e-3,
+        warmup: 10,
+        total: 1000,
+        final_ratio: 0.1,
+    };
+    let mut trainer = Trainer::new(model, schedule, 1.0, 0);
+    let mut rng = StdRng::seed_from_u64(0);
+    let len = options.window;
+    let mut bernoulli = |n: usize, p: f32| -> Vec<f32> {
+        (0..n)
+            .map(|_| (rng.random::<f32>() < p) as u8 as f32)
+            .collect()
+    };
+    let batch: Vec<Example> = (0..options.batch)
+        .map(|_| Example {
+            len,
+            inputs: bernoulli(len * 512, 0.01),
+            targets: bernoulli(len * 256, 0.03),
+            coordinates: Vec::new(),
+        })
+        .collect();
+    let mut times = Vec::new();
+    for step in 0..options.steps + 2 {
+        let started = Instant::now();
+        pollster::block_on(trainer.train_step(&batch)).map_err(|e| e.to_string())?;
+        if step >= 2 {
+            times.push(started.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    let median = times[times.len() / 2];
+    if options.json {
+        let value = serde_json::json!({
+            "backend": backend.info,
+            "parameters": params,
+            "window": len,
+            "batch": options.batch,
+            "ms_per_step": median,
+            "steps_per_second": 1e3 / median,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
+        );
+    } else {
+        println!(
+            "train, {}: small accompaniment preset ({params} parameters, gated sineSPE), \
+             batch {} × {len} steps: {median:.0} ms per step ({:.2} steps/s), median of {}",
+            backend.info.label(),
+            options.batch,
+            1e3 / median,
+            options.steps
+        );
+    }
+    Ok(())
+}
+
 pub fn run(what: &str, options: Options) -> Result<(), String> {
+    if what == "train" {
+        return train(&options);
+    }
     if what != "decode" {
-        return Err(format!("unknown benchmark '{what}' (there is: decode)"));
+        return Err(format!(
+            "unknown benchmark '{what}' (there are: decode, train)"
+        ));
     }
     let mut positions = options.positions.clone();
     positions.sort_unstable();

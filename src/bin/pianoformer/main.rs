@@ -64,7 +64,8 @@ mod cli {
             json: bool,
         },
         /// Measure speed (benchmarks, not tests). `decode`: ms per generated token at several
-        /// positions, recurrent Performer against softmax with a KV cache.
+        /// positions, recurrent Performer against softmax with a KV cache. `train`: ms per
+        /// training step of the small accompaniment preset.
         Bench {
             /// What to measure: decode.
             what: String,
@@ -79,6 +80,12 @@ mod cli {
             backend: String,
             #[arg(long)]
             json: bool,
+            /// train: steps per window (256 = 16 bars of 4/4 at 4 steps a beat).
+            #[arg(long, default_value_t = 256)]
+            window: usize,
+            /// train: windows per batch.
+            #[arg(long, default_value_t = 8)]
+            batch: usize,
         },
         /// Show what a MIDI file holds: tracks, tempo map, key, time signature, chords per bar.
         Inspect {
@@ -101,6 +108,8 @@ mod cli {
                 steps,
                 backend,
                 json,
+                window,
+                batch,
             } => crate::bench::run(
                 &what,
                 crate::bench::Options {
@@ -108,6 +117,8 @@ mod cli {
                     steps,
                     backend,
                     json,
+                    window,
+                    batch,
                 },
             ),
         };

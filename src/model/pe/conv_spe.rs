@@ -16,6 +16,14 @@ use rand::{RngExt, SeedableRng};
 
 use crate::model::features::normal;
 
+/// Noise columns of consecutive positions `first ..`, kept between decoding steps.
+#[derive(Clone, Debug, Default)]
+pub struct NoiseColumns {
+    seed: u64,
+    first: usize,
+    columns: std::collections::VecDeque<Vec<f32>>,
+}
+
 #[derive(Module, Debug)]
 pub struct ConvSpe {
     /// Query filters [heads · dim, 1, taps].
@@ -48,9 +56,61 @@ impl ConvSpe {
         self.filter_q.dims()[2]
     }
 
+    /// The noise column of one absolute position: [realizations · heads · dim], from its own
+    /// seed.
+    fn column(&self, realizations: usize, seed: u64, position: usize) -> Vec<f32> {
+        let mut rng =
+            StdRng::seed_from_u64(seed ^ (position as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        (0..realizations * self.heads * self.dim)
+            .map(|_| normal(&mut rng) as f32)
+            .collect()
+    }
+
     /// White noise for positions `start .. start + len + taps − 1`, [realizations, heads · dim,
     /// len + taps − 1]: each position's column from its own seed, so any window of positions
-    /// gets the same numbers.
+    /// gets the same numbers. `cache` keeps the columns of the last window: a decoder moving
+    /// one position a step draws one new column, not `taps`.
+    pub fn noise(
+        &self,
+        realizations: usize,
+        seed: u64,
+        start: usize,
+        len: usize,
+        cache: &mut NoiseColumns,
+        device: &Device,
+    ) -> Tensor<3> {
+        let channels = self.heads * self.dim;
+        let width = len + self.taps() - 1;
+        if cache.seed != seed || start < cache.first || start > cache.first + cache.columns.len() {
+            *cache = NoiseColumns {
+                seed,
+                first: start,
+                columns: Default::default(),
+            };
+        }
+        while cache.first < start {
+            cache.columns.pop_front();
+            cache.first += 1;
+        }
+        while cache.columns.len() < width {
+            let position = cache.first + cache.columns.len();
+            cache
+                .columns
+                .push_back(self.column(realizations, seed, position));
+        }
+        let mut values = vec![0f32; realizations * channels * width];
+        for (t, col) in cache.columns.iter().take(width).enumerate() {
+            for (rc, v) in col.iter().enumerate() {
+                values[rc * width + t] = *v;
+            }
+        }
+        Tensor::from_data(
+            TensorData::new(values, vec![realizations, channels, width]),
+            device,
+        )
+    }
+
+    /// [`Self::noise`] without a cache.
     pub fn seeded_noise(
         &self,
         realizations: usize,
@@ -59,21 +119,12 @@ impl ConvSpe {
         len: usize,
         device: &Device,
     ) -> Tensor<3> {
-        let channels = self.heads * self.dim;
-        let width = len + self.taps() - 1;
-        let mut values = vec![0f32; realizations * channels * width];
-        for t in 0..width {
-            let mut rng = StdRng::seed_from_u64(
-                seed ^ ((start + t) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
-            );
-            for r in 0..realizations {
-                for c in 0..channels {
-                    values[(r * channels + c) * width + t] = normal(&mut rng) as f32;
-                }
-            }
-        }
-        Tensor::from_data(
-            TensorData::new(values, vec![realizations, channels, width]),
+        self.noise(
+            realizations,
+            seed,
+            start,
+            len,
+            &mut NoiseColumns::default(),
             device,
         )
     }

@@ -167,6 +167,8 @@ pub struct Draw {
     pub mix: Option<Tensor<3>>,
     /// ε per layer: [heads, dim, R].
     pub eps: Vec<Tensor<3>>,
+    /// convSPE's noise columns of the current window.
+    pub conv_noise: conv_spe::NoiseColumns,
 }
 
 /// Codes for a span, shared by all layers.
@@ -274,11 +276,16 @@ impl PositionalEncoding {
                 )
             })
             .collect();
-        Draw { seed, mix, eps }
+        Draw {
+            seed,
+            mix,
+            eps,
+            conv_noise: Default::default(),
+        }
     }
 
     /// The codes of `span`, from `draw`.
-    pub fn codes(&self, span: &Span, draw: &Draw, device: &Device) -> Codes {
+    pub fn codes(&self, span: &Span, draw: &mut Draw, device: &Device) -> Codes {
         match self.kind() {
             PeKind::SineSpe => {
                 let (omega_q, omega_k) = self
@@ -290,11 +297,12 @@ impl PositionalEncoding {
             }
             PeKind::ConvSpe => {
                 let conv = self.conv.as_ref().expect("conv");
-                let noise = conv.seeded_noise(
+                let noise = conv.noise(
                     self.config.realizations,
                     draw.seed,
                     span.start,
                     span.len,
+                    &mut draw.conv_noise,
                     device,
                 );
                 let (qbar, kbar) = conv.codes(noise);

@@ -141,7 +141,20 @@ fn conv_codes_of_any_window_match_the_whole_sequence() {
     let spe = conv_spe::ConvSpe::new(1, 2, 3, &mut rng(), &device);
     let whole = spe.codes(spe.seeded_noise(4, 9, 0, 8, &device)).0;
     let window = spe.codes(spe.seeded_noise(4, 9, 5, 2, &device)).0;
-    assert!(close(&to_vec(whole.narrow(1, 5, 2)), &to_vec(window), 1e-6));
+    assert!(close(
+        &to_vec(whole.clone().narrow(1, 5, 2)),
+        &to_vec(window),
+        1e-6
+    ));
+    // Through a cache moving one position at a time, as a decoder does.
+    let mut cache = conv_spe::NoiseColumns::default();
+    for m in 0..8 {
+        let one = spe.codes(spe.noise(4, 9, m, 1, &mut cache, &device)).0;
+        assert!(
+            close(&to_vec(whole.clone().narrow(1, m, 1)), &to_vec(one), 1e-6),
+            "{m}"
+        );
+    }
 }
 
 fn coordinates(rows: &[[f32; 2]], device: &Device) -> Tensor<3> {
@@ -226,7 +239,7 @@ fn qk_gives_the_positional_logit() {
         )),
     };
     let draw = pe.draw(0, &device);
-    let codes = pe.codes(&span, &draw, &device);
+    let codes = pe.codes(&span, &mut draw.clone(), &device);
     let (qh, kh) = pe.qk(0, q.clone(), k.clone(), &codes, &draw);
     let dots = to_vec(qh.matmul(kh.swap_dims(2, 3)));
     let f = pe.fstripe.as_ref().unwrap();
@@ -251,7 +264,7 @@ fn qk_gives_the_positional_logit() {
     config.realizations = 16384;
     let pe = PositionalEncoding::new(&config, 1, h, d, &mut rng(), &device);
     let draw = pe.draw(5, &device);
-    let codes = pe.codes(&Span::positions(0, len), &draw, &device);
+    let codes = pe.codes(&Span::positions(0, len), &mut draw.clone(), &device);
     let (qh, kh) = pe.qk(0, q, k, &codes, &draw);
     // Undo the feature map temperature R^{-1/4} on each side: the logit is qhat·khat·sqrt(R)/sqrt(R).
     let dots = to_vec(qh.matmul(kh.swap_dims(2, 3)));
@@ -278,7 +291,7 @@ fn an_open_gate_removes_the_positional_dependence() {
         let mut pe = PositionalEncoding::new(&config, 2, h, d, &mut rng(), &device);
         pe.gates[1] = Param::from_data(TensorData::new(vec![40f32; h * d], vec![h, d]), &device);
         let draw = pe.draw(1, &device);
-        let codes = pe.codes(&Span::positions(3, len), &draw, &device);
+        let codes = pe.codes(&Span::positions(3, len), &mut draw.clone(), &device);
         // The same query at every position.
         let q = crate::model::testing::random::<4>(&[1, h, 1, d], 4, &device).repeat_dim(2, len);
         let (open, _) = pe.qk(1, q.clone(), q.clone(), &codes, &draw);
