@@ -79,6 +79,41 @@ fn phrase_code(phrase: Option<PhraseLabel>) -> f32 {
     }
 }
 
+/// Structure found in a file without annotations.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Detected {
+    /// Chords per beat of the grid, recognised over every pitched track.
+    pub chords: Vec<Option<Chord>>,
+    /// The track that looks like a melody, if any.
+    pub melody_track: Option<usize>,
+    /// Phrases segmented over the grid's bars.
+    pub phrases: Vec<Segment>,
+}
+
+/// Chords per beat, the melody track and the phrases of `song` on `grid`: what `inspect`
+/// prints and what the page's lanes start from.
+pub fn detect_structure(song: &Song, grid: &Grid) -> Detected {
+    let notes: Vec<(&Note, f32)> = song
+        .tracks
+        .iter()
+        .filter(|t| !t.is_drums())
+        .flat_map(|t| t.notes.iter().map(|n| (n, 1.0)))
+        .collect();
+    let chords = recognize(&notes, &grid.beat_ticks, RecognizeOptions::default());
+    let melody_track = pick_melody_track(song);
+    let melody = melody_track.map_or(&[][..], |i| &song.tracks[i].notes[..]);
+    let phrases = if grid.num_bars() > 0 {
+        segment_phrases(melody, grid, &chords, PhraseOptions::default())
+    } else {
+        Vec::new()
+    };
+    Detected {
+        chords,
+        melody_track,
+        phrases,
+    }
+}
+
 /// The highest pitch sounding at `step` of `roll` (0 when none, or past its end).
 pub fn sounding_pitch(roll: &PianoRoll, step: usize) -> u8 {
     if step >= roll.num_steps {
@@ -167,26 +202,18 @@ impl StepLabels {
         }
     }
 
-    /// Labels detected in a file without annotations: the melody track (when one looks like a
-    /// melody), chords recognised per beat over every pitched track, phrases segmented over
-    /// the grid's bars. Returns the labels and the melody track's index.
+    /// Labels detected in a file without annotations (see [`detect_structure`]). Returns the
+    /// labels and the melody track's index.
     pub fn detect(song: &Song, grid: &Grid) -> (Self, Option<usize>) {
-        let notes: Vec<(&Note, f32)> = song
-            .tracks
-            .iter()
-            .filter(|t| !t.is_drums())
-            .flat_map(|t| t.notes.iter().map(|n| (n, 1.0)))
-            .collect();
-        let chords = recognize(&notes, &grid.beat_ticks, RecognizeOptions::default());
-        let melody_track = pick_melody_track(song);
-        let melody = melody_track.map_or(&[][..], |i| &song.tracks[i].notes[..]);
-        let phrases = if grid.num_bars() > 0 {
-            segment_phrases(melody, grid, &chords, PhraseOptions::default())
-        } else {
-            Vec::new()
-        };
+        let found = detect_structure(song, grid);
+        let melody = found
+            .melody_track
+            .map_or(&[][..], |i| &song.tracks[i].notes[..]);
         let roll = PianoRoll::from_notes(melody, grid);
-        (Self::new(grid, &roll, &chords, &phrases), melody_track)
+        (
+            Self::new(grid, &roll, &found.chords, &found.phrases),
+            found.melody_track,
+        )
     }
 
     pub fn len(&self) -> usize {

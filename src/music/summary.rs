@@ -3,10 +3,10 @@
 
 use serde::Serialize;
 
-use super::chords::{PITCH_CLASS_NAMES, RecognizeOptions, recognize};
-use super::melody::pick_melody_track;
+use super::chords::PITCH_CLASS_NAMES;
+use super::labels::{Detected, detect_structure};
 use super::midi::Song;
-use super::phrases::{PhraseOptions, Segment, label_string, segment_phrases};
+use super::phrases::{Segment, label_string};
 use super::roll::Grid;
 
 #[derive(Clone, Debug, Serialize)]
@@ -126,20 +126,11 @@ pub fn summarize(song: &Song) -> SongSummary {
             }
         })
         .collect();
-    let notes: Vec<_> = song
-        .tracks
-        .iter()
-        .filter(|t| !t.is_drums())
-        .flat_map(|t| t.notes.iter().map(|n| (n, 1.0)))
-        .collect();
-    let chords = recognize(&notes, &grid.beat_ticks, RecognizeOptions::default());
-    let melody_track = pick_melody_track(song);
-    let melody = melody_track.map_or(&[][..], |i| &song.tracks[i].notes[..]);
-    let phrases = if grid.num_bars() > 0 {
-        segment_phrases(melody, &grid, &chords, PhraseOptions::default())
-    } else {
-        Vec::new()
-    };
+    let Detected {
+        chords,
+        melody_track,
+        phrases,
+    } = detect_structure(song, &grid);
     let chords_per_bar = (0..grid.num_bars())
         .map(|bar| {
             chords[grid.bar_beats(bar)]

@@ -18,7 +18,7 @@ use burn::tensor::activation::{sigmoid, softplus};
 use burn::tensor::{Device, Tensor, TensorData};
 use rand::rngs::StdRng;
 
-use super::{omega_features, seeded};
+use super::{init_gains, omega_features, seeded};
 use crate::model::features::normal;
 
 #[derive(Module, Debug)]
@@ -47,11 +47,7 @@ impl Fstripe {
             .map(|_| normal(rng) as f32 - 4.0)
             .collect();
         let theta_q: Vec<f32> = (0..n).map(|_| normal(rng) as f32).collect();
-        let mut gains: Vec<f32> = (0..n).map(|_| normal(rng) as f32).collect();
-        for g in gains.chunks_mut(sines) {
-            let norm = g.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
-            g.iter_mut().for_each(|x| *x *= 2.0 / norm.sqrt());
-        }
+        let gains = init_gains(heads * dim, sines, rng);
         let shape = vec![heads, dim, sines];
         let p3 = |v: Vec<f32>| Param::from_data(TensorData::new(v, shape.clone()), device);
         Self {

@@ -130,6 +130,29 @@ pub(crate) fn omega_features(phase: Tensor<5>, gains: Tensor<5>) -> Tensor<5> {
     Tensor::stack::<6>(vec![cos, sin], 5).reshape([b, h, l, d, 2 * k])
 }
 
+/// The gated and the ungated part of queries or keys: `(x·sqrt(1 − δ), x·sqrt(δ))`, or `x`
+/// alone without a gate.
+fn split_by_gate(
+    x: Tensor<4>,
+    gate: Option<&(Tensor<4>, Tensor<4>)>,
+) -> (Tensor<4>, Option<Tensor<4>>) {
+    match gate {
+        Some((a, g)) => (x.clone() * a.clone(), Some(x * g.clone())),
+        None => (x, None),
+    }
+}
+
+/// Initial raw gains for `n` (head, dim) rows of `sines` values: N(0, 1), then
+/// `g ← 2 g / sqrt(|g|)` with the norm over the sines (the reference SPE code's init).
+pub(crate) fn init_gains(rows: usize, sines: usize, rng: &mut StdRng) -> Vec<f32> {
+    let mut gains: Vec<f32> = (0..rows * sines).map(|_| normal(rng) as f32).collect();
+    for g in gains.chunks_mut(sines.max(1)) {
+        let norm = g.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+        g.iter_mut().for_each(|x| *x *= 2.0 / norm.sqrt());
+    }
+    gains
+}
+
 /// Standard normal values from `seed`, generated on the host (reproducible on every backend).
 pub(crate) fn seeded<const D: usize>(shape: &[usize], seed: u64, device: &Device) -> Tensor<D> {
     let mut rng = StdRng::seed_from_u64(seed);
@@ -345,6 +368,9 @@ impl PositionalEncoding {
         let d = self.dim as f64;
         let r = self.config.realizations as f64;
         let gate = self.gate(layer);
+        // ε of this layer, [1, heads, dim, R] (only drawn when gated).
+        let eps = draw.eps.get(layer).map(|e| e.clone().unsqueeze_dim::<4>(0));
+        let eps = || eps.clone().expect("a gated encoding draws ε per layer");
         match codes {
             Codes::None => {
                 let s = d.powf(-0.25);
@@ -359,14 +385,11 @@ impl PositionalEncoding {
                 let one = |x: Tensor<4>, omega: &Tensor<5>| {
                     let [b, h, l, dd] = x.dims();
                     let j = omega.dims()[4];
-                    let (x1, x2) = match &gate {
-                        Some((a, g)) => (x.clone() * a.clone(), Some(x * g.clone())),
-                        None => (x, None),
-                    };
+                    let (x1, x2) = split_by_gate(x, gate.as_ref());
                     let u = (x1.unsqueeze_dim::<5>(4) * omega.clone()).reshape([b, h, l, dd * j]);
                     let mut hat = u.matmul(mix.clone());
                     if let Some(x2) = x2 {
-                        hat = hat + x2.matmul(draw.eps[layer].clone().unsqueeze_dim(0));
+                        hat = hat + x2.matmul(eps());
                     }
                     // (DR)^{-1/4} from eqs. 16–17, R^{-1/4} the feature map's temperature.
                     hat.mul_scalar((d * r).powf(-0.25) * r.powf(-0.25))
@@ -377,16 +400,13 @@ impl PositionalEncoding {
                 let one = |x: Tensor<4>, bar: &Tensor<4>| {
                     let [b, h, l, dd] = x.dims();
                     let rr = bar.dims()[3];
-                    let (x1, x2) = match &gate {
-                        Some((a, g)) => (x.clone() * a.clone(), Some(x * g.clone())),
-                        None => (x, None),
-                    };
+                    let (x1, x2) = split_by_gate(x, gate.as_ref());
                     // Per (head, position): [batch, D] @ [D, R].
                     let xs = x1.permute([1, 2, 0, 3]).reshape([h * l, b, dd]);
                     let bars = bar.clone().reshape([h * l, dd, rr]);
                     let mut hat = xs.matmul(bars).reshape([h, l, b, rr]).permute([2, 0, 1, 3]);
                     if let Some(x2) = x2 {
-                        hat = hat + x2.matmul(draw.eps[layer].clone().unsqueeze_dim(0));
+                        hat = hat + x2.matmul(eps());
                     }
                     hat.mul_scalar((d * r).powf(-0.25) * r.powf(-0.25))
                 };
@@ -396,10 +416,7 @@ impl PositionalEncoding {
                 let one = |x: Tensor<4>, omega: &Tensor<5>| {
                     let [b, h, l, dd] = x.dims();
                     let j = omega.dims()[4];
-                    let (x1, x2) = match &gate {
-                        Some((a, g)) => (x.clone() * a.clone(), Some(x * g.clone())),
-                        None => (x, None),
-                    };
+                    let (x1, x2) = split_by_gate(x, gate.as_ref());
                     let u = (x1.unsqueeze_dim::<5>(4) * omega.clone()).reshape([b, h, l, dd * j]);
                     let hat = match x2 {
                         Some(x2) => Tensor::cat(vec![u, x2], 3),

@@ -10,7 +10,7 @@ use burn::tensor::activation::{sigmoid, softplus};
 use burn::tensor::{Device, Tensor, TensorData};
 use rand::rngs::StdRng;
 
-use super::{omega_features, seeded};
+use super::{init_gains, omega_features, seeded};
 use crate::model::features::normal;
 
 #[derive(Module, Debug)]
@@ -28,12 +28,7 @@ impl SineSpe {
         let n = heads * dim * sines;
         let freqs: Vec<f32> = (0..n).map(|_| normal(rng) as f32 - 4.0).collect();
         let offsets: Vec<f32> = (0..n).map(|_| normal(rng) as f32).collect();
-        // Gains: N(0, 1), then g ← 2 g / sqrt(|g|) with the norm over the sines (reference init).
-        let mut gains: Vec<f32> = (0..n).map(|_| normal(rng) as f32).collect();
-        for g in gains.chunks_mut(sines) {
-            let norm = g.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
-            g.iter_mut().for_each(|x| *x *= 2.0 / norm.sqrt());
-        }
+        let gains = init_gains(heads * dim, sines, rng);
         let shape = vec![heads, dim, sines];
         let p = |v: Vec<f32>| Param::from_data(TensorData::new(v, shape.clone()), device);
         Self {

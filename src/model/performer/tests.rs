@@ -185,60 +185,20 @@ fn captured_rows_are_distributions_over_the_past() {
 }
 
 /// Gradients reach every positional-encoding parameter (frequencies, gains, offsets, filters,
-/// phases, gates) through a training loss on the autodiff CPU backend.
+/// phases, gates) through a training loss on the autodiff CPU backend; the browser tests run
+/// the same check on WebGPU.
 #[test]
 fn gradients_reach_every_positional_parameter() {
-    let device = Device::flex().autodiff();
+    use crate::model::checks::positional_gradients;
+    let device = Device::flex();
     for pe in every_encoding()
         .into_iter()
         .filter(|p| p.acts_on_attention() && p.gated)
     {
-        let config = PerformerConfig::tiny(Task::Continuation, VOCAB, pe.clone());
-        let model = Performer::new(&config, 5, &device).unwrap();
-        let mut state = model.start(1, false, &device);
-        let logits = model
-            .forward(
-                Inputs::Tokens(tokens(8, &device)),
-                labels(&config, 8, &device),
-                &mut state,
-                None,
-            )
-            .unwrap();
-        let loss = logits.square().mean();
-        let grads = loss.backward();
-        let mut named: Vec<(&str, Option<Tensor<4>>)> = Vec::new();
-        let p3 = |p: &Param<Tensor<3>>| p.val().grad(&grads).map(|g| g.unsqueeze_dim::<4>(0));
-        if let Some(s) = &model.pe.sine {
-            named.push(("sine freqs", p3(&s.freqs)));
-            named.push(("sine offsets", p3(&s.offsets)));
-            named.push(("sine gains", p3(&s.gains)));
-        }
-        if let Some(c) = &model.pe.conv {
-            named.push(("conv query filters", p3(&c.filter_q)));
-            named.push(("conv key filters", p3(&c.filter_k)));
-        }
-        if let Some(f) = &model.pe.fstripe {
-            named.push(("fstripe freqs", f.freqs.val().grad(&grads)));
-            named.push(("fstripe query phases", p3(&f.theta_q)));
-            named.push(("fstripe key phases", p3(&f.theta_k)));
-            named.push(("fstripe gains", p3(&f.gains)));
-        }
-        for (layer, g) in model.pe.gates.iter().enumerate() {
-            let grad = g
-                .val()
-                .grad(&grads)
-                .map(|g| g.unsqueeze_dim::<3>(0).unsqueeze_dim::<4>(0));
-            assert!(
-                grad.is_some(),
-                "{:?}: no gradient for layer {layer}'s gate",
-                pe.kind
-            );
-            named.push(("gate", grad));
-        }
-        assert!(!named.is_empty());
-        for (name, grad) in named {
-            let g = to_vec(grad.unwrap_or_else(|| panic!("{:?}: no gradient for {name}", pe.kind)));
-            let size = g.iter().map(|x| x.abs()).sum::<f32>();
+        let grads = pollster::block_on(positional_gradients(&pe, &device)).unwrap();
+        // The encoding's own parameters and one gate per layer.
+        assert!(grads.len() >= 2 + 2, "{:?}: {grads:?}", pe.kind);
+        for (name, size) in grads {
             assert!(
                 size > 0.0 && size.is_finite(),
                 "{:?}: {name} gradient {size}",
