@@ -7,7 +7,11 @@
 #[cfg(feature = "ml")]
 pub mod device;
 #[cfg(feature = "ml")]
+pub mod generate;
+#[cfg(feature = "ml")]
 pub mod model;
+#[cfg(feature = "ml")]
+pub mod models;
 pub mod music;
 #[cfg(feature = "ml")]
 pub mod train;

@@ -559,3 +559,82 @@ fn multi_track_rolls_round_trip_through_midi() {
         }
     }
 }
+
+fn pianoformer() -> std::process::Command {
+    std::process::Command::new(env!("CARGO_BIN_EXE_pianoformer"))
+}
+
+fn run_ok(cmd: &mut std::process::Command) -> String {
+    let out = cmd.output().expect("run pianoformer");
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+/// The whole path on real songs at toy scale: train a tiny F-StrIPE accompaniment model on a
+/// few POP909 songs, evaluate it (threshold chosen on validation, scores on test excerpts),
+/// and accompany a test song's melody with the chords it was given.
+#[test]
+fn train_eval_and_generate_on_pop909_at_toy_scale() {
+    let Some(root) = data_root() else { return };
+    let dir = std::env::temp_dir().join(format!("pianoformer-pop909-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let run = dir.join("run");
+    let err = run_ok(
+        pianoformer()
+            .args(["train", "--task", "accompaniment", "--preset", "tiny"])
+            .args(["--pe", "fstripe", "--levels", "chord", "--steps", "12"])
+            .args(["--batch", "2", "--window", "128", "--eval-every", "6"])
+            .args(["--limit", "4", "--data"])
+            .arg(&root)
+            .arg("--out")
+            .arg(&run),
+    );
+    assert!(
+        err.contains("POP909 (4 train, 4 validation, 4 test)"),
+        "{err}"
+    );
+    run_ok(
+        pianoformer()
+            .args([
+                "eval",
+                "--task",
+                "accompaniment",
+                "--bars",
+                "16",
+                "--per-song",
+                "1",
+            ])
+            .args(["--limit", "3", "--model"])
+            .arg(&run)
+            .arg("--data")
+            .arg(&root),
+    );
+    let eval: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("eval.json")).unwrap()).unwrap();
+    assert!(eval["valid_onset_f1"].as_f64().unwrap() > 0.0, "{eval}");
+    let test = &eval["test"]["16"];
+    assert_eq!(test["excerpts"], 3, "{eval}");
+    assert!(test["onset_f1"].as_f64().unwrap() > 0.0, "{eval}");
+    assert!(
+        test["cs"]["mean"].as_f64().unwrap() > 0.0,
+        "some notes: {eval}"
+    );
+
+    let prompt = root.join("songs/010/010.mid");
+    let out_file = dir.join("010-accompanied.mid");
+    let err = run_ok(
+        pianoformer()
+            .args(["generate", "--task", "accompaniment", "--model"])
+            .arg(&run)
+            .arg(&prompt)
+            .arg("-o")
+            .arg(&out_file),
+    );
+    assert!(err.contains("bars accompanied"), "{err}");
+    let made = read_midi(&std::fs::read(&out_file).unwrap()).unwrap();
+    let names: Vec<&str> = made.tracks.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["MELODY", "BRIDGE", "PIANO"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -98,6 +98,21 @@ impl PerformerConfig {
             .with_pe(pe)
     }
 
+    /// Checks that the input and output sizes are those of the task: 512 roll features in and
+    /// 256 logits out for accompaniment, the vocabulary `vocab` both ways for continuation.
+    pub fn validate_for(&self, vocab: usize) -> Result<(), String> {
+        self.validate()?;
+        let (i, o) = Self::for_task(self.task, vocab);
+        if (self.input_dim, self.output_dim) != (i, o) {
+            return Err(format!(
+                "a {:?} model reads {i} and writes {o} values per step, but this config says {} \
+                 and {}",
+                self.task, self.input_dim, self.output_dim
+            ));
+        }
+        Ok(())
+    }
+
     /// Checks that the sizes fit together, in words.
     pub fn validate(&self) -> Result<(), String> {
         if self.d_model == 0 || self.layers == 0 || self.heads == 0 || self.d_head == 0 {

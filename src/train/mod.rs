@@ -2,7 +2,12 @@
 //! schedule (`step`). Built on Burn's autodiff, with nothing native-only, so the page can
 //! fine-tune with the same code.
 
+pub mod corpus;
 pub mod data;
+pub mod eval;
+pub mod session;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod sources;
 pub mod step;
 
 #[cfg(all(test, not(target_arch = "wasm32")))]

@@ -1,15 +1,18 @@
-//! One training step for accompaniment: a batch of windows through the Performer on an
-//! autodiff device, per-step multi-label binary cross-entropy on piano onsets and sustains,
-//! Adam with gradient-norm clipping and a warm-up + cosine learning rate. No native-only
-//! pieces: the same code fine-tunes in the browser (the loss is read asynchronously).
+//! One training step for either task: a batch of windows through the Performer on an
+//! autodiff device; per-step multi-label binary cross-entropy on piano onsets and sustains
+//! (accompaniment) or next-token cross-entropy (continuation); Adam with gradient-norm
+//! clipping and a warm-up + cosine learning rate. No native-only pieces: the same code
+//! fine-tunes in the browser (the loss is read asynchronously).
 
 use burn::grad_clipping::GradientClippingConfig;
 use burn::module::Module;
 use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
-use burn::tensor::activation::relu;
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::tensor::activation::{log_softmax, relu};
+use burn::tensor::{Device, Int, Tensor, TensorData};
+use rand::rngs::StdRng;
 use serde::{Deserialize, Serialize};
 
+use super::corpus::Batch;
 use super::data::Example;
 use crate::model::performer::{Inputs, ModelError, Performer};
 
@@ -63,6 +66,50 @@ pub fn stack(examples: &[Example], device: &Device) -> (Tensor<3>, Tensor<3>, Op
     (tensor(inputs), tensor(targets), coords)
 }
 
+/// Token windows of `len + 1` ids as inputs [batch, len] and targets [batch, len, 1].
+pub fn stack_tokens(windows: &[Vec<u32>], device: &Device) -> (Tensor<2, Int>, Tensor<3, Int>) {
+    let b = windows.len();
+    let len = windows.first().map_or(1, |w| w.len()) - 1;
+    let ids = |range: fn(&Vec<u32>) -> &[u32]| -> Vec<i64> {
+        windows
+            .iter()
+            .flat_map(|w| range(w).iter().map(|&t| t as i64))
+            .collect()
+    };
+    let inputs = ids(|w| &w[..w.len() - 1]);
+    let targets = ids(|w| &w[1..]);
+    (
+        Tensor::from_data(TensorData::new(inputs, vec![b, len]), device),
+        Tensor::from_data(TensorData::new(targets, vec![b, len, 1]), device),
+    )
+}
+
+/// Cross-entropy of `logits` [batch, len, vocab] against target ids [batch, len, 1], per
+/// position [batch, len].
+pub fn token_nll(logits: Tensor<3>, targets: Tensor<3, Int>) -> Tensor<2> {
+    log_softmax(logits, 2)
+        .gather(2, targets)
+        .neg()
+        .squeeze_dim::<2>(2)
+}
+
+/// Per-step BCE of `logits` against `targets`, averaged over the output units: [batch, len].
+pub fn bce_per_step(logits: Tensor<3>, targets: Tensor<3>) -> Tensor<2> {
+    let softplus_neg_abs = logits.clone().abs().neg().exp().add_scalar(1.0).log();
+    (relu(logits.clone()) - logits * targets + softplus_neg_abs)
+        .mean_dim(2)
+        .squeeze_dim::<2>(2)
+}
+
+async fn read_vec<const D: usize>(t: Tensor<D>) -> Result<Vec<f32>, TrainError> {
+    t.into_data_async()
+        .await
+        .map_err(|e| TrainError::Read(format!("{e:?}")))?
+        .convert::<f32>()
+        .try_into_vec::<f32>()
+        .map_err(|e| TrainError::Read(format!("{e:?}")))
+}
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TrainError {
     #[error(transparent)]
@@ -71,6 +118,13 @@ pub enum TrainError {
     Diverged(f32),
     #[error("reading the loss from the device failed: {0}")]
     Read(String),
+}
+
+/// Adam with gradient-norm clipping at `clip_norm`.
+pub fn adam(clip_norm: f64) -> ModuleOptimizer {
+    AdamConfig::new()
+        .with_grad_clipping(Some(GradientClippingConfig::Norm(clip_norm as f32)))
+        .init()
 }
 
 /// A model on an autodiff device with its optimiser and schedule.
@@ -86,9 +140,7 @@ pub struct Trainer {
 impl Trainer {
     /// `model` must live on an autodiff device (`device.autodiff()`).
     pub fn new(model: Performer, schedule: Schedule, clip_norm: f64, seed: u64) -> Self {
-        let optim = AdamConfig::new()
-            .with_grad_clipping(Some(GradientClippingConfig::Norm(clip_norm as f32)))
-            .init();
+        let optim = adam(clip_norm);
         Self {
             model,
             optim,
@@ -98,26 +150,38 @@ impl Trainer {
         }
     }
 
-    /// One optimiser step on `examples`; returns the batch loss before the update.
-    pub async fn train_step(&mut self, examples: &[Example]) -> Result<f32, TrainError> {
+    /// The loss per window and position [batch, len] of `batch` (on the model's device).
+    fn losses(&self, batch: &Batch, seed: u64, augment: bool) -> Result<Tensor<2>, TrainError> {
         let device = self.model.devices()[0].clone();
-        let (inputs, targets, coords) = stack(examples, &device);
-        let coords = coords.filter(|_| self.model.config.pe.is_structural());
-        let mut state = self
-            .model
-            .start(self.seed.wrapping_add(self.step as u64), false, &device);
-        let logits = self
-            .model
-            .forward(Inputs::Rolls(inputs), coords, &mut state, None)?;
-        let loss = bce_with_logits(logits, targets);
-        let value = loss
-            .clone()
-            .detach()
-            .into_data_async()
-            .await
-            .map_err(|e| TrainError::Read(format!("{e:?}")))?
-            .try_to_vec::<f32>()
-            .map_err(|e| TrainError::Read(format!("{e:?}")))?[0];
+        let mut state = self.model.start(seed, false, &device);
+        // CAPE's training-time shifts and scaling.
+        let mut rng: StdRng = rand::SeedableRng::seed_from_u64(seed);
+        let augment = augment.then_some(&mut rng);
+        Ok(match batch {
+            Batch::Rolls(examples) => {
+                let (inputs, targets, coords) = stack(examples, &device);
+                let coords = coords.filter(|_| self.model.config.pe.is_structural());
+                let logits =
+                    self.model
+                        .forward(Inputs::Rolls(inputs), coords, &mut state, augment)?;
+                bce_per_step(logits, targets)
+            }
+            Batch::Tokens(windows) => {
+                let (inputs, targets) = stack_tokens(windows, &device);
+                let logits =
+                    self.model
+                        .forward(Inputs::Tokens(inputs), None, &mut state, augment)?;
+                token_nll(logits, targets)
+            }
+        })
+    }
+
+    /// One optimiser step on `batch`; returns the batch loss before the update.
+    pub async fn train_step(&mut self, batch: &Batch) -> Result<f32, TrainError> {
+        let loss = self
+            .losses(batch, self.seed.wrapping_add(self.step as u64), true)?
+            .mean();
+        let value = read_vec(loss.clone().detach()).await?[0];
         if !value.is_finite() {
             return Err(TrainError::Diverged(value));
         }
@@ -130,21 +194,14 @@ impl Trainer {
         Ok(value)
     }
 
-    /// The loss on `examples` without training (held-out data).
-    pub async fn evaluate(&self, examples: &[Example]) -> Result<f32, TrainError> {
-        let device = self.model.devices()[0].clone();
-        let (inputs, targets, coords) = stack(examples, &device);
-        let coords = coords.filter(|_| self.model.config.pe.is_structural());
-        let mut state = self.model.start(self.seed, false, &device);
-        let logits = self
-            .model
-            .forward(Inputs::Rolls(inputs), coords, &mut state, None)?;
-        let loss = bce_with_logits(logits, targets).detach();
-        Ok(loss
-            .into_data_async()
-            .await
-            .map_err(|e| TrainError::Read(format!("{e:?}")))?
-            .try_to_vec::<f32>()
-            .map_err(|e| TrainError::Read(format!("{e:?}")))?[0])
+    /// The mean loss on `batch` without training (held-out data).
+    pub async fn evaluate(&self, batch: &Batch) -> Result<f32, TrainError> {
+        Ok(read_vec(self.losses(batch, self.seed, false)?.mean().detach()).await?[0])
+    }
+
+    /// The loss per position [len], averaged over the windows of `batch` (how well the model
+    /// does at each distance from the window's start).
+    pub async fn evaluate_positions(&self, batch: &Batch) -> Result<Vec<f32>, TrainError> {
+        read_vec(self.losses(batch, self.seed, false)?.mean_dim(0).detach()).await
     }
 }

@@ -5,6 +5,7 @@ use pollster::block_on;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
+use super::corpus::Batch;
 use super::data::{crop_starts, random_example};
 use super::step::{Schedule, Trainer, bce_with_logits};
 use crate::model::config::{PerformerConfig, Task};
@@ -123,7 +124,7 @@ fn a_short_training_run_lowers_the_loss() {
                     random_example(rolls, labels, &levels, &starts, 32, 3, &mut rng)
                 })
                 .collect();
-            losses.push(block_on(trainer.train_step(&batch)).unwrap());
+            losses.push(block_on(trainer.train_step(&Batch::Rolls(batch))).unwrap());
         }
         let first: f32 = losses[..5].iter().sum::<f32>() / 5.0;
         let last: f32 = losses[35..].iter().sum::<f32>() / 5.0;

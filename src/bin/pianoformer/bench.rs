@@ -76,6 +76,7 @@ fn decode(
 fn train(options: &Options) -> Result<(), String> {
     use pianoformer::model::config::Task;
     use pianoformer::model::pe::{PeConfig, PeKind};
+    use pianoformer::train::corpus::Batch;
     use pianoformer::train::data::Example;
     use pianoformer::train::step::{Schedule, Trainer};
     use rand::rngs::StdRng;
@@ -110,6 +111,7 @@ fn train(options: &Options) -> Result<(), String> {
             coordinates: Vec::new(),
         })
         .collect();
+    let batch = Batch::Rolls(batch);
     let mut times = Vec::new();
     for step in 0..options.steps + 2 {
         let started = Instant::now();

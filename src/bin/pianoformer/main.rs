@@ -1,5 +1,5 @@
-//! The native command line: `check` (the compute backend) and `inspect` (a MIDI file); train,
-//! eval, generate and bench join them as the library grows. Each command lives in its own file;
+//! The native command line: `check` (the compute backend), `inspect` (a MIDI file), `train`,
+//! `eval`, `report`, `generate`, `ship` and `bench`. Each command lives in its own file;
 //! errors reach the user as one plain sentence.
 
 #[cfg(target_arch = "wasm32")]
@@ -32,7 +32,17 @@ mod bench;
 #[cfg(not(target_arch = "wasm32"))]
 mod check;
 #[cfg(not(target_arch = "wasm32"))]
+mod eval;
+#[cfg(not(target_arch = "wasm32"))]
+mod generate;
+#[cfg(not(target_arch = "wasm32"))]
 mod inspect;
+#[cfg(not(target_arch = "wasm32"))]
+mod models;
+#[cfg(not(target_arch = "wasm32"))]
+mod ship;
+#[cfg(not(target_arch = "wasm32"))]
+mod train;
 
 #[cfg(not(target_arch = "wasm32"))]
 mod cli {
@@ -87,6 +97,24 @@ mod cli {
             #[arg(long, default_value_t = 8)]
             batch: usize,
         },
+        /// Train a model on POP909, a folder of MIDI files or one file: progress bar,
+        /// checkpoints, --resume, and a JSONL log in the output folder.
+        Train(crate::train::Args),
+        /// Score a training run on POP909's held-out songs (writes eval.json into the run).
+        Eval(crate::eval::Args),
+        /// Gather evaluated runs into a Markdown table (and an SVG plot for continuation).
+        Report {
+            /// Run folders; runs named `NAME-seedK` are averaged as one row.
+            runs: Vec<PathBuf>,
+            /// Continuation: write the loss-per-position plot here.
+            #[arg(long)]
+            svg: Option<PathBuf>,
+        },
+        /// Make music from a MIDI prompt: a piano accompaniment for its melody, or a
+        /// continuation.
+        Generate(crate::generate::Args),
+        /// Copy a trained, evaluated run into www/models/ and its manifest.
+        Ship(crate::ship::Args),
         /// Show what a MIDI file holds: tracks, tempo map, key, time signature, chords per bar.
         Inspect {
             /// The .mid file.
@@ -102,6 +130,11 @@ mod cli {
         let result = match cli.command {
             Command::Check { backend, json } => crate::check::run(&backend, json),
             Command::Inspect { file, json } => crate::inspect::run(&file, json),
+            Command::Train(args) => crate::train::run(args),
+            Command::Eval(args) => crate::eval::run(args),
+            Command::Report { runs, svg } => crate::eval::report(&runs, svg.as_deref()),
+            Command::Generate(args) => crate::generate::run(args),
+            Command::Ship(args) => crate::ship::run(args),
             Command::Bench {
                 what,
                 positions,

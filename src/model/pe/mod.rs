@@ -113,6 +113,15 @@ impl PeConfig {
         matches!(self.kind, PeKind::Fstripe | PeKind::FstripeSff)
     }
 
+    /// The structure levels the model reads: F-StrIPE's, none for the other encodings.
+    pub fn structure_levels(&self) -> &[StructureLevel] {
+        if self.is_structural() {
+            &self.levels
+        } else {
+            &[]
+        }
+    }
+
     /// Whether the encoding acts on queries and keys (the SPE family).
     pub fn acts_on_attention(&self) -> bool {
         matches!(

@@ -1,0 +1,246 @@
+//! `pianoformer generate`: music from a prompt with a trained or shipped model.
+//! Accompaniment writes the prompt's melody (and bridge) with a new PIANO track; continuation
+//! writes the prompt followed by what the model added.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use pianoformer::device::{self, Preference};
+use pianoformer::generate::{
+    Length, Sampling, accompaniment_input, accompany_song, chord_tone_ratio, continue_tokens,
+    prompt_tokens, song_from_tokens, with_piano,
+};
+use pianoformer::model::config::Task;
+use pianoformer::music::chords::Chord;
+use pianoformer::music::midi::{read_midi, write_midi};
+use pianoformer::music::phrases::Segment;
+use pianoformer::music::pop909::parse_phrases;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// accompaniment or continuation.
+    #[arg(long)]
+    pub task: String,
+    /// A training run's folder, or a shipped model's name (`default`: the task's default).
+    #[arg(long, default_value = "default")]
+    pub model: String,
+    /// The manifest of shipped models.
+    #[arg(long)]
+    pub manifest: Option<PathBuf>,
+    /// The prompt: a MIDI file (a melody for accompaniment; the start of a piece for
+    /// continuation).
+    pub prompt: PathBuf,
+    /// Where to write the result.
+    #[arg(long, short)]
+    pub out: PathBuf,
+    /// Accompaniment: chords per bar from the first bar, space- or comma-separated (`C G Am F`,
+    /// Harte symbols such as `A:min7` too; `N` for none). Detected where not given.
+    #[arg(long)]
+    pub chords: Option<String>,
+    /// Accompaniment: phrases as POP909 writes them, letter and bars (`i4A8B8A8o4`).
+    /// Detected where not given.
+    #[arg(long)]
+    pub phrases: Option<String>,
+    /// Accompaniment: note threshold (default: the one chosen on validation data).
+    #[arg(long)]
+    pub threshold: Option<f32>,
+    /// Continuation: tokens to add at most.
+    #[arg(long, default_value_t = 2048)]
+    pub tokens: usize,
+    /// Continuation: stop after this many new bars.
+    #[arg(long)]
+    pub bars: Option<usize>,
+    /// Continuation: let the model end the piece before --tokens or --bars.
+    #[arg(long)]
+    pub may_end: bool,
+    /// Continuation: use only the prompt's last this-many tokens.
+    #[arg(long)]
+    pub prompt_tokens: Option<usize>,
+    #[arg(long, default_value_t = 1.0)]
+    pub temperature: f32,
+    #[arg(long, default_value_t = 0.95)]
+    pub top_p: f32,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// cpu, gpu or auto.
+    #[arg(long, default_value = "cpu")]
+    pub backend: String,
+}
+
+fn parse_chords(text: &str) -> Result<Vec<Option<Chord>>, String> {
+    text.split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            // `Am`, `F#7` or Harte `A:min`.
+            Chord::parse(s).or_else(|e| Chord::parse(&pop_style(s)).map_err(|_| e))
+        })
+        .collect()
+}
+
+/// `Am7` → `A:min7`, `F#` → `F#:maj`, `G7` → `G:7`: the common shorthand in Harte form.
+fn pop_style(s: &str) -> String {
+    let split = s
+        .char_indices()
+        .skip(1)
+        .find(|(_, c)| *c != '#' && *c != 'b')
+        .map_or(s.len(), |(i, _)| i);
+    let (root, rest) = s.split_at(split);
+    let quality = match rest {
+        "" => "maj",
+        "m" => "min",
+        "m7" => "min7",
+        "7" => "7",
+        "maj7" | "M7" => "maj7",
+        "dim" => "dim",
+        "aug" | "+" => "aug",
+        "sus4" => "sus4",
+        "sus2" => "sus2",
+        "m7b5" => "hdim7",
+        "dim7" => "dim7",
+        "6" => "maj6",
+        "m6" => "min6",
+        other => other,
+    };
+    format!("{root}:{quality}")
+}
+
+fn parse_phrase_labels(text: &str) -> Result<Vec<Segment>, String> {
+    let phrases = parse_phrases(text).map_err(|e| format!("--phrases: {e}"))?;
+    let mut start = 0;
+    Ok(phrases
+        .into_iter()
+        .map(|p| {
+            let s = Segment {
+                start_bar: start,
+                bars: p.bars as usize,
+                letter: p.letter,
+            };
+            start += p.bars as usize;
+            s
+        })
+        .collect())
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+pub fn run(args: Args) -> Result<(), String> {
+    let task = crate::train::parse_task(&args.task)?;
+    let bytes = std::fs::read(&args.prompt)
+        .map_err(|e| format!("cannot read {}: {e}", args.prompt.display()))?;
+    let song = read_midi(&bytes).map_err(|e| format!("{}: {e}", args.prompt.display()))?;
+    let preference: Preference = args.backend.parse().map_err(|e| format!("{e}"))?;
+    let backend = pollster::block_on(device::init(preference)).map_err(|e| format!("{e}"))?;
+    let device = backend.device.clone();
+    let loaded = crate::models::load(&args.model, task, args.manifest.as_deref(), &device)?;
+    let model = &loaded.model;
+    let started = Instant::now();
+    match task {
+        Task::Accompaniment => {
+            let chords = args.chords.as_deref().map(parse_chords).transpose()?;
+            let phrases = args
+                .phrases
+                .as_deref()
+                .map(parse_phrase_labels)
+                .transpose()?;
+            let input = accompaniment_input(&song, chords.as_deref(), phrases)
+                .map_err(|e| format!("{}: {e}", args.prompt.display()))?;
+            let mut b = loaded.binarize.unwrap_or_default();
+            if let Some(t) = args.threshold {
+                if !(0.0..1.0).contains(&t) {
+                    return Err("--threshold must be between 0 and 1".into());
+                }
+                b.threshold = t;
+            }
+            let piano = pollster::block_on(accompany_song(model, &input, b, args.seed, &device))
+                .map_err(|e| e.to_string())?;
+            let out = with_piano(&song, &input, &piano);
+            write(&args.out, &write_midi(&out))?;
+            let notes = out.tracks.last().map_or(0, |t| t.notes.len());
+            let ratio = chord_tone_ratio(&piano, &input.chords, input.grid.steps_per_beat);
+            eprintln!(
+                "{} bars accompanied by {} in {:.1} s: {notes} piano notes{}; written to {}",
+                input.grid.num_bars(),
+                loaded.source,
+                started.elapsed().as_secs_f64(),
+                ratio.map_or(String::new(), |r| format!(
+                    ", {:.0} % of them chord tones",
+                    100.0 * r
+                )),
+                args.out.display()
+            );
+        }
+        Task::Continuation => {
+            let mut prompt = prompt_tokens(&song).map_err(|e| e.to_string())?;
+            if let Some(n) = args.prompt_tokens {
+                // Start the kept part on a bar line so it stays grammatical.
+                let cut = prompt.len().saturating_sub(n);
+                let bar = pianoformer::music::tokens::Token::Bar.id();
+                let start = (cut..prompt.len())
+                    .find(|&i| prompt[i] == bar)
+                    .unwrap_or(prompt.len());
+                use pianoformer::music::tokens::{DEFAULT_BAR_BEATS, Token};
+                let mut kept = vec![Token::Bos.id()];
+                kept.extend_from_slice(&prompt[start..]);
+                // Keep the bar length in force at the cut (the tempo falls back to 120 bpm).
+                let meter = prompt[..start]
+                    .iter()
+                    .rev()
+                    .find_map(|&id| match Token::from_id(id) {
+                        Some(Token::Meter(m)) => Some(m),
+                        _ => None,
+                    });
+                let restated = kept
+                    .get(2)
+                    .is_some_and(|&id| matches!(Token::from_id(id), Some(Token::Meter(_))));
+                if let Some(m) = meter
+                    && m as usize != DEFAULT_BAR_BEATS
+                    && kept.len() > 1
+                    && !restated
+                {
+                    kept.insert(2, Token::Meter(m).id());
+                }
+                prompt = kept;
+            }
+            let sampling = Sampling {
+                temperature: args.temperature,
+                top_p: args.top_p,
+                seed: args.seed,
+            };
+            if !(sampling.temperature > 0.0) || !(sampling.top_p > 0.0 && sampling.top_p <= 1.0) {
+                return Err("--temperature must be positive and --top-p in (0, 1]".into());
+            }
+            let added = pollster::block_on(continue_tokens(
+                model,
+                &prompt,
+                Length {
+                    tokens: args.tokens,
+                    bars: args.bars,
+                    may_end: args.may_end,
+                },
+                sampling,
+                &device,
+                |_| {},
+            ))
+            .map_err(|e| e.to_string())?;
+            let mut all = prompt.clone();
+            all.extend_from_slice(&added);
+            let out = song_from_tokens(&all).map_err(|e| e.to_string())?;
+            write(&args.out, &write_midi(&out))?;
+            let secs = started.elapsed().as_secs_f64();
+            eprintln!(
+                "{} prompt tokens, {} new tokens by {} in {:.1} s ({:.1} ms a token), up to \
+                 position {}; written to {}",
+                prompt.len(),
+                added.len(),
+                loaded.source,
+                secs,
+                1e3 * secs / added.len().max(1) as f64,
+                all.len(),
+                args.out.display()
+            );
+        }
+    }
+    Ok(())
+}

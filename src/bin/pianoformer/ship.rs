@@ -1,0 +1,124 @@
+//! `pianoformer ship`: copies a trained, evaluated run into `www/models/` and records it in the
+//! manifest with its config, parameter count, sha256, data split, training command and
+//! metrics.
+
+use std::path::{Path, PathBuf};
+
+use burn::tensor::Device;
+use pianoformer::model::performer::Performer;
+use pianoformer::models::{Manifest, ModelEntry, sha256_hex};
+use pianoformer::train::session::RunState;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The training run's folder (model.bpk, config.json, run.json, eval.json).
+    pub run: PathBuf,
+    /// The model's name in the manifest (letters, digits and '-').
+    #[arg(long)]
+    pub name: String,
+    /// One line for the page's model picker.
+    #[arg(long)]
+    pub description: String,
+    /// Make it its task's default.
+    #[arg(long)]
+    pub default: bool,
+    /// The command that trained it, recorded in the manifest.
+    #[arg(long)]
+    pub command: Option<String>,
+    /// The manifest to update.
+    #[arg(long, default_value = crate::models::MANIFEST)]
+    pub manifest: PathBuf,
+}
+
+fn read(path: &Path) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+pub fn run(args: Args) -> Result<(), String> {
+    if args.name.is_empty()
+        || !args
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-')
+    {
+        return Err("--name may hold only letters, digits and '-'".into());
+    }
+    let state: RunState = serde_json::from_str(&read(&args.run.join("run.json"))?)
+        .map_err(|e| format!("{}/run.json: {e}", args.run.display()))?;
+    if state.step < state.options.steps {
+        return Err(format!(
+            "{} stopped at step {} of {}: finish it with `pianoformer train --resume` first",
+            args.run.display(),
+            state.step,
+            state.options.steps
+        ));
+    }
+    let eval: serde_json::Value = serde_json::from_str(&read(&args.run.join("eval.json"))?)
+        .map_err(|e| format!("{}/eval.json: {e}", args.run.display()))?;
+    let bytes = std::fs::read(args.run.join("model.bpk"))
+        .map_err(|e| format!("cannot read {}/model.bpk: {e}", args.run.display()))?;
+    let model =
+        Performer::from_bytes(&state.config, &bytes, &Device::flex()).map_err(|e| e.to_string())?;
+    let file = format!("{}.bpk", args.name);
+    let dir = args
+        .manifest
+        .parent()
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let mut manifest = if args.manifest.exists() {
+        Manifest::parse(&read(&args.manifest)?).map_err(|e| e.to_string())?
+    } else {
+        Manifest::default()
+    };
+    let mut metrics = eval.clone();
+    if let Some(obj) = metrics.as_object_mut() {
+        // The per-position curve and the chosen binarisation live elsewhere in the entry.
+        obj.remove("positions");
+        obj.remove("binarize");
+        obj.remove("model");
+    }
+    let binarize = serde_json::from_value(eval["binarize"].clone()).ok();
+    let entry = ModelEntry {
+        name: args.name.clone(),
+        file: file.clone(),
+        task: state.config.task,
+        pe: state.config.pe.kind.name().to_string(),
+        description: args.description.clone(),
+        default: args.default,
+        config: state.config.clone(),
+        parameters: model.parameters(),
+        bytes: bytes.len(),
+        sha256: sha256_hex(&bytes),
+        training: serde_json::json!({
+            "data": state.data,
+            "split": "POP909 songs with id % 10 not in {0, 5} (0: test, 5: validation)",
+            "steps": state.step,
+            "options": state.options,
+            "final_valid_loss": state.valid_loss,
+            "command": args.command,
+        }),
+        metrics,
+        binarize,
+    };
+    if args.default {
+        for m in manifest.models.iter_mut().filter(|m| m.task == entry.task) {
+            m.default = false;
+        }
+    }
+    manifest.models.retain(|m| m.name != entry.name);
+    manifest.models.push(entry);
+    std::fs::write(dir.join(&file), &bytes)
+        .map_err(|e| format!("cannot write {}: {e}", dir.join(&file).display()))?;
+    let text = serde_json::to_string_pretty(&manifest).expect("manifest serialises");
+    std::fs::write(&args.manifest, text + "\n")
+        .map_err(|e| format!("cannot write {}: {e}", args.manifest.display()))?;
+    eprintln!(
+        "shipped {} ({} parameters, {} bytes) as {}",
+        args.run.display(),
+        model.parameters(),
+        bytes.len(),
+        dir.join(&file).display()
+    );
+    Ok(())
+}

@@ -1,0 +1,515 @@
+//! `pianoformer train`: trains a model of either task on POP909, a folder of MIDI files or one
+//! file, with a progress bar (loss, steps/s, ETA), a JSONL log, checkpoints every so often and
+//! `--resume` after an interruption. The output folder holds `config.json` (the model config),
+//! `model.bpk` (weights), `optim.bpk` (Adam's state), `run.json` (options, step, data) and
+//! `log.jsonl`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use pianoformer::device::{self, Preference};
+use pianoformer::model::config::{AttentionKind, PerformerConfig, Task};
+use pianoformer::model::pe::{PeConfig, PeKind, StructureLevel};
+use pianoformer::music::tokens::VOCAB_SIZE;
+use pianoformer::train::session::{Checkpoint, RunOptions, RunState, Session};
+use pianoformer::train::sources::{self, Parts};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// accompaniment (melody + bridge + labels → piano roll) or continuation (REMI tokens).
+    #[arg(long)]
+    pub task: String,
+    /// The POP909 folder, a folder of MIDI files, or one MIDI file.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Folder for the checkpoint, config and log (created if missing).
+    #[arg(long, short)]
+    pub out: PathBuf,
+    /// Model size: tiny (tests, minutes) or small (shipped).
+    #[arg(long, default_value = "small")]
+    pub preset: String,
+    /// Positional encoding: none, ape, cape, sine_spe, conv_spe, fstripe, fstripe_sff.
+    #[arg(long, default_value = "sine_spe")]
+    pub pe: String,
+    /// Gate the SPE (eqs. 23–25).
+    #[arg(long)]
+    pub gated: bool,
+    /// F-StrIPE structure levels, comma-separated: melody, chord, phrase, position.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "melody,chord,phrase,position"
+    )]
+    pub levels: Vec<String>,
+    /// softmax: exact attention instead of the Performer's linear attention.
+    #[arg(long, default_value = "linear")]
+    pub attention: String,
+    /// A model config JSON to use instead of --preset/--pe/--gated/--levels/--attention.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    #[arg(long)]
+    pub steps: Option<usize>,
+    #[arg(long)]
+    pub batch: Option<usize>,
+    /// Grid steps (accompaniment; 16 per 4/4 bar) or tokens (continuation) per window.
+    #[arg(long)]
+    pub window: Option<usize>,
+    #[arg(long)]
+    pub lr: Option<f64>,
+    #[arg(long)]
+    pub warmup: Option<usize>,
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Validate every this many steps.
+    #[arg(long)]
+    pub eval_every: Option<usize>,
+    /// Save a checkpoint every this many steps (and at the end).
+    #[arg(long, default_value_t = 100)]
+    pub checkpoint_every: usize,
+    /// Continue the run saved in --out (its options and data path are kept; --steps may
+    /// lengthen it).
+    #[arg(long)]
+    pub resume: bool,
+    /// Stop (with a checkpoint) after this many steps in this invocation, as an interruption
+    /// would; `--resume` goes on. For time-boxed sessions.
+    #[arg(long)]
+    pub stop_after: Option<usize>,
+    /// Read at most this many songs per split (quick runs).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// cpu, gpu or auto.
+    #[arg(long, default_value = "cpu")]
+    pub backend: String,
+}
+
+pub fn parse_task(s: &str) -> Result<Task, String> {
+    match s {
+        "accompaniment" => Ok(Task::Accompaniment),
+        "continuation" => Ok(Task::Continuation),
+        _ => Err(format!(
+            "unknown task `{s}`: use accompaniment or continuation"
+        )),
+    }
+}
+
+pub fn parse_pe(s: &str) -> Result<PeKind, String> {
+    let all = [
+        PeKind::None,
+        PeKind::Ape,
+        PeKind::Cape,
+        PeKind::SineSpe,
+        PeKind::ConvSpe,
+        PeKind::Fstripe,
+        PeKind::FstripeSff,
+    ];
+    all.into_iter()
+        .find(|k| k.name() == s.replace('-', "_"))
+        .ok_or_else(|| {
+            let names: Vec<&str> = all.iter().map(|k| k.name()).collect();
+            format!(
+                "unknown positional encoding `{s}`: use one of {}",
+                names.join(", ")
+            )
+        })
+}
+
+pub fn parse_levels(names: &[String]) -> Result<Vec<StructureLevel>, String> {
+    names
+        .iter()
+        .filter(|n| !n.is_empty())
+        .map(|n| match n.as_str() {
+            "melody" => Ok(StructureLevel::Melody),
+            "chord" | "chords" => Ok(StructureLevel::Chord),
+            "phrase" | "phrases" => Ok(StructureLevel::Phrase),
+            "position" | "beat" | "bar" => Ok(StructureLevel::Position),
+            _ => Err(format!(
+                "unknown structure level `{n}`: use melody, chord, phrase or position"
+            )),
+        })
+        .collect()
+}
+
+fn model_config(args: &Args, task: Task) -> Result<PerformerConfig, String> {
+    if let Some(path) = &args.config {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the config {}: {e}", path.display()))?;
+        let config: PerformerConfig = serde_json::from_str(&text)
+            .map_err(|e| format!("{} is not a model config: {e}", path.display()))?;
+        if config.task != task {
+            return Err(format!(
+                "{} is a {:?} config, but --task is {}",
+                path.display(),
+                config.task,
+                args.task
+            ));
+        }
+        config.validate_for(VOCAB_SIZE)?;
+        return Ok(config);
+    }
+    let kind = parse_pe(&args.pe)?;
+    let mut pe = PeConfig::new(kind).with_gate(args.gated);
+    if pe.is_structural() {
+        if task == Task::Continuation {
+            return Err(
+                "F-StrIPE reads per-step structure labels, which only the accompaniment task has"
+                    .into(),
+            );
+        }
+        pe = pe.with_levels(&parse_levels(&args.levels)?);
+    }
+    let config = match args.preset.as_str() {
+        "tiny" => PerformerConfig::tiny(task, VOCAB_SIZE, pe),
+        "small" => PerformerConfig::small(task, VOCAB_SIZE, pe),
+        other => return Err(format!("unknown preset `{other}`: use tiny or small")),
+    };
+    let attention = match args.attention.as_str() {
+        "linear" => AttentionKind::Linear,
+        "softmax" => AttentionKind::Softmax,
+        other => {
+            return Err(format!(
+                "unknown attention `{other}`: use linear or softmax"
+            ));
+        }
+    };
+    let config = config.with_attention(attention);
+    config.validate()?;
+    Ok(config)
+}
+
+fn run_options(args: &Args, task: Task) -> RunOptions {
+    let mut o = RunOptions::defaults(task);
+    if let Some(v) = args.steps {
+        o.steps = v;
+    }
+    if let Some(v) = args.batch {
+        o.batch = v;
+    }
+    if let Some(v) = args.window {
+        o.window = v;
+    }
+    if let Some(v) = args.lr {
+        o.peak_lr = v;
+    }
+    if let Some(v) = args.warmup {
+        o.warmup = v;
+    }
+    if let Some(v) = args.seed {
+        o.seed = v;
+    }
+    if let Some(v) = args.eval_every {
+        o.eval_every = v;
+    }
+    o
+}
+
+/// Writes `bytes` to `path` through a temporary file, so an interruption never leaves a
+/// half-written checkpoint.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+fn save(out: &Path, checkpoint: &mut Checkpoint, args: &Args) -> Result<(), String> {
+    checkpoint.state.data_path = Some(args.data.display().to_string());
+    checkpoint.state.limit = args.limit;
+    // Weights first, run.json last: run.json names a step whose weights are on disk.
+    write_atomic(&out.join("model.bpk"), &checkpoint.model)?;
+    write_atomic(&out.join("optim.bpk"), &checkpoint.optim)?;
+    let config = serde_json::to_vec_pretty(&checkpoint.state.config).expect("config serialises");
+    write_atomic(&out.join("config.json"), &config)?;
+    let state = serde_json::to_vec_pretty(&checkpoint.state).expect("state serialises");
+    write_atomic(&out.join("run.json"), &state)
+}
+
+/// Reads the checkpoint in `out`.
+pub fn load_checkpoint(out: &Path) -> Result<Checkpoint, String> {
+    let read = |name: &str| {
+        std::fs::read(out.join(name)).map_err(|e| {
+            format!(
+                "{} holds no complete checkpoint ({name}: {e})",
+                out.display()
+            )
+        })
+    };
+    let state: RunState = serde_json::from_slice(&read("run.json")?)
+        .map_err(|e| format!("{}: run.json is damaged: {e}", out.display()))?;
+    Ok(Checkpoint {
+        state,
+        model: read("model.bpk")?,
+        optim: read("optim.bpk")?,
+    })
+}
+
+struct Log {
+    file: std::fs::File,
+}
+
+impl Log {
+    fn open(path: &Path, truncate_after: Option<usize>) -> Result<Self, String> {
+        // On resume, drop the lines written after the checkpoint (they will be redone).
+        if let Some(step) = truncate_after
+            && let Ok(text) = std::fs::read_to_string(path)
+        {
+            let kept: String = text
+                .lines()
+                .filter(|l| {
+                    serde_json::from_str::<serde_json::Value>(l)
+                        .ok()
+                        .and_then(|v| v.get("step").and_then(|s| s.as_u64()))
+                        .is_some_and(|s| s as usize <= step)
+                })
+                .map(|l| format!("{l}\n"))
+                .collect();
+            write_atomic(path, kept.as_bytes())?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        Ok(Self { file })
+    }
+
+    fn write(&mut self, value: serde_json::Value) -> Result<(), String> {
+        writeln!(self.file, "{value}").map_err(|e| format!("cannot write the log: {e}"))
+    }
+}
+
+fn backend_name(info: &device::BackendInfo) -> String {
+    if info.adapter.is_empty() {
+        info.api.clone()
+    } else {
+        format!("{} ({})", info.api, info.adapter)
+    }
+}
+
+pub fn run(args: Args) -> Result<(), String> {
+    let task = parse_task(&args.task)?;
+    let out = args.out.clone();
+    let preference: Preference = args.backend.parse().map_err(|e| format!("{e}"))?;
+    let backend = pollster::block_on(device::init(preference)).map_err(|e| format!("{e}"))?;
+    let device = backend.device.clone().autodiff();
+
+    let existing = out.join("run.json").exists();
+    if existing && !args.resume {
+        return Err(format!(
+            "{} already holds a training run: pass --resume to continue it, or choose another --out",
+            out.display()
+        ));
+    }
+    let resumed = if args.resume {
+        if !existing {
+            return Err(format!(
+                "there is no run to resume in {} (no run.json)",
+                out.display()
+            ));
+        }
+        let mut checkpoint = load_checkpoint(&out)?;
+        if checkpoint.state.config.task != task {
+            return Err(format!(
+                "{} holds a {:?} run, but --task is {}",
+                out.display(),
+                checkpoint.state.config.task,
+                args.task
+            ));
+        }
+        if let Some(steps) = args.steps {
+            checkpoint.state.options.steps = steps;
+        }
+        let given = args.data.display().to_string();
+        if let Some(path) = &checkpoint.state.data_path
+            && *path != given
+        {
+            return Err(format!(
+                "this run was trained on --data {path}; resume it with the same data (given: {given})"
+            ));
+        }
+        if checkpoint.state.limit != args.limit {
+            return Err(format!(
+                "this run was trained with --limit {:?}; resume it with the same limit",
+                checkpoint.state.limit
+            ));
+        }
+        Some(checkpoint)
+    } else {
+        None
+    };
+
+    let started = Instant::now();
+    let loaded = sources::load(&args.data, Parts::ALL, args.limit)?;
+    eprintln!(
+        "data: {} in {:.1} s",
+        loaded.description,
+        started.elapsed().as_secs_f64()
+    );
+    for s in loaded.skipped.iter().take(5) {
+        eprintln!("skipped {s}");
+    }
+    if loaded.skipped.len() > 5 {
+        eprintln!("… and {} more skipped", loaded.skipped.len() - 5);
+    }
+    let description = format!("{} at {}", loaded.description, args.data.display());
+
+    let mut session = match resumed {
+        Some(checkpoint) => {
+            let step = checkpoint.state.step;
+            let s = Session::resume(checkpoint, loaded.train, &loaded.valid, &device)?;
+            eprintln!("resuming at step {step} of {}", s.options.steps);
+            s
+        }
+        None => {
+            let config = model_config(&args, task)?;
+            let options = run_options(&args, task);
+            std::fs::create_dir_all(&out)
+                .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+            Session::new(
+                &config,
+                options,
+                loaded.train,
+                &loaded.valid,
+                description,
+                &device,
+            )?
+        }
+    };
+    let config = session.trainer.model.config.clone();
+    eprintln!(
+        "model: {:?}, {} positional encoding{}, {} parameters, on {}",
+        config.task,
+        config.pe.kind.name(),
+        if config.pe.is_structural() {
+            format!(" over {:?}", config.pe.levels)
+        } else {
+            String::new()
+        },
+        session.trainer.model.parameters(),
+        backend_name(&backend.info)
+    );
+    eprintln!(
+        "run: {} steps of {} windows × {}, validation on {} windows",
+        session.options.steps,
+        session.options.batch,
+        session.options.window,
+        session.validation_windows()
+    );
+    let mut log = Log::open(&out.join("log.jsonl"), Some(session.step()))?;
+    if session.step() == 0 {
+        log.write(serde_json::json!({
+            "event": "start",
+            "step": 0,
+            "config": config,
+            "options": session.options,
+            "data": session.data,
+            "backend": backend_name(&backend.info),
+            "parameters": session.trainer.model.parameters(),
+        }))?;
+        save(
+            &out,
+            &mut session.checkpoint().map_err(|e| e.to_string())?,
+            &args,
+        )?;
+    }
+
+    let total = session.options.steps as u64;
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("{wide_bar} {pos}/{len} loss {msg} {per_sec} eta {eta}")
+            .expect("valid template"),
+    );
+    bar.set_position(session.step() as u64);
+    bar.reset_eta();
+    let hidden = bar.is_hidden();
+    let run_started = Instant::now();
+    let first_step = session.step();
+    let mut smoothed: Option<f32> = None;
+    while !session.is_done() {
+        if args
+            .stop_after
+            .is_some_and(|n| session.step() - first_step >= n)
+        {
+            save(
+                &out,
+                &mut session.checkpoint().map_err(|e| e.to_string())?,
+                &args,
+            )?;
+            bar.finish_and_clear();
+            eprintln!(
+                "stopped at step {} of {} as asked; continue with --resume",
+                session.step(),
+                session.options.steps
+            );
+            return Ok(());
+        }
+        let step_started = Instant::now();
+        let loss = pollster::block_on(session.train_step()).map_err(|e| {
+            format!(
+                "step {}: {e} (the last checkpoint in {} is intact)",
+                session.step() + 1,
+                out.display()
+            )
+        })?;
+        let step = session.step();
+        smoothed = Some(smoothed.map_or(loss, |s| 0.95 * s + 0.05 * loss));
+        let lr = session.trainer.schedule.lr(step - 1);
+        log.write(serde_json::json!({
+            "step": step,
+            "loss": loss,
+            "lr": lr,
+            "ms": step_started.elapsed().as_secs_f64() * 1e3,
+        }))?;
+        bar.set_message(format!("{:.4}", smoothed.unwrap_or(loss)));
+        bar.set_position(step as u64);
+        let done = (step - first_step) as f64;
+        let rate = done / run_started.elapsed().as_secs_f64().max(1e-9);
+        if session.validates_after(step) {
+            let valid = pollster::block_on(session.validate())
+                .map_err(|e| format!("validation at step {step}: {e}"))?;
+            if let Some(v) = valid {
+                log.write(serde_json::json!({"step": step, "valid_loss": v}))?;
+                let line = format!(
+                    "step {step}: train loss {:.4}, validation loss {v:.4}, {rate:.2} steps/s",
+                    smoothed.unwrap_or(loss)
+                );
+                if hidden {
+                    eprintln!("{line}");
+                } else {
+                    bar.println(line);
+                }
+            }
+        } else if hidden && (step % 50 == 0 || step == 1) {
+            let eta = (session.options.steps - step) as f64 / rate.max(1e-9);
+            eprintln!(
+                "step {step}/{}: loss {:.4}, {rate:.2} steps/s, eta {:.0} s",
+                session.options.steps,
+                smoothed.unwrap_or(loss),
+                eta
+            );
+        }
+        if step % args.checkpoint_every.max(1) == 0 || session.is_done() {
+            save(
+                &out,
+                &mut session.checkpoint().map_err(|e| e.to_string())?,
+                &args,
+            )?;
+        }
+    }
+    bar.finish_and_clear();
+    let seconds = run_started.elapsed().as_secs_f64();
+    log.write(serde_json::json!({
+        "event": "end",
+        "step": session.step(),
+        "seconds": seconds,
+        "valid_loss": session.valid_loss,
+    }))?;
+    eprintln!(
+        "done: {} steps in {:.0} s; the model is in {}",
+        session.step() - first_step,
+        seconds,
+        out.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,407 @@
+//! Pieces of music ready for training, and the batches drawn from them: windows of rolls and
+//! labels for accompaniment, windows of REMI tokens for continuation, each with random crops
+//! on bar lines and random transposition. Nothing here touches files or tensors, so the page
+//! builds the same batches from the user's own MIDI files.
+
+use std::ops::Range;
+
+use rand::RngExt;
+use rand::rngs::StdRng;
+
+use super::data::{Example, example};
+use crate::music::grid::Grid;
+use crate::music::labels::{StepLabels, StructureLevel};
+use crate::music::midi::{Note, Song};
+use crate::music::roll::{MultiRoll, PianoRoll, Role};
+use crate::music::tokens::{self, STEPS_PER_BEAT, Token};
+
+/// One song as training reads it.
+#[derive(Clone, Debug)]
+pub struct Piece {
+    pub name: String,
+    pub grid: Grid,
+    pub rolls: MultiRoll,
+    pub labels: StepLabels,
+    /// Steps whose labels are trustworthy (POP909: the annotated span); crops stay inside.
+    pub range: Range<usize>,
+    /// The whole song as REMI token ids (every track merged, chords and tempo included).
+    pub tokens: Vec<u32>,
+    /// Indices of the `Bar` tokens: where token windows may start.
+    pub token_bars: Vec<usize>,
+}
+
+impl Piece {
+    /// A piece from rolls and labels already placed on `grid`; the tokens encode `notes`
+    /// (every track) with the labels' chords and `song`'s tempo map.
+    pub fn new(
+        name: String,
+        song: &Song,
+        grid: Grid,
+        rolls: MultiRoll,
+        labels: StepLabels,
+        range: Range<usize>,
+    ) -> Result<Self, String> {
+        let notes: Vec<Note> = song
+            .tracks
+            .iter()
+            .filter(|t| !t.is_drums())
+            .flat_map(|t| t.notes.iter().copied())
+            .collect();
+        let tokens: Vec<u32> = tokens::encode(&notes, &grid, &labels.beat_chords(), &song.tempos)
+            .map_err(|e| format!("{name}: {e}"))?
+            .into_iter()
+            .map(Token::id)
+            .collect();
+        let token_bars = tokens
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| **t == Token::Bar.id())
+            .map(|(i, _)| i)
+            .collect();
+        Ok(Self {
+            name,
+            grid,
+            rolls,
+            labels,
+            range,
+            tokens,
+            token_bars,
+        })
+    }
+
+    /// A piece from any MIDI file: tracks named MELODY / BRIDGE / PIANO (as POP909 and this
+    /// project's own files name them) keep their roles; otherwise the track that looks like a
+    /// melody is the melody and every other pitched track is the accompaniment. Chords and
+    /// phrases are detected.
+    pub fn from_song(name: String, song: &Song) -> Result<Self, String> {
+        let grid = Grid::for_song(song, STEPS_PER_BEAT);
+        if grid.num_steps() == 0 {
+            return Err(format!("{name}: the file holds no notes"));
+        }
+        let (labels, melody_track) = StepLabels::detect(song, &grid);
+        let named: Vec<(Role, &[Note])> = song
+            .tracks
+            .iter()
+            .filter_map(|t| Role::from_track_name(&t.name).map(|r| (r, &t.notes[..])))
+            .collect();
+        let rolls = if named.iter().any(|(r, _)| *r == Role::Melody) {
+            MultiRoll::from_tracks(named, &grid)
+        } else {
+            let mut rolls = MultiRoll::new(grid.num_steps());
+            let mut piano: Vec<Note> = Vec::new();
+            for (i, t) in song.tracks.iter().enumerate() {
+                if t.is_drums() {
+                    continue;
+                }
+                if Some(i) == melody_track {
+                    rolls.melody = PianoRoll::from_notes(&t.notes, &grid);
+                } else {
+                    piano.extend(t.notes.iter().copied());
+                }
+            }
+            rolls.piano = PianoRoll::from_notes(&piano, &grid);
+            rolls
+        };
+        let range = 0..grid.num_steps();
+        Self::new(name, song, grid, rolls, labels, range)
+    }
+
+    /// Where windows of `len` steps may start: the grid's bar lines inside the usable range
+    /// that leave a whole window in it (the range's start when it is shorter than a window).
+    pub fn crop_starts(&self, len: usize) -> Vec<usize> {
+        bar_crop_starts(&self.grid, &self.range, len)
+    }
+
+    /// Whether the piece has an accompaniment to learn from and a melody to learn it from.
+    pub fn has_accompaniment(&self) -> bool {
+        let any = |r: &PianoRoll| (0..r.num_steps).any(|s| (0..128).any(|p| r.onset(s, p)));
+        any(&self.rolls.melody) && any(&self.rolls.piano)
+    }
+}
+
+/// The bar lines of `grid` inside `range` that leave a whole window of `len` steps in it, or
+/// the range's start when none does.
+pub fn bar_crop_starts(grid: &Grid, range: &Range<usize>, len: usize) -> Vec<usize> {
+    let last = range.end.saturating_sub(len).max(range.start);
+    let starts: Vec<usize> = (0..grid.num_bars())
+        .map(|b| grid.bar_steps(b).start)
+        .filter(|s| (range.start..=last).contains(s))
+        .collect();
+    if starts.is_empty() {
+        vec![range.start]
+    } else {
+        starts
+    }
+}
+
+/// A batch's worth of windows, for either task.
+#[derive(Clone, Debug)]
+pub enum Batch {
+    /// Accompaniment windows (all of one length).
+    Rolls(Vec<Example>),
+    /// Token windows of `len + 1` ids: inputs are the first `len`, targets the last `len`.
+    Tokens(Vec<Vec<u32>>),
+}
+
+impl Batch {
+    pub fn len(&self) -> usize {
+        match self {
+            Batch::Rolls(e) => e.len(),
+            Batch::Tokens(t) => t.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Token ids transposed by `semitones` (pitches and chord roots), or `None` when a pitch would
+/// leave the keyboard.
+pub fn transpose_tokens(ids: &[u32], semitones: i32) -> Option<Vec<u32>> {
+    ids.iter()
+        .map(|&id| match Token::from_id(id) {
+            Some(Token::Pitch(p)) => {
+                let q = p as i32 + semitones;
+                (0..128).contains(&q).then(|| Token::Pitch(q as u8).id())
+            }
+            Some(Token::Chord(Some(mut c))) => {
+                c.root = (c.root as i32 + semitones).rem_euclid(12) as u8;
+                Some(Token::Chord(Some(c)).id())
+            }
+            _ => Some(id),
+        })
+        .collect()
+}
+
+/// What a window of the accompaniment task looks like.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WindowSpec {
+    /// Grid steps (accompaniment) or tokens (continuation) per window.
+    pub len: usize,
+    /// Transpositions are drawn from `-max_shift ..= max_shift` semitones.
+    pub max_shift: i32,
+    /// F-StrIPE's structure levels (their coordinates go with each accompaniment window).
+    pub levels: Vec<StructureLevel>,
+}
+
+/// The pieces a run trains or validates on.
+#[derive(Clone, Debug, Default)]
+pub struct Corpus {
+    pub pieces: Vec<Piece>,
+}
+
+impl Corpus {
+    /// Pieces usable for accompaniment windows.
+    fn accompaniment_pieces(&self) -> Vec<&Piece> {
+        self.pieces
+            .iter()
+            .filter(|p| p.has_accompaniment() && !p.range.is_empty())
+            .collect()
+    }
+
+    /// Pieces with at least `len + 1` tokens after some bar line.
+    fn token_pieces(&self, len: usize) -> Vec<&Piece> {
+        self.pieces
+            .iter()
+            .filter(|p| {
+                p.token_bars
+                    .first()
+                    .is_some_and(|&b| p.tokens.len() >= b + len + 1)
+            })
+            .collect()
+    }
+
+    /// Checks that batches can be drawn for `task` windows of `spec.len`, in words.
+    pub fn check(&self, continuation: bool, spec: &WindowSpec) -> Result<(), String> {
+        if self.pieces.is_empty() {
+            return Err("no pieces to train on".into());
+        }
+        if continuation {
+            if self.token_pieces(spec.len).is_empty() {
+                let longest = self
+                    .pieces
+                    .iter()
+                    .map(|p| p.tokens.len())
+                    .max()
+                    .unwrap_or(0);
+                return Err(format!(
+                    "no piece is long enough for windows of {} tokens (the longest has {longest})",
+                    spec.len
+                ));
+            }
+        } else if self.accompaniment_pieces().is_empty() {
+            return Err(
+                "no piece has both a melody and an accompaniment to learn (name the tracks \
+                 MELODY and PIANO, or give files with a clear melody track and other parts)"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// `batch` random windows: a random piece, a crop starting on a bar line, a transposition.
+    pub fn sample(
+        &self,
+        continuation: bool,
+        spec: &WindowSpec,
+        batch: usize,
+        rng: &mut StdRng,
+    ) -> Batch {
+        if continuation {
+            let pieces = self.token_pieces(spec.len);
+            let windows = (0..batch)
+                .map(|_| {
+                    let p = pieces[rng.random_range(0..pieces.len())];
+                    let starts: Vec<usize> = p
+                        .token_bars
+                        .iter()
+                        .copied()
+                        .filter(|&b| b + spec.len < p.tokens.len())
+                        .collect();
+                    let start = starts[rng.random_range(0..starts.len())];
+                    let window = &p.tokens[start..start + spec.len + 1];
+                    let shift = if spec.max_shift > 0 {
+                        rng.random_range(-spec.max_shift..=spec.max_shift)
+                    } else {
+                        0
+                    };
+                    transpose_tokens(window, shift).unwrap_or_else(|| window.to_vec())
+                })
+                .collect();
+            Batch::Tokens(windows)
+        } else {
+            let pieces = self.accompaniment_pieces();
+            let windows = (0..batch)
+                .map(|_| {
+                    let p = pieces[rng.random_range(0..pieces.len())];
+                    let starts = p.crop_starts(spec.len);
+                    let start = starts[rng.random_range(0..starts.len())];
+                    let shift = if spec.max_shift > 0 {
+                        rng.random_range(-spec.max_shift..=spec.max_shift)
+                    } else {
+                        0
+                    };
+                    example(&p.rolls, &p.labels, &spec.levels, start, spec.len, shift)
+                })
+                .collect();
+            Batch::Rolls(windows)
+        }
+    }
+
+    /// Fixed held-out windows, untransposed: from each piece, windows every `stride` bars
+    /// (accompaniment) or every `stride` bar lines (continuation), at most `limit` in all,
+    /// taken round-robin over the pieces so every piece counts. Returned in batches of `batch`.
+    pub fn fixed_windows(
+        &self,
+        continuation: bool,
+        spec: &WindowSpec,
+        stride: usize,
+        limit: usize,
+        batch: usize,
+    ) -> Vec<Batch> {
+        let stride = stride.max(1);
+        let mut per_piece: Vec<Vec<Batch>> = Vec::new();
+        if continuation {
+            for p in self.token_pieces(spec.len) {
+                let starts = p
+                    .token_bars
+                    .iter()
+                    .copied()
+                    .filter(|&b| b + spec.len < p.tokens.len())
+                    .step_by(stride);
+                per_piece.push(
+                    starts
+                        .map(|s| Batch::Tokens(vec![p.tokens[s..s + spec.len + 1].to_vec()]))
+                        .collect(),
+                );
+            }
+        } else {
+            for p in self.accompaniment_pieces() {
+                let starts = p.crop_starts(spec.len).into_iter().step_by(stride);
+                per_piece.push(
+                    starts
+                        .map(|s| {
+                            Batch::Rolls(vec![example(
+                                &p.rolls,
+                                &p.labels,
+                                &spec.levels,
+                                s,
+                                spec.len,
+                                0,
+                            )])
+                        })
+                        .collect(),
+                );
+            }
+        }
+        let mut chosen: Vec<Batch> = Vec::new();
+        let mut round = 0;
+        while chosen.len() < limit && per_piece.iter().any(|w| w.len() > round) {
+            for w in &per_piece {
+                if let Some(b) = w.get(round)
+                    && chosen.len() < limit
+                {
+                    chosen.push(b.clone());
+                }
+            }
+            round += 1;
+        }
+        // Group single windows into batches.
+        let mut out: Vec<Batch> = Vec::new();
+        for b in chosen {
+            match (out.last_mut(), b) {
+                (Some(Batch::Rolls(v)), Batch::Rolls(mut e)) if v.len() < batch => v.append(&mut e),
+                (Some(Batch::Tokens(v)), Batch::Tokens(mut t)) if v.len() < batch => {
+                    v.append(&mut t)
+                }
+                (_, b) => out.push(b),
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::music::chords::{Chord, Quality};
+
+    #[test]
+    fn crops_start_on_bar_lines_after_a_pickup() {
+        // A one-beat pickup, then 4/4 bars: bar lines at steps 0, 4, 20, 36, 52.
+        let beats: Vec<u64> = (0..17).map(|b| b * 480).collect();
+        let grid = Grid::new(beats, 4, vec![0, 1, 5, 9, 13]);
+        assert_eq!(bar_crop_starts(&grid, &(4..68), 32), vec![4, 20, 36]);
+        assert_eq!(
+            bar_crop_starts(&grid, &(4..30), 32),
+            vec![4],
+            "short range: its start"
+        );
+    }
+
+    #[test]
+    fn transposed_tokens_move_pitches_and_roots_and_refuse_to_leave_the_keyboard() {
+        let c = Chord {
+            root: 11,
+            quality: Quality::Maj,
+        };
+        let ids = [
+            Token::Bar.id(),
+            Token::Chord(Some(c)).id(),
+            Token::Pitch(60).id(),
+            Token::Duration(4).id(),
+        ];
+        let up = transpose_tokens(&ids, 2).unwrap();
+        assert_eq!(Token::from_id(up[2]), Some(Token::Pitch(62)));
+        assert_eq!(
+            Token::from_id(up[1]),
+            Some(Token::Chord(Some(Chord {
+                root: 1,
+                quality: Quality::Maj
+            })))
+        );
+        assert_eq!(up[3], ids[3]);
+        assert_eq!(transpose_tokens(&[Token::Pitch(126).id()], 3), None);
+    }
+}

@@ -1,0 +1,337 @@
+//! What a trained model is judged by, and how its outputs become music.
+//!
+//! Accompaniment: the model's onset and sustain probabilities become a piano roll by a
+//! threshold and a gap merge (both chosen on validation data by onset F1), then F-StrIPE's
+//! scores (CS, SSMD, GS, NDD) compare it with the real piano part. Continuation: cross-entropy
+//! per token position, to see whether a model trained on N-token windows still predicts well
+//! at 2N, 3N, 4N (the SPE paper's Figure 3).
+
+use burn::tensor::Device;
+use burn::tensor::activation::sigmoid;
+use serde::{Deserialize, Serialize};
+
+use super::corpus::{Batch, Corpus, WindowSpec};
+use super::data::{Example, example};
+use super::step::{TrainError, stack};
+use crate::model::performer::{Inputs, Performer};
+use crate::music::metrics::{AccompanimentScores, accompaniment_scores};
+use crate::music::roll::{PITCHES, PianoRoll};
+
+/// How probabilities become notes.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Binarize {
+    /// A note starts where the onset probability is above this, and lasts while the sustain
+    /// probability stays above it.
+    pub threshold: f32,
+    /// Sustain dips of at most this many steps inside a note are bridged.
+    pub gap: usize,
+}
+
+impl Default for Binarize {
+    fn default() -> Self {
+        Self {
+            threshold: 0.5,
+            gap: 0,
+        }
+    }
+}
+
+/// The thresholds and gaps tried when choosing on validation data.
+pub const THRESHOLDS: [f32; 10] = [0.02, 0.05, 0.08, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5];
+pub const GAPS: [usize; 3] = [0, 1, 2];
+
+/// A piano roll from onset and sustain probabilities, each `[len, 128]` row-major.
+pub fn binarize(onset: &[f32], sustain: &[f32], len: usize, b: Binarize) -> PianoRoll {
+    let mut roll = PianoRoll::new(len);
+    for p in 0..PITCHES {
+        let mut t = 0;
+        while t < len {
+            if onset[t * PITCHES + p] <= b.threshold {
+                t += 1;
+                continue;
+            }
+            // A note from t: extend while sustained, bridging short dips, until a new onset.
+            roll.set(t, p, true, true, 0);
+            let mut end = t + 1;
+            let mut u = t + 1;
+            while u < len && onset[u * PITCHES + p] <= b.threshold {
+                if sustain[u * PITCHES + p] > b.threshold {
+                    end = u + 1;
+                } else if u - end + 1 > b.gap {
+                    break;
+                }
+                u += 1;
+            }
+            for s in t + 1..end {
+                roll.set(s, p, false, true, 0);
+            }
+            t = end.max(t + 1);
+            // Resume the scan where a new onset may be.
+            while t < u && onset[t * PITCHES + p] <= b.threshold {
+                t += 1;
+            }
+        }
+    }
+    roll
+}
+
+/// Precision, recall and F1 of predicted onsets against the target's, per step and pitch.
+pub fn onset_f1(predicted: &PianoRoll, target: &PianoRoll) -> f64 {
+    let n = predicted.num_steps.min(target.num_steps);
+    let (mut tp, mut fp, mut fn_) = (0usize, 0usize, 0usize);
+    for s in 0..n {
+        for p in 0..PITCHES {
+            match (predicted.onset(s, p), target.onset(s, p)) {
+                (true, true) => tp += 1,
+                (true, false) => fp += 1,
+                (false, true) => fn_ += 1,
+                _ => {}
+            }
+        }
+    }
+    if tp == 0 {
+        return 0.0;
+    }
+    let precision = tp as f64 / (tp + fp) as f64;
+    let recall = tp as f64 / (tp + fn_) as f64;
+    2.0 * precision * recall / (precision + recall)
+}
+
+/// The target piano roll of an example (its onset and sustain planes).
+pub fn target_roll(e: &Example) -> PianoRoll {
+    let mut roll = PianoRoll::new(e.len);
+    for t in 0..e.len {
+        let row = &e.targets[t * 2 * PITCHES..(t + 1) * 2 * PITCHES];
+        for p in 0..PITCHES {
+            let (on, sus) = (row[p] > 0.5, row[PITCHES + p] > 0.5);
+            if on || sus {
+                roll.set(t, p, on, sus, 0);
+            }
+        }
+    }
+    roll
+}
+
+/// Onset and sustain probabilities `[len, 128]` for one example, the whole window in one
+/// parallel pass (any length: the Performer's cost is linear in it).
+pub async fn accompany(
+    model: &Performer,
+    e: &Example,
+    seed: u64,
+    device: &Device,
+) -> Result<(Vec<f32>, Vec<f32>), TrainError> {
+    let (inputs, _, coords) = stack(std::slice::from_ref(e), device);
+    let coords = coords.filter(|_| model.config.pe.is_structural());
+    let mut state = model.start(seed, false, device);
+    let logits = model.forward(Inputs::Rolls(inputs), coords, &mut state, None)?;
+    let probs = sigmoid(logits)
+        .into_data_async()
+        .await
+        .map_err(|err| TrainError::Read(format!("{err:?}")))?
+        .convert::<f32>()
+        .try_into_vec::<f32>()
+        .map_err(|err| TrainError::Read(format!("{err:?}")))?;
+    let (mut onset, mut sustain) = (
+        Vec::with_capacity(e.len * PITCHES),
+        Vec::with_capacity(e.len * PITCHES),
+    );
+    for row in probs.chunks(2 * PITCHES) {
+        onset.extend_from_slice(&row[..PITCHES]);
+        sustain.extend_from_slice(&row[PITCHES..]);
+    }
+    Ok((onset, sustain))
+}
+
+/// Excerpts of `bars` bars (4/4: 16 steps a bar) from each piece with an accompaniment:
+/// non-overlapping, from the start of its annotated span, at most `per_piece` each.
+pub fn excerpts(corpus: &Corpus, spec: &WindowSpec, per_piece: usize) -> Vec<(String, Example)> {
+    let mut out = Vec::new();
+    for p in corpus.pieces.iter().filter(|p| p.has_accompaniment()) {
+        let len = spec.len;
+        let mut next = p.range.start;
+        let mut taken = 0;
+        for start in p.crop_starts(len) {
+            if taken == per_piece || start + len > p.range.end {
+                break;
+            }
+            if start < next {
+                continue;
+            }
+            out.push((
+                format!("{}@{}", p.name, start),
+                example(&p.rolls, &p.labels, &spec.levels, start, len, 0),
+            ));
+            next = start + len;
+            taken += 1;
+        }
+    }
+    out
+}
+
+/// Model outputs for a set of excerpts, kept so thresholds can be swept without rerunning.
+pub struct Predictions {
+    pub items: Vec<(String, Example, Vec<f32>, Vec<f32>)>,
+}
+
+impl Predictions {
+    pub async fn run(
+        model: &Performer,
+        examples: Vec<(String, Example)>,
+        seed: u64,
+        device: &Device,
+    ) -> Result<Self, TrainError> {
+        let mut items = Vec::with_capacity(examples.len());
+        for (name, e) in examples {
+            let (on, sus) = accompany(model, &e, seed, device).await?;
+            items.push((name, e, on, sus));
+        }
+        Ok(Self { items })
+    }
+
+    /// Mean onset F1 with `b`.
+    pub fn onset_f1(&self, b: Binarize) -> f64 {
+        let n = self.items.len().max(1) as f64;
+        self.items
+            .iter()
+            .map(|(_, e, on, sus)| onset_f1(&binarize(on, sus, e.len, b), &target_roll(e)))
+            .sum::<f64>()
+            / n
+    }
+
+    /// The threshold and gap with the best mean onset F1, and that F1.
+    pub fn choose(&self) -> (Binarize, f64) {
+        let mut best = (Binarize::default(), -1.0);
+        for threshold in THRESHOLDS {
+            for gap in GAPS {
+                let b = Binarize { threshold, gap };
+                let f1 = self.onset_f1(b);
+                if f1 > best.1 {
+                    best = (b, f1);
+                }
+            }
+        }
+        best
+    }
+
+    /// F-StrIPE's scores of every excerpt, binarised with `b`.
+    pub fn scores(&self, b: Binarize, steps_per_beat: usize) -> Vec<AccompanimentScores> {
+        self.items
+            .iter()
+            .map(|(_, e, on, sus)| {
+                accompaniment_scores(
+                    &binarize(on, sus, e.len, b),
+                    &target_roll(e),
+                    steps_per_beat,
+                )
+            })
+            .collect()
+    }
+}
+
+/// Cross-entropy per token position over `batches` of windows (all of one length), averaged
+/// over the windows.
+pub async fn position_losses(
+    model: &Performer,
+    batches: &[Batch],
+    seed: u64,
+) -> Result<Vec<f64>, TrainError> {
+    let trainer_like = super::step::Trainer::new(
+        model.clone(),
+        super::step::Schedule {
+            peak_lr: 0.0,
+            warmup: 0,
+            total: 1,
+            final_ratio: 1.0,
+        },
+        1.0,
+        seed,
+    );
+    let mut sum: Vec<f64> = Vec::new();
+    let mut n = 0usize;
+    for batch in batches {
+        let per = trainer_like.evaluate_positions(batch).await?;
+        if sum.is_empty() {
+            sum = vec![0.0; per.len()];
+        }
+        for (s, v) in sum.iter_mut().zip(&per) {
+            *s += *v as f64 * batch.len() as f64;
+        }
+        n += batch.len();
+    }
+    Ok(sum.into_iter().map(|s| s / n.max(1) as f64).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn planes(len: usize, notes: &[(usize, usize, usize, f32)]) -> (Vec<f32>, Vec<f32>) {
+        let mut on = vec![0.0; len * PITCHES];
+        let mut sus = vec![0.0; len * PITCHES];
+        for &(p, start, end, prob) in notes {
+            on[start * PITCHES + p] = prob;
+            for t in start..end {
+                sus[t * PITCHES + p] = prob;
+            }
+        }
+        (on, sus)
+    }
+
+    #[test]
+    fn binarize_starts_notes_at_onsets_and_bridges_short_gaps() {
+        // Pitch 60: onset at 0, sustained to 4, a dip at 4, sustained 5..8.
+        let (on, mut sus) = planes(10, &[(60, 0, 8, 0.9), (64, 2, 3, 0.3)]);
+        sus[4 * PITCHES + 60] = 0.1;
+        let strict = binarize(
+            &on,
+            &sus,
+            10,
+            Binarize {
+                threshold: 0.5,
+                gap: 0,
+            },
+        );
+        assert!(strict.onset(0, 60));
+        assert!(strict.sustain(3, 60) && !strict.sustain(4, 60) && !strict.sustain(5, 60));
+        assert!(!strict.onset(2, 64), "0.3 is under the threshold");
+        let merged = binarize(
+            &on,
+            &sus,
+            10,
+            Binarize {
+                threshold: 0.5,
+                gap: 1,
+            },
+        );
+        assert!(merged.sustain(4, 60) && merged.sustain(7, 60) && !merged.sustain(8, 60));
+        assert!(!merged.onset(5, 60), "one note, not two");
+        let low = binarize(
+            &on,
+            &sus,
+            10,
+            Binarize {
+                threshold: 0.2,
+                gap: 0,
+            },
+        );
+        assert!(low.onset(2, 64) && !low.sustain(3, 64));
+        // A new onset ends the note before it.
+        let (mut on2, sus2) = planes(6, &[(50, 0, 6, 0.9)]);
+        on2[3 * PITCHES + 50] = 0.9;
+        let two = binarize(&on2, &sus2, 6, Binarize::default());
+        assert!(two.onset(0, 50) && two.onset(3, 50) && two.sustain(5, 50));
+    }
+
+    #[test]
+    fn onset_f1_counts_hits_and_misses() {
+        let mut a = PianoRoll::new(4);
+        let mut b = PianoRoll::new(4);
+        a.set(0, 60, true, true, 0);
+        a.set(1, 62, true, true, 0);
+        b.set(0, 60, true, true, 0);
+        b.set(2, 64, true, true, 0);
+        assert!((onset_f1(&a, &b) - 0.5).abs() < 1e-12);
+        assert_eq!(onset_f1(&a, &a), 1.0);
+        assert_eq!(onset_f1(&PianoRoll::new(4), &b), 0.0);
+    }
+}

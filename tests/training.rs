@@ -1,0 +1,363 @@
+//! `pianoformer train`, `generate` and their errors, as a user runs them, on a folder of small
+//! songs written by the project's own MIDI writer (tiny preset: seconds, and the loss must
+//! fall). POP909 runs are in `tests/pop909.rs`.
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use pianoformer::music::chords::{Chord, Quality};
+use pianoformer::music::midi::{Note, Song, TempoChange, Track, read_midi, write_midi};
+
+fn pianoformer() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pianoformer"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "pianoformer-training-{}-{name}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A song in `key`: a I–V–vi–IV progression for `bars` bars, a MELODY track on chord tones
+/// and a PIANO track holding each chord as a block and a bass note.
+fn song(key: u8, bars: u64) -> Song {
+    let ppq = 480u64;
+    let progression = [
+        (0u8, Quality::Maj),
+        (7, Quality::Maj),
+        (9, Quality::Min),
+        (5, Quality::Maj),
+    ];
+    let note = |pitch: u8, start: u64, end: u64| Note {
+        pitch,
+        velocity: 80,
+        start,
+        end,
+        channel: 0,
+    };
+    let (mut melody, mut piano) = (Vec::new(), Vec::new());
+    for bar in 0..bars {
+        let (root, quality) = progression[bar as usize % 4];
+        let chord = Chord {
+            root: (root + key) % 12,
+            quality,
+        };
+        let start = bar * 4 * ppq;
+        piano.push(note(36 + chord.root, start, start + 4 * ppq));
+        for pc in chord.pitch_classes() {
+            piano.push(note(48 + pc, start, start + 2 * ppq));
+            piano.push(note(48 + pc, start + 2 * ppq, start + 4 * ppq));
+        }
+        for (k, pc) in chord.pitch_classes().enumerate() {
+            melody.push(note(
+                72 + pc,
+                start + k as u64 * ppq,
+                start + (k as u64 + 1) * ppq,
+            ));
+        }
+    }
+    let track = |name: &str, notes: Vec<Note>| Track {
+        name: name.into(),
+        program: Some(0),
+        notes,
+        ..Default::default()
+    };
+    Song {
+        ppq: ppq as u16,
+        tempos: vec![TempoChange {
+            tick: 0,
+            micros_per_quarter: 500_000,
+        }],
+        time_signatures: vec![],
+        key_signatures: vec![],
+        tracks: vec![track("MELODY", melody), track("PIANO", piano)],
+    }
+}
+
+/// Ten songs in ten keys (the tenth file is held out for validation).
+fn song_folder(dir: &Path) -> PathBuf {
+    let data = dir.join("songs");
+    std::fs::create_dir_all(&data).unwrap();
+    for key in 0..10u8 {
+        std::fs::write(
+            data.join(format!("song{key:02}.mid")),
+            write_midi(&song(key, 16)),
+        )
+        .unwrap();
+    }
+    data
+}
+
+fn ok(out: &Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+fn fails_plainly(out: &Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success(), "should fail: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.starts_with("error: ") || err.contains("\nerror: "),
+        "{err}"
+    );
+    err
+}
+
+/// The (step, loss) lines of a run's log.
+fn losses(run: &Path) -> Vec<(u64, f64)> {
+    std::fs::read_to_string(run.join("log.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| Some((v["step"].as_u64()?, v["loss"].as_f64()?)))
+        .collect()
+}
+
+fn train(data: &Path, out: &Path, task: &str, extra: &[&str]) -> Output {
+    let window = if task == "accompaniment" { "64" } else { "48" };
+    let mut cmd = pianoformer();
+    cmd.args(["train", "--task", task, "--preset", "tiny", "--batch", "4"]);
+    if !extra.contains(&"--window") {
+        cmd.args(["--window", window]);
+    }
+    cmd.args(["--lr", "3e-3", "--warmup", "5"])
+        .args(["--eval-every", "10", "--checkpoint-every", "10"])
+        .arg("--data")
+        .arg(data)
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .output()
+        .expect("run pianoformer")
+}
+
+#[test]
+fn accompaniment_training_lowers_the_loss_checkpoints_and_generates() {
+    let dir = scratch("accompaniment");
+    let data = song_folder(&dir);
+    let run = dir.join("run");
+    let err = ok(&train(
+        &data,
+        &run,
+        "accompaniment",
+        &[
+            "--pe",
+            "fstripe",
+            "--levels",
+            "chord,position",
+            "--steps",
+            "40",
+        ],
+    ));
+    assert!(err.contains("9 train, 1 validation"), "{err}");
+    let l = losses(&run);
+    assert_eq!(l.len(), 40, "one log line per step");
+    let first: f64 = l[..5].iter().map(|x| x.1).sum::<f64>() / 5.0;
+    let last: f64 = l[35..].iter().map(|x| x.1).sum::<f64>() / 5.0;
+    assert!(last < 0.5 * first, "{first} -> {last}");
+    let log = std::fs::read_to_string(run.join("log.jsonl")).unwrap();
+    assert!(log.contains("valid_loss"), "validation was logged");
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    assert_eq!(state["step"], 40);
+    assert!(state["valid_loss"].as_f64().is_some());
+    for f in ["model.bpk", "optim.bpk", "config.json"] {
+        assert!(run.join(f).is_file(), "{f}");
+    }
+
+    // The same folder again without --resume: refused, nothing overwritten.
+    let before = std::fs::read(run.join("model.bpk")).unwrap();
+    let err = fails_plainly(&train(&data, &run, "accompaniment", &["--steps", "5"]));
+    assert!(err.contains("--resume"), "{err}");
+    assert_eq!(before, std::fs::read(run.join("model.bpk")).unwrap());
+
+    // A melody alone in, a file with a PIANO track out, longer than the training windows.
+    let prompt = dir.join("melody.mid");
+    let mut melody_only = song(2, 24);
+    melody_only.tracks.truncate(1);
+    std::fs::write(&prompt, write_midi(&melody_only)).unwrap();
+    let out_file = dir.join("accompanied.mid");
+    let err = ok(&pianoformer()
+        .args(["generate", "--task", "accompaniment", "--model"])
+        .arg(&run)
+        .arg(&prompt)
+        .arg("-o")
+        .arg(&out_file)
+        .args([
+            "--chords",
+            "D A Bm G",
+            "--phrases",
+            "A8B8A8",
+            "--threshold",
+            "0.3",
+        ])
+        .output()
+        .unwrap());
+    assert!(err.contains("24 bars accompanied"), "{err}");
+    let made = read_midi(&std::fs::read(&out_file).unwrap()).unwrap();
+    let names: Vec<&str> = made.tracks.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["MELODY", "PIANO"]);
+    assert_eq!(made.tracks[0].notes, melody_only.tracks[0].notes);
+    assert!(!made.tracks[1].notes.is_empty(), "the piano plays");
+
+    // Asking the accompaniment run for a continuation is refused in words.
+    let err = fails_plainly(
+        &pianoformer()
+            .args(["generate", "--task", "continuation", "--model"])
+            .arg(&run)
+            .arg(&prompt)
+            .arg("-o")
+            .arg(dir.join("x.mid"))
+            .output()
+            .unwrap(),
+    );
+    assert!(err.contains("Accompaniment model"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_interrupted_run_resumes_exactly_where_it_stopped() {
+    let dir = scratch("resume");
+    let data = song_folder(&dir);
+    let straight = dir.join("straight");
+    let interrupted = dir.join("interrupted");
+    let common = ["--pe", "sine_spe", "--gated", "--steps", "16"];
+    ok(&train(&data, &straight, "accompaniment", &common));
+    let mut first_half = common.to_vec();
+    first_half.extend(["--stop-after", "7"]);
+    let err = ok(&train(&data, &interrupted, "accompaniment", &first_half));
+    assert!(err.contains("stopped at step 7 of 16"), "{err}");
+    let err = ok(&train(&data, &interrupted, "accompaniment", &["--resume"]));
+    assert!(err.contains("resuming at step 7"), "{err}");
+    let (a, b) = (losses(&straight), losses(&interrupted));
+    assert_eq!(a.len(), 16);
+    assert_eq!(b.len(), 16, "the log holds each step once: {b:?}");
+    for ((sa, la), (sb, lb)) in a.iter().zip(&b) {
+        assert_eq!(sa, sb);
+        assert!(
+            (la - lb).abs() <= 1e-4 * la.abs().max(1.0),
+            "step {sa}: {la} straight, {lb} resumed"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn continuation_training_lowers_the_loss_and_generates_past_its_window() {
+    let dir = scratch("continuation");
+    let data = song_folder(&dir);
+    let run = dir.join("run");
+    ok(&train(
+        &data,
+        &run,
+        "continuation",
+        &["--pe", "sine_spe", "--gated", "--steps", "40"],
+    ));
+    let l = losses(&run);
+    let first: f64 = l[..5].iter().map(|x| x.1).sum::<f64>() / 5.0;
+    let last: f64 = l[35..].iter().map(|x| x.1).sum::<f64>() / 5.0;
+    assert!(last < 0.7 * first, "{first} -> {last}");
+
+    let prompt = dir.join("prompt.mid");
+    std::fs::write(&prompt, write_midi(&song(0, 2))).unwrap();
+    let out_file = dir.join("continued.mid");
+    // 300 new tokens: six times the 48-token training window.
+    let err = ok(&pianoformer()
+        .args(["generate", "--task", "continuation", "--model"])
+        .arg(&run)
+        .arg(&prompt)
+        .arg("-o")
+        .arg(&out_file)
+        .args(["--tokens", "300", "--seed", "3"])
+        .output()
+        .unwrap());
+    assert!(err.contains("300 new tokens"), "{err}");
+    let made = read_midi(&std::fs::read(&out_file).unwrap()).unwrap();
+    let prompt_notes = song(0, 2).note_count();
+    assert!(
+        made.note_count() > prompt_notes,
+        "{} notes after a {prompt_notes}-note prompt",
+        made.note_count()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_data_paths_options_and_files_are_plain_errors() {
+    let dir = scratch("errors");
+    let missing = dir.join("nowhere");
+    let err = fails_plainly(&train(&missing, &dir.join("r1"), "accompaniment", &[]));
+    assert!(err.contains("does not exist"), "{err}");
+
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let err = fails_plainly(&train(&empty, &dir.join("r2"), "accompaniment", &[]));
+    assert!(err.contains("holds no .mid files"), "{err}");
+
+    let junk = dir.join("junk");
+    std::fs::create_dir_all(&junk).unwrap();
+    std::fs::write(junk.join("a.mid"), b"not a midi file").unwrap();
+    let err = fails_plainly(&train(&junk, &dir.join("r3"), "accompaniment", &[]));
+    assert!(err.contains("could be used"), "{err}");
+
+    let data = song_folder(&dir);
+    let err = fails_plainly(&train(
+        &data,
+        &dir.join("r4"),
+        "accompaniment",
+        &["--pe", "rope"],
+    ));
+    assert!(err.contains("unknown positional encoding `rope`"), "{err}");
+    let err = fails_plainly(&train(&data, &dir.join("r5"), "melody", &[]));
+    assert!(err.contains("unknown task"), "{err}");
+    let err = fails_plainly(&train(
+        &data,
+        &dir.join("r6"),
+        "continuation",
+        &["--pe", "fstripe"],
+    ));
+    assert!(err.contains("only the accompaniment task"), "{err}");
+    let err = fails_plainly(&train(
+        &data,
+        &dir.join("r7"),
+        "continuation",
+        &["--window", "100000"],
+    ));
+    assert!(err.contains("long enough"), "{err}");
+    let err = fails_plainly(&train(
+        &data,
+        &dir.join("r8"),
+        "accompaniment",
+        &["--resume"],
+    ));
+    assert!(err.contains("no run to resume"), "{err}");
+    let bad_config = dir.join("bad.json");
+    std::fs::write(&bad_config, "{\"task\": \"accompaniment\"}").unwrap();
+    let err = fails_plainly(&train(
+        &data,
+        &dir.join("r9"),
+        "accompaniment",
+        &["--config", bad_config.to_str().unwrap()],
+    ));
+    assert!(err.contains("is not a model config"), "{err}");
+    let err = fails_plainly(
+        &pianoformer()
+            .args(["generate", "--task", "accompaniment", "--model"])
+            .arg(dir.join("r1"))
+            .arg(data.join("song00.mid"))
+            .arg("-o")
+            .arg(dir.join("x.mid"))
+            .output()
+            .unwrap(),
+    );
+    assert!(err.contains("not a model"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Trains, evaluates and reports every model behind reports/ and www/models/, with the
+# project's own CLI on POP909. Re-running it skips finished runs and resumes interrupted ones.
+#
+#   tools/train-models.sh [accompaniment|continuation|all]   (default: all)
+#
+# Environment: POP909 (the data folder, default ../shared/data/pop909), RUNS (where runs go,
+# default runs/), ACC_STEPS / CONT_STEPS (optimiser steps per run), SEEDS (e.g. "0 1 2"),
+# THREADS (CPU threads per run), BIN (the pianoformer binary; built in release when unset).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+what=${1:-all}
+POP909=${POP909:-../shared/data/pop909}
+RUNS=${RUNS:-runs}
+ACC_STEPS=${ACC_STEPS:-1200}
+CONT_STEPS=${CONT_STEPS:-1200}
+SEEDS=${SEEDS:-0}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/pianoformer/target}
+if [ -z "${BIN:-}" ]; then
+  cargo build --release --bin pianoformer
+  BIN=$CARGO_TARGET_DIR/release/pianoformer
+fi
+if [ -n "${THREADS:-}" ]; then export RAYON_NUM_THREADS=$THREADS; fi
+mkdir -p "$RUNS"
+
+# train NAME TASK STEPS ARGS... : trains (or resumes, or skips when finished) one run.
+train() {
+  local name=$1 task=$2 steps=$3; shift 3
+  local out=$RUNS/$name
+  if [ -f "$out/run.json" ]; then
+    local done
+    done=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['step'])" "$out/run.json")
+    if [ "$done" -ge "$steps" ]; then echo "$name: finished ($done steps)"; return; fi
+    echo "$name: resuming at step $done"
+    "$BIN" train --task "$task" --data "$POP909" --out "$out" --resume --steps "$steps" 2>>"$out/stderr.log"
+  else
+    mkdir -p "$out"
+    "$BIN" train --task "$task" --data "$POP909" --out "$out" --steps "$steps" "$@" 2>>"$out/stderr.log"
+  fi
+}
+
+evaluate() {
+  local name=$1 task=$2; shift 2
+  local out=$RUNS/$name
+  if [ "$out/eval.json" -nt "$out/model.bpk" ]; then echo "$name: evaluated"; return; fi
+  "$BIN" eval --task "$task" --model "$out" --data "$POP909" "$@" 2>>"$out/stderr.log"
+}
+
+# The F-StrIPE Table I setting: 16-bar windows (256 steps), tested on 16- and 64-bar excerpts.
+ACC_RUNS=(
+  "acc-nope|--pe none"
+  "acc-sinespe|--pe sine_spe --gated"
+  "acc-fstripe|--pe fstripe --levels melody,chord,phrase,position"
+  "acc-fstripe-c|--pe fstripe --levels chord"
+  "acc-fstripe-sff-c|--pe fstripe_sff --levels chord"
+)
+# The SPE Table 6 / Figure 3 setting: trained on N = 256-token windows, validated up to 4N.
+CONT_RUNS=(
+  "cont-ape|--pe ape"
+  "cont-cape|--pe cape"
+  "cont-sinespe|--pe sine_spe"
+  "cont-sinespe-gated|--pe sine_spe --gated"
+  "cont-convspe|--pe conv_spe"
+  "cont-convspe-gated|--pe conv_spe --gated"
+)
+
+if [ "$what" = all ] || [ "$what" = accompaniment ]; then
+  for seed in $SEEDS; do
+    for r in "${ACC_RUNS[@]}"; do
+      name=${r%%|*}-seed$seed; args=${r#*|}
+      # shellcheck disable=SC2086
+      train "$name" accompaniment "$ACC_STEPS" $args --seed "$seed" --window 256 --batch 8 --eval-every 200
+      evaluate "$name" accompaniment --bars 16,64 --per-song 2
+    done
+  done
+  "$BIN" report "$RUNS"/acc-*-seed* > "$RUNS/accompaniment-table.md"
+fi
+
+if [ "$what" = all ] || [ "$what" = continuation ]; then
+  for seed in $SEEDS; do
+    for r in "${CONT_RUNS[@]}"; do
+      name=${r%%|*}-seed$seed; args=${r#*|}
+      # shellcheck disable=SC2086
+      train "$name" continuation "$CONT_STEPS" $args --seed "$seed" --window 256 --batch 8 --eval-every 200
+      evaluate "$name" continuation --length 1024 --windows 64
+    done
+  done
+  "$BIN" report "$RUNS"/cont-*-seed* --svg "$RUNS/continuation-loss.svg" > "$RUNS/continuation-table.md"
+fi
