@@ -29,6 +29,9 @@ pub struct RunOptions {
     /// The learning rate ends at `peak_lr · final_ratio`.
     pub final_ratio: f64,
     pub clip_norm: f64,
+    /// Accompaniment: weight of sounding notes in the loss (1: plain BCE).
+    #[serde(default = "one")]
+    pub pos_weight: f64,
     /// Random transposition in `-max_shift ..= max_shift` semitones.
     pub max_shift: i32,
     pub seed: u64,
@@ -53,6 +56,7 @@ impl RunOptions {
             warmup: 100,
             final_ratio: 0.05,
             clip_norm: 1.0,
+            pos_weight: 1.0,
             max_shift: 5,
             seed: 0,
             eval_every: 200,
@@ -69,6 +73,9 @@ impl RunOptions {
                 "the learning rate must be positive, not {}",
                 self.peak_lr
             ));
+        }
+        if !(self.pos_weight > 0.0 && self.pos_weight.is_finite()) {
+            return Err("the positive weight must be a positive number".into());
         }
         if !(self.clip_norm > 0.0) {
             return Err("the gradient clipping norm must be positive".into());
@@ -87,6 +94,10 @@ impl RunOptions {
             final_ratio: self.final_ratio,
         }
     }
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 /// What a checkpoint records besides the weights.
@@ -168,7 +179,8 @@ impl Session {
         } else {
             valid.fixed_windows(continuation, &spec, 4, options.eval_windows, options.batch)
         };
-        let trainer = Trainer::new(model, options.schedule(), options.clip_norm, options.seed);
+        let mut trainer = Trainer::new(model, options.schedule(), options.clip_norm, options.seed);
+        trainer.pos_weight = options.pos_weight as f32;
         Ok(Self {
             trainer,
             options,

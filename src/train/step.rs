@@ -39,13 +39,6 @@ impl Schedule {
     }
 }
 
-/// Mean binary cross-entropy of `logits` against 0/1 `targets`, computed stably:
-/// `max(x, 0) − x·y + log(1 + exp(−|x|))`.
-pub fn bce_with_logits<const D: usize>(logits: Tensor<D>, targets: Tensor<D>) -> Tensor<1> {
-    let softplus_neg_abs = logits.clone().abs().neg().exp().add_scalar(1.0).log();
-    (relu(logits.clone()) - logits * targets + softplus_neg_abs).mean()
-}
-
 /// Stacks examples (all of one length) into inputs [batch, len, 512], targets
 /// [batch, len, 256] and coordinates [batch, len, c] (`None` when there are none).
 pub fn stack(examples: &[Example], device: &Device) -> (Tensor<3>, Tensor<3>, Option<Tensor<3>>) {
@@ -94,11 +87,17 @@ pub fn token_nll(logits: Tensor<3>, targets: Tensor<3, Int>) -> Tensor<2> {
 }
 
 /// Per-step BCE of `logits` against `targets`, averaged over the output units: [batch, len].
-pub fn bce_per_step(logits: Tensor<3>, targets: Tensor<3>) -> Tensor<2> {
+/// `pos_weight` scales the loss of the notes that do sound (1: plain BCE), against the
+/// sparsity of piano rolls, where a model otherwise learns the silent prior first:
+/// `(1 − y)·softplus(x) + w·y·softplus(−x)`.
+pub fn bce_per_step(logits: Tensor<3>, targets: Tensor<3>, pos_weight: f32) -> Tensor<2> {
     let softplus_neg_abs = logits.clone().abs().neg().exp().add_scalar(1.0).log();
-    (relu(logits.clone()) - logits * targets + softplus_neg_abs)
-        .mean_dim(2)
-        .squeeze_dim::<2>(2)
+    let softplus = relu(logits.clone()) + softplus_neg_abs;
+    let mut loss = softplus.clone() - logits.clone() * targets.clone();
+    if pos_weight != 1.0 {
+        loss = loss + (softplus - logits) * targets * (pos_weight - 1.0);
+    }
+    loss.mean_dim(2).squeeze_dim::<2>(2)
 }
 
 async fn read_vec<const D: usize>(t: Tensor<D>) -> Result<Vec<f32>, TrainError> {
@@ -133,6 +132,8 @@ pub struct Trainer {
     pub optim: ModuleOptimizer,
     pub schedule: Schedule,
     pub step: usize,
+    /// Accompaniment: weight of sounding notes in the loss (see [`bce_per_step`]).
+    pub pos_weight: f32,
     /// Seeds the SPE codes and random features of each step (a fresh draw per step).
     pub seed: u64,
 }
@@ -146,6 +147,7 @@ impl Trainer {
             optim,
             schedule,
             step: 0,
+            pos_weight: 1.0,
             seed,
         }
     }
@@ -164,7 +166,7 @@ impl Trainer {
                 let logits =
                     self.model
                         .forward(Inputs::Rolls(inputs), coords, &mut state, augment)?;
-                bce_per_step(logits, targets)
+                bce_per_step(logits, targets, self.pos_weight)
             }
             Batch::Tokens(windows) => {
                 let (inputs, targets) = stack_tokens(windows, &device);

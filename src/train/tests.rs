@@ -7,7 +7,7 @@ use rand::rngs::StdRng;
 
 use super::corpus::Batch;
 use super::data::{crop_starts, random_example};
-use super::step::{Schedule, Trainer, bce_with_logits};
+use super::step::{Schedule, Trainer, bce_per_step};
 use crate::model::config::{PerformerConfig, Task};
 use crate::model::pe::{PeConfig, PeKind, StructureLevel};
 use crate::model::performer::Performer;
@@ -68,15 +68,28 @@ fn song(key: u8, bars: u64) -> (Grid, MultiRoll, StepLabels) {
 }
 
 #[test]
-fn bce_matches_the_formula_and_stays_finite() {
+fn bce_matches_the_formula_stays_finite_and_weights_sounding_notes() {
     let device = Device::flex();
-    let x = burn::tensor::Tensor::<1>::from_floats([0.0, 2.0, -3.0, 80.0, -80.0], &device);
-    let y = burn::tensor::Tensor::<1>::from_floats([1.0, 0.0, 1.0, 1.0, 0.0], &device);
-    let got = bce_with_logits(x, y).into_scalar_async();
-    let got: f32 = block_on(got).unwrap();
+    let xs = [0.0f32, 2.0, -3.0, 80.0, -80.0];
+    let ys = [1.0f32, 0.0, 1.0, 1.0, 0.0];
+    let t = |v: [f32; 5]| {
+        burn::tensor::Tensor::<3>::from_data(
+            burn::tensor::TensorData::new(v.to_vec(), vec![1, 1, 5]),
+            &device,
+        )
+    };
     let sig = |v: f64| 1.0 / (1.0 + (-v).exp());
-    let expected = (-(sig(0.0).ln()) - (1.0 - sig(2.0)).ln() - sig(-3.0).ln() + 0.0 + 0.0) / 5.0;
-    assert!((got as f64 - expected).abs() < 1e-5, "{got} {expected}");
+    for w in [1.0f32, 3.0] {
+        let got = bce_per_step(t(xs), t(ys), w).into_scalar_async();
+        let got: f32 = block_on(got).unwrap();
+        let expected =
+            (-(w as f64) * sig(0.0).ln() - (1.0 - sig(2.0)).ln() - (w as f64) * sig(-3.0).ln())
+                / 5.0;
+        assert!(
+            (got as f64 - expected).abs() < 1e-5,
+            "w {w}: {got} {expected}"
+        );
+    }
 }
 
 #[test]

@@ -302,10 +302,10 @@ pub fn report(runs: &[PathBuf], svg: Option<&Path>) -> Result<(), String> {
                 let b = &es[0]["binarize"];
                 let _ = writeln!(
                     out,
-                    "| {name} | {} | {} | {} / {} | {} | {} | {} | {} | {} |",
+                    "| {name} | {} | {} | {:.2} / {} | {} | {} | {} | {} | {} |",
                     es.len(),
                     es[0]["steps"],
-                    b["threshold"],
+                    b["threshold"].as_f64().unwrap_or(f64::NAN),
                     b["gap"],
                     pm(metric("cs"), 3),
                     pm(metric("ssmd"), 2),

@@ -62,6 +62,10 @@ pub struct Args {
     pub warmup: Option<usize>,
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Accompaniment: weight of sounding notes in the loss (1: plain BCE; piano rolls are
+    /// sparse, and a weight of 5–10 gets a model past the silent prior sooner).
+    #[arg(long)]
+    pub pos_weight: Option<f64>,
     /// Validate every this many steps.
     #[arg(long)]
     pub eval_every: Option<usize>,
@@ -200,6 +204,9 @@ fn run_options(args: &Args, task: Task) -> RunOptions {
     }
     if let Some(v) = args.eval_every {
         o.eval_every = v;
+    }
+    if let Some(v) = args.pos_weight {
+        o.pos_weight = v;
     }
     o
 }
