@@ -2,11 +2,11 @@
 # Trains, evaluates and reports every model behind reports/ and www/models/, with the
 # project's own CLI on POP909. Re-running it skips finished runs and resumes interrupted ones.
 #
-#   tools/train-models.sh [accompaniment|continuation|all]   (default: all)
+#   tools/train-models.sh [accompaniment|continuation|accompaniment-long|all]   (default: all)
 #
 # Environment: POP909 (the data folder, default ../shared/data/pop909), RUNS (where runs go,
 # default runs/), ACC_STEPS / CONT_STEPS (optimiser steps per run), SEEDS (e.g. "0 1 2"),
-# THREADS (CPU threads per run), BIN (the pianoformer binary; built in release when unset).
+# LONG_STEPS (the longer accompaniment run), THREADS (CPU threads per run), BIN (the pianoformer binary; built in release when unset).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +14,7 @@ what=${1:-all}
 POP909=${POP909:-../shared/data/pop909}
 RUNS=${RUNS:-runs}
 ACC_STEPS=${ACC_STEPS:-1200}
+LONG_STEPS=${LONG_STEPS:-2000}
 CONT_STEPS=${CONT_STEPS:-1200}
 SEEDS=${SEEDS:-0}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/pianoformer/target}
@@ -87,4 +88,15 @@ if [ "$what" = all ] || [ "$what" = continuation ]; then
     done
   done
   "$BIN" report "$RUNS"/cont-*-seed* --svg "$RUNS/continuation-loss.svg" > "$RUNS/continuation-table.md"
+fi
+
+# The comparison's best accompaniment encoding, trained longer with sounding notes weighted 8×
+# in the loss (piano rolls are sparse: unweighted, 500 steps learn little beyond the silent prior).
+if [ "$what" = all ] || [ "$what" = accompaniment-long ]; then
+  for seed in $SEEDS; do
+    name=acc-sinespe-pw8-seed$seed
+    train "$name" accompaniment "$LONG_STEPS" --pe sine_spe --gated --pos-weight 8 --seed "$seed" \
+      --window 256 --batch 8 --eval-every 250
+    evaluate "$name" accompaniment --bars 16,64 --per-song 2
+  done
 fi

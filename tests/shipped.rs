@@ -1,0 +1,107 @@
+//! The models in `www/models/`: every manifest entry loads (size, sha256, config and parameter
+//! count checked), each task has one default, and the defaults make music through the CLI.
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::path::PathBuf;
+
+use burn::tensor::Device;
+use pianoformer::model::config::Task;
+use pianoformer::models::{Manifest, load_entry};
+
+fn models_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("www/models")
+}
+
+#[test]
+fn every_shipped_model_loads_and_each_task_has_a_default() {
+    let text = std::fs::read_to_string(models_dir().join("manifest.json")).unwrap();
+    let manifest = Manifest::parse(&text).unwrap();
+    let device = Device::flex();
+    for entry in &manifest.models {
+        let bytes = std::fs::read(models_dir().join(&entry.file)).unwrap();
+        assert!(bytes.len() <= 5 << 20, "{} is over 5 MB", entry.file);
+        let model = load_entry(entry, &bytes, &device).unwrap();
+        assert_eq!(model.config, entry.config);
+        assert!(
+            entry.training["command"].as_str().is_some_and(|c| c.contains("train")),
+            "{}: the training command is recorded",
+            entry.name
+        );
+        if entry.task == Task::Accompaniment {
+            assert!(entry.binarize.is_some(), "{}: no threshold", entry.name);
+        }
+    }
+    for task in [Task::Accompaniment, Task::Continuation] {
+        let defaults = manifest
+            .models
+            .iter()
+            .filter(|m| m.task == task && m.default)
+            .count();
+        assert_eq!(defaults, 1, "{task:?}");
+    }
+}
+
+#[test]
+fn the_default_models_accompany_and_continue_a_song() {
+    use pianoformer::music::midi::{Note, Song, TempoChange, Track, read_midi, write_midi};
+    let dir = std::env::temp_dir().join(format!("pianoformer-shipped-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Eight bars of a melody on C, G, Am, F chord tones, named as POP909 names it.
+    let mut notes = Vec::new();
+    for bar in 0..8u64 {
+        let root = [60u8, 67, 69, 65][bar as usize % 4];
+        for (k, i) in [0u8, 4, 7, 12].iter().enumerate() {
+            let start = bar * 1920 + k as u64 * 480;
+            notes.push(Note {
+                pitch: root + i,
+                velocity: 90,
+                start,
+                end: start + 480,
+                channel: 0,
+            });
+        }
+    }
+    let song = Song {
+        ppq: 480,
+        tempos: vec![TempoChange {
+            tick: 0,
+            micros_per_quarter: 500_000,
+        }],
+        time_signatures: vec![],
+        key_signatures: vec![],
+        tracks: vec![Track {
+            name: "MELODY".into(),
+            program: Some(0),
+            notes,
+            ..Default::default()
+        }],
+    };
+    let prompt = dir.join("melody.mid");
+    std::fs::write(&prompt, write_midi(&song)).unwrap();
+    let manifest = models_dir().join("manifest.json");
+    for (task, extra) in [
+        ("accompaniment", vec![]),
+        ("continuation", vec!["--tokens", "600"]),
+    ] {
+        let out_file = dir.join(format!("{task}.mid"));
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_pianoformer"))
+            .args(["generate", "--task", task, "--manifest"])
+            .arg(&manifest)
+            .arg(&prompt)
+            .arg("-o")
+            .arg(&out_file)
+            .args(extra)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{task}: {err}");
+        let made = read_midi(&std::fs::read(&out_file).unwrap()).unwrap();
+        assert!(
+            made.note_count() > song.note_count(),
+            "{task}: {} notes from a {}-note prompt ({err})",
+            made.note_count(),
+            song.note_count()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
