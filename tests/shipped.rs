@@ -23,7 +23,9 @@ fn every_shipped_model_loads_and_each_task_has_a_default() {
         let model = load_entry(entry, &bytes, &device).unwrap();
         assert_eq!(model.config, entry.config);
         assert!(
-            entry.training["command"].as_str().is_some_and(|c| c.contains("train")),
+            entry.training["command"]
+                .as_str()
+                .is_some_and(|c| c.contains("train")),
             "{}: the training command is recorded",
             entry.name
         );

@@ -207,7 +207,7 @@ impl Corpus {
             .filter(|p| {
                 p.token_bars
                     .first()
-                    .is_some_and(|&b| p.tokens.len() >= b + len + 1)
+                    .is_some_and(|&b| p.tokens.len() > b + len)
             })
             .collect()
     }

@@ -77,7 +77,7 @@ impl RunOptions {
         if !(self.pos_weight > 0.0 && self.pos_weight.is_finite()) {
             return Err("the positive weight must be a positive number".into());
         }
-        if !(self.clip_norm > 0.0) {
+        if self.clip_norm.is_nan() || self.clip_norm <= 0.0 {
             return Err("the gradient clipping norm must be positive".into());
         }
         if !(0..=12).contains(&self.max_shift) {
@@ -247,7 +247,7 @@ impl Session {
     pub fn batch_at(&self, step: usize) -> Batch {
         // A stream of its own, apart from the model's noise (seeded by `seed + step`).
         let mut rng = StdRng::seed_from_u64(
-            (self.options.seed ^ 0xBA7C_4E5_u64)
+            (self.options.seed ^ 0x0BA7_C4E5_u64)
                 .wrapping_mul(0x9E37_79B9_7F4A_7C15)
                 .wrapping_add(step as u64)
                 .rotate_left(17),
@@ -283,7 +283,7 @@ impl Session {
     pub fn validates_after(&self, step: usize) -> bool {
         self.has_validation()
             && (step == self.options.steps
-                || (self.options.eval_every > 0 && step % self.options.eval_every == 0))
+                || (self.options.eval_every > 0 && step.is_multiple_of(self.options.eval_every)))
     }
 
     /// The run as it stands. Reads every weight synchronously: in the browser on WebGPU, move

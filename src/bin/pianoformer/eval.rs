@@ -59,7 +59,7 @@ fn run_state(dir: &Path) -> Option<RunState> {
 
 pub fn run(args: Args) -> Result<(), String> {
     let task = crate::train::parse_task(&args.task)?;
-    if args.bars.iter().any(|&b| b == 0) || args.per_song == 0 || args.windows == 0 {
+    if args.bars.contains(&0) || args.per_song == 0 || args.windows == 0 {
         return Err("--bars, --per-song and --windows must be positive".into());
     }
     if args.length.is_some_and(|l| l < 4) {

@@ -208,7 +208,12 @@ pub fn run(args: Args) -> Result<(), String> {
                 top_p: args.top_p,
                 seed: args.seed,
             };
-            if !(sampling.temperature > 0.0) || !(sampling.top_p > 0.0 && sampling.top_p <= 1.0) {
+            let temperature_ok = sampling.temperature > 0.0 && sampling.temperature.is_finite();
+            if !temperature_ok
+                || sampling.top_p.is_nan()
+                || sampling.top_p <= 0.0
+                || sampling.top_p > 1.0
+            {
                 return Err("--temperature must be positive and --top-p in (0, 1]".into());
             }
             let added = pollster::block_on(continue_tokens(
