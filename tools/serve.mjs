@@ -24,6 +24,7 @@ const TYPES = {
   '.sf2': 'application/octet-stream',
   '.bin': 'application/octet-stream',
   '.mpk': 'application/octet-stream',
+  '.bpk': 'application/octet-stream',
   '.ogg': 'audio/ogg',
   '.mp3': 'audio/mpeg',
 };
