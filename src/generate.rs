@@ -21,6 +21,7 @@ use crate::music::midi::{Note, Song, Track};
 use crate::music::phrases::Segment;
 use crate::music::roll::{MultiRoll, PITCHES, PianoRoll, Role};
 use crate::music::tokens::{self, Grammar, STEPS_PER_BEAT, Token};
+use crate::train::corpus::song_tokens;
 use crate::train::data::example;
 use crate::train::eval::{Binarize, accompany, binarize};
 use crate::train::step::TrainError;
@@ -222,17 +223,8 @@ pub fn prompt_tokens(song: &Song) -> Result<Vec<u32>, GenerateError> {
         return Err(GenerateError::EmptyPrompt);
     }
     let chords = detect_structure(song, &grid).chords;
-    let notes: Vec<Note> = song
-        .tracks
-        .iter()
-        .filter(|t| !t.is_drums())
-        .flat_map(|t| t.notes.iter().copied())
-        .collect();
-    let mut ids: Vec<u32> = tokens::encode(&notes, &grid, &chords, &song.tempos)
-        .map_err(|e| GenerateError::Tokens(e.to_string()))?
-        .into_iter()
-        .map(Token::id)
-        .collect();
+    let mut ids =
+        song_tokens(song, &grid, &chords).map_err(|e| GenerateError::Tokens(e.to_string()))?;
     if ids.last() == Some(&Token::Eos.id()) {
         ids.pop();
     }

@@ -15,6 +15,25 @@ use crate::music::midi::{Note, Song};
 use crate::music::roll::{MultiRoll, PianoRoll, Role};
 use crate::music::tokens::{self, STEPS_PER_BEAT, Token};
 
+/// The REMI token ids of every pitched track of `song` on `grid`, with `chords` per beat and
+/// the song's tempo map (from `Bos` to `Eos`).
+pub fn song_tokens(
+    song: &Song,
+    grid: &Grid,
+    chords: &[Option<crate::music::chords::Chord>],
+) -> Result<Vec<u32>, tokens::TokenError> {
+    let notes: Vec<Note> = song
+        .tracks
+        .iter()
+        .filter(|t| !t.is_drums())
+        .flat_map(|t| t.notes.iter().copied())
+        .collect();
+    Ok(tokens::encode(&notes, grid, chords, &song.tempos)?
+        .into_iter()
+        .map(Token::id)
+        .collect())
+}
+
 /// One song as training reads it.
 #[derive(Clone, Debug)]
 pub struct Piece {
@@ -41,17 +60,8 @@ impl Piece {
         labels: StepLabels,
         range: Range<usize>,
     ) -> Result<Self, String> {
-        let notes: Vec<Note> = song
-            .tracks
-            .iter()
-            .filter(|t| !t.is_drums())
-            .flat_map(|t| t.notes.iter().copied())
-            .collect();
-        let tokens: Vec<u32> = tokens::encode(&notes, &grid, &labels.beat_chords(), &song.tempos)
-            .map_err(|e| format!("{name}: {e}"))?
-            .into_iter()
-            .map(Token::id)
-            .collect();
+        let tokens =
+            song_tokens(song, &grid, &labels.beat_chords()).map_err(|e| format!("{name}: {e}"))?;
         let token_bars = tokens
             .iter()
             .enumerate()
