@@ -15,7 +15,7 @@ PORT ?= 8000
 # wasm-opt -Oz (binaryen from npm; Debian's binaryen breaks this wasm). 0 skips it.
 WASM_OPT ?= 1
 
-.PHONY: serve test setup wasm test-native test-browser test-e2e check clean help
+.PHONY: serve test setup wasm samples test-native test-js test-browser test-e2e check clean help
 
 help:
 	@sed -n '2,4p' Makefile
@@ -25,14 +25,19 @@ serve: wasm
 
 test: setup
 	$(MAKE) test-native
+	$(MAKE) test-js
 	$(MAKE) test-browser
 	$(MAKE) test-e2e
 
 setup:
 	bash tools/setup.sh
 
-# Release wasm for the page, in pkg/ (wasm-pack --target web).
-wasm: setup
+# The piano samples the page plays (from the npm package, into www/samples/).
+samples: setup
+	node tools/samples.mjs
+
+# Release wasm for the page, in pkg/ (wasm-pack --target web), and the piano samples.
+wasm: setup samples
 	@start=$$(date +%s); \
 	wasm-pack build --release --target web --no-opt --no-pack --out-dir pkg; \
 	raw=$$(stat -c %s pkg/pianoformer_bg.wasm); \
@@ -49,6 +54,10 @@ test-native:
 	@[ -d "$(POP909_DIR)/songs" ] || echo "note: POP909 not found at $(POP909_DIR): the real-data tests will skip (set POP909_DIR)"
 	POP909_DIR="$(POP909_DIR)" cargo test
 
+# The page's JavaScript modules (share links, storage, audio, roll maths) under Node.
+test-js:
+	node --test tests/js/
+
 test-browser:
 	wasm-pack test --headless --chrome --release -- --test web
 
@@ -60,4 +69,4 @@ check:
 	cargo run --release -- check
 
 clean:
-	rm -rf pkg target/e2e
+	rm -rf pkg target/e2e www/samples

@@ -7,7 +7,7 @@
 //! time through the recurrent form (constant cost per token, any length), masked by the REMI
 //! grammar so what comes out always decodes.
 
-use burn::tensor::activation::log_softmax;
+use burn::tensor::activation::{log_softmax, sigmoid};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
@@ -22,9 +22,9 @@ use crate::music::phrases::Segment;
 use crate::music::roll::{MultiRoll, PITCHES, PianoRoll, Role};
 use crate::music::tokens::{self, Grammar, STEPS_PER_BEAT, Token};
 use crate::train::corpus::song_tokens;
-use crate::train::data::example;
-use crate::train::eval::{Binarize, accompany, binarize};
-use crate::train::step::TrainError;
+use crate::train::data::{Example, example};
+use crate::train::eval::{Binarize, binarize};
+use crate::train::step::{TrainError, stack};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum GenerateError {
@@ -45,6 +45,17 @@ pub enum GenerateError {
     Tokens(String),
     #[error("{given} chord labels for {bars} bars: give one per bar, or fewer to label the start")]
     TooManyChords { given: usize, bars: usize },
+    #[error("generation was cancelled")]
+    Cancelled,
+    #[error(
+        "layer {layer}, head {head} does not exist in this model ({layers} layers, {heads} heads)"
+    )]
+    NoSuchHead {
+        layer: usize,
+        head: usize,
+        layers: usize,
+        heads: usize,
+    },
 }
 
 impl From<TrainError> for GenerateError {
@@ -70,11 +81,12 @@ pub struct AccompanimentInput {
 }
 
 /// The melody (tracks named MELODY, else the detected melody track), the bridge (tracks named
-/// BRIDGE) and the labels of `song`. `chords` (one per bar, from the first bar) and `phrases`
-/// replace the detected ones where given.
+/// BRIDGE) and the labels of `song`. `bar_chords` (per bar from the first bar: one chord, or
+/// several that share the bar's beats evenly, as the page's chord lane writes `C G`) and
+/// `phrases` replace the detected ones where given.
 pub fn accompaniment_input(
     song: &Song,
-    chords_per_bar: Option<&[Option<Chord>]>,
+    bar_chords: Option<&[Vec<Option<Chord>>]>,
     phrases: Option<Vec<Segment>>,
 ) -> Result<AccompanimentInput, GenerateError> {
     let grid = Grid::for_song(song, STEPS_PER_BEAT);
@@ -104,17 +116,20 @@ pub fn accompaniment_input(
     rolls.melody = PianoRoll::from_notes(&notes(&melody), &grid);
     rolls.bridge = PianoRoll::from_notes(&notes(&bridge), &grid);
     let mut chords = detected.chords;
-    if let Some(given) = chords_per_bar {
+    if let Some(given) = bar_chords {
         if given.len() > grid.num_bars() {
             return Err(GenerateError::TooManyChords {
                 given: given.len(),
                 bars: grid.num_bars(),
             });
         }
-        for (bar, chord) in given.iter().enumerate() {
-            for beat in grid.bar_beats(bar) {
+        for (bar, cell) in given.iter().enumerate() {
+            for (beat, chord) in grid
+                .bar_beats(bar)
+                .zip(spread(cell, grid.bar_beats(bar).len()))
+            {
                 if let Some(slot) = chords.get_mut(beat) {
-                    *slot = *chord;
+                    *slot = chord;
                 }
             }
         }
@@ -133,6 +148,18 @@ pub fn accompaniment_input(
     })
 }
 
+/// The chords of one bar cell over its `beats`: `n` chords take `beats / n` beats each (the
+/// last one what is left); an empty cell is "no chord".
+pub fn spread(cell: &[Option<Chord>], beats: usize) -> Vec<Option<Chord>> {
+    if cell.is_empty() {
+        return vec![None; beats];
+    }
+    let each = (beats / cell.len()).max(1);
+    (0..beats)
+        .map(|b| cell[(b / each).min(cell.len() - 1)])
+        .collect()
+}
+
 /// The piano part for `input`, the whole song in one pass.
 pub async fn accompany_song(
     model: &Performer,
@@ -141,23 +168,157 @@ pub async fn accompany_song(
     seed: u64,
     device: &Device,
 ) -> Result<PianoRoll, GenerateError> {
+    let len = input.grid.num_steps();
+    let e = input_example(model, input);
+    let (onset, sustain) =
+        accompany_probs(model, &e, seed, len, None, device, |_| async { true }).await?;
+    Ok(binarize(&onset, &sustain, len, b))
+}
+
+/// The model's input for the whole of `input`.
+pub fn input_example(model: &Performer, input: &AccompanimentInput) -> Example {
+    example(
+        &input.rolls,
+        &input.labels,
+        model.config.pe.structure_levels(),
+        0,
+        input.grid.num_steps(),
+        0,
+    )
+}
+
+/// Which attention to watch while generating: one layer and head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Watch {
+    pub layer: usize,
+    pub head: usize,
+}
+
+impl Watch {
+    fn check(self, model: &Performer) -> Result<(), GenerateError> {
+        let c = &model.config;
+        if self.layer >= c.layers || self.head >= c.heads {
+            return Err(GenerateError::NoSuchHead {
+                layer: self.layer,
+                head: self.head,
+                layers: c.layers,
+                heads: c.heads,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Attention rows of the watched head: queries `start .. start + rows`, each over `keys`
+/// keys (`values` is rows × keys, zero past each query's own position).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttentionRows {
+    pub start: usize,
+    pub keys: usize,
+    pub values: Vec<f32>,
+}
+
+/// Reads the watched head's rows from a state that captured them.
+async fn watched_rows(
+    state: &State,
+    watch: Option<Watch>,
+    start: usize,
+) -> Result<Option<AttentionRows>, GenerateError> {
+    let Some(w) = watch else { return Ok(None) };
+    let Some(Some(rows)) = state.rows.get(w.layer) else {
+        return Ok(None);
+    };
+    let [_, _, _, keys] = rows.dims();
+    let values = read_f32(rows.clone().narrow(0, 0, 1).narrow(1, w.head, 1)).await?;
+    Ok(Some(AttentionRows {
+        start,
+        keys,
+        values,
+    }))
+}
+
+async fn read_f32<const D: usize>(t: Tensor<D>) -> Result<Vec<f32>, GenerateError> {
+    t.into_data_async()
+        .await
+        .map_err(|e| GenerateError::Read(format!("{e:?}")))?
+        .convert::<f32>()
+        .try_into_vec::<f32>()
+        .map_err(|e| GenerateError::Read(format!("{e:?}")))
+}
+
+/// How far an accompaniment has come: probabilities for steps `0 .. done` (onset and sustain,
+/// `done × 128` each), and the watched attention rows of the chunk just computed.
+pub struct AccompanimentProgress<'a> {
+    pub done: usize,
+    pub total: usize,
+    pub onset: &'a [f32],
+    pub sustain: &'a [f32],
+    pub attention: Option<AttentionRows>,
+}
+
+/// Onset and sustain probabilities `[len, 128]` for example `e`, computed `chunk` steps at a time
+/// (each chunk continues the previous one's attention state, so the result is the one-pass
+/// result). `on_chunk` sees every chunk and returns whether to go on: the page streams notes
+/// and attention from it and cancels through it.
+pub async fn accompany_probs<F, Fut>(
+    model: &Performer,
+    e: &Example,
+    seed: u64,
+    chunk: usize,
+    watch: Option<Watch>,
+    device: &Device,
+    mut on_chunk: F,
+) -> Result<(Vec<f32>, Vec<f32>), GenerateError>
+where
+    F: FnMut(AccompanimentProgress<'_>) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
     if model.config.task != Task::Accompaniment {
         return Err(GenerateError::WrongTask {
             model: model.config.task,
             wanted: Task::Accompaniment,
         });
     }
-    let len = input.grid.num_steps();
-    let e = example(
-        &input.rolls,
-        &input.labels,
-        model.config.pe.structure_levels(),
-        0,
-        len,
-        0,
-    );
-    let (onset, sustain) = accompany(model, &e, seed, device).await?;
-    Ok(binarize(&onset, &sustain, len, b))
+    if let Some(w) = watch {
+        w.check(model)?;
+    }
+    let len = e.len;
+    let (inputs, _, coords) = stack(std::slice::from_ref(e), device);
+    let coords = coords.filter(|_| model.config.pe.is_structural());
+    let mut state = model.start(seed, watch.is_some(), device);
+    state.capture_layer = watch.map(|w| w.layer);
+    let (mut onset, mut sustain) = (Vec::with_capacity(len * PITCHES), Vec::new());
+    sustain.reserve(len * PITCHES);
+    let chunk = chunk.max(1);
+    let mut start = 0;
+    while start < len {
+        let n = chunk.min(len - start);
+        let logits = model.forward(
+            Inputs::Rolls(inputs.clone().narrow(1, start, n)),
+            coords.clone().map(|c| c.narrow(1, start, n)),
+            &mut state,
+            None,
+        )?;
+        let probs = read_f32(sigmoid(logits)).await?;
+        for row in probs.chunks(2 * PITCHES) {
+            onset.extend_from_slice(&row[..PITCHES]);
+            sustain.extend_from_slice(&row[PITCHES..]);
+        }
+        let attention = watched_rows(&state, watch, start).await?;
+        start += n;
+        let go_on = on_chunk(AccompanimentProgress {
+            done: start,
+            total: len,
+            onset: &onset,
+            sustain: &sustain,
+            attention,
+        })
+        .await;
+        if !go_on {
+            return Err(GenerateError::Cancelled);
+        }
+    }
+    Ok((onset, sustain))
 }
 
 /// `song` with its melody and bridge tracks and `piano` as a new track named PIANO.
@@ -281,21 +442,43 @@ pub struct Length {
     pub may_end: bool,
 }
 
-/// Token-by-token continuation of `prompt` (ids, grammatical) for `length`; the model's noise
-/// is drawn once from `sampling.seed`. `on_token` sees each new token (the page streams them).
-pub async fn continue_tokens(
+/// What a continuation reports: the prompt's attention once prefilled (`token` is `None`),
+/// then every new token with its attention row.
+pub struct TokenProgress {
+    pub token: Option<u32>,
+    /// Tokens added so far.
+    pub added: usize,
+    pub attention: Option<AttentionRows>,
+}
+
+/// Token-by-token continuation of `prompt` (ids, grammatical) for `length`, in the meter in
+/// force at its end; the model's noise is drawn once from `sampling.seed`. `plan[k]`, where given, is the chord that new bar `k`
+/// starts with (forced as `Position 0, Chord`, so the labels a user planned past the prompt
+/// steer what is written). `on_token` sees the prompt's attention, then each new token, and
+/// returns whether to go on (the page streams notes from it and cancels through it).
+#[allow(clippy::too_many_arguments)]
+pub async fn continue_tokens<F, Fut>(
     model: &Performer,
     prompt: &[u32],
     length: Length,
     sampling: Sampling,
+    plan: &[Option<Chord>],
+    watch: Option<Watch>,
     device: &Device,
-    mut on_token: impl FnMut(u32),
-) -> Result<Vec<u32>, GenerateError> {
+    mut on_token: F,
+) -> Result<Vec<u32>, GenerateError>
+where
+    F: FnMut(TokenProgress) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
     if model.config.task != Task::Continuation {
         return Err(GenerateError::WrongTask {
             model: model.config.task,
             wanted: Task::Continuation,
         });
+    }
+    if let Some(w) = watch {
+        w.check(model)?;
     }
     let mut prompt = prompt.to_vec();
     if prompt.is_empty() {
@@ -309,47 +492,131 @@ pub async fn continue_tokens(
             .advance(token)
             .map_err(|e| GenerateError::Tokens(e.to_string()))?;
     }
-    let mut state = model.start(sampling.seed, false, device);
-    let mut logits = prefill(model, &mut state, &prompt, device).await?;
+    let mut state = model.start(sampling.seed, watch.is_some(), device);
+    state.capture_layer = watch.map(|w| w.layer);
+    let mut logits = prefill(model, &mut state, &prompt, watch, device, &mut on_token).await?;
     let mut rng = StdRng::seed_from_u64(sampling.seed ^ 0x5A17);
     let mut out = Vec::new();
     let mut new_bars = 0;
+    let mut forced: std::collections::VecDeque<Token> = Default::default();
     while out.len() < length.tokens {
         let mut allowed = grammar.allowed();
         allowed[Token::Pad.id() as usize] = false;
         allowed[Token::Bos.id() as usize] = false;
         allowed[Token::Eos.id() as usize] &= length.may_end;
-        let id = sample_token(&logits, &allowed, sampling, &mut rng);
+        // New bars keep the meter in force: the piece's bars (planned ones included) are laid
+        // out with it.
+        for beats in 1..=tokens::MAX_BAR_BEATS {
+            allowed[Token::Meter(beats as u8).id() as usize] = false;
+        }
+        let id = match forced.pop_front() {
+            Some(t) if allowed[t.id() as usize] => t.id(),
+            _ => {
+                forced.clear();
+                sample_token(&logits, &allowed, sampling, &mut rng)
+            }
+        };
         let token = Token::from_id(id).unwrap_or(Token::Eos);
         if token == Token::Bar {
             new_bars += 1;
             if length.bars.is_some_and(|b| new_bars > b) {
                 break;
             }
+            if let Some(Some(chord)) = plan.get(new_bars - 1) {
+                forced.extend([Token::Position(0), Token::Chord(Some(*chord))]);
+            }
         }
         grammar
             .advance(token)
             .map_err(|e| GenerateError::Tokens(e.to_string()))?;
         out.push(id);
-        on_token(id);
         if token == Token::Eos {
+            on_token(TokenProgress {
+                token: Some(id),
+                added: out.len(),
+                attention: None,
+            })
+            .await;
             break;
         }
+        let position = state.position;
         logits = step_logits(model, &mut state, &[id], device).await?;
+        let attention = watched_rows(&state, watch, position).await?;
+        let go_on = on_token(TokenProgress {
+            token: Some(id),
+            added: out.len(),
+            attention,
+        })
+        .await;
+        if !go_on {
+            return Err(GenerateError::Cancelled);
+        }
     }
     Ok(out)
 }
 
+/// The last `max_tokens` of `prompt` (ids from [`prompt_tokens`]) cut at a bar line so they
+/// stay grammatical, with the bar length in force there restated, and the index of the first
+/// bar kept (the tempo falls back to 120 bpm until the next tempo token).
+pub fn cut_prompt(prompt: &[u32], max_tokens: usize) -> (Vec<u32>, usize) {
+    if prompt.len() <= max_tokens {
+        return (prompt.to_vec(), 0);
+    }
+    let bar = Token::Bar.id();
+    let cut = prompt.len().saturating_sub(max_tokens);
+    let start = (cut..prompt.len())
+        .find(|&i| prompt[i] == bar)
+        .unwrap_or(prompt.len());
+    let bars_before = prompt[..start].iter().filter(|&&id| id == bar).count();
+    let mut kept = vec![Token::Bos.id()];
+    kept.extend_from_slice(&prompt[start..]);
+    let meter = prompt[..start]
+        .iter()
+        .rev()
+        .find_map(|&id| match Token::from_id(id) {
+            Some(Token::Meter(m)) => Some(m),
+            _ => None,
+        });
+    let restated = kept
+        .get(2)
+        .is_some_and(|&id| matches!(Token::from_id(id), Some(Token::Meter(_))));
+    if let Some(m) = meter
+        && m as usize != tokens::DEFAULT_BAR_BEATS
+        && kept.len() > 1
+        && !restated
+    {
+        kept.insert(2, Token::Meter(m).id());
+    }
+    (kept, bars_before)
+}
+
 /// Runs `ids` through the model in chunks and returns the last position's logits.
-async fn prefill(
+async fn prefill<F, Fut>(
     model: &Performer,
     state: &mut State,
     ids: &[u32],
+    watch: Option<Watch>,
     device: &Device,
-) -> Result<Vec<f32>, GenerateError> {
+    on_token: &mut F,
+) -> Result<Vec<f32>, GenerateError>
+where
+    F: FnMut(TokenProgress) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
     let mut last = Vec::new();
     for chunk in ids.chunks(512) {
+        let position = state.position;
         last = step_logits(model, state, chunk, device).await?;
+        let attention = watched_rows(state, watch, position).await?;
+        let go_on = on_token(TokenProgress {
+            token: None,
+            added: 0,
+            attention,
+        })
+        .await;
+        if !go_on {
+            return Err(GenerateError::Cancelled);
+        }
     }
     Ok(last)
 }
@@ -364,13 +631,7 @@ async fn step_logits(
     let data: Vec<i64> = ids.iter().map(|&t| t as i64).collect();
     let input = Tensor::<2, Int>::from_data(TensorData::new(data, vec![1, len]), device);
     let logits = model.forward(Inputs::Tokens(input), None, state, None)?;
-    let last = log_softmax(logits.narrow(1, len - 1, 1), 2);
-    last.into_data_async()
-        .await
-        .map_err(|e| GenerateError::Read(format!("{e:?}")))?
-        .convert::<f32>()
-        .try_into_vec::<f32>()
-        .map_err(|e| GenerateError::Read(format!("{e:?}")))
+    read_f32(log_softmax(logits.narrow(1, len - 1, 1), 2)).await
 }
 
 /// A song from token ids (prompt and continuation together), one piano track.

@@ -14,6 +14,8 @@ pub mod model;
 pub mod models;
 pub mod music;
 #[cfg(feature = "ml")]
+pub mod studio;
+#[cfg(feature = "ml")]
 pub mod train;
 
 #[cfg(all(target_arch = "wasm32", feature = "ml"))]

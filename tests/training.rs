@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use pianoformer::music::chords::{Chord, Quality};
-use pianoformer::music::midi::{Note, Song, TempoChange, Track, read_midi, write_midi};
+use pianoformer::music::fixtures::song;
+use pianoformer::music::midi::{read_midi, write_midi};
 
 fn pianoformer() -> Command {
     Command::new(env!("CARGO_BIN_EXE_pianoformer"))
@@ -21,62 +21,6 @@ fn scratch(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-/// A song in `key`: a I–V–vi–IV progression for `bars` bars, a MELODY track on chord tones
-/// and a PIANO track holding each chord as a block and a bass note.
-fn song(key: u8, bars: u64) -> Song {
-    let ppq = 480u64;
-    let progression = [
-        (0u8, Quality::Maj),
-        (7, Quality::Maj),
-        (9, Quality::Min),
-        (5, Quality::Maj),
-    ];
-    let note = |pitch: u8, start: u64, end: u64| Note {
-        pitch,
-        velocity: 80,
-        start,
-        end,
-        channel: 0,
-    };
-    let (mut melody, mut piano) = (Vec::new(), Vec::new());
-    for bar in 0..bars {
-        let (root, quality) = progression[bar as usize % 4];
-        let chord = Chord {
-            root: (root + key) % 12,
-            quality,
-        };
-        let start = bar * 4 * ppq;
-        piano.push(note(36 + chord.root, start, start + 4 * ppq));
-        for pc in chord.pitch_classes() {
-            piano.push(note(48 + pc, start, start + 2 * ppq));
-            piano.push(note(48 + pc, start + 2 * ppq, start + 4 * ppq));
-        }
-        for (k, pc) in chord.pitch_classes().enumerate() {
-            melody.push(note(
-                72 + pc,
-                start + k as u64 * ppq,
-                start + (k as u64 + 1) * ppq,
-            ));
-        }
-    }
-    let track = |name: &str, notes: Vec<Note>| Track {
-        name: name.into(),
-        program: Some(0),
-        notes,
-        ..Default::default()
-    };
-    Song {
-        ppq: ppq as u16,
-        tempos: vec![TempoChange {
-            tick: 0,
-            micros_per_quarter: 500_000,
-        }],
-        time_signatures: vec![],
-        key_signatures: vec![],
-        tracks: vec![track("MELODY", melody), track("PIANO", piano)],
-    }
 }
 
 /// Ten songs in ten keys (the tenth file is held out for validation).

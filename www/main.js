@@ -1,31 +1,155 @@
-// Main thread: owns the page. Starts the model Worker and shows what it reports.
+// Main thread: owns the page and the piece. The models run in a Worker (worker.js); this file
+// wires the roll, the lanes, the generation panel, playback, attention and sharing to it.
 import { drawLossCurve } from './loss-curve.js';
+import { clonePiece, noteCount, setBarCount, setPhrase, phraseIndex, barAt } from './piece.js';
+import { PianoRoll } from './roll.js';
+import { AttentionMap, drawTemplate } from './attention.js';
+import { Piano } from './audio.js';
+import { encodeShare, decodeShare } from './share.js';
+import {
+  fetchModel,
+  clearModelCache,
+  cachedModels,
+  saveWork,
+  flushWork,
+  loadWork,
+  clearWork,
+} from './store.js';
 
 const t0 = performance.now();
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
-const preference = ['auto', 'gpu', 'cpu'].includes(params.get('backend')) ? params.get('backend') : 'auto';
+const savedPreference = localStorage.getItem('pianoformer.backend');
+const preference = ['auto', 'gpu', 'cpu'].find((p) => p === (params.get('backend') ?? savedPreference)) ?? 'auto';
+const MAX_FILE_BYTES = 8 * 1024 * 1024;
 
 // What the end-to-end test (and a curious user in the console) can read.
-const status = { state: 'loading', backend: null, readyMs: null, check: null, error: null };
+const status = {
+  state: 'loading',
+  backend: null,
+  readyMs: null,
+  check: null,
+  error: null,
+  generations: [],
+  shareLink: null,
+  get piece() {
+    return app.piece;
+  },
+  attentionBlank: () => attention.isBlank(),
+};
 window.pianoformer = status;
+
+const app = {
+  piece: null,
+  undo: [],
+  manifest: [],
+  worker: null,
+  workerBackend: null,
+  loaded: new Set(), // models loaded in the current Worker
+  calls: new Map(),
+  nextId: 1,
+  started: null, // resolves when the Worker's wasm and session are up
+  generating: null,
+  playhead: 0,
+  restored: false,
+};
+
+// ------------------------------------------------------------------ messages
 
 function setState(state) {
   status.state = state;
   document.body.dataset.state = state;
 }
 
-function showError(message) {
+function showError(message, { fatal = false } = {}) {
   status.error = message;
-  setState('error');
-  const box = $('error');
-  box.textContent = message;
-  box.hidden = false;
-  const badge = $('backend-badge');
-  if (!status.backend) {
-    badge.textContent = 'no backend';
-    badge.className = 'badge failed';
+  if (fatal) setState('error');
+  $('error-text').textContent = message;
+  $('error').hidden = false;
+  if (fatal && !status.backend) {
+    $('backend-badge').textContent = 'no backend';
+    $('backend-badge').className = 'badge failed';
   }
+}
+
+function notice(message) {
+  const box = $('notice');
+  box.textContent = message;
+  box.hidden = !message;
+}
+
+// ------------------------------------------------------------------ the Worker
+
+function startWorker(backend) {
+  app.worker?.terminate();
+  for (const pending of app.calls.values()) pending.reject(new Error('the model Worker restarted'));
+  app.calls.clear();
+  app.loaded.clear();
+  app.workerBackend = backend;
+  let resolveStarted;
+  let rejectStarted;
+  app.started = new Promise((resolve, reject) => {
+    resolveStarted = resolve;
+    rejectStarted = reject;
+  });
+  app.started.catch(() => {});
+  let worker;
+  try {
+    worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
+  } catch (e) {
+    showError(`This browser cannot start module Workers, which pianoformer needs (${e.message}).`, {
+      fatal: true,
+    });
+    return;
+  }
+  app.worker = worker;
+  worker.onmessage = ({ data }) => {
+    if (data.type === 'ready') {
+      showBackend(data.backend, data.ms);
+      resolveStarted();
+    } else if (data.type === 'check') {
+      showCheck(data.report, data.ms);
+    } else if (data.type === 'error') {
+      rejectStarted(new Error(data.message));
+      showError(data.message, { fatal: true });
+    } else if (data.type === 'reply') {
+      const pending = app.calls.get(data.id);
+      app.calls.delete(data.id);
+      if (!pending) return;
+      if (data.ok) pending.resolve(data.value);
+      else {
+        const error = new Error(data.message);
+        error.fatal = data.fatal;
+        pending.reject(error);
+      }
+    } else if (data.type === 'progress') {
+      app.calls.get(data.id)?.onProgress?.(data);
+    }
+  };
+  worker.onerror = (e) => {
+    e.preventDefault();
+    const message = `The model Worker stopped: ${e.message || 'unknown error'}.`;
+    rejectStarted(new Error(message));
+    for (const pending of app.calls.values()) {
+      const error = new Error(message);
+      error.fatal = true;
+      pending.reject(error);
+    }
+    app.calls.clear();
+    showError(message);
+  };
+  worker.postMessage({ type: 'init', backend });
+}
+
+/** Sends a request to the Worker; resolves with its reply. */
+async function call(method, args = {}, { transfer = [], onProgress } = {}) {
+  await app.started;
+  const id = app.nextId++;
+  return new Promise((resolve, reject) => {
+    app.calls.set(id, { resolve, reject, onProgress });
+    app.worker.postMessage({ type: 'call', id, method, args }, transfer);
+    if (onProgress) onProgress({ id, started: true });
+  });
 }
 
 function showBackend(backend, ms) {
@@ -38,11 +162,12 @@ function showBackend(backend, ms) {
     ? `Running on the CPU: ${backend.fallback_reason}.\n${backend.fallback_detail ?? ''}`
     : backend.label;
   let text = backend.label;
-  if (backend.fallback_reason) text += ` — WebGPU unavailable: ${backend.fallback_reason}`;
+  if (backend.fallback_reason) text += ` — not WebGPU: ${backend.fallback_reason}`;
   $('check-backend').textContent = text;
   $('check-ready').textContent =
     `${status.readyMs.toFixed(0)} ms after page load (${ms.toFixed(0)} ms in the Worker)`;
-  setState('checking');
+  if (status.state === 'loading') setState('checking');
+  updateButtons();
 }
 
 function showCheck(report, ms) {
@@ -59,38 +184,793 @@ function showCheck(report, ms) {
     `in ${ms.toFixed(0)} ms`;
   drawLossCurve($('loss-curve'), losses);
   if (worst > 1e-4 || !(losses.at(-1) < losses[0])) {
-    showError('The compute backend failed its self-check; results on it would not be trustworthy.');
+    showError('The compute backend failed its self-check; results on it would not be trustworthy.', {
+      fatal: true,
+    });
     return;
   }
   setState('ready');
+  updateButtons();
 }
 
-function start() {
-  $('backend-select').value = preference;
-  $('backend-select').addEventListener('change', (e) => {
-    const url = new URL(location.href);
-    url.searchParams.set('backend', e.target.value);
-    location.assign(url);
-  });
-  let worker;
-  try {
-    worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
-  } catch (e) {
-    showError(`This browser cannot start module Workers, which pianoformer needs (${e.message}).`);
+/** After WebGPU failed mid-way: a fresh Worker on the CPU, the piece untouched. */
+function fallBackToCpu(why) {
+  notice(`WebGPU stopped working (${why}). Switched to the CPU; your piece is safe.`);
+  startWorker('cpu');
+}
+
+// ------------------------------------------------------------------ the piece
+
+const roll = new PianoRoll($('roll'), {
+  onChordClick: (bar) => editLabel('chord', bar),
+  onPhraseClick: (bar) => editLabel('phrase', bar),
+  onSeek: (tick) => seek(tick),
+  onSelect: () => {},
+});
+const attention = new AttentionMap($('attention'));
+
+/** Makes `piece` the current piece; the previous one goes on the undo stack. */
+function setPiece(piece, { undoable = true, keepView = false } = {}) {
+  if (undoable && app.piece) {
+    app.undo.push(app.piece);
+    if (app.undo.length > 50) app.undo.shift();
+  }
+  app.piece = piece;
+  if (keepView) roll.update();
+  roll.setPiece(piece);
+  showPiece();
+  save();
+}
+
+function showPiece() {
+  const p = app.piece;
+  $('empty').hidden = !!p;
+  $('roll').hidden = !p;
+  $('roll-tools').hidden = !p;
+  $('piece-name').textContent = p ? `${p.name} · ${p.bars.length} bars · ${noteCount(p)} notes` : '';
+  $('plan-bars').value = p ? p.bars.length - p.promptBars : 0;
+  showTracks();
+  updateButtons();
+}
+
+function showTracks() {
+  const list = $('tracks');
+  list.replaceChildren();
+  for (const [i, track] of (app.piece?.tracks ?? []).entries()) {
+    const li = document.createElement('li');
+    li.className = `track role-${track.role}`;
+    const swatch = document.createElement('span');
+    swatch.className = 'swatch';
+    swatch.setAttribute('aria-hidden', 'true');
+    const name = document.createElement('span');
+    name.textContent = `${track.name} (${track.notes.length} notes)`;
+    const select = document.createElement('select');
+    select.setAttribute('aria-label', `Role of track ${track.name}`);
+    for (const role of ['melody', 'bridge', 'piano', 'generated', 'other']) {
+      const o = new Option(role === 'piano' ? 'accompaniment' : role, role);
+      select.add(o);
+    }
+    select.value = track.role;
+    select.addEventListener('change', () => {
+      const next = clonePiece(app.piece);
+      next.tracks[i].role = select.value;
+      setPiece(next, { keepView: true });
+    });
+    li.append(swatch, name, select);
+    list.append(li);
+  }
+}
+
+function updateButtons() {
+  const has = !!app.piece;
+  const busy = !!app.generating;
+  $('download-midi').disabled = !has;
+  $('export-wav').disabled = !has;
+  $('share').disabled = !has;
+  $('play').disabled = !has;
+  $('undo').disabled = app.undo.length === 0 || busy;
+  $('generate').disabled = !has || busy || !status.backend || !$('model').value;
+  $('cancel').disabled = !busy;
+  $('example').disabled = busy;
+  $('file-input').disabled = busy;
+}
+
+function save() {
+  if (!app.piece) return;
+  saveWork({ piece: app.piece, settings: settings() });
+}
+
+async function openFile(file) {
+  if (app.generating) {
+    notice('A generation is running: cancel it (Esc) before opening another file.');
     return;
   }
-  worker.onmessage = ({ data }) => {
-    if (data.type === 'ready') showBackend(data.backend, data.ms);
-    else if (data.type === 'check') showCheck(data.report, data.ms);
-    else if (data.type === 'error') showError(data.message);
+  if (!/\.(mid|midi|kar|smf)$/i.test(file.name) && !/midi/.test(file.type)) {
+    showError(`${file.name} is not a MIDI file (.mid or .midi).`);
+    return;
+  }
+  if (file.size > MAX_FILE_BYTES) {
+    showError(`${file.name} is ${(file.size / 1e6).toFixed(1)} MB; pianoformer opens MIDI files up to 8 MB.`);
+    return;
+  }
+  try {
+    const bytes = await file.arrayBuffer();
+    const piece = await call('readMidi', { bytes, name: file.name }, { transfer: [bytes] });
+    setPiece(piece);
+    $('error').hidden = true;
+    notice(`Opened ${file.name}: ${describeRoles(piece)}.`);
+  } catch (e) {
+    showError(e.message);
+  }
+}
+
+function describeRoles(piece) {
+  const melody = piece.tracks.filter((t) => t.role === 'melody').map((t) => t.name);
+  return melody.length
+    ? `melody on ${melody.join(', ')}; ${piece.chords.filter((c) => c).length} bars with chords`
+    : 'no melody track found — choose one in the track list below the roll';
+}
+
+async function openExample() {
+  try {
+    const bytes = await call('exampleMidi', { key: 0, bars: 16 });
+    const buffer = bytes.buffer;
+    const piece = await call('readMidi', { bytes: buffer, name: 'example.mid' }, { transfer: [buffer] });
+    setPiece(piece);
+    notice('The example: a melody on a I–V–vi–IV progression, written by pianoformer itself.');
+  } catch (e) {
+    showError(e.message);
+  }
+}
+
+// ------------------------------------------------------------------ labels
+
+const CHORD_TOKEN =
+  /^(N|[A-G][#b]?(|m|7|m7|maj7|M7|dim|dim7|aug|\+|sus2|sus4|m7b5|6|m6|mM7|m\(maj7\))|[A-G][#b]?:[a-z0-9()]+)$/;
+
+function editLabel(kind, bar) {
+  if (!app.piece || app.generating) return;
+  const dialog = $('label-dialog');
+  const input = $('label-input');
+  const planned = bar >= app.piece.promptBars ? ' (planned, past the music)' : '';
+  $('label-error').textContent = '';
+  $('label-split-row').hidden = kind !== 'phrase';
+  $('label-split').checked = false;
+  if (kind === 'chord') {
+    $('label-title').textContent = `Chord of bar ${bar + 1}${planned}`;
+    $('label-help').textContent =
+      'A chord such as C, Am, F#7, Bbmaj7, Gsus4; two or more share the bar evenly ("C G"); empty or N for none.';
+    input.value = app.piece.chords[bar] ?? '';
+  } else {
+    const { index } = phraseIndex(app.piece, bar);
+    $('label-title').textContent = `Phrase at bar ${bar + 1}${planned}`;
+    $('label-help').textContent =
+      'A letter: the same capital letter for repeats of a melodic phrase (A, B, …); i for an intro, o for an outro, b for a bridge, x for a transition.';
+    input.value = app.piece.phrases[index]?.[0] ?? 'A';
+  }
+  dialog.onclose = () => {
+    if (dialog.returnValue !== 'ok') return;
+    const next = clonePiece(app.piece);
+    if (kind === 'chord') next.chords[bar] = input.value.trim().split(/\s+/).filter((s) => s).join(' ');
+    else setPhrase(next, bar, input.value.trim(), $('label-split').checked);
+    setPiece(next, { keepView: true });
   };
-  worker.onerror = (e) => {
+  $('label-ok').onclick = (e) => {
+    const value = input.value.trim();
+    const bad =
+      kind === 'chord'
+        ? value.split(/\s+/).filter((s) => s && !CHORD_TOKEN.test(s))
+        : /^[A-Za-z]$/.test(value)
+          ? []
+          : [value || '(empty)'];
+    if (bad.length) {
+      e.preventDefault();
+      $('label-error').textContent =
+        kind === 'chord' ? `Not a chord: ${bad.join(', ')}` : 'A phrase is one letter, A–Z or a–z.';
+    }
+  };
+  dialog.showModal();
+  input.select();
+}
+
+// ------------------------------------------------------------------ models
+
+async function loadManifest() {
+  try {
+    const response = await fetch(new URL('./models/manifest.json', import.meta.url), { cache: 'no-cache' });
+    if (!response.ok) throw new Error(`the server answered ${response.status}`);
+    const manifest = await response.json();
+    app.manifest = manifest.models ?? [];
+  } catch (e) {
+    showError(`The list of models could not be loaded (${e.message}); generation is unavailable.`);
+  }
+  showModels();
+}
+
+function showModels(selected) {
+  const task = $('task').value;
+  const select = $('model');
+  const models = app.manifest.filter((m) => m.task.toLowerCase() === task);
+  select.replaceChildren(
+    ...models.map((m) => {
+      const o = new Option(`${m.name} · ${m.pe}${m.default ? ' (default)' : ''}`, m.name);
+      return o;
+    }),
+  );
+  const pick = models.find((m) => m.name === selected) ?? models.find((m) => m.default) ?? models[0];
+  if (pick) select.value = pick.name;
+  for (const el of document.querySelectorAll('.acc-only')) el.hidden = task !== 'accompaniment';
+  for (const el of document.querySelectorAll('.cont-only')) el.hidden = task !== 'continuation';
+  showModelAbout();
+  updateButtons();
+}
+
+function currentEntry() {
+  return app.manifest.find((m) => m.name === $('model').value);
+}
+
+function showModelAbout() {
+  const entry = currentEntry();
+  const c = entry?.config;
+  $('model-about').textContent = entry
+    ? `${entry.description} ${c ? `${c.layers} layers × ${c.heads} heads, ${(entry.parameters / 1e6).toFixed(2)} M parameters, ${(entry.bytes / 1e6).toFixed(1)} MB.` : ''}`
+    : 'No model for this task.';
+  const layers = c?.layers ?? 1;
+  const heads = c?.heads ?? 1;
+  fillNumbers($('att-layer'), layers);
+  fillNumbers($('att-head'), heads);
+}
+
+function fillNumbers(select, n) {
+  const keep = Math.min(Number(select.value) || 0, n - 1);
+  select.replaceChildren(...Array.from({ length: n }, (_, i) => new Option(String(i + 1), String(i))));
+  select.value = String(keep);
+}
+
+/** Downloads (or takes from the cache) and loads `entry` in the Worker. */
+async function ensureModel(entry) {
+  if (app.loaded.has(entry.name)) return;
+  const label = $('model-status');
+  label.textContent = `Fetching ${entry.name}…`;
+  const { bytes, cached } = await fetchModel(entry, {
+    onProgress: ({ loaded, total }) => {
+      label.textContent = `Downloading ${entry.name}: ${(loaded / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB`;
+    },
+  });
+  label.textContent = `Loading ${entry.name}…`;
+  await call('loadModel', { entry, bytes: bytes.buffer }, { transfer: [bytes.buffer] });
+  app.loaded.add(entry.name);
+  label.textContent = `${entry.name} ready (${cached ? 'from the cache' : `downloaded, ${(entry.bytes / 1e6).toFixed(1)} MB`}).`;
+  showCached();
+  showTemplate();
+}
+
+async function showCached() {
+  const urls = await cachedModels();
+  $('cached-models').textContent = urls.length
+    ? urls.map((u) => u.split('/').pop()).join(', ')
+    : 'none';
+}
+
+async function showTemplate() {
+  const entry = currentEntry();
+  const canvas = $('template');
+  const caption = $('template-caption');
+  if (!entry || !app.loaded.has(entry.name)) {
+    caption.textContent = 'The positional template appears once the model is loaded.';
+    return;
+  }
+  const layer = Number($('att-layer').value);
+  const head = Number($('att-head').value);
+  try {
+    const t = await call('template', { model: entry.name, layer, head, lags: 256 });
+    if (!t) {
+      canvas.getContext('2d').clearRect(0, 0, canvas.width, canvas.height);
+      caption.textContent = `${entry.pe} has no positional template: ${
+        entry.pe.startsWith('fstripe')
+          ? 'its kernel compares structure labels (melody, chords, phrases), not lags.'
+          : 'positions enter by adding a code to the input, not through a kernel of the lag.'
+      }`;
+      return;
+    }
+    const mean = new Float32Array(t.lags);
+    for (let d = 0; d < t.dims; d++) {
+      for (let k = 0; k < t.lags; k++) mean[k] += t.values[d * t.lags + k] / t.dims;
+    }
+    drawTemplate(canvas, mean, t.lags, { label: `P_d of layer ${layer + 1}, head ${head + 1}` });
+    caption.textContent = `Layer ${layer + 1}, head ${head + 1}: the positional template P_d(τ), averaged over its ${t.dims} dimensions — how much a query favours keys τ steps back.`;
+  } catch (e) {
+    caption.textContent = `The template could not be computed: ${e.message}`;
+  }
+}
+
+// ------------------------------------------------------------------ generation
+
+function settings() {
+  return {
+    task: $('task').value,
+    model: $('model').value,
+    seed: Number($('seed').value) || 0,
+    threshold: $('threshold').value === '' ? null : Number($('threshold').value),
+    temperature: Number($('temperature').value) || 1,
+    length: Number($('length').value) || 512,
+    maxBars: $('max-bars').value === '' ? null : Number($('max-bars').value),
+    layer: Number($('att-layer').value) || 0,
+    head: Number($('att-head').value) || 0,
+    tempo: Number($('tempo').value) || 100,
+  };
+}
+
+function applySettings(s) {
+  if (!s) return;
+  if (s.task) $('task').value = s.task;
+  showModels(s.model);
+  const set = (id, v) => {
+    if (v !== undefined && v !== null) $(id).value = v;
+  };
+  set('seed', s.seed);
+  set('threshold', s.threshold);
+  set('temperature', s.temperature);
+  set('length', s.length);
+  set('max-bars', s.maxBars);
+  set('att-layer', s.layer);
+  set('att-head', s.head);
+  set('tempo', s.tempo);
+  $('tempo-value').textContent = `${$('tempo').value} %`;
+}
+
+async function generate() {
+  if (!app.piece || app.generating) return;
+  const entry = currentEntry();
+  if (!entry) return;
+  const s = settings();
+  const task = s.task;
+  const before = app.piece;
+  const started = performance.now();
+  const job = { id: null, task, cancelled: false };
+  app.generating = job;
+  updateButtons();
+  stopPlayback();
+  $('gen-progress').hidden = false;
+  $('gen-progress').value = 0;
+  $('gen-status').textContent = 'Preparing…';
+  $('error').hidden = true;
+  notice('');
+  attention.reset(1);
+  attention.setLabel(`Attention of layer ${s.layer + 1}, head ${s.head + 1}`);
+  // The piece as it is being written: the previous result's tracks give way to a live one.
+  const live = clonePiece(before);
+  const track = {
+    name: task === 'accompaniment' ? 'PIANO' : 'CONTINUATION',
+    role: 'generated',
+    program: 0,
+    notes: [],
+  };
+  if (task === 'accompaniment') {
+    live.tracks = live.tracks.filter((t) => t.role !== 'piano' && t.role !== 'generated');
+  }
+  live.tracks.push(track);
+  try {
+    await ensureModel(entry);
+    if (job.cancelled) throw new Error('generation was cancelled');
+    app.piece = live;
+    roll.setPiece(live);
+    const options = {
+      seed: s.seed,
+      threshold: s.threshold,
+      temperature: s.temperature,
+      tokens: s.length,
+      bars: s.maxBars,
+      watch: { layer: s.layer, head: s.head },
+    };
+    const from = task === 'accompaniment' ? 0 : before.bars[Math.max(0, before.promptBars - 1)];
+    $('gen-status').textContent = `Running ${entry.name} on ${status.backend?.kind === 'gpu' ? 'WebGPU' : 'the CPU'}…`;
+    const result = await call(
+      'generate',
+      { task, model: entry.name, piece: before, options },
+      {
+        onProgress: (p) => {
+          if (p.started) {
+            job.id = p.id;
+            if (job.cancelled) app.worker.postMessage({ type: 'cancel', id: job.id });
+            return;
+          }
+          onProgress(p, job, track, live, from, started);
+        },
+      },
+    );
+    roll.setGenerating(null);
+    const ms = performance.now() - started;
+    const notes = result.tracks.filter((t) => t.role === 'generated').reduce((n, t) => n + t.notes.length, 0);
+    setPiece(result, { undoable: false });
+    app.undo.push(before);
+    const what = task === 'accompaniment' ? 'Accompaniment' : 'Continuation';
+    $('gen-status').textContent =
+      `${what}: ${notes} notes in ${(ms / 1000).toFixed(1)} s on ${status.backend?.kind === 'gpu' ? 'WebGPU' : 'the CPU'} (seed ${s.seed}).`;
+    status.generations.push({
+      task,
+      model: entry.name,
+      backend: status.backend?.kind,
+      ms,
+      notes,
+      tokens: job.tokens ?? null,
+      seed: s.seed,
+    });
+  } catch (e) {
+    roll.setGenerating(null);
+    app.piece = before;
+    roll.setPiece(before);
+    if (/cancelled/.test(e.message)) {
+      $('gen-status').textContent = 'Cancelled; the piece is as it was.';
+    } else if (e.fatal && app.workerBackend !== 'cpu' && status.backend?.kind === 'gpu') {
+      $('gen-status').textContent = '';
+      fallBackToCpu(e.message);
+    } else {
+      $('gen-status').textContent = '';
+      showError(`Generation failed: ${e.message}`);
+      if (e.fatal) startWorker(app.workerBackend);
+    }
+  } finally {
+    app.generating = null;
+    $('gen-progress').hidden = true;
+    showPiece();
+  }
+}
+
+function onProgress(p, job, track, live, from, started) {
+  $('gen-progress').value = p.total ? p.done / p.total : 0;
+  const unit = job.task === 'accompaniment' ? 'steps' : 'tokens';
+  const seconds = (performance.now() - started) / 1000;
+  $('gen-status').textContent = p.done
+    ? `${p.done} of ${p.total} ${unit} · ${(p.done / seconds).toFixed(0)} ${unit}/s`
+    : 'Reading the prompt…';
+  job.tokens = p.done;
+  if (p.notes) {
+    const flat = p.notes;
+    const notes = new Array(flat.length / 4);
+    for (let i = 0; i < notes.length; i++) {
+      notes[i] = [flat[4 * i], flat[4 * i + 1], flat[4 * i + 2], flat[4 * i + 3]];
+    }
+    track.notes = notes;
+    const end = notes.reduce((m, n) => Math.max(m, n[2]), from);
+    live.endTick = Math.max(live.endTick, end);
+    roll.setGenerating({ fromTick: from, toTick: end, progress: p.total ? p.done / p.total : 0 });
+    roll.update();
+  }
+  if (p.attention) {
+    const a = p.attention;
+    attention.addRows(a.start, a.values, a.keys);
+  }
+}
+
+function cancel() {
+  const job = app.generating;
+  if (!job) return;
+  job.cancelled = true;
+  $('gen-status').textContent = 'Cancelling…';
+  if (job.id !== null) app.worker.postMessage({ type: 'cancel', id: job.id });
+}
+
+// ------------------------------------------------------------------ playback
+
+const piano = new Piano();
+let playFrame = 0;
+
+function seek(tick) {
+  app.playhead = tick;
+  roll.setPlayhead(tick);
+  if (piano.playing) startPlayback();
+}
+
+async function togglePlayback() {
+  if (piano.playing) stopPlayback();
+  else await startPlayback();
+}
+
+async function startPlayback() {
+  if (!app.piece) return;
+  try {
+    if (!piano.loaded) {
+      $('play-status').textContent = 'Loading the piano…';
+      await piano.load((loaded, total) => {
+        $('play-status').textContent = `Loading the piano: ${loaded} of ${total} samples`;
+      });
+      $('play-status').textContent = '';
+    }
+    const selection = roll.getSelection();
+    const loop = $('loop').checked && !!selection;
+    const [fromTick, toTick] = loop ? selection : [app.playhead >= app.piece.endTick ? 0 : app.playhead, Infinity];
+    piano.play(app.piece, {
+      fromTick,
+      toTick,
+      loop,
+      tempo: Number($('tempo').value) / 100,
+      mute: { melody: $('mute-melody').checked, accompaniment: $('mute-accompaniment').checked },
+      onEnd: () => {
+        app.playhead = 0;
+        stopPlayback();
+      },
+    });
+    $('play').textContent = '■ Stop';
+    status.playing = true;
+    cancelAnimationFrame(playFrame);
+    const follow = () => {
+      const tick = piano.positionTick();
+      if (tick !== null) {
+        roll.setPlayhead(tick);
+        app.playhead = tick;
+        playFrame = requestAnimationFrame(follow);
+      }
+    };
+    playFrame = requestAnimationFrame(follow);
+  } catch (e) {
+    $('play-status').textContent = '';
+    showError(e.message);
+  }
+}
+
+function stopPlayback() {
+  if (piano.playing) piano.stop();
+  cancelAnimationFrame(playFrame);
+  $('play').textContent = '▶ Play';
+  status.playing = false;
+}
+
+// ------------------------------------------------------------------ keeping and sharing
+
+function download(blob, name) {
+  const url = URL.createObjectURL(blob);
+  const a = Object.assign(document.createElement('a'), { href: url, download: name });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+const baseName = () => (app.piece?.name ?? 'piece').replace(/\.(mid|midi|kar|smf)$/i, '');
+
+async function downloadMidi() {
+  try {
+    const bytes = await call('writeMidi', { piece: app.piece });
+    download(new Blob([bytes], { type: 'audio/midi' }), `${baseName()}-pianoformer.mid`);
+  } catch (e) {
+    showError(`The MIDI file could not be written: ${e.message}`);
+  }
+}
+
+async function exportWav() {
+  const button = $('export-wav');
+  button.disabled = true;
+  $('play-status').textContent = 'Rendering the WAV file…';
+  try {
+    if (!piano.loaded) await piano.load();
+    const blob = await piano.renderWav(app.piece, {
+      tempo: Number($('tempo').value) / 100,
+      mute: { melody: $('mute-melody').checked, accompaniment: $('mute-accompaniment').checked },
+    });
+    download(blob, `${baseName()}-pianoformer.wav`);
+    $('play-status').textContent = `WAV: ${(blob.size / 1e6).toFixed(1)} MB.`;
+  } catch (e) {
+    $('play-status').textContent = '';
+    showError(e.message);
+  } finally {
+    button.disabled = !app.piece;
+  }
+}
+
+async function share() {
+  try {
+    const s = settings();
+    const fragment = await encodeShare({
+      piece: app.piece,
+      model: s.model,
+      seed: s.seed,
+      task: s.task,
+      settings: s,
+    });
+    const link = `${location.origin}${location.pathname}#${fragment}`;
+    status.shareLink = link;
+    try {
+      await navigator.clipboard.writeText(link);
+      notice(`Share link copied (${(link.length / 1000).toFixed(1)} kB): it holds the piece, its labels, the model and the seed.`);
+    } catch {
+      notice(`Share link (copy it): ${link}`);
+    }
+  } catch (e) {
+    showError(e.message);
+  }
+}
+
+/** Opens a share link in the URL fragment, if there is one. */
+async function openShared() {
+  const fragment = location.hash.slice(1);
+  if (!fragment) return false;
+  history.replaceState(null, '', location.pathname + location.search);
+  try {
+    const shared = await decodeShare(fragment);
+    await call('checkPiece', { piece: shared.piece });
+    applySettings({ ...shared.settings, task: shared.task, model: shared.model, seed: shared.seed });
+    setPiece(shared.piece);
+    notice(`Opened a shared piece (${shared.model ?? 'no model'}, seed ${shared.seed ?? '–'}). Press Play (Space) to hear it.`);
+    return true;
+  } catch (e) {
+    showError(`This share link could not be opened: ${e.message}`);
+    return false;
+  }
+}
+
+// ------------------------------------------------------------------ wiring
+
+function wire() {
+  $('backend-select').value = preference;
+  $('backend-select').addEventListener('change', (e) => {
+    localStorage.setItem('pianoformer.backend', e.target.value);
+    const url = new URL(location.href);
+    url.searchParams.set('backend', e.target.value);
+    flushWork().finally(() => location.assign(url));
+  });
+  $('error-close').addEventListener('click', () => {
+    $('error').hidden = true;
+  });
+  $('file-input').addEventListener('change', (e) => {
+    const file = e.target.files?.[0];
+    if (file) openFile(file);
+    e.target.value = '';
+  });
+  $('example').addEventListener('click', openExample);
+  $('undo').addEventListener('click', undo);
+  $('download-midi').addEventListener('click', downloadMidi);
+  $('export-wav').addEventListener('click', exportWav);
+  $('share').addEventListener('click', share);
+  $('zoom-in').addEventListener('click', () => roll.zoomIn());
+  $('zoom-out').addEventListener('click', () => roll.zoomOut());
+  $('zoom-fit').addEventListener('click', () => roll.fit());
+  $('plan-bars').addEventListener('change', (e) => {
+    if (!app.piece) return;
+    const n = Math.max(0, Math.min(256, Math.round(Number(e.target.value) || 0)));
+    const next = clonePiece(app.piece);
+    setBarCount(next, next.promptBars + n);
+    setPiece(next, { keepView: true });
+  });
+  $('task').addEventListener('change', () => {
+    showModels();
+    save();
+  });
+  $('model').addEventListener('change', () => {
+    showModelAbout();
+    showTemplate();
+    save();
+  });
+  for (const id of ['att-layer', 'att-head']) {
+    $(id).addEventListener('change', () => {
+      showTemplate();
+      save();
+    });
+  }
+  for (const id of ['seed', 'threshold', 'temperature', 'length', 'max-bars']) {
+    $(id).addEventListener('change', save);
+  }
+  $('reseed').addEventListener('click', () => {
+    $('seed').value = String(Math.floor(Math.random() * 1e9));
+    save();
+  });
+  $('generate').addEventListener('click', generate);
+  $('cancel').addEventListener('click', cancel);
+  $('play').addEventListener('click', togglePlayback);
+  $('tempo').addEventListener('input', () => {
+    $('tempo-value').textContent = `${$('tempo').value} %`;
+  });
+  $('tempo').addEventListener('change', () => {
+    save();
+    if (piano.playing) startPlayback();
+  });
+  for (const id of ['mute-melody', 'mute-accompaniment']) {
+    $(id).addEventListener('change', () =>
+      piano.setMute({ melody: $('mute-melody').checked, accompaniment: $('mute-accompaniment').checked }),
+    );
+  }
+  $('clear-cache').addEventListener('click', async () => {
+    const n = await clearModelCache();
+    app.loaded.clear();
+    startWorker(app.workerBackend);
+    notice(`Removed ${n} cached model file${n === 1 ? '' : 's'}; they download again when used.`);
+    showCached();
+  });
+  $('clear-work').addEventListener('click', async () => {
+    await clearWork();
+    notice('The saved piece is forgotten; the one on screen stays until you reload.');
+  });
+  wireDrop();
+  wireKeys();
+  addEventListener('pagehide', () => {
+    save();
+    flushWork();
+  });
+  const chords = ['C', 'Cm', 'C7', 'Cmaj7', 'Cm7', 'Cdim', 'Csus4', 'D', 'Dm', 'Dm7', 'E', 'Em', 'E7', 'F', 'Fmaj7', 'G', 'G7', 'Gsus4', 'A', 'Am', 'Am7', 'Bb', 'Bdim', 'Bm7b5', 'N'];
+  $('chord-list').replaceChildren(...chords.map((c) => new Option(c)));
+}
+
+function undo() {
+  if (!app.undo.length || app.generating) return;
+  const previous = app.undo.pop();
+  setPiece(previous, { undoable: false, keepView: true });
+  notice('Undone.');
+}
+
+function wireDrop() {
+  const overlay = $('drop-overlay');
+  let depth = 0;
+  const hasFiles = (e) => [...(e.dataTransfer?.types ?? [])].includes('Files');
+  addEventListener('dragenter', (e) => {
+    if (!hasFiles(e)) return;
+    depth++;
+    overlay.hidden = false;
+  });
+  addEventListener('dragleave', () => {
+    depth = Math.max(0, depth - 1);
+    if (!depth) overlay.hidden = true;
+  });
+  addEventListener('dragover', (e) => {
+    if (hasFiles(e)) e.preventDefault();
+  });
+  addEventListener('drop', (e) => {
     e.preventDefault();
-    showError(`The model Worker stopped: ${e.message || 'unknown error'}.`);
-  };
-  worker.postMessage({ type: 'init', backend: preference });
+    depth = 0;
+    overlay.hidden = true;
+    const file = e.dataTransfer?.files?.[0];
+    if (file) openFile(file);
+  });
+}
+
+function wireKeys() {
+  addEventListener('keydown', (e) => {
+    if ($('label-dialog').open) return;
+    const typing = e.target.closest?.('input, select, textarea, [contenteditable]');
+    if (e.key === 'Escape' && app.generating) {
+      cancel();
+      e.preventDefault();
+      return;
+    }
+    if (typing || e.altKey || e.metaKey) return;
+    if (e.ctrlKey && e.key.toLowerCase() === 'z') {
+      undo();
+      e.preventDefault();
+    } else if (e.ctrlKey) {
+      return;
+    } else if (e.key === ' ' && !e.target.closest?.('button')) {
+      togglePlayback();
+      e.preventDefault();
+    } else if (e.key.toLowerCase() === 'g' && !$('generate').disabled) {
+      generate();
+      e.preventDefault();
+    }
+  });
+}
+
+async function start() {
+  wire();
+  startWorker(preference);
+  await loadManifest();
+  const shared = await openShared().catch(() => false);
+  if (!shared) {
+    const work = await loadWork();
+    if (work?.piece) {
+      try {
+        await call('checkPiece', { piece: work.piece });
+        applySettings(work.settings);
+        setPiece(work.piece, { undoable: false });
+        notice(`Restored ${work.piece.name} from your last visit.`);
+      } catch (e) {
+        notice(`The piece saved from your last visit could not be restored (${e.message}).`);
+      }
+    }
+  }
+  showCached();
+  showTemplate();
 }
 
 window.addEventListener('error', (e) => showError(`Unexpected error: ${e.message}`));
-window.addEventListener('unhandledrejection', (e) => showError(`Unexpected error: ${e.reason?.message ?? e.reason}`));
+window.addEventListener('unhandledrejection', (e) =>
+  showError(`Unexpected error: ${e.reason?.message ?? e.reason}`),
+);
 start();

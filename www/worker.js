@@ -1,10 +1,17 @@
-// The model's home: the Worker loads the wasm, owns the Session (and later the models), and
+// The model's home: the Worker loads the wasm, owns the Session and the loaded models, and
 // talks to the page only by messages, so the page never freezes while tensors are computed.
 //
-// Messages in:  {type: 'init', backend: 'auto' | 'gpu' | 'cpu'}
-// Messages out: {type: 'ready', backend, ms} · {type: 'check', report, ms} · {type: 'error', message}
+// In:  {type: 'init', backend: 'auto' | 'gpu' | 'cpu'}
+//      {type: 'call', id, method, args}   methods: readMidi, writeMidi, exampleMidi, checkPiece,
+//                                          loadModel, hasModel, generate, template
+//      {type: 'cancel', id}
+// Out: {type: 'ready', backend, ms} · {type: 'check', report, ms} · {type: 'error', message}
+//      {type: 'reply', id, ok, value | message} · {type: 'progress', id, done, total, notes?,
+//      attention?}
 
+let wasm = null;
 let session = null;
+const cancelled = new Set();
 
 function fail(error, context) {
   const message = error instanceof Error ? error.message : String(error);
@@ -13,9 +20,9 @@ function fail(error, context) {
 
 async function loadWasm() {
   try {
-    const wasm = await import('../pkg/pianoformer.js');
-    await wasm.default();
-    return wasm;
+    const module = await import('../pkg/pianoformer.js');
+    await module.default();
+    return module;
   } catch (e) {
     throw new Error(
       `the app's WebAssembly could not be loaded (${e.message || e}). ` +
@@ -24,40 +31,124 @@ async function loadWasm() {
   }
 }
 
-// Browsers hide the adapter's description from wgpu; its vendor/architecture are still public
-// through navigator.gpu and make the badge say what really runs (e.g. "google swiftshader").
-async function describeWebGpuAdapter(backend) {
-  if (backend.kind !== 'gpu' || backend.adapter || !navigator.gpu) return backend;
+// Browsers hide the adapter's description from wgpu; its vendor/architecture are public
+// through navigator.gpu.
+async function webGpuAdapter() {
+  if (!navigator.gpu) return null;
   try {
     const adapter = await navigator.gpu.requestAdapter();
-    const info = adapter?.info ?? {};
+    if (!adapter) return null;
+    const info = adapter.info ?? {};
     const name = [info.vendor, info.architecture, info.device, info.description]
       .filter((x) => x)
       .join(' ');
-    if (name) {
-      backend.adapter = name;
-      backend.label = `WebGPU · ${name}${backend.device_type === 'Cpu' ? ' (software adapter)' : ''}`;
-    }
+    const software =
+      info.isFallbackAdapter === true || /swiftshader|llvmpipe|lavapipe|software/i.test(name);
+    return { name, software };
   } catch {
-    // The label without the adapter name is still right.
+    return null;
   }
-  return backend;
 }
 
 async function init(preference) {
   const t0 = performance.now();
-  const wasm = await loadWasm();
+  wasm = await loadWasm();
+  const adapter = await webGpuAdapter();
+  // A software WebGPU adapter (SwiftShader) runs these small models about 40 times slower
+  // than the CPU backend: "auto" takes the CPU there and says why.
+  let softwareFallback = false;
+  if (preference === 'auto' && adapter?.software) {
+    preference = 'cpu';
+    softwareFallback = true;
+  }
   session = await wasm.Session.create(preference);
-  const backend = await describeWebGpuAdapter(session.backend());
+  const backend = session.backend();
+  if (backend.kind === 'gpu' && adapter?.name) {
+    backend.adapter = adapter.name;
+    backend.label = `WebGPU · ${adapter.name}${adapter.software ? ' (software adapter)' : ''}`;
+  }
+  if (softwareFallback) {
+    backend.fallback_reason = `the only WebGPU adapter is a software renderer (${adapter.name})`;
+    backend.fallback_detail =
+      'It runs these models about 40 times slower than the CPU. Choose "WebGPU only" to use it anyway.';
+  }
   postMessage({ type: 'ready', backend, ms: performance.now() - t0 });
   const t1 = performance.now();
   const report = await session.selfCheck();
   postMessage({ type: 'check', report, ms: performance.now() - t1 });
 }
 
+// Hands the event loop a turn (so a 'cancel' message can arrive), then says whether to go on.
+function progressHandler(id) {
+  return (event) => {
+    const message = { type: 'progress', id, done: event.done, total: event.total };
+    const transfer = [];
+    if (event.notes) {
+      message.notes = event.notes;
+      transfer.push(event.notes.buffer);
+    }
+    if (event.attention) {
+      message.attention = event.attention;
+      transfer.push(event.attention.values.buffer);
+    }
+    postMessage(message, transfer);
+    return new Promise((resolve) => setTimeout(() => resolve(!cancelled.has(id)), 0));
+  };
+}
+
+const methods = {
+  readMidi: ({ bytes, name }) => JSON.parse(wasm.readMidi(new Uint8Array(bytes), name)),
+  writeMidi: ({ piece }) => wasm.writeMidi(JSON.stringify(piece)),
+  exampleMidi: ({ key = 0, bars = 16 }) => wasm.exampleMidi(key, bars),
+  checkPiece: ({ piece }) => wasm.checkPiece(JSON.stringify(piece)),
+  loadModel: ({ entry, bytes }) => session.loadModel(JSON.stringify(entry), new Uint8Array(bytes)),
+  hasModel: ({ name }) => session.hasModel(name),
+  template: ({ model, layer, head, lags }) => session.template(model, layer, head, lags),
+  generate: async ({ task, model, piece, options }, id) => {
+    const run = task === 'continuation' ? 'continuePiece' : 'accompany';
+    const text = await session[run](
+      model,
+      JSON.stringify(piece),
+      JSON.stringify(options),
+      progressHandler(id),
+    );
+    return JSON.parse(text);
+  },
+};
+
+async function call({ id, method, args }) {
+  try {
+    if (!session && !['readMidi', 'writeMidi', 'exampleMidi', 'checkPiece'].includes(method)) {
+      throw new Error('the model backend is still starting');
+    }
+    if (!wasm) throw new Error('the app is still loading');
+    const run = methods[method];
+    if (!run) throw new Error(`unknown request ${JSON.stringify(method)}`);
+    const value = await run(args ?? {}, id);
+    const transfer = value instanceof Uint8Array ? [value.buffer] : [];
+    postMessage({ type: 'reply', id, ok: true, value }, transfer);
+  } catch (e) {
+    // A Rust panic leaves the wasm instance unusable: the page restarts the Worker then.
+    const fatal = e instanceof WebAssembly.RuntimeError;
+    postMessage({
+      type: 'reply',
+      id,
+      ok: false,
+      fatal,
+      message: e instanceof Error ? e.message : String(e),
+    });
+  } finally {
+    cancelled.delete(id);
+  }
+}
+
 self.onmessage = ({ data }) => {
   if (data?.type === 'init') {
     init(data.backend ?? 'auto').catch((e) => fail(e, 'The compute backend could not start'));
+  } else if (data?.type === 'call') {
+    call(data);
+  } else if (data?.type === 'cancel') {
+    cancelled.add(data.id);
   } else {
     fail(`unknown message ${JSON.stringify(data?.type)}`);
   }

@@ -21,13 +21,18 @@ pub const EPS: f64 = 1e-6;
 
 /// Lower-triangular ones (diagonal included), [1, 1, n, n].
 fn causal_mask(n: usize, device: &Device) -> Tensor<4> {
-    let mut values = vec![0f32; n * n];
-    for i in 0..n {
-        for j in 0..=i {
-            values[i * n + j] = 1.0;
-        }
+    offset_causal_mask(n, n, device)
+}
+
+/// Ones where query `i` (at position `keys − queries + i`) may see key `j`, [1, 1, queries,
+/// keys]: the mask of the last `queries` rows of a causal `keys × keys` map.
+fn offset_causal_mask(queries: usize, keys: usize, device: &Device) -> Tensor<4> {
+    let start = keys - queries;
+    let mut values = vec![0f32; queries * keys];
+    for i in 0..queries {
+        values[i * keys..i * keys + start + i + 1].fill(1.0);
     }
-    Tensor::from_data(TensorData::new(values, vec![1, 1, n, n]), device)
+    Tensor::from_data(TensorData::new(values, vec![1, 1, queries, keys]), device)
 }
 
 /// The running sums of causal linear attention for one layer: `S` [batch, heads, m, d_v] and
@@ -114,12 +119,25 @@ pub fn recurrent_step(
     (num / den.add_scalar(EPS), state)
 }
 
-/// The normalised attention of one query over the keys so far, for display: `φq·φk_n / Σ`.
-/// Shapes: [batch, heads, 1, m] and [batch, heads, n, m] -> [batch, heads, n].
-pub fn attention_row(phi_q: Tensor<4>, phi_k: Tensor<4>) -> Tensor<3> {
-    let scores = phi_q.matmul(phi_k.swap_dims(2, 3)); // [b, h, 1, n]
+/// The normalised attention of the last `l` positions over the `n` keys so far, for display:
+/// row `i` is `φq_i·φk_j / Σ_{j'≤p} φq_i·φk_j'` for keys `j ≤ p` (the query's own position
+/// `p = n − l + i`), zero after. Shapes: [batch, heads, l, m] and [batch, heads, n, m] ->
+/// [batch, heads, l, n].
+pub fn attention_rows(phi_q: Tensor<4>, phi_k: Tensor<4>) -> Tensor<4> {
+    let (l, n) = (phi_q.dims()[2], phi_k.dims()[2]);
+    let mask = offset_causal_mask(l, n, &phi_q.device());
+    let scores = phi_q.matmul(phi_k.swap_dims(2, 3)) * mask; // [b, h, l, n]
     let total = scores.clone().sum_dim(3).add_scalar(EPS);
-    (scores / total).squeeze_dim::<3>(2)
+    scores / total
+}
+
+/// [`attention_rows`] for exact softmax attention over plain queries and keys.
+pub fn softmax_rows(q: Tensor<4>, k: Tensor<4>, scale: f64) -> Tensor<4> {
+    let (l, n) = (q.dims()[2], k.dims()[2]);
+    let mask = offset_causal_mask(l, n, &q.device());
+    let scores = q.matmul(k.swap_dims(2, 3)).mul_scalar(scale);
+    let scores = scores * mask.clone() + (mask.neg().add_scalar(1.0)).mul_scalar(-1e9);
+    softmax(scores, 3)
 }
 
 /// Exact causal softmax attention, `softmax(scale · q kᵀ)` with the future masked (`scale` is
@@ -258,20 +276,51 @@ mod tests {
     }
 
     #[test]
-    fn attention_row_is_the_normalised_brute_force_row() {
+    fn attention_rows_are_the_normalised_brute_force_rows() {
         let device = Device::flex();
         let phi_q = random(&[1, 1, 6, 4], 7, &device).abs();
         let phi_k = random(&[1, 1, 6, 4], 8, &device).abs();
-        let row = to_vec(attention_row(phi_q.clone().narrow(2, 5, 1), phi_k.clone()));
-        let q = to_vec(phi_q.narrow(2, 5, 1));
+        // The last three positions' rows, as a call of length 3 after three earlier steps.
+        let rows = to_vec(attention_rows(phi_q.clone().narrow(2, 3, 3), phi_k.clone()));
+        let q = to_vec(phi_q);
         let k = to_vec(phi_k);
-        let scores: Vec<f32> = (0..6)
-            .map(|n| (0..4).map(|f| q[f] * k[n * 4 + f]).sum())
-            .collect();
-        let total: f32 = scores.iter().sum();
-        let expected: Vec<f32> = scores.iter().map(|s| s / total).collect();
-        assert!(close(&row, &expected, 1e-6));
-        assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-5);
+        for i in 0..3 {
+            let p = 3 + i;
+            let scores: Vec<f32> = (0..6)
+                .map(|n| {
+                    let s: f32 = (0..4).map(|f| q[p * 4 + f] * k[n * 4 + f]).sum();
+                    if n <= p { s } else { 0.0 }
+                })
+                .collect();
+            let total: f32 = scores.iter().sum();
+            let expected: Vec<f32> = scores.iter().map(|s| s / total).collect();
+            let row = &rows[i * 6..(i + 1) * 6];
+            assert!(
+                close(row, &expected, 1e-6),
+                "row {p}: {row:?} vs {expected:?}"
+            );
+            assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-5);
+        }
+    }
+
+    #[test]
+    fn softmax_rows_are_the_causal_softmax_weights() {
+        let device = Device::flex();
+        let q = random(&[1, 1, 5, 4], 12, &device);
+        let k = random(&[1, 1, 5, 4], 13, &device);
+        let rows = to_vec(softmax_rows(q.clone().narrow(2, 2, 3), k.clone(), 0.5));
+        let (q, k) = (to_vec(q), to_vec(k));
+        for i in 0..3 {
+            let p = 2 + i;
+            let e: Vec<f32> = (0..=p)
+                .map(|n| (0.5 * (0..4).map(|f| q[p * 4 + f] * k[n * 4 + f]).sum::<f32>()).exp())
+                .collect();
+            let total: f32 = e.iter().sum();
+            for n in 0..5 {
+                let want = if n <= p { e[n] / total } else { 0.0 };
+                assert!((rows[i * 5 + n] - want).abs() < 1e-5, "{p} {n}");
+            }
+        }
     }
 
     #[test]

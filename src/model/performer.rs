@@ -11,12 +11,14 @@
 use burn::module::{Module, Param};
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::store::ModuleRecord;
-use burn::tensor::activation::{gelu, softmax};
+use burn::tensor::activation::gelu;
 use burn::tensor::{Bytes, Device, Int, Tensor, TensorData};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-use super::attention::{KvCache, LinearState, attention_row, causal_linear, recurrent_step};
+use super::attention::{
+    KvCache, LinearState, attention_rows, causal_linear, recurrent_step, softmax_rows,
+};
 use super::config::{AttentionKind, PerformerConfig, Task};
 use super::features::{FeatureMap, normal};
 use super::pe::ape::sinusoids;
@@ -101,12 +103,14 @@ pub struct State {
     /// One feature-map draw per layer.
     pub maps: Vec<FeatureMap>,
     layers: Vec<LayerState>,
-    /// When capturing: every layer's feature-mapped keys so far [batch, heads, n, m] (softmax:
-    /// the keys themselves), and the attention rows of the last position of the last call,
-    /// per layer [batch, heads, n].
+    /// When capturing: every captured layer's feature-mapped keys so far [batch, heads, n, m]
+    /// (softmax: the cache holds them), and, per layer, the attention rows of every position
+    /// of the last call [batch, heads, len, n] (`None` for layers not captured).
     capture: bool,
+    /// Capture only this layer (rows cost len × n per head: a long prefill shows one layer).
+    pub capture_layer: Option<usize>,
     keys: Vec<Option<Tensor<4>>>,
-    pub rows: Vec<Tensor<3>>,
+    pub rows: Vec<Option<Tensor<4>>>,
 }
 
 /// A linear layer initialised from `rng` (uniform ±1/sqrt(d_in), as PyTorch does), so a seed
@@ -213,6 +217,7 @@ impl Performer {
             maps,
             layers: vec![LayerState::Empty; c.layers],
             capture,
+            capture_layer: None,
             keys: vec![None; c.layers],
             rows: Vec::new(),
         }
@@ -304,7 +309,7 @@ impl Performer {
         for (layer, block) in self.blocks.iter().enumerate() {
             let (out, row) = self.attend(layer, block, x.clone(), &codes, state);
             x = x + out;
-            rows.extend(row);
+            rows.push(row);
             let h = block.norm2.forward(x.clone());
             x = x.clone() + block.ff2.forward(gelu(block.ff1.forward(h)));
         }
@@ -316,7 +321,7 @@ impl Performer {
     }
 
     /// One block's attention sublayer (pre-LN): returns its output [batch, len, d_model] and,
-    /// when capturing, the attention row of the last position.
+    /// when capturing this layer, the attention rows of the call's positions.
     fn attend(
         &self,
         layer: usize,
@@ -324,8 +329,9 @@ impl Performer {
         x: Tensor<3>,
         codes: &Codes,
         state: &mut State,
-    ) -> (Tensor<3>, Option<Tensor<3>>) {
+    ) -> (Tensor<3>, Option<Tensor<4>>) {
         let c = &self.config;
+        let capture = state.capture && state.capture_layer.is_none_or(|l| l == layer);
         let [b, l, _] = x.dims();
         let h = block.norm1.forward(x);
         let split = |t: Tensor<3>| t.reshape([b, l, c.heads, c.d_head]).swap_dims(1, 2);
@@ -344,12 +350,9 @@ impl Performer {
                     LayerState::Linear(s) => s,
                     _ => LinearState::zeros(b, c.heads, c.features, c.d_head, &device),
                 };
-                if state.capture {
+                if capture {
                     let keys = append(state.keys[layer].take(), phi_k.clone());
-                    row = Some(attention_row(
-                        phi_q.clone().narrow(2, l - 1, 1),
-                        keys.clone(),
-                    ));
+                    row = Some(attention_rows(phi_q.clone(), keys.clone()));
                     state.keys[layer] = Some(keys);
                 }
                 let (out, next) = if l == 1 {
@@ -367,10 +370,9 @@ impl Performer {
                     _ => KvCache::new(),
                 };
                 let out = cache.attend(qh.clone(), kh, v, 1.0);
-                if state.capture {
+                if capture {
                     let keys = cache.k.clone().expect("just filled");
-                    let scores = qh.narrow(2, l - 1, 1).matmul(keys.swap_dims(2, 3));
-                    row = Some(softmax(scores, 3).squeeze_dim::<3>(2));
+                    row = Some(softmax_rows(qh, keys, 1.0));
                 }
                 state.layers[layer] = LayerState::Softmax(cache);
                 out

@@ -178,6 +178,16 @@ impl Chord {
         Ok(Some(Chord { root, quality }))
     }
 
+    /// Parses a readable name as [`Chord::name`] writes it (`Am`, `F#7`, `Bm7b5`, `Cmaj7`) or a
+    /// Harte symbol (`A:min7`); `N` (or `X`, or nothing) is "no chord".
+    pub fn parse_any(symbol: &str) -> Result<Option<Chord>, String> {
+        let symbol = symbol.trim();
+        if symbol.is_empty() {
+            return Ok(None);
+        }
+        Chord::parse(symbol).or_else(|e| Chord::parse(&harte_from_name(symbol)).map_err(|_| e))
+    }
+
     /// The chord's pitch classes.
     pub fn pitch_classes(self) -> impl Iterator<Item = u8> {
         self.quality
@@ -201,6 +211,34 @@ impl Chord {
         };
         format!("{}{}", PITCH_CLASS_NAMES[self.root as usize], suffix)
     }
+}
+
+/// `Am7` → `A:min7`, `F#` → `F#:maj`, `G7` → `G:7`: the common shorthand in Harte form.
+fn harte_from_name(s: &str) -> String {
+    let split = s
+        .char_indices()
+        .skip(1)
+        .find(|(_, c)| *c != '#' && *c != 'b')
+        .map_or(s.len(), |(i, _)| i);
+    let (root, rest) = s.split_at(split);
+    let quality = match rest {
+        "" => "maj",
+        "m" => "min",
+        "m7" => "min7",
+        "7" => "7",
+        "maj7" | "M7" => "maj7",
+        "dim" => "dim",
+        "aug" | "+" => "aug",
+        "sus4" => "sus4",
+        "sus2" => "sus2",
+        "m7b5" => "hdim7",
+        "dim7" => "dim7",
+        "6" => "maj6",
+        "m6" => "min6",
+        "m(maj7)" | "mM7" => "minmaj7",
+        other => other,
+    };
+    format!("{root}:{quality}")
 }
 
 /// Tuning of [`recognize`].
@@ -349,6 +387,25 @@ pub fn recognize(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_readable_name_parses_back() {
+        for quality in Quality::ALL {
+            for root in 0..12 {
+                let chord = Chord { root, quality };
+                assert_eq!(
+                    Chord::parse_any(&chord.name()),
+                    Ok(Some(chord)),
+                    "{}",
+                    chord.name()
+                );
+            }
+        }
+        assert_eq!(Chord::parse_any(" N "), Ok(None));
+        assert_eq!(Chord::parse_any(""), Ok(None));
+        assert!(Chord::parse_any("Hm").is_err());
+        assert!(Chord::parse_any("Cwhatever").is_err());
+    }
 
     #[test]
     fn harte_symbols() {

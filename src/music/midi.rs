@@ -52,7 +52,7 @@ pub enum MidiError {
 }
 
 /// One note. Times are absolute ticks at the song's `ppq`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Note {
     pub pitch: u8,
     pub velocity: u8,

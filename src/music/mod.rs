@@ -1,12 +1,14 @@
 //! Music data without tensors: MIDI in and out, piano rolls, structure labels, tokens, metrics.
 
 pub mod chords;
+pub mod fixtures;
 pub mod grid;
 pub mod labels;
 pub mod melody;
 pub mod metrics;
 pub mod midi;
 pub mod phrases;
+pub mod piece;
 pub mod pop909;
 pub mod roll;
 pub mod summary;

@@ -7,13 +7,12 @@
 //! at 2N, 3N, 4N (the SPE paper's Figure 3).
 
 use burn::tensor::Device;
-use burn::tensor::activation::sigmoid;
 use serde::{Deserialize, Serialize};
 
 use super::corpus::{Batch, Corpus, WindowSpec};
 use super::data::{Example, example};
-use super::step::{TrainError, stack};
-use crate::model::performer::{Inputs, Performer};
+use super::step::TrainError;
+use crate::model::performer::Performer;
 use crate::music::metrics::{AccompanimentScores, accompaniment_scores};
 use crate::music::roll::{PITCHES, PianoRoll};
 
@@ -120,26 +119,12 @@ pub async fn accompany(
     seed: u64,
     device: &Device,
 ) -> Result<(Vec<f32>, Vec<f32>), TrainError> {
-    let (inputs, _, coords) = stack(std::slice::from_ref(e), device);
-    let coords = coords.filter(|_| model.config.pe.is_structural());
-    let mut state = model.start(seed, false, device);
-    let logits = model.forward(Inputs::Rolls(inputs), coords, &mut state, None)?;
-    let probs = sigmoid(logits)
-        .into_data_async()
+    crate::generate::accompany_probs(model, e, seed, e.len, None, device, |_| async { true })
         .await
-        .map_err(|err| TrainError::Read(format!("{err:?}")))?
-        .convert::<f32>()
-        .try_into_vec::<f32>()
-        .map_err(|err| TrainError::Read(format!("{err:?}")))?;
-    let (mut onset, mut sustain) = (
-        Vec::with_capacity(e.len * PITCHES),
-        Vec::with_capacity(e.len * PITCHES),
-    );
-    for row in probs.chunks(2 * PITCHES) {
-        onset.extend_from_slice(&row[..PITCHES]);
-        sustain.extend_from_slice(&row[PITCHES..]);
-    }
-    Ok((onset, sustain))
+        .map_err(|err| match err {
+            crate::generate::GenerateError::Model(m) => TrainError::Model(m),
+            other => TrainError::Read(other.to_string()),
+        })
 }
 
 /// Excerpts of `bars` bars (4/4: 16 steps a bar) from each piece with an accompaniment:

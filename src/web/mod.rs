@@ -1,19 +1,73 @@
 //! The JavaScript-facing API, used by the page's Web Worker (`www/worker.js`). Errors become
-//! `JsError`s with a plain sentence here and nowhere else.
+//! `JsError`s with a plain sentence here and nowhere else. Pieces travel as JSON text (the
+//! shape of `www/piece.js`), notes streamed during generation as flat `Float64Array`s
+//! (pitch, start, end, velocity per note) and attention rows as `Float32Array`s.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use js_sys::{Float32Array, Float64Array, Function, Object, Promise, Reflect};
 use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
 
 use crate::device::{self, Backend, Preference};
+use crate::model::config::Task;
+use crate::model::performer::Performer;
+use crate::models::{ModelEntry, load_entry};
+use crate::music::fixtures;
+use crate::music::midi::write_midi;
+use crate::music::piece::{Piece, PieceNote};
+use crate::studio::{self, Options, Progress};
 
 #[wasm_bindgen(start)]
 fn start() {
     console_error_panic_hook::set_once();
 }
 
-/// One model session in a Worker: the backend it runs on and, later, the loaded models.
+/// Reads a MIDI file into a piece (JSON), detecting the melody, chords and phrases.
+#[wasm_bindgen(js_name = readMidi)]
+pub fn read_midi(bytes: &[u8], name: String) -> Result<String, JsError> {
+    let piece = Piece::from_midi(bytes, &name)
+        .map_err(|e| JsError::new(&format!("{name} could not be read: {e}")))?;
+    serde_json::to_string(&piece).map_err(to_js)
+}
+
+/// A piece (JSON) as a type-1 MIDI file, one track per piece track.
+#[wasm_bindgen(js_name = writeMidi)]
+pub fn write_midi_bytes(piece: &str) -> Result<Vec<u8>, JsError> {
+    parse_piece(piece)?.to_midi().map_err(to_js)
+}
+
+/// Checks a piece (JSON) from a share link or a saved session; the error says what is wrong.
+#[wasm_bindgen(js_name = checkPiece)]
+pub fn check_piece(piece: &str) -> Result<(), JsError> {
+    parse_piece(piece).map(|_| ())
+}
+
+/// The bundled example: a MIDI file of `bars` bars written by the project's own code (a melody
+/// on a I–V–vi–IV progression in `key`, with a piano part).
+#[wasm_bindgen(js_name = exampleMidi)]
+pub fn example_midi(key: u8, bars: u32) -> Vec<u8> {
+    write_midi(&fixtures::song(key % 12, bars.clamp(1, 512) as u64))
+}
+
+fn parse_piece(text: &str) -> Result<Piece, JsError> {
+    let piece: Piece = serde_json::from_str(text)
+        .map_err(|e| JsError::new(&format!("the piece is not readable: {e}")))?;
+    piece.validate().map_err(to_js)?;
+    Ok(piece)
+}
+
+struct Loaded {
+    model: Performer,
+    entry: ModelEntry,
+}
+
+/// One model session in a Worker: the backend it runs on and the models loaded on it.
 #[wasm_bindgen]
 pub struct Session {
     backend: Backend,
+    models: RefCell<HashMap<String, std::rc::Rc<Loaded>>>,
 }
 
 #[wasm_bindgen]
@@ -23,14 +77,17 @@ impl Session {
     pub async fn create(preference: String) -> Result<Session, JsError> {
         let preference: Preference = preference.parse().map_err(to_js)?;
         let backend = device::init(preference).await.map_err(to_js)?;
-        Ok(Session { backend })
+        Ok(Session {
+            backend,
+            models: RefCell::new(HashMap::new()),
+        })
     }
 
     /// `{kind, api, adapter, device_type, fallback_reason, label}` of the backend in use.
     pub fn backend(&self) -> Result<JsValue, JsError> {
         let info = &self.backend.info;
         let value = serde_wasm_bindgen::to_value(info).map_err(to_js)?;
-        js_sys::Reflect::set(&value, &"label".into(), &info.label().into())
+        Reflect::set(&value, &"label".into(), &info.label().into())
             .map_err(|_| JsError::new("could not describe the backend"))?;
         Ok(value)
     }
@@ -44,6 +101,184 @@ impl Session {
             .map_err(to_js)?;
         serde_wasm_bindgen::to_value(&report).map_err(to_js)
     }
+
+    /// Loads a model from its manifest entry (JSON) and weights, checking size, checksum and
+    /// configuration. Returns `{name, task, pe, layers, heads, parameters}`.
+    #[wasm_bindgen(js_name = loadModel)]
+    pub fn load_model(&self, entry: &str, bytes: &[u8]) -> Result<JsValue, JsError> {
+        let entry: ModelEntry = serde_json::from_str(entry).map_err(|e| {
+            JsError::new(&format!("the model's manifest entry is not readable: {e}"))
+        })?;
+        let model = load_entry(&entry, bytes, &self.backend.device).map_err(|e| {
+            JsError::new(&format!(
+                "the model {} could not be loaded: {e}",
+                entry.name
+            ))
+        })?;
+        let info = Object::new();
+        let c = &model.config;
+        let set = |k: &str, v: JsValue| Reflect::set(&info, &k.into(), &v);
+        let _ = set("name", entry.name.as_str().into());
+        let _ = set(
+            "task",
+            match c.task {
+                Task::Accompaniment => "accompaniment",
+                Task::Continuation => "continuation",
+            }
+            .into(),
+        );
+        let _ = set("pe", entry.pe.as_str().into());
+        let _ = set("layers", (c.layers as u32).into());
+        let _ = set("heads", (c.heads as u32).into());
+        let _ = set("parameters", (model.parameters() as f64).into());
+        let _ = set("templates", model.pe.templates(0, &[0]).is_some().into());
+        self.models.borrow_mut().insert(
+            entry.name.clone(),
+            std::rc::Rc::new(Loaded { model, entry }),
+        );
+        Ok(info.into())
+    }
+
+    /// True when the model `name` is loaded.
+    #[wasm_bindgen(js_name = hasModel)]
+    pub fn has_model(&self, name: &str) -> bool {
+        self.models.borrow().contains_key(name)
+    }
+
+    /// An accompaniment for the piece's melody with model `name`; returns the new piece (JSON).
+    /// `on_progress({done, total, notes?, attention?})` may return a promise of `false` to
+    /// cancel (the error then says "generation was cancelled").
+    pub async fn accompany(
+        &self,
+        name: String,
+        piece: String,
+        options: String,
+        on_progress: Function,
+    ) -> Result<String, JsError> {
+        let loaded = self.model(&name)?;
+        let piece = parse_piece(&piece)?;
+        let options = parse_options(&options)?;
+        let out = studio::accompany_piece(
+            &loaded.model,
+            loaded.entry.binarize,
+            &piece,
+            &options,
+            &self.backend.device,
+            |p| report(&on_progress, p),
+        )
+        .await
+        .map_err(to_js)?;
+        serde_json::to_string(&out).map_err(to_js)
+    }
+
+    /// A continuation after the piece's music with model `name`; as [`Session::accompany`].
+    #[wasm_bindgen(js_name = continuePiece)]
+    pub async fn continue_piece(
+        &self,
+        name: String,
+        piece: String,
+        options: String,
+        on_progress: Function,
+    ) -> Result<String, JsError> {
+        let loaded = self.model(&name)?;
+        let piece = parse_piece(&piece)?;
+        let options = parse_options(&options)?;
+        let out =
+            studio::continue_piece(&loaded.model, &piece, &options, &self.backend.device, |p| {
+                report(&on_progress, p)
+            })
+            .await
+            .map_err(to_js)?;
+        serde_json::to_string(&out).map_err(to_js)
+    }
+
+    /// The positional templates `P_d(τ)` of a head at lags `0 .. lags`: `{dims, lags, values}`
+    /// (values dims × lags), or `null` for encodings without templates (APE, F-StrIPE, none).
+    pub async fn template(
+        &self,
+        name: String,
+        layer: usize,
+        head: usize,
+        lags: usize,
+    ) -> Result<JsValue, JsError> {
+        let loaded = self.model(&name)?;
+        let c = &loaded.model.config;
+        if layer >= c.layers || head >= c.heads {
+            return Err(JsError::new(&format!(
+                "layer {layer}, head {head} does not exist in this model"
+            )));
+        }
+        let lags: Vec<usize> = (0..lags.clamp(1, 4096)).collect();
+        let Some(p) = loaded.model.pe.templates(layer, &lags) else {
+            return Ok(JsValue::NULL);
+        };
+        let [_, dims, n] = p.dims();
+        let values = p
+            .narrow(0, head, 1)
+            .into_data_async()
+            .await
+            .map_err(|e| JsError::new(&format!("{e:?}")))?
+            .convert::<f32>()
+            .try_into_vec::<f32>()
+            .map_err(|e| JsError::new(&format!("{e:?}")))?;
+        let out = Object::new();
+        let _ = Reflect::set(&out, &"dims".into(), &(dims as u32).into());
+        let _ = Reflect::set(&out, &"lags".into(), &(n as u32).into());
+        let _ = Reflect::set(&out, &"values".into(), &Float32Array::from(&values[..]));
+        Ok(out.into())
+    }
+}
+
+impl Session {
+    fn model(&self, name: &str) -> Result<std::rc::Rc<Loaded>, JsError> {
+        self.models
+            .borrow()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| JsError::new(&format!("the model {name} is not loaded")))
+    }
+}
+
+fn parse_options(text: &str) -> Result<Options, JsError> {
+    serde_json::from_str(text)
+        .map_err(|e| JsError::new(&format!("the generation settings are not readable: {e}")))
+}
+
+/// Sends a progress report to JavaScript; resolves to whether to go on (a callback that
+/// throws, or returns or resolves to `false`, cancels).
+fn report(callback: &Function, p: Progress) -> impl std::future::Future<Output = bool> + use<> {
+    let event = Object::new();
+    let set = |k: &str, v: &JsValue| {
+        let _ = Reflect::set(&event, &k.into(), v);
+    };
+    set("done", &(p.done as u32).into());
+    set("total", &(p.total as u32).into());
+    if let Some(notes) = &p.notes {
+        set("notes", &flat_notes(notes).into());
+    }
+    if let Some(a) = &p.attention {
+        let rows = Object::new();
+        let _ = Reflect::set(&rows, &"start".into(), &(a.start as u32).into());
+        let _ = Reflect::set(&rows, &"keys".into(), &(a.keys as u32).into());
+        let _ = Reflect::set(&rows, &"values".into(), &Float32Array::from(&a.values[..]));
+        set("attention", &rows.into());
+    }
+    let returned = callback.call1(&JsValue::NULL, &event);
+    async move {
+        let value = match returned {
+            Ok(v) if v.is_instance_of::<Promise>() => JsFuture::from(Promise::from(v)).await,
+            other => other,
+        };
+        value.map(|v| v.as_bool().unwrap_or(true)).unwrap_or(false)
+    }
+}
+
+fn flat_notes(notes: &[PieceNote]) -> Float64Array {
+    let flat: Vec<f64> = notes
+        .iter()
+        .flat_map(|&(p, s, e, v)| [p as f64, s as f64, e as f64, v as f64])
+        .collect();
+    Float64Array::from(&flat[..])
 }
 
 fn to_js(e: impl std::fmt::Display) -> JsError {

@@ -62,8 +62,8 @@ async function waitSettled(page, log) {
   return page.evaluate(() => window.pianoformer);
 }
 
-test('page starts on WebGPU, reports the adapter and passes its backend check', async () => {
-  const { browser, page, log } = await openPage({ webgpu: true });
+test('page starts on WebGPU when asked, reports the adapter and passes its backend check', async () => {
+  const { browser, page, log } = await openPage({ webgpu: true, query: '?backend=gpu' });
   try {
     const status = await waitSettled(page, log);
     await page.screenshot({ path: join(OUT, 'page-webgpu.png') });
@@ -75,6 +75,28 @@ test('page starts on WebGPU, reports the adapter and passes its backend check', 
     const losses = status.check.fit.losses;
     assert.ok(losses.at(-1) < 0.5 * losses[0], `loss ${losses[0]} -> ${losses.at(-1)}`);
     console.log(`WebGPU: backend ready ${status.readyMs.toFixed(0)} ms after load`);
+  } finally {
+    await browser.close();
+  }
+});
+
+test('on auto, a software WebGPU adapter (SwiftShader) gives way to the CPU, saying why', async () => {
+  const { browser, page, log } = await openPage({ webgpu: true, query: '?backend=auto' });
+  try {
+    const status = await waitSettled(page, log);
+    assert.equal(status.state, 'ready', `${status.error}\n${log.join('\n')}`);
+    const software = await page.evaluate(async () => {
+      const info = (await navigator.gpu?.requestAdapter())?.info ?? {};
+      return info.isFallbackAdapter === true || /swiftshader|llvmpipe|lavapipe/i.test(
+        [info.vendor, info.architecture, info.description].join(' '));
+    });
+    if (software) {
+      assert.equal(status.backend.kind, 'cpu');
+      assert.match(status.backend.fallback_reason, /software/);
+      assert.match(await page.getAttribute('#backend-badge', 'title'), /software renderer/);
+    } else {
+      assert.equal(status.backend.kind, 'gpu', 'a hardware adapter is used on auto');
+    }
   } finally {
     await browser.close();
   }

@@ -8,7 +8,7 @@ use std::time::Instant;
 use pianoformer::device::{self, Preference};
 use pianoformer::generate::{
     Length, Sampling, accompaniment_input, accompany_song, chord_tone_ratio, continue_tokens,
-    prompt_tokens, song_from_tokens, with_piano,
+    cut_prompt, prompt_tokens, song_from_tokens, with_piano,
 };
 use pianoformer::model::config::Task;
 use pianoformer::music::chords::Chord;
@@ -67,41 +67,11 @@ pub struct Args {
     pub backend: String,
 }
 
-fn parse_chords(text: &str) -> Result<Vec<Option<Chord>>, String> {
+fn parse_chords(text: &str) -> Result<Vec<Vec<Option<Chord>>>, String> {
     text.split(|c: char| c == ',' || c.is_whitespace())
         .filter(|s| !s.is_empty())
-        .map(|s| {
-            // `Am`, `F#7` or Harte `A:min`.
-            Chord::parse(s).or_else(|e| Chord::parse(&pop_style(s)).map_err(|_| e))
-        })
+        .map(|s| Chord::parse_any(s).map(|c| vec![c]))
         .collect()
-}
-
-/// `Am7` → `A:min7`, `F#` → `F#:maj`, `G7` → `G:7`: the common shorthand in Harte form.
-fn pop_style(s: &str) -> String {
-    let split = s
-        .char_indices()
-        .skip(1)
-        .find(|(_, c)| *c != '#' && *c != 'b')
-        .map_or(s.len(), |(i, _)| i);
-    let (root, rest) = s.split_at(split);
-    let quality = match rest {
-        "" => "maj",
-        "m" => "min",
-        "m7" => "min7",
-        "7" => "7",
-        "maj7" | "M7" => "maj7",
-        "dim" => "dim",
-        "aug" | "+" => "aug",
-        "sus4" => "sus4",
-        "sus2" => "sus2",
-        "m7b5" => "hdim7",
-        "dim7" => "dim7",
-        "6" => "maj6",
-        "m6" => "min6",
-        other => other,
-    };
-    format!("{root}:{quality}")
 }
 
 fn parse_phrase_labels(text: &str) -> Result<Vec<Segment>, String> {
@@ -174,34 +144,7 @@ pub fn run(args: Args) -> Result<(), String> {
         Task::Continuation => {
             let mut prompt = prompt_tokens(&song).map_err(|e| e.to_string())?;
             if let Some(n) = args.prompt_tokens {
-                // Start the kept part on a bar line so it stays grammatical.
-                let cut = prompt.len().saturating_sub(n);
-                let bar = pianoformer::music::tokens::Token::Bar.id();
-                let start = (cut..prompt.len())
-                    .find(|&i| prompt[i] == bar)
-                    .unwrap_or(prompt.len());
-                use pianoformer::music::tokens::{DEFAULT_BAR_BEATS, Token};
-                let mut kept = vec![Token::Bos.id()];
-                kept.extend_from_slice(&prompt[start..]);
-                // Keep the bar length in force at the cut (the tempo falls back to 120 bpm).
-                let meter = prompt[..start]
-                    .iter()
-                    .rev()
-                    .find_map(|&id| match Token::from_id(id) {
-                        Some(Token::Meter(m)) => Some(m),
-                        _ => None,
-                    });
-                let restated = kept
-                    .get(2)
-                    .is_some_and(|&id| matches!(Token::from_id(id), Some(Token::Meter(_))));
-                if let Some(m) = meter
-                    && m as usize != DEFAULT_BAR_BEATS
-                    && kept.len() > 1
-                    && !restated
-                {
-                    kept.insert(2, Token::Meter(m).id());
-                }
-                prompt = kept;
+                prompt = cut_prompt(&prompt, n).0;
             }
             let sampling = Sampling {
                 temperature: args.temperature,
@@ -225,8 +168,10 @@ pub fn run(args: Args) -> Result<(), String> {
                     may_end: args.may_end,
                 },
                 sampling,
+                &[],
+                None,
                 &device,
-                |_| {},
+                |_| async { true },
             ))
             .map_err(|e| e.to_string())?;
             let mut all = prompt.clone();

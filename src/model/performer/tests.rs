@@ -174,14 +174,35 @@ fn captured_rows_are_distributions_over_the_past() {
         .unwrap();
     assert_eq!(to_vec(a), to_vec(b), "capture does not change the output");
     model
-        .forward(Inputs::Tokens(toks.narrow(1, 5, 1)), None, &mut state, None)
+        .forward(
+            Inputs::Tokens(toks.clone().narrow(1, 5, 1)),
+            None,
+            &mut state,
+            None,
+        )
         .unwrap();
     assert_eq!(state.rows.len(), config.layers);
-    for row in &state.rows {
-        assert_eq!(row.dims(), [2, config.heads, 6]);
-        let sums = to_vec(row.clone().sum_dim(2));
+    let stepped: Vec<Tensor<4>> = state.rows.iter().map(|r| r.clone().unwrap()).collect();
+    for row in &stepped {
+        assert_eq!(row.dims(), [2, config.heads, 1, 6]);
+        let sums = to_vec(row.clone().sum_dim(3));
         assert!(sums.iter().all(|s| (s - 1.0).abs() < 1e-4), "{sums:?}");
     }
+    // One call of six steps captures every row; its last row is the one stepping gave, and
+    // capturing a single layer gives that layer's rows only.
+    let mut whole = model.start(4, true, &device);
+    whole.capture_layer = Some(1);
+    model
+        .forward(Inputs::Tokens(toks), None, &mut whole, None)
+        .unwrap();
+    assert!(whole.rows[0].is_none());
+    let rows = whole.rows[1].clone().unwrap();
+    assert_eq!(rows.dims(), [2, config.heads, 6, 6]);
+    assert!(close(
+        &to_vec(rows.narrow(2, 5, 1)),
+        &to_vec(stepped[1].clone()),
+        1e-5
+    ));
 }
 
 /// Gradients reach every positional-encoding parameter (frequencies, gains, offsets, filters,

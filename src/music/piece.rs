@@ -1,0 +1,558 @@
+//! The page's piece: a song with its tracks' roles, its bars and the chord and phrase labels a
+//! user sees and edits in the lanes, as plain JSON (`www/piece.js` documents the same shape).
+//! Reading MIDI into it detects what the file does not say (melody track, chords, phrases);
+//! writing it back gives a type-1 MIDI file with melody and piano on separate tracks.
+
+use serde::{Deserialize, Serialize};
+
+use super::chords::Chord;
+use super::grid::Grid;
+use super::labels::detect_structure;
+use super::midi::{
+    MidiError, Note, Song, TempoChange, TimeSignature, Track, read_midi, write_midi,
+};
+use super::phrases::Segment;
+use super::roll::Role;
+use super::tokens::STEPS_PER_BEAT;
+
+pub const PIECE_VERSION: u32 = 1;
+/// Most notes a piece may hold (a dense four-minute piano piece has about 10 000).
+pub const MAX_NOTES: usize = 200_000;
+/// Most bars, labels included (also the phrase segmenter's limit).
+pub const MAX_BARS: usize = super::phrases::MAX_BARS;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PieceError {
+    #[error(transparent)]
+    Midi(#[from] MidiError),
+    #[error("this file holds no notes")]
+    Empty,
+    #[error("the piece is not readable: {0}")]
+    Invalid(String),
+    #[error("bar {bar}: {reason}")]
+    Chord { bar: usize, reason: String },
+}
+
+/// What a track is to the models and the page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TrackRole {
+    /// The tune (the accompaniment model's main input).
+    Melody,
+    /// A secondary melody (POP909's BRIDGE; also an input).
+    Bridge,
+    /// An accompaniment already in the file.
+    Piano,
+    /// Notes a model wrote.
+    Generated,
+    /// Anything else (drums, other instruments): shown and played, not read by the models.
+    Other,
+}
+
+/// One note: pitch, start and end ticks, velocity.
+pub type PieceNote = (u8, u64, u64, u8);
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PieceTrack {
+    pub name: String,
+    pub role: TrackRole,
+    #[serde(default)]
+    pub program: u8,
+    /// MIDI channel (0-based; 9 is drums). Absent: one per role.
+    #[serde(default)]
+    pub channel: Option<u8>,
+    pub notes: Vec<PieceNote>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Piece {
+    pub version: u32,
+    pub name: String,
+    pub ppq: u16,
+    /// (tick, microseconds per quarter note).
+    pub tempos: Vec<(u64, u32)>,
+    /// (tick, numerator, denominator).
+    pub time_signatures: Vec<(u64, u8, u16)>,
+    /// Start tick of every bar, planned bars past the music included.
+    pub bars: Vec<u64>,
+    pub end_tick: u64,
+    pub tracks: Vec<PieceTrack>,
+    /// A cell per bar: one chord (`Am`), several sharing the bar evenly (`C G`), or "" (none).
+    pub chords: Vec<String>,
+    /// Phrases in order from bar 0: (letter, bars).
+    pub phrases: Vec<(char, usize)>,
+    /// Bars that hold the music; labels after them plan what a continuation writes.
+    pub prompt_bars: usize,
+}
+
+impl Piece {
+    /// Reads a MIDI file, detecting the melody track (unless one is named MELODY), the chords
+    /// and the phrases.
+    pub fn from_midi(bytes: &[u8], name: &str) -> Result<Piece, PieceError> {
+        let song = read_midi(bytes)?;
+        Piece::from_song(&song, name)
+    }
+
+    pub fn from_song(song: &Song, name: &str) -> Result<Piece, PieceError> {
+        if song.note_count() == 0 {
+            return Err(PieceError::Empty);
+        }
+        let grid = Grid::for_song(song, STEPS_PER_BEAT);
+        let detected = detect_structure(song, &grid);
+        let named = |i: usize| Role::from_track_name(&song.tracks[i].name);
+        let has_named_melody = (0..song.tracks.len()).any(|i| named(i) == Some(Role::Melody));
+        let tracks = song
+            .tracks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let role = match named(i) {
+                    Some(Role::Melody) => TrackRole::Melody,
+                    Some(Role::Bridge) => TrackRole::Bridge,
+                    Some(Role::Piano) => TrackRole::Piano,
+                    None if !has_named_melody && detected.melody_track == Some(i) => {
+                        TrackRole::Melody
+                    }
+                    None if t.is_drums() => TrackRole::Other,
+                    None => TrackRole::Piano,
+                };
+                PieceTrack {
+                    name: if t.name.trim().is_empty() {
+                        format!("Track {}", i + 1)
+                    } else {
+                        t.name.clone()
+                    },
+                    role,
+                    program: t.program.unwrap_or(0),
+                    channel: t.notes.first().map(|n| n.channel),
+                    notes: t
+                        .notes
+                        .iter()
+                        .map(|n| (n.pitch, n.start, n.end, n.velocity))
+                        .collect(),
+                }
+            })
+            .collect();
+        let bars = grid.bar_ticks();
+        let chords = (0..grid.num_bars())
+            .map(|bar| {
+                let beats: Vec<Option<Chord>> = grid
+                    .bar_beats(bar)
+                    .map(|b| detected.chords.get(b).copied().flatten())
+                    .collect();
+                chord_cell(&beats)
+            })
+            .collect();
+        let mut piece = Piece {
+            version: PIECE_VERSION,
+            name: name.to_string(),
+            ppq: song.ppq,
+            tempos: song
+                .tempos
+                .iter()
+                .map(|t| (t.tick, t.micros_per_quarter))
+                .collect(),
+            time_signatures: song
+                .time_signatures
+                .iter()
+                .map(|t| (t.tick, t.numerator, t.denominator))
+                .collect(),
+            prompt_bars: bars.len(),
+            bars,
+            end_tick: song.end_tick(),
+            tracks,
+            chords,
+            phrases: detected
+                .phrases
+                .iter()
+                .map(|s| (s.letter, s.bars))
+                .collect(),
+        };
+        piece.fit_phrases();
+        Ok(piece)
+    }
+
+    /// Checks what a page (or a share link) could have got wrong, in words.
+    pub fn validate(&self) -> Result<(), PieceError> {
+        let bad = |s: String| Err(PieceError::Invalid(s));
+        if self.version != PIECE_VERSION {
+            return bad(format!(
+                "it is version {} and this pianoformer reads version {PIECE_VERSION}",
+                self.version
+            ));
+        }
+        if self.ppq == 0 {
+            return bad("its resolution (ticks per quarter note) is zero".into());
+        }
+        if self.tempos.iter().any(|t| t.1 == 0) {
+            return bad("a tempo is zero".into());
+        }
+        for &(_, num, den) in &self.time_signatures {
+            if num == 0 || den == 0 || !den.is_power_of_two() || den > 64 {
+                return bad(format!("the time signature {num}/{den} is not possible"));
+            }
+        }
+        let notes: usize = self.tracks.iter().map(|t| t.notes.len()).sum();
+        if notes > MAX_NOTES {
+            return bad(format!(
+                "it holds {notes} notes; pianoformer takes at most {MAX_NOTES}"
+            ));
+        }
+        if self.bars.len() > MAX_BARS {
+            return bad(format!(
+                "it has {} bars; at most {MAX_BARS} are possible",
+                self.bars.len()
+            ));
+        }
+        for t in &self.tracks {
+            if let Some(&(p, s, e, v)) = t
+                .notes
+                .iter()
+                .find(|&&(p, s, e, v)| p > 127 || v > 127 || e < s)
+            {
+                return bad(format!(
+                    "track '{}' has a note that cannot be (pitch {p}, ticks {s}–{e}, velocity {v})",
+                    t.name
+                ));
+            }
+        }
+        if self.bars.windows(2).any(|w| w[1] <= w[0]) {
+            return bad("its bars are not in order".into());
+        }
+        Ok(())
+    }
+
+    /// The song, tracks named as they are in the piece.
+    pub fn to_song(&self) -> Song {
+        self.song_with(|t| t.name.clone(), |_| true)
+    }
+
+    /// The song as the models read it: melody, bridge and piano tracks named MELODY, BRIDGE and
+    /// PIANO (whatever their names in the piece), without the tracks `keep` refuses.
+    pub fn model_song(&self, keep: impl Fn(&PieceTrack) -> bool) -> Song {
+        self.song_with(
+            |t| match t.role {
+                TrackRole::Melody => Role::Melody.track_name().into(),
+                TrackRole::Bridge => Role::Bridge.track_name().into(),
+                TrackRole::Piano => Role::Piano.track_name().into(),
+                TrackRole::Generated => "GENERATED".into(),
+                TrackRole::Other => format!("OTHER {}", t.name),
+            },
+            keep,
+        )
+    }
+
+    fn song_with(
+        &self,
+        name: impl Fn(&PieceTrack) -> String,
+        keep: impl Fn(&PieceTrack) -> bool,
+    ) -> Song {
+        let tracks = self
+            .tracks
+            .iter()
+            .filter(|t| keep(t))
+            .map(|t| {
+                let channel = t.channel.unwrap_or(match t.role {
+                    TrackRole::Melody => 0,
+                    TrackRole::Bridge => 1,
+                    TrackRole::Piano => 2,
+                    TrackRole::Generated => 3,
+                    TrackRole::Other => 4,
+                });
+                let mut notes: Vec<Note> = t
+                    .notes
+                    .iter()
+                    .map(|&(pitch, start, end, velocity)| Note {
+                        pitch: pitch.min(127),
+                        velocity: velocity.clamp(1, 127),
+                        start,
+                        end: end.max(start + 1),
+                        channel: channel.min(15),
+                    })
+                    .collect();
+                notes.sort_by_key(|n| (n.start, n.pitch));
+                Track {
+                    name: name(t),
+                    instrument: String::new(),
+                    program: Some(t.program.min(127)),
+                    notes,
+                }
+            })
+            .collect();
+        Song {
+            ppq: self.ppq,
+            tempos: self
+                .tempos
+                .iter()
+                .map(|&(tick, micros_per_quarter)| TempoChange {
+                    tick,
+                    micros_per_quarter,
+                })
+                .collect(),
+            time_signatures: self
+                .time_signatures
+                .iter()
+                .map(|&(tick, numerator, denominator)| TimeSignature {
+                    tick,
+                    numerator,
+                    denominator,
+                })
+                .collect(),
+            key_signatures: Vec::new(),
+            tracks,
+        }
+    }
+
+    /// A type-1 MIDI file of the piece, one track per piece track.
+    pub fn to_midi(&self) -> Result<Vec<u8>, PieceError> {
+        self.validate()?;
+        Ok(write_midi(&self.to_song()))
+    }
+
+    /// The chord cells parsed, one per bar (several chords share a bar's beats evenly).
+    pub fn bar_chords(&self) -> Result<Vec<Vec<Option<Chord>>>, PieceError> {
+        self.chords
+            .iter()
+            .enumerate()
+            .map(|(bar, cell)| {
+                cell.split_whitespace()
+                    .map(|s| {
+                        Chord::parse_any(s).map_err(|e| PieceError::Chord {
+                            bar: bar + 1,
+                            reason: e,
+                        })
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The phrases as segments from bar 0.
+    pub fn segments(&self) -> Vec<Segment> {
+        let mut start_bar = 0;
+        self.phrases
+            .iter()
+            .map(|&(letter, bars)| {
+                let s = Segment {
+                    start_bar,
+                    bars,
+                    letter,
+                };
+                start_bar += bars;
+                s
+            })
+            .collect()
+    }
+
+    /// After the notes changed (a model added some): the end, the bars (planned bars past the
+    /// music kept), chords detected for new bars nobody labelled, phrases covering every bar.
+    pub fn refresh(&mut self) {
+        let song = self.to_song();
+        self.end_tick = song.end_tick();
+        let grid = Grid::for_song(&song, STEPS_PER_BEAT);
+        let music_bars = grid.bar_ticks();
+        let labelled = self.chords.len();
+        self.prompt_bars = music_bars.len();
+        if music_bars.len() >= self.bars.len() {
+            self.bars = music_bars;
+        }
+        if self.bars.len() > labelled {
+            let detected = detect_structure(&song, &grid).chords;
+            for bar in labelled..self.bars.len() {
+                let beats: Vec<Option<Chord>> = if bar < grid.num_bars() {
+                    grid.bar_beats(bar)
+                        .map(|b| detected.get(b).copied().flatten())
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                self.chords.push(chord_cell(&beats));
+            }
+        }
+        self.fit_phrases();
+    }
+
+    /// Makes the phrases cover exactly the bars: the last phrase grows or the list is cut.
+    fn fit_phrases(&mut self) {
+        let bars = self.bars.len();
+        self.chords
+            .resize(bars.max(self.chords.len()), String::new());
+        let mut covered = 0;
+        let mut kept = Vec::new();
+        for &(letter, n) in &self.phrases {
+            if covered >= bars {
+                break;
+            }
+            let n = n.min(bars - covered);
+            if n > 0 {
+                kept.push((letter, n));
+                covered += n;
+            }
+        }
+        if covered < bars {
+            match kept.last_mut() {
+                Some(last) => last.1 += bars - covered,
+                None => kept.push(('A', bars)),
+            }
+        }
+        self.phrases = kept;
+    }
+}
+
+/// A bar's cell from its beats' chords: one symbol when they agree, else the fewest equal
+/// parts that are each one chord (`C G` for two halves), else one per beat.
+pub fn chord_cell(beats: &[Option<Chord>]) -> String {
+    let n = beats.len();
+    let name = |c: &Option<Chord>| c.map_or("N".to_string(), |c| c.name());
+    if n == 0 || beats.iter().all(|c| c.is_none()) {
+        return String::new();
+    }
+    for parts in (1..=n).filter(|p| n.is_multiple_of(*p)) {
+        let each = n / parts;
+        let uniform = beats
+            .chunks(each)
+            .all(|part| part.iter().all(|c| *c == part[0]));
+        if uniform {
+            return beats
+                .chunks(each)
+                .map(|part| name(&part[0]))
+                .collect::<Vec<_>>()
+                .join(" ");
+        }
+    }
+    unreachable!("one part per beat is always uniform")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::music::fixtures;
+
+    mod fixture {
+        use super::*;
+        pub fn song() -> Song {
+            fixtures::song(0, 8)
+        }
+        pub fn piece() -> Piece {
+            Piece::from_song(&song(), "fixture.mid").unwrap()
+        }
+    }
+
+    fn chord(s: &str) -> Option<Chord> {
+        Chord::parse_any(s).unwrap()
+    }
+
+    #[test]
+    fn chord_cells_take_the_fewest_equal_parts() {
+        assert_eq!(chord_cell(&[chord("C"); 4]), "C");
+        assert_eq!(
+            chord_cell(&[chord("C"), chord("C"), chord("G"), chord("G")]),
+            "C G"
+        );
+        assert_eq!(
+            chord_cell(&[chord("C"), chord("Am"), chord("Am")]),
+            "C Am Am"
+        );
+        assert_eq!(chord_cell(&[None, None, chord("F"), chord("F")]), "N F");
+        assert_eq!(chord_cell(&[None; 4]), "");
+    }
+
+    #[test]
+    fn cells_parse_back_to_the_beats_they_came_from() {
+        let piece = Piece {
+            chords: vec!["C G".into(), "Am7".into(), "".into(), "N F".into()],
+            ..fixture::piece()
+        };
+        let cells = piece.bar_chords().unwrap();
+        assert_eq!(cells[0], vec![chord("C"), chord("G")]);
+        assert_eq!(cells[2], Vec::<Option<Chord>>::new());
+        assert_eq!(cells[3], vec![None, chord("F")]);
+        let bad = Piece {
+            chords: vec!["C".into(), "Hm".into()],
+            ..fixture::piece()
+        };
+        let err = bad.bar_chords().unwrap_err().to_string();
+        assert!(err.starts_with("bar 2:"), "{err}");
+    }
+
+    #[test]
+    fn midi_round_trip_keeps_roles_notes_and_labels() {
+        let song = fixture::song();
+        let bytes = write_midi(&song);
+        let piece = Piece::from_midi(&bytes, "test.mid").unwrap();
+        assert_eq!(piece.tracks[0].role, TrackRole::Melody);
+        assert_eq!(piece.tracks[1].role, TrackRole::Piano);
+        assert_eq!(piece.bars.len(), piece.chords.len());
+        assert_eq!(
+            piece.phrases.iter().map(|p| p.1).sum::<usize>(),
+            piece.bars.len()
+        );
+        assert_eq!(piece.prompt_bars, piece.bars.len());
+        // The detected chords follow the fixture's I–V–vi–IV progression.
+        assert_eq!(&piece.chords[..4], &["C", "G", "Am", "F"]);
+        let json = serde_json::to_string(&piece).unwrap();
+        let back: Piece = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, piece);
+        let again = Piece::from_midi(&back.to_midi().unwrap(), "test.mid").unwrap();
+        assert_eq!(again.tracks, piece.tracks);
+        assert_eq!(again.chords, piece.chords);
+    }
+
+    #[test]
+    fn bad_pieces_are_refused_in_words() {
+        assert_eq!(
+            Piece::from_song(
+                &Song {
+                    tracks: vec![],
+                    ..fixture::song()
+                },
+                "x"
+            ),
+            Err(PieceError::Empty)
+        );
+        let mut p = fixture::piece();
+        p.tracks[0].notes.push((200, 0, 10, 64));
+        assert!(p.validate().unwrap_err().to_string().contains("pitch 200"));
+        let mut p = fixture::piece();
+        p.time_signatures = vec![(0, 3, 5)];
+        assert!(p.to_midi().unwrap_err().to_string().contains("3/5"));
+        let mut p = fixture::piece();
+        p.version = 9;
+        assert!(p.validate().unwrap_err().to_string().contains("version 9"));
+    }
+
+    #[test]
+    fn refresh_keeps_planned_bars_and_labels_new_ones() {
+        let mut p = fixture::piece();
+        let bars = p.bars.len();
+        // Plan four more bars, then let a model fill two of them.
+        let len = p.bars[1] - p.bars[0];
+        for k in 0..4 {
+            p.bars.push(p.bars[bars - 1] + len * (k + 1));
+            p.chords
+                .push(if k == 0 { "Dm".into() } else { String::new() });
+        }
+        p.refresh();
+        assert_eq!(p.bars.len(), bars + 4, "planned bars stay");
+        assert_eq!(p.prompt_bars, bars);
+        let start = p.bars[bars];
+        p.tracks.push(PieceTrack {
+            name: "CONTINUATION".into(),
+            role: TrackRole::Generated,
+            program: 0,
+            channel: None,
+            notes: vec![(62, start, start + 2 * len - 10, 80)],
+        });
+        p.refresh();
+        // The grid ends with the bar line after the last note (an empty bar starts there).
+        assert!(
+            p.prompt_bars > bars && p.prompt_bars <= bars + 3,
+            "{}",
+            p.prompt_bars
+        );
+        assert_eq!(p.chords[bars], "Dm", "a planned chord is kept");
+        assert_eq!(p.bars.len(), bars + 4);
+        assert_eq!(p.phrases.iter().map(|x| x.1).sum::<usize>(), bars + 4);
+    }
+}

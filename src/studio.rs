@@ -1,0 +1,539 @@
+//! What the page does with a piece and a model, written once for the Worker and for native
+//! tests: an accompaniment for the piece's melody, or a continuation after its end, streamed
+//! (notes and attention as they are computed, cancellable) and put back into the piece.
+
+use std::collections::HashMap;
+
+use burn::tensor::Device;
+use serde::{Deserialize, Serialize};
+
+use crate::generate::{
+    AttentionRows, GenerateError, Length, Sampling, Watch, accompaniment_input, accompany_probs,
+    continue_tokens, cut_prompt, input_example, prompt_tokens,
+};
+use crate::model::config::Task;
+use crate::model::performer::Performer;
+use crate::music::chords::Chord;
+use crate::music::grid::Grid;
+use crate::music::midi::Note;
+use crate::music::piece::{Piece, PieceNote, PieceTrack, TrackRole};
+use crate::music::roll::Role;
+use crate::music::tokens::{self, Token};
+use crate::train::eval::{Binarize, binarize};
+
+/// Name of the track an accompaniment is written to.
+pub const ACCOMPANIMENT_TRACK: &str = "PIANO";
+/// Name of the track a continuation is written to.
+pub const CONTINUATION_TRACK: &str = "CONTINUATION";
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Options {
+    pub seed: u64,
+    /// Accompaniment: note threshold (else the model's, chosen on validation data).
+    pub threshold: Option<f32>,
+    /// Accompaniment: steps computed between two progress reports.
+    pub chunk_steps: usize,
+    /// Continuation.
+    pub temperature: f32,
+    pub top_p: f32,
+    /// Continuation: tokens to add at most, and new bars at most.
+    pub tokens: usize,
+    pub bars: Option<usize>,
+    pub may_end: bool,
+    /// Continuation: the prompt's last this-many tokens are read (trained on 256-token windows,
+    /// the shipped models stay flat to about 4 times that).
+    pub max_prompt_tokens: usize,
+    /// The attention to capture while generating.
+    pub watch: Option<WatchOptions>,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct WatchOptions {
+    pub layer: usize,
+    pub head: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            seed: 0,
+            threshold: None,
+            chunk_steps: 64,
+            temperature: 1.0,
+            top_p: 0.95,
+            tokens: 512,
+            bars: None,
+            may_end: false,
+            max_prompt_tokens: 1024,
+            watch: None,
+        }
+    }
+}
+
+impl Options {
+    fn watch(&self) -> Option<Watch> {
+        self.watch.map(|w| Watch {
+            layer: w.layer,
+            head: w.head,
+        })
+    }
+
+    fn check(&self) -> Result<(), GenerateError> {
+        let bad = |s: &str| Err(GenerateError::Read(s.to_string()));
+        if !(self.temperature > 0.0 && self.temperature <= 10.0) {
+            return bad("the temperature must be above 0 and at most 10");
+        }
+        if !(self.top_p > 0.0 && self.top_p <= 1.0) {
+            return bad("top-p must be above 0 and at most 1");
+        }
+        if self.threshold.is_some_and(|t| !(t > 0.0 && t < 1.0)) {
+            return bad("the note threshold must be between 0 and 1");
+        }
+        if self.tokens == 0 || self.tokens > 20_000 {
+            return bad("the length must be between 1 and 20 000 tokens");
+        }
+        Ok(())
+    }
+}
+
+/// A progress report: how far (`done` of `total`, in steps or tokens), every note written so
+/// far (piece ticks), and the watched attention rows just computed.
+pub struct Progress {
+    pub done: usize,
+    pub total: usize,
+    pub notes: Option<Vec<PieceNote>>,
+    pub attention: Option<AttentionRows>,
+}
+
+/// An accompaniment for the melody (and bridge) of `piece` with its chord and phrase lanes as
+/// labels; the result replaces the piece's piano and generated tracks.
+pub async fn accompany_piece<F, Fut>(
+    model: &Performer,
+    model_binarize: Option<Binarize>,
+    piece: &Piece,
+    options: &Options,
+    device: &Device,
+    mut on_progress: F,
+) -> Result<Piece, GenerateError>
+where
+    F: FnMut(Progress) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    options.check()?;
+    piece
+        .validate()
+        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    if !piece
+        .tracks
+        .iter()
+        .any(|t| t.role == TrackRole::Melody && !t.notes.is_empty())
+    {
+        return Err(GenerateError::Read(
+            "no track is marked as the melody: choose the melody track in the track list".into(),
+        ));
+    }
+    let song = piece.model_song(|t| t.role != TrackRole::Generated);
+    let grid = Grid::for_song(&song, tokens::STEPS_PER_BEAT);
+    let mut chords = piece
+        .bar_chords()
+        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    chords.truncate(grid.num_bars());
+    let input = accompaniment_input(&song, Some(&chords), Some(piece.segments()))?;
+    let mut b = model_binarize.unwrap_or_default();
+    if let Some(t) = options.threshold {
+        b.threshold = t;
+    }
+    let e = input_example(model, &input);
+    let (onset, sustain) = accompany_probs(
+        model,
+        &e,
+        options.seed,
+        options.chunk_steps,
+        options.watch(),
+        device,
+        |p| {
+            let roll = binarize(p.onset, p.sustain, p.done, b);
+            let notes = roll_notes(&roll, &input.grid);
+            on_progress(Progress {
+                done: p.done,
+                total: p.total,
+                notes: Some(notes),
+                attention: p.attention,
+            })
+        },
+    )
+    .await?;
+    let roll = binarize(&onset, &sustain, e.len, b);
+    let mut out = piece.clone();
+    out.tracks
+        .retain(|t| !matches!(t.role, TrackRole::Piano | TrackRole::Generated));
+    out.tracks.push(PieceTrack {
+        name: ACCOMPANIMENT_TRACK.into(),
+        role: TrackRole::Generated,
+        program: 0,
+        channel: Some(Role::Piano.channel()),
+        notes: roll_notes(&roll, &input.grid),
+    });
+    out.refresh();
+    Ok(out)
+}
+
+fn roll_notes(roll: &crate::music::roll::PianoRoll, grid: &Grid) -> Vec<PieceNote> {
+    roll.to_notes(grid, Role::Piano.channel(), 72)
+        .into_iter()
+        .map(|n| (n.pitch, n.start, n.end, n.velocity))
+        .collect()
+}
+
+/// A continuation of `piece` after its last bar, written to the CONTINUATION track. Chords
+/// planned in the chord lane past the music start the new bars they fall on.
+pub async fn continue_piece<F, Fut>(
+    model: &Performer,
+    piece: &Piece,
+    options: &Options,
+    device: &Device,
+    mut on_progress: F,
+) -> Result<Piece, GenerateError>
+where
+    F: FnMut(Progress) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    options.check()?;
+    if model.config.task != Task::Continuation {
+        return Err(GenerateError::WrongTask {
+            model: model.config.task,
+            wanted: Task::Continuation,
+        });
+    }
+    piece
+        .validate()
+        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    let song = piece.to_song();
+    let whole = prompt_tokens(&song)?;
+    let bar = Token::Bar.id();
+    let prompt_bars = whole.iter().filter(|&&id| id == bar).count();
+    let (prompt, first_bar) = cut_prompt(&whole, options.max_prompt_tokens.max(16));
+    let cells = piece
+        .bar_chords()
+        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    let plan: Vec<Option<Chord>> = (prompt_bars..cells.len())
+        .map(|b| cells[b].first().copied().flatten())
+        .collect();
+    let prompt_notes = decode(&prompt)?.notes;
+    let length = Length {
+        tokens: options.tokens,
+        bars: options.bars,
+        may_end: options.may_end,
+    };
+    let sampling = Sampling {
+        temperature: options.temperature,
+        top_p: options.top_p,
+        seed: options.seed,
+    };
+    let mut ids = prompt.clone();
+    let total = options.tokens;
+    let added = continue_tokens(
+        model,
+        &prompt,
+        length,
+        sampling,
+        &plan,
+        options.watch(),
+        device,
+        |p| {
+            let mut notes = None;
+            if let Some(id) = p.token {
+                ids.push(id);
+                // A note is complete once its duration is written.
+                if matches!(Token::from_id(id), Some(Token::Duration(_))) {
+                    notes = place(piece, &ids, first_bar, &prompt_notes).ok();
+                }
+            }
+            on_progress(Progress {
+                done: p.added,
+                total,
+                notes,
+                attention: p.attention,
+            })
+        },
+    )
+    .await?;
+    let mut all = prompt;
+    all.extend(added);
+    let notes = place(piece, &all, first_bar, &prompt_notes)?;
+    let mut out = piece.clone();
+    match out
+        .tracks
+        .iter_mut()
+        .find(|t| t.role == TrackRole::Generated && t.name == CONTINUATION_TRACK)
+    {
+        Some(t) => {
+            t.notes.extend(notes);
+            t.notes.sort_by_key(|n| (n.1, n.0));
+        }
+        None => out.tracks.push(PieceTrack {
+            name: CONTINUATION_TRACK.into(),
+            role: TrackRole::Generated,
+            program: 0,
+            channel: Some(3),
+            notes,
+        }),
+    }
+    out.refresh();
+    Ok(out)
+}
+
+fn decode(ids: &[u32]) -> Result<tokens::Decoded, GenerateError> {
+    let tokens: Vec<Token> = ids.iter().filter_map(|&id| Token::from_id(id)).collect();
+    tokens::decode(&tokens, 480, 0).map_err(|e| GenerateError::Tokens(e.to_string()))
+}
+
+/// The notes `ids` holds beyond those of `prompt` (decoded), in the piece's ticks: each keeps
+/// its place in its bar, and token bar `k` is the piece's bar `first_bar + k` (bars past the
+/// piece's continue at its last bar length).
+fn place(
+    piece: &Piece,
+    ids: &[u32],
+    first_bar: usize,
+    prompt: &[Note],
+) -> Result<Vec<PieceNote>, GenerateError> {
+    let decoded = decode(ids)?;
+    let token_bars = decoded.grid.bar_ticks();
+    let scale = piece.ppq as f64 / 480.0;
+    let piece_bar = |b: usize| -> u64 {
+        let bars = &piece.bars;
+        match bars.get(b) {
+            Some(&t) => t,
+            None => {
+                let last = bars.len().saturating_sub(1);
+                let len = if bars.len() >= 2 {
+                    bars[last] - bars[last - 1]
+                } else {
+                    piece.ppq as u64 * 4
+                };
+                bars.get(last).copied().unwrap_or(0) + len * (b - last) as u64
+            }
+        }
+    };
+    // Decoding sorts notes by time, so the prompt's notes are taken out by value.
+    let mut left: HashMap<Note, usize> = HashMap::new();
+    for n in prompt {
+        *left.entry(*n).or_default() += 1;
+    }
+    Ok(decoded
+        .notes
+        .iter()
+        .filter(|n| match left.get_mut(n) {
+            Some(count) if *count > 0 => {
+                *count -= 1;
+                false
+            }
+            _ => true,
+        })
+        .map(|n| {
+            let k = token_bars
+                .partition_point(|&t| t <= n.start)
+                .saturating_sub(1);
+            let base = token_bars.get(k).copied().unwrap_or(0);
+            let start = piece_bar(first_bar + k) + ((n.start - base) as f64 * scale).round() as u64;
+            let length = (((n.end - n.start) as f64 * scale).round() as u64).max(1);
+            (n.pitch, start, start + length, n.velocity)
+        })
+        .collect())
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+    use crate::model::config::PerformerConfig;
+    use crate::model::pe::{PeConfig, PeKind};
+    use crate::music::fixtures;
+    use crate::music::tokens::VOCAB_SIZE;
+
+    fn piece() -> Piece {
+        Piece::from_song(&fixtures::song(0, 8), "fixture.mid").unwrap()
+    }
+
+    #[test]
+    fn accompaniment_streams_and_replaces_the_piano() {
+        let device = Device::flex();
+        let config = PerformerConfig::tiny(
+            Task::Accompaniment,
+            VOCAB_SIZE,
+            PeConfig::new(PeKind::SineSpe),
+        );
+        let model = Performer::new(&config, 1, &device).unwrap();
+        let piece = piece();
+        let options = Options {
+            threshold: Some(0.45),
+            chunk_steps: 32,
+            watch: Some(WatchOptions { layer: 1, head: 0 }),
+            ..Options::default()
+        };
+        let mut reports = Vec::new();
+        let out = pollster::block_on(accompany_piece(
+            &model,
+            None,
+            &piece,
+            &options,
+            &device,
+            |p| {
+                reports.push((p.done, p.total, p.notes.map(|n| n.len()), p.attention));
+                async { true }
+            },
+        ))
+        .unwrap();
+        let steps = 8 * 16;
+        assert_eq!(reports.len(), steps / 32);
+        assert_eq!(reports.last().unwrap().0, steps);
+        // Each report's attention holds its chunk's rows over every key so far.
+        for (i, r) in reports.iter().enumerate() {
+            let rows = r.3.as_ref().unwrap();
+            assert_eq!(rows.start, i * 32);
+            assert_eq!(rows.keys, (i + 1) * 32);
+            assert_eq!(rows.values.len(), 32 * rows.keys);
+        }
+        let names: Vec<_> = out.tracks.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["MELODY", "PIANO"]);
+        assert_eq!(out.tracks[1].role, TrackRole::Generated);
+        assert_eq!(
+            out.tracks[1].notes.len(),
+            reports.last().unwrap().2.unwrap()
+        );
+        assert_eq!(
+            out.tracks[0], piece.tracks[0],
+            "the melody is kept as it was"
+        );
+        // Streaming in chunks gives the one-pass result.
+        let whole = Options {
+            chunk_steps: steps,
+            watch: None,
+            ..options.clone()
+        };
+        let again = pollster::block_on(accompany_piece(
+            &model,
+            None,
+            &piece,
+            &whole,
+            &device,
+            |_| async { true },
+        ))
+        .unwrap();
+        assert_eq!(again.tracks, out.tracks);
+    }
+
+    #[test]
+    fn cancelling_stops_and_says_so() {
+        let device = Device::flex();
+        let config =
+            PerformerConfig::tiny(Task::Accompaniment, VOCAB_SIZE, PeConfig::new(PeKind::None));
+        let model = Performer::new(&config, 1, &device).unwrap();
+        let options = Options {
+            chunk_steps: 16,
+            ..Options::default()
+        };
+        let mut calls = 0;
+        let r = pollster::block_on(accompany_piece(
+            &model,
+            None,
+            &piece(),
+            &options,
+            &device,
+            |_| {
+                calls += 1;
+                async move { calls < 2 }
+            },
+        ));
+        assert_eq!(r.unwrap_err(), GenerateError::Cancelled);
+        assert_eq!(calls, 2);
+    }
+
+    #[test]
+    fn continuation_follows_the_plan_and_lands_after_the_music() {
+        let device = Device::flex();
+        let config = PerformerConfig::tiny(
+            Task::Continuation,
+            VOCAB_SIZE,
+            PeConfig::new(PeKind::SineSpe),
+        );
+        let model = Performer::new(&config, 2, &device).unwrap();
+        let mut piece = piece();
+        let bars = piece.bars.len();
+        let end = piece.end_tick;
+        let len = piece.bars[1] - piece.bars[0];
+        for k in 0..2 {
+            piece.bars.push(piece.bars[bars - 1] + len * (k + 1));
+            piece.chords.push("Dm".into());
+        }
+        let options = Options {
+            tokens: 120,
+            bars: Some(2),
+            seed: 5,
+            watch: Some(WatchOptions { layer: 0, head: 1 }),
+            ..Options::default()
+        };
+        let mut rows = 0;
+        let out = pollster::block_on(continue_piece(&model, &piece, &options, &device, |p| {
+            if let Some(a) = &p.attention {
+                rows += a.values.len() / a.keys;
+            }
+            async { true }
+        }))
+        .unwrap();
+        let generated = out.tracks.last().unwrap();
+        assert_eq!(generated.name, CONTINUATION_TRACK);
+        assert!(
+            !generated.notes.is_empty(),
+            "an untrained model still writes notes"
+        );
+        // New notes come after the prompt's last onset (possibly still in its last bar).
+        let last_onset = piece
+            .tracks
+            .iter()
+            .flat_map(|t| &t.notes)
+            .map(|n| n.1)
+            .max()
+            .unwrap();
+        assert!(
+            generated.notes.iter().all(|n| n.1 >= last_onset),
+            "{:?}",
+            generated.notes
+        );
+        assert!(
+            generated.notes.iter().all(|n| n.1 < end + 3 * len),
+            "{end} {len} {:?} {:?}",
+            piece.bars,
+            generated.notes
+        );
+        assert!(rows > 0);
+        assert_eq!(out.chords[bars], "Dm", "the planned chord stays on its bar");
+        // The token stream itself: the first new bar starts with the planned chord.
+        let prompt = prompt_tokens(&piece.to_song()).unwrap();
+        let dm = Chord::parse_any("Dm").unwrap();
+        let length = Length {
+            tokens: 400,
+            bars: Some(1),
+            may_end: false,
+        };
+        let added = pollster::block_on(continue_tokens(
+            &model,
+            &prompt,
+            length,
+            Sampling::default(),
+            &[dm],
+            None,
+            &device,
+            |_| async { true },
+        ))
+        .unwrap();
+        let at = added
+            .iter()
+            .position(|&id| id == Token::Bar.id())
+            .expect("a new bar within 400 tokens");
+        assert_eq!(
+            added[at + 1..at + 3],
+            [Token::Position(0).id(), Token::Chord(dm).id()]
+        );
+    }
+}

@@ -1,0 +1,176 @@
+// End-to-end: the main path of the playground in headless Chromium. A MIDI file written by the
+// project's own code (the wasm's exampleMidi, run in Node) is dropped on the page; a shipped
+// model accompanies it on WebGPU and then on the CPU; notes and the attention map appear;
+// playback starts; a share link restores the identical notes; a corrupt file gives a plain
+// error. Screenshots go to $E2E_OUT (default target/e2e/). Needs pkg/ (make wasm).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+import { startServer } from '../../tools/serve.mjs';
+import { normalizePiece } from '../../www/share.js';
+
+const OUT = process.env.E2E_OUT ?? 'target/e2e';
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const FLAGS = [
+  '--no-sandbox',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-dev-shm-usage',
+  '--autoplay-policy=no-user-gesture-required',
+];
+// SwiftShader WebGPU: the backend check and the first kernels take minutes on 2 cores.
+const SLOW = 600_000;
+
+let server;
+let base;
+let midi;
+
+before(async () => {
+  assert.ok(existsSync('pkg/pianoformer_bg.wasm'), 'pkg/ is missing: run `make wasm` first');
+  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: run \`make setup\``);
+  mkdirSync(OUT, { recursive: true });
+  // The project's own MIDI writer, through the same wasm the page runs.
+  const wasm = await import('../../pkg/pianoformer.js');
+  wasm.initSync({ module: readFileSync('pkg/pianoformer_bg.wasm') });
+  midi = wasm.exampleMidi(2, 8);
+  writeFileSync(join(OUT, 'dropped.mid'), midi);
+  server = await startServer({ port: 0, quiet: true });
+  base = `http://127.0.0.1:${server.address().port}/`;
+});
+
+after(() => server?.close());
+
+async function open({ webgpu, query = '', url }) {
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: webgpu ? [...FLAGS, '--enable-unsafe-webgpu'] : [...FLAGS, '--disable-webgpu'],
+  });
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const log = [];
+  page.on('console', (m) => log.push(`[${m.type()}] ${m.text()}`));
+  page.on('pageerror', (e) => log.push(`[pageerror] ${e.message}`));
+  await page.goto(url ?? base + query);
+  try {
+    await page.waitForFunction(() => ['ready', 'error'].includes(document.body.dataset.state), null, {
+      timeout: SLOW,
+    });
+  } catch (e) {
+    throw new Error(`page never settled: ${e.message}\n${log.join('\n')}`);
+  }
+  const state = await page.evaluate(() => window.pianoformer.state);
+  assert.equal(state, 'ready', `${await page.evaluate(() => window.pianoformer.error)}\n${log.join('\n')}`);
+  return { browser, page, log };
+}
+
+/** Drops `bytes` as a file named `name` on the page, as a user dragging it in would. */
+async function drop(page, bytes, name) {
+  await page.evaluate(
+    ({ data, name }) => {
+      const file = new File([new Uint8Array(data)], name, { type: 'audio/midi' });
+      const dt = new DataTransfer();
+      dt.items.add(file);
+      for (const type of ['dragenter', 'dragover', 'drop']) {
+        document.querySelector('main').dispatchEvent(
+          new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }),
+        );
+      }
+    },
+    { data: [...bytes], name },
+  );
+}
+
+async function generateAccompaniment(page, log) {
+  const before = await page.evaluate(() => window.pianoformer.generations.length);
+  await page.selectOption('#task', 'accompaniment');
+  await page.click('#generate');
+  try {
+    await page.waitForFunction(
+      (n) => window.pianoformer.generations.length > n || !document.getElementById('error').hidden,
+      before,
+      { timeout: SLOW },
+    );
+  } catch (e) {
+    throw new Error(`generation never finished: ${e.message}\n${log.join('\n')}`);
+  }
+  const error = await page.evaluate(() => (document.getElementById('error').hidden ? null : window.pianoformer.error));
+  assert.equal(error, null, log.join('\n'));
+  return page.evaluate(() => window.pianoformer.generations.at(-1));
+}
+
+test('drop, accompany on WebGPU, watch attention, play, share, and a corrupt file', { timeout: 3 * SLOW }, async () => {
+  const { browser, page, log } = await open({ webgpu: true, query: '?backend=gpu' });
+  try {
+    assert.equal(await page.evaluate(() => window.pianoformer.backend.kind), 'gpu');
+    await drop(page, midi, 'dropped.mid');
+    await page.waitForFunction(() => window.pianoformer.piece?.name === 'dropped.mid', null, { timeout: 60_000 });
+    const piece = await page.evaluate(() => window.pianoformer.piece);
+    assert.equal(piece.tracks.find((t) => t.role === 'melody')?.name, 'MELODY');
+    assert.deepEqual(piece.chords.slice(0, 4), ['D', 'A', 'Bm', 'G'], 'chords detected (I–V–vi–IV in D)');
+    await page.screenshot({ path: join(OUT, 'playground-dropped.png') });
+
+    const run = await generateAccompaniment(page, log);
+    assert.equal(run.backend, 'gpu');
+    assert.ok(run.notes > 0, 'the accompaniment has notes');
+    const after = await page.evaluate(() => window.pianoformer.piece);
+    const piano = after.tracks.find((t) => t.role === 'generated');
+    assert.equal(piano.notes.length, run.notes);
+    assert.deepEqual(
+      after.tracks.find((t) => t.role === 'melody').notes,
+      piece.tracks.find((t) => t.role === 'melody').notes,
+      'the melody is untouched',
+    );
+    assert.equal(await page.evaluate(() => window.pianoformer.attentionBlank()), false, 'attention drawn');
+    console.log(`WebGPU accompaniment: ${run.notes} notes in ${(run.ms / 1000).toFixed(1)} s`);
+    await page.screenshot({ path: join(OUT, 'playground-webgpu.png'), fullPage: true });
+
+    // Playback starts (samples load from the app itself) and the playhead moves.
+    await page.click('#play');
+    await page.waitForFunction(() => window.pianoformer.playing === true, null, { timeout: 60_000 });
+    assert.match(await page.textContent('#play'), /Stop/);
+    await page.click('#play');
+
+    // The share link restores the identical piece in a fresh page.
+    await page.click('#share');
+    await page.waitForFunction(() => window.pianoformer.shareLink, null, { timeout: 30_000 });
+    const link = await page.evaluate(() => window.pianoformer.shareLink);
+    const shared = await browser.newPage();
+    await shared.goto(link);
+    await shared.waitForFunction(() => window.pianoformer.piece, null, { timeout: SLOW });
+    const restored = await shared.evaluate(() => window.pianoformer.piece);
+    assert.deepEqual(normalizePiece(restored), normalizePiece(after), 'the link restores the piece exactly');
+    assert.equal(await shared.inputValue('#seed'), await page.inputValue('#seed'));
+    await shared.close();
+
+    // A corrupt file: a plain error, and the piece on screen stays.
+    await drop(page, new TextEncoder().encode('MThd this is not a MIDI file'), 'broken.mid');
+    await page.waitForSelector('#error:not([hidden])', { timeout: 30_000 });
+    assert.match(await page.textContent('#error-text'), /broken\.mid could not be read/);
+    assert.equal((await page.evaluate(() => window.pianoformer.piece)).name, 'dropped.mid');
+    await page.screenshot({ path: join(OUT, 'playground-corrupt-file.png') });
+  } finally {
+    await browser.close();
+  }
+});
+
+test('with WebGPU disabled the same accompaniment runs on the CPU', { timeout: 2 * SLOW }, async () => {
+  const { browser, page, log } = await open({ webgpu: false });
+  try {
+    assert.equal(await page.evaluate(() => window.pianoformer.backend.kind), 'cpu');
+    await drop(page, midi, 'dropped.mid');
+    await page.waitForFunction(() => window.pianoformer.piece?.name === 'dropped.mid', null, { timeout: 60_000 });
+    const run = await generateAccompaniment(page, log);
+    assert.equal(run.backend, 'cpu');
+    assert.ok(run.notes > 0);
+    assert.equal(await page.evaluate(() => window.pianoformer.attentionBlank()), false);
+    console.log(`CPU accompaniment: ${run.notes} notes in ${(run.ms / 1000).toFixed(1)} s`);
+    await page.screenshot({ path: join(OUT, 'playground-cpu.png'), fullPage: true });
+  } finally {
+    await browser.close();
+  }
+});

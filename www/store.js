@@ -1,0 +1,352 @@
+// What the page keeps in the browser: downloaded models (Cache API, so a reload does not fetch
+// megabytes again) and the work in progress (IndexedDB, so a reload or a crash loses nothing).
+// Works in the page and in a Worker; everything degrades to "not kept" where the storage APIs
+// are missing (insecure contexts, some private modes), never to an error.
+
+export const MODEL_CACHE = 'pianoformer-models-v1';
+
+/** An Error whose `code` is 'download' (network, server) or 'integrity' (size, checksum). */
+export class ModelError extends Error {
+  constructor(code, message) {
+    super(message);
+    this.name = 'ModelError';
+    this.code = code;
+  }
+}
+
+// ---------------------------------------------------------------- integrity
+
+/** Lower-case hex SHA-256 of `bytes`. */
+export async function sha256Hex(bytes) {
+  // crypto.subtle only exists in secure contexts; a page served over plain http on a LAN
+  // address still has to check its models, so there is a JavaScript fallback.
+  const subtle = globalThis.crypto?.subtle;
+  const digest = subtle ? new Uint8Array(await subtle.digest('SHA-256', bytes)) : sha256(bytes);
+  return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/** Resolves when `bytes` are the model `entry` describes; rejects with a ModelError if not. */
+export async function verifyBytes(bytes, entry) {
+  const integrity = (why) =>
+    new ModelError(
+      'integrity',
+      `The model ${entry.name} downloaded with the wrong ${why}; it was not used.`,
+    );
+  if (Number.isFinite(entry.bytes) && bytes.length !== entry.bytes) {
+    throw integrity(`size (${bytes.length} bytes, not ${entry.bytes})`);
+  }
+  if (typeof entry.sha256 !== 'string' || (await sha256Hex(bytes)) !== entry.sha256.toLowerCase()) {
+    throw integrity('checksum');
+  }
+}
+
+// ---------------------------------------------------------------- models
+
+const modelUrl = (entry, baseUrl) => {
+  const base = new URL(baseUrl ?? './models/', import.meta.url);
+  return new URL(entry.file, base).href;
+};
+
+// Some browsers throw on caches.open (private windows, blocked storage): then no cache.
+async function openCache(cacheName) {
+  if (typeof caches === 'undefined') return null;
+  try {
+    return await caches.open(cacheName);
+  } catch {
+    return null;
+  }
+}
+
+async function fromCache(cache, url, entry) {
+  const hit = await cache.match(url).catch(() => undefined);
+  if (!hit) return null;
+  try {
+    const bytes = new Uint8Array(await hit.arrayBuffer());
+    await verifyBytes(bytes, entry);
+    return bytes;
+  } catch {
+    // A stale or truncated copy (an old model under the same name, a write cut short):
+    // drop it so the download below replaces it.
+    await cache.delete(url).catch(() => {});
+    return null;
+  }
+}
+
+// Reads into one buffer sized from the manifest and refuses to grow past it: a wrong or
+// hostile server cannot make the page hold more than the model should weigh.
+async function readBody(response, entry, onProgress) {
+  const total = Number.isFinite(entry.bytes) ? entry.bytes : null;
+  if (!response.body) {
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    onProgress?.({ loaded: bytes.length, total: total ?? bytes.length });
+    return bytes;
+  }
+  const reader = response.body.getReader();
+  let buffer = new Uint8Array(total ?? 1 << 20);
+  let loaded = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (loaded + value.length > buffer.length) {
+      if (total !== null) {
+        reader.cancel().catch(() => {});
+        throw new ModelError(
+          'integrity',
+          `The model ${entry.name} downloaded with the wrong size (more than ${total} bytes); ` +
+            'it was not used.',
+        );
+      }
+      const grown = new Uint8Array(Math.max(buffer.length * 2, loaded + value.length));
+      grown.set(buffer.subarray(0, loaded));
+      buffer = grown;
+    }
+    buffer.set(value, loaded);
+    loaded += value.length;
+    onProgress?.({ loaded, total: total ?? loaded });
+  }
+  return buffer.subarray(0, loaded);
+}
+
+async function download(url, entry, onProgress, signal) {
+  const failed = (why) =>
+    new ModelError('download', `The model ${entry.name} could not be downloaded: ${why}.`);
+  let response;
+  try {
+    // 'no-cache' revalidates with the server: the Cache API keeps the model, and a stale HTTP
+    // cache copy of a model that was since retrained would only fail its checksum.
+    response = await fetch(url, { cache: 'no-cache', signal });
+  } catch (e) {
+    if (e?.name === 'AbortError') throw e; // the caller cancelled: not a failure to report
+    throw failed(e?.message || 'the network request failed');
+  }
+  if (!response.ok) {
+    throw failed(`the server answered ${response.status} ${response.statusText}`.trim());
+  }
+  try {
+    return await readBody(response, entry, onProgress);
+  } catch (e) {
+    if (e instanceof ModelError || e?.name === 'AbortError') throw e;
+    throw failed(`the connection broke after it started (${e?.message || e})`);
+  }
+}
+
+/**
+ * The bytes of the model `entry` (a manifest entry: name, file, bytes, sha256), from the cache
+ * when a checked copy is there, else downloaded, checked and cached.
+ * `baseUrl`: folder of the model files (default: models/ beside this module).
+ * `onProgress({ loaded, total })`: called as bytes arrive (once, complete, on a cache hit).
+ * Resolves to `{ bytes: Uint8Array, cached: boolean }`; rejects with a ModelError.
+ */
+export async function fetchModel(
+  entry,
+  { baseUrl, onProgress, cacheName = MODEL_CACHE, signal } = {},
+) {
+  const url = modelUrl(entry, baseUrl);
+  const cache = await openCache(cacheName);
+  const hit = cache && (await fromCache(cache, url, entry));
+  if (hit) {
+    onProgress?.({ loaded: hit.length, total: hit.length });
+    return { bytes: hit, cached: true };
+  }
+  const bytes = await download(url, entry, onProgress, signal);
+  await verifyBytes(bytes, entry);
+  if (cache) {
+    const response = new Response(bytes, {
+      headers: {
+        'Content-Type': 'application/octet-stream',
+        'Content-Length': String(bytes.length),
+      },
+    });
+    // A full disk only means the next visit downloads again.
+    await cache.put(url, response).catch((e) => {
+      console.warn(`pianoformer: could not cache the model ${entry.name}: ${e?.message ?? e}`);
+    });
+  }
+  return { bytes, cached: false };
+}
+
+/** Empties the model cache; resolves to the number of files removed. */
+export async function clearModelCache(cacheName = MODEL_CACHE) {
+  const cache = await openCache(cacheName);
+  if (!cache) return 0;
+  const keys = await cache.keys();
+  await Promise.all(keys.map((request) => cache.delete(request)));
+  return keys.length;
+}
+
+/** URLs of the cached model files. */
+export async function cachedModels(cacheName = MODEL_CACHE) {
+  const cache = await openCache(cacheName);
+  if (!cache) return [];
+  return (await cache.keys()).map((request) => request.url);
+}
+
+// ---------------------------------------------------------------- work in progress
+
+const DB_NAME = 'pianoformer';
+const STORE = 'work';
+const KEY = 'current';
+const WORK_FORMAT = 1;
+export const SAVE_DELAY_MS = 500;
+
+let dbPromise = null;
+let pending = null; // { state } waiting for the timer; null when all is written
+let timer = null;
+
+function openDb() {
+  if (typeof indexedDB === 'undefined') return Promise.reject(new Error('no IndexedDB here'));
+  dbPromise ??= new Promise((resolve, reject) => {
+    const request = indexedDB.open(DB_NAME, 1);
+    request.onupgradeneeded = () => request.result.createObjectStore(STORE);
+    request.onsuccess = () => {
+      const db = request.result;
+      // Let a newer page in another tab upgrade the database instead of being blocked by us.
+      db.onversionchange = () => {
+        db.close();
+        dbPromise = null;
+      };
+      resolve(db);
+    };
+    request.onerror = () => reject(request.error);
+    request.onblocked = () => reject(new Error('the database is held by another tab'));
+  }).catch((e) => {
+    dbPromise = null; // try again next time (storage may come back)
+    throw e;
+  });
+  return dbPromise;
+}
+
+// One request in its own transaction; resolves with the request's result once committed.
+async function transact(mode, act) {
+  const db = await openDb();
+  return new Promise((resolve, reject) => {
+    const tx = db.transaction(STORE, mode);
+    const request = act(tx.objectStore(STORE));
+    tx.oncomplete = () => resolve(request.result);
+    tx.onerror = () => reject(tx.error ?? request.error);
+    tx.onabort = () => reject(tx.error ?? new Error('the write was aborted'));
+  });
+}
+
+/**
+ * Keeps `state` (plain JSON: the piece and the settings) for the next visit. Writes at most
+ * SAVE_DELAY_MS after the first unsaved change, with whatever state is newest by then: a
+ * stream of edits costs one write per half second, and none is postponed forever.
+ */
+export function saveWork(state) {
+  pending = { state };
+  if (timer === null) timer = setTimeout(() => void flushWork(), SAVE_DELAY_MS);
+}
+
+/** Writes the pending state now (for `pagehide`); never rejects. */
+export async function flushWork() {
+  if (timer !== null) clearTimeout(timer);
+  timer = null;
+  if (!pending) return;
+  const { state } = pending;
+  pending = null;
+  if (typeof indexedDB === 'undefined') return; // nowhere to keep it: not an error
+  try {
+    const record = { format: WORK_FORMAT, savedAt: Date.now(), state };
+    await transact('readwrite', (store) => store.put(record, KEY));
+    lastWarning = null;
+  } catch (e) {
+    warnOnce(`pianoformer: the work in progress could not be saved (${e?.message ?? e}).`);
+  }
+}
+
+// A full disk fails every save, twice a second while the user edits: say so once.
+let lastWarning = null;
+function warnOnce(message) {
+  if (message !== lastWarning) console.warn(message);
+  lastWarning = message;
+}
+
+/** The state saved last, or null when there is none or it cannot be read. */
+export async function loadWork() {
+  if (pending) return pending.state;
+  try {
+    const record = await transact('readonly', (store) => store.get(KEY));
+    const state = record?.format === WORK_FORMAT ? record.state : null;
+    return state !== null && typeof state === 'object' ? state : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Forgets the saved work (and any write still waiting); never rejects. */
+export async function clearWork() {
+  if (timer !== null) clearTimeout(timer);
+  timer = null;
+  pending = null;
+  try {
+    await transact('readwrite', (store) => store.delete(KEY));
+  } catch (e) {
+    if (typeof indexedDB !== 'undefined') {
+      console.warn(`pianoformer: the saved work could not be removed (${e?.message ?? e}).`);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- SHA-256 in JavaScript
+
+const K = new Uint32Array([
+  0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+  0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+  0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+  0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+  0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+  0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+  0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+  0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+]);
+
+/** SHA-256 (FIPS 180-4) of `bytes`, for contexts without crypto.subtle. */
+export function sha256(bytes) {
+  const bitLength = bytes.length * 8;
+  const padded = new Uint8Array(Math.ceil((bytes.length + 9) / 64) * 64);
+  padded.set(bytes);
+  padded[bytes.length] = 0x80;
+  const view = new DataView(padded.buffer);
+  view.setUint32(padded.length - 8, Math.floor(bitLength / 2 ** 32));
+  view.setUint32(padded.length - 4, bitLength >>> 0);
+  const h = new Uint32Array([
+    0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+  ]);
+  const w = new Uint32Array(64);
+  const rotr = (x, n) => (x >>> n) | (x << (32 - n));
+  for (let block = 0; block < padded.length; block += 64) {
+    for (let i = 0; i < 16; i++) w[i] = view.getUint32(block + i * 4);
+    for (let i = 16; i < 64; i++) {
+      const s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >>> 3);
+      const s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >>> 10);
+      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    let [a, b, c, d, e, f, g, hh] = h;
+    for (let i = 0; i < 64; i++) {
+      const s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25);
+      const t1 = (hh + s1 + ((e & f) ^ (~e & g)) + K[i] + w[i]) | 0;
+      const t2 = ((rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c))) | 0;
+      hh = g;
+      g = f;
+      f = e;
+      e = (d + t1) | 0;
+      d = c;
+      c = b;
+      b = a;
+      a = (t1 + t2) | 0;
+    }
+    h[0] += a;
+    h[1] += b;
+    h[2] += c;
+    h[3] += d;
+    h[4] += e;
+    h[5] += f;
+    h[6] += g;
+    h[7] += hh;
+  }
+  const out = new Uint8Array(32);
+  const outView = new DataView(out.buffer);
+  h.forEach((v, i) => outView.setUint32(i * 4, v));
+  return out;
+}
