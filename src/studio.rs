@@ -284,6 +284,57 @@ where
     Ok(out)
 }
 
+/// The watched head's attention over the whole piece as a continuation model reads it (its
+/// tokens, the last `max_prompt_tokens` of them), reported as rows: the map a user asks for
+/// after generating, or for any piece.
+pub async fn continuation_attention<F, Fut>(
+    model: &Performer,
+    piece: &Piece,
+    options: &Options,
+    device: &Device,
+    mut on_progress: F,
+) -> Result<usize, GenerateError>
+where
+    F: FnMut(Progress) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    piece
+        .validate()
+        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    let whole = prompt_tokens(&piece.to_song())?;
+    let (prompt, _) = cut_prompt(&whole, options.max_prompt_tokens.max(16));
+    let length = Length {
+        tokens: 0,
+        bars: None,
+        may_end: false,
+    };
+    let sampling = Sampling {
+        temperature: 1.0,
+        top_p: 1.0,
+        seed: options.seed,
+    };
+    let total = prompt.len();
+    continue_tokens(
+        model,
+        &prompt,
+        length,
+        sampling,
+        &[],
+        options.watch(),
+        device,
+        |p| {
+            on_progress(Progress {
+                done: p.attention.as_ref().map_or(0, |a| a.keys),
+                total,
+                notes: None,
+                attention: p.attention,
+            })
+        },
+    )
+    .await?;
+    Ok(total)
+}
+
 fn decode(ids: &[u32]) -> Result<tokens::Decoded, GenerateError> {
     let tokens: Vec<Token> = ids.iter().filter_map(|&id| Token::from_id(id)).collect();
     tokens::decode(&tokens, 480, 0).map_err(|e| GenerateError::Tokens(e.to_string()))
@@ -421,6 +472,36 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(again.tracks, out.tracks);
+    }
+
+    #[test]
+    fn attention_over_a_piece_covers_every_token() {
+        let device = Device::flex();
+        let config = PerformerConfig::tiny(
+            Task::Continuation,
+            VOCAB_SIZE,
+            PeConfig::new(PeKind::SineSpe),
+        );
+        let model = Performer::new(&config, 2, &device).unwrap();
+        let options = Options {
+            watch: Some(WatchOptions { layer: 1, head: 1 }),
+            ..Options::default()
+        };
+        let mut rows = 0;
+        let total = pollster::block_on(continuation_attention(
+            &model,
+            &piece(),
+            &options,
+            &device,
+            |p| {
+                let a = p.attention.unwrap();
+                assert_eq!(a.start, rows);
+                rows += a.values.len() / a.keys;
+                async { true }
+            },
+        ))
+        .unwrap();
+        assert_eq!(rows, total);
     }
 
     #[test]

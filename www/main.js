@@ -52,6 +52,7 @@ const app = {
   generating: null,
   playhead: 0,
   restored: false,
+  attentionJob: null, // the Worker request drawing attention without generating
 };
 
 // ------------------------------------------------------------------ messages
@@ -529,6 +530,10 @@ async function generate() {
   const started = performance.now();
   const job = { id: null, task, cancelled: false };
   app.generating = job;
+  if (app.attentionJob !== undefined && app.attentionJob !== null) {
+    app.worker.postMessage({ type: 'cancel', id: app.attentionJob });
+    app.attentionJob = null;
+  }
   updateButtons();
   stopPlayback();
   $('gen-progress').hidden = false;
@@ -581,7 +586,9 @@ async function generate() {
     );
     roll.setGenerating(null);
     const ms = performance.now() - started;
-    const notes = result.tracks.filter((t) => t.role === 'generated').reduce((n, t) => n + t.notes.length, 0);
+    const written = (p) => p.tracks.filter((t) => t.name === track.name && t.role === 'generated')
+      .reduce((n, t) => n + t.notes.length, 0);
+    const notes = written(result) - (task === 'continuation' ? written(before) : 0);
     setPiece(result, { undoable: false });
     app.undo.push(before);
     const what = task === 'accompaniment' ? 'Accompaniment' : 'Continuation';
@@ -640,6 +647,43 @@ function onProgress(p, job, track, live, from, started) {
   if (p.attention) {
     const a = p.attention;
     attention.addRows(a.start, a.values, a.keys);
+  }
+}
+
+/**
+ * Draws the chosen head's attention over the current piece without generating (after the
+ * layer or head changes), with the selected model if it is loaded.
+ */
+async function refreshAttention() {
+  const entry = currentEntry();
+  if (!app.piece || app.generating || !entry || !app.loaded.has(entry.name)) return;
+  if (app.attentionJob !== undefined && app.attentionJob !== null) {
+    app.worker.postMessage({ type: 'cancel', id: app.attentionJob });
+  }
+  const s = settings();
+  attention.reset(1);
+  attention.setLabel(`Attention of layer ${s.layer + 1}, head ${s.head + 1}`);
+  const options = { seed: s.seed, threshold: s.threshold, watch: { layer: s.layer, head: s.head } };
+  let mine = null;
+  try {
+    await call(
+      'attention',
+      { model: entry.name, piece: app.piece, options },
+      {
+        onProgress: (p) => {
+          if (p.started) {
+            mine = p.id;
+            app.attentionJob = p.id;
+          } else if (p.attention && app.attentionJob === mine) {
+            attention.addRows(p.attention.start, p.attention.values, p.attention.keys);
+          }
+        },
+      },
+    );
+  } catch (e) {
+    if (!/cancelled/.test(e.message)) $('gen-status').textContent = `Attention: ${e.message}`;
+  } finally {
+    if (app.attentionJob === mine) app.attentionJob = null;
   }
 }
 
@@ -844,6 +888,7 @@ function wire() {
   for (const id of ['att-layer', 'att-head']) {
     $(id).addEventListener('change', () => {
       showTemplate();
+      refreshAttention();
       save();
     });
   }

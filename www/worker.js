@@ -3,7 +3,7 @@
 //
 // In:  {type: 'init', backend: 'auto' | 'gpu' | 'cpu'}
 //      {type: 'call', id, method, args}   methods: readMidi, writeMidi, exampleMidi, checkPiece,
-//                                          loadModel, hasModel, generate, template
+//                                          loadModel, hasModel, generate, attention, template
 //      {type: 'cancel', id}
 // Out: {type: 'ready', backend, ms} · {type: 'check', report, ms} · {type: 'error', message}
 //      {type: 'reply', id, ok, value | message} · {type: 'progress', id, done, total, notes?,
@@ -104,6 +104,8 @@ const methods = {
   loadModel: ({ entry, bytes }) => session.loadModel(JSON.stringify(entry), new Uint8Array(bytes)),
   hasModel: ({ name }) => session.hasModel(name),
   template: ({ model, layer, head, lags }) => session.template(model, layer, head, lags),
+  attention: ({ model, piece, options }, id) =>
+    session.attention(model, JSON.stringify(piece), JSON.stringify(options), progressHandler(id)),
   generate: async ({ task, model, piece, options }, id) => {
     const run = task === 'continuation' ? 'continuePiece' : 'accompany';
     const text = await session[run](
@@ -128,15 +130,16 @@ async function call({ id, method, args }) {
     const transfer = value instanceof Uint8Array ? [value.buffer] : [];
     postMessage({ type: 'reply', id, ok: true, value }, transfer);
   } catch (e) {
-    // A Rust panic leaves the wasm instance unusable: the page restarts the Worker then.
-    const fatal = e instanceof WebAssembly.RuntimeError;
-    postMessage({
-      type: 'reply',
-      id,
-      ok: false,
-      fatal,
-      message: e instanceof Error ? e.message : String(e),
-    });
+    // A Rust panic (or running out of memory) leaves the wasm instance unusable: the page
+    // restarts the Worker then.
+    const fatal = e instanceof WebAssembly.RuntimeError || e instanceof RangeError;
+    let message = e instanceof Error ? e.message : String(e);
+    if (fatal) {
+      message = /memory/i.test(message)
+        ? `the model ran out of memory (${message})`
+        : `the model stopped with an internal error (${message})`;
+    }
+    postMessage({ type: 'reply', id, ok: false, fatal, message });
   } finally {
     cancelled.delete(id);
   }

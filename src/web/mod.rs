@@ -192,6 +192,46 @@ impl Session {
         serde_json::to_string(&out).map_err(to_js)
     }
 
+    /// The watched head's attention over the whole piece, without generating (after the user
+    /// picks another layer or head): rows arrive through `on_progress` as in generation.
+    pub async fn attention(
+        &self,
+        name: String,
+        piece: String,
+        options: String,
+        on_progress: Function,
+    ) -> Result<(), JsError> {
+        let loaded = self.model(&name)?;
+        let piece = parse_piece(&piece)?;
+        let options = parse_options(&options)?;
+        let device = &self.backend.device;
+        match loaded.model.config.task {
+            Task::Accompaniment => {
+                studio::accompany_piece(
+                    &loaded.model,
+                    loaded.entry.binarize,
+                    &piece,
+                    &options,
+                    device,
+                    |mut p| {
+                        p.notes = None;
+                        report(&on_progress, p)
+                    },
+                )
+                .await
+                .map_err(to_js)?;
+            }
+            Task::Continuation => {
+                studio::continuation_attention(&loaded.model, &piece, &options, device, |p| {
+                    report(&on_progress, p)
+                })
+                .await
+                .map_err(to_js)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The positional templates `P_d(τ)` of a head at lags `0 .. lags`: `{dims, lags, values}`
     /// (values dims × lags), or `null` for encodings without templates (APE, F-StrIPE, none).
     pub async fn template(

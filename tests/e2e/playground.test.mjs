@@ -170,6 +170,36 @@ test('with WebGPU disabled the same accompaniment runs on the CPU', { timeout: 2
     assert.equal(await page.evaluate(() => window.pianoformer.attentionBlank()), false);
     console.log(`CPU accompaniment: ${run.notes} notes in ${(run.ms / 1000).toFixed(1)} s`);
     await page.screenshot({ path: join(OUT, 'playground-cpu.png'), fullPage: true });
+
+    // Another head's attention over the piece, without generating again.
+    const generations = await page.evaluate(() => window.pianoformer.generations.length);
+    await page.selectOption('#att-head', '2');
+    await page.waitForFunction(() => !window.pianoformer.attentionBlank(), null, { timeout: 60_000 });
+    assert.equal(await page.evaluate(() => window.pianoformer.generations.length), generations);
+
+    // A continuation: planned bars with a chord, then new notes after the music.
+    const before = await page.evaluate(() => window.pianoformer.piece);
+    await page.fill('#plan-bars', '2');
+    await page.dispatchEvent('#plan-bars', 'change');
+    await page.waitForFunction((n) => window.pianoformer.piece.bars.length === n + 2, before.bars.length);
+    await page.selectOption('#task', 'continuation');
+    await page.fill('#length', '96');
+    const n = await page.evaluate(() => window.pianoformer.generations.length);
+    await page.click('#generate');
+    await page.waitForFunction(
+      (n) => window.pianoformer.generations.length > n || !document.getElementById('error').hidden,
+      n,
+      { timeout: 300_000 },
+    );
+    const cont = await page.evaluate(() => window.pianoformer.generations.at(-1));
+    assert.equal(cont.task, 'continuation', await page.evaluate(() => window.pianoformer.error));
+    const piece = await page.evaluate(() => window.pianoformer.piece);
+    const added = piece.tracks.find((t) => t.name === 'CONTINUATION');
+    assert.ok(added?.notes.length > 0, 'the continuation wrote notes');
+    const lastOnset = Math.max(...before.tracks.flatMap((t) => t.notes.map((x) => x[1])));
+    assert.ok(added.notes.every((x) => x[1] >= lastOnset), 'after the music');
+    console.log(`CPU continuation: ${cont.tokens} tokens in ${(cont.ms / 1000).toFixed(1)} s`);
+    await page.screenshot({ path: join(OUT, 'playground-continuation.png'), fullPage: true });
   } finally {
     await browser.close();
   }
