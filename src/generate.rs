@@ -24,7 +24,7 @@ use crate::music::tokens::{self, Grammar, STEPS_PER_BEAT, Token};
 use crate::train::corpus::song_tokens;
 use crate::train::data::{Example, example};
 use crate::train::eval::{Binarize, binarize};
-use crate::train::step::{TrainError, stack};
+use crate::train::step::{TrainError, read_vec, stack};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum GenerateError {
@@ -238,12 +238,7 @@ async fn watched_rows(
 }
 
 async fn read_f32<const D: usize>(t: Tensor<D>) -> Result<Vec<f32>, GenerateError> {
-    t.into_data_async()
-        .await
-        .map_err(|e| GenerateError::Read(format!("{e:?}")))?
-        .convert::<f32>()
-        .try_into_vec::<f32>()
-        .map_err(|e| GenerateError::Read(format!("{e:?}")))
+    Ok(read_vec(t).await?)
 }
 
 /// How far an accompaniment has come: probabilities for steps `0 .. done` (onset and sustain,

@@ -110,6 +110,12 @@ function startWorker(backend) {
       resolveStarted();
     } else if (data.type === 'check') {
       showCheck(data.report, data.ms);
+    } else if (data.type === 'moved') {
+      app.loaded.clear();
+      const ready = status.readyMs;
+      showBackend(data.backend, 0);
+      status.readyMs = ready;
+      notice(`Running on the CPU: ${data.backend.fallback_reason}.`);
     } else if (data.type === 'error') {
       rejectStarted(new Error(data.message));
       showError(data.message, { fatal: true });
@@ -928,6 +934,17 @@ function wire() {
   wireDrop();
   wireKeys();
   addEventListener('pagehide', () => {
+    // IndexedDB may not finish while the page unloads; localStorage is written at once.
+    if (app.piece) {
+      try {
+        localStorage.setItem(
+          'pianoformer.lastWork',
+          JSON.stringify({ savedAt: Date.now(), state: { piece: app.piece, settings: settings() } }),
+        );
+      } catch {
+        // Too large for localStorage: IndexedDB (below) usually has it.
+      }
+    }
     save();
     flushWork();
   });
@@ -998,7 +1015,14 @@ async function start() {
   await loadManifest();
   const shared = await openShared().catch(() => false);
   if (!shared) {
-    const work = await loadWork();
+    let work = await loadWork();
+    try {
+      const last = JSON.parse(localStorage.getItem('pianoformer.lastWork') ?? 'null');
+      if (last?.state?.piece) work = last.state;
+      localStorage.removeItem('pianoformer.lastWork');
+    } catch {
+      // Unreadable: the IndexedDB copy stands.
+    }
     if (work?.piece) {
       try {
         await call('checkPiece', { piece: work.piece });

@@ -6,6 +6,7 @@
 //                                          loadModel, hasModel, generate, attention, template
 //      {type: 'cancel', id}
 // Out: {type: 'ready', backend, ms} · {type: 'check', report, ms} · {type: 'error', message}
+//      {type: 'moved', backend}  (auto moved to the CPU after measuring)
 //      {type: 'reply', id, ok, value | message} · {type: 'progress', id, done, total, notes?,
 //      attention?}
 
@@ -76,6 +77,33 @@ async function init(preference) {
   const t1 = performance.now();
   const report = await session.selfCheck();
   postMessage({ type: 'check', report, ms: performance.now() - t1 });
+  if (preference === 'auto' && backend.kind === 'gpu') await measureFirstRun(backend);
+}
+
+// On "auto" with a hardware adapter: a quick first-run measurement. The self-check runs once
+// more on WebGPU (its kernels compiled now) and once on the CPU; if the CPU is faster, the
+// session moves there and the badge says so.
+async function measureFirstRun(backend) {
+  try {
+    let t = performance.now();
+    await session.selfCheck();
+    const gpuMs = performance.now() - t;
+    const cpu = await wasm.Session.create('cpu');
+    t = performance.now();
+    await cpu.selfCheck();
+    const cpuMs = performance.now() - t;
+    if (cpuMs < gpuMs) {
+      session = cpu;
+      const moved = cpu.backend();
+      moved.fallback_reason = `a first-run measurement found the CPU faster here (${cpuMs.toFixed(0)} ms against ${gpuMs.toFixed(0)} ms on ${backend.label})`;
+      moved.fallback_detail = 'Choose "WebGPU only" to use WebGPU anyway.';
+      postMessage({ type: 'moved', backend: moved });
+    } else {
+      cpu.free();
+    }
+  } catch {
+    // The measurement is an optimisation; WebGPU stays when it cannot be made.
+  }
 }
 
 // Hands the event loop a turn (so a 'cancel' message can arrive), then says whether to go on.

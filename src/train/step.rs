@@ -100,7 +100,8 @@ pub fn bce_per_step(logits: Tensor<3>, targets: Tensor<3>, pos_weight: f32) -> T
     loss.mean_dim(2).squeeze_dim::<2>(2)
 }
 
-async fn read_vec<const D: usize>(t: Tensor<D>) -> Result<Vec<f32>, TrainError> {
+/// A tensor's values as f32, read asynchronously (synchronous reads panic on WebGPU in wasm).
+pub async fn read_vec<const D: usize>(t: Tensor<D>) -> Result<Vec<f32>, TrainError> {
     t.into_data_async()
         .await
         .map_err(|e| TrainError::Read(format!("{e:?}")))?

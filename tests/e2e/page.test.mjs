@@ -5,20 +5,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 import { startServer } from '../../tools/serve.mjs';
+import { OUT, CHROMIUM, launch } from './browser.mjs';
 
-const OUT = process.env.E2E_OUT ?? 'target/e2e';
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const FLAGS = [
-  '--no-sandbox',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-dev-shm-usage',
-];
 // The backend check runs 30 Adam steps; on SwiftShader WebGPU that takes a while.
 const READY_TIMEOUT = 240_000;
 
@@ -35,18 +24,8 @@ before(async () => {
 
 after(() => server?.close());
 
-async function openPage({ webgpu, query = '' }) {
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: webgpu ? [...FLAGS, '--enable-unsafe-webgpu'] : [...FLAGS, '--disable-webgpu'],
-  });
-  const page = await browser.newPage({ viewport: { width: 1100, height: 700 } });
-  const log = [];
-  page.on('console', (m) => log.push(`[${m.type()}] ${m.text()}`));
-  page.on('pageerror', (e) => log.push(`[pageerror] ${e.message}`));
-  await page.goto(base + query);
-  return { browser, page, log };
+function openPage({ webgpu, query = '' }) {
+  return launch({ webgpu, url: base + query, viewport: { width: 1100, height: 700 } });
 }
 
 async function waitSettled(page, log) {

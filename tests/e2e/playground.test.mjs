@@ -7,22 +7,10 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 import { startServer } from '../../tools/serve.mjs';
 import { normalizePiece } from '../../www/share.js';
+import { OUT, CHROMIUM, launch } from './browser.mjs';
 
-const OUT = process.env.E2E_OUT ?? 'target/e2e';
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const FLAGS = [
-  '--no-sandbox',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-dev-shm-usage',
-  '--autoplay-policy=no-user-gesture-required',
-];
 // SwiftShader WebGPU: the backend check and the first kernels take minutes on 2 cores.
 const SLOW = 600_000;
 
@@ -45,17 +33,8 @@ before(async () => {
 
 after(() => server?.close());
 
-async function open({ webgpu, query = '', url }) {
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: webgpu ? [...FLAGS, '--enable-unsafe-webgpu'] : [...FLAGS, '--disable-webgpu'],
-  });
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  const log = [];
-  page.on('console', (m) => log.push(`[${m.type()}] ${m.text()}`));
-  page.on('pageerror', (e) => log.push(`[pageerror] ${e.message}`));
-  await page.goto(url ?? base + query);
+async function open({ webgpu, query = '' }) {
+  const { browser, page, log } = await launch({ webgpu, url: base + query });
   try {
     await page.waitForFunction(() => ['ready', 'error'].includes(document.body.dataset.state), null, {
       timeout: SLOW,
