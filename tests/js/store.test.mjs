@@ -4,7 +4,6 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import {
-  sha256,
   sha256Hex,
   verifyBytes,
   fetchModel,
@@ -69,10 +68,9 @@ test.afterEach(() => {
   delete globalThis.indexedDB;
 });
 
-test('the JavaScript SHA-256 matches node:crypto at every padding boundary', async () => {
-  for (const n of [0, 1, 3, 55, 56, 57, 63, 64, 65, 119, 120, 128, 1000, 100_003]) {
+test('sha256Hex matches node:crypto', async () => {
+  for (const n of [0, 1, 64, 1000, 100_003]) {
     const bytes = new Uint8Array(n).map((_, i) => (i * 7 + n) & 255);
-    assert.equal(Buffer.from(sha256(bytes)).toString('hex'), hex(bytes), `${n} bytes`);
     assert.equal(await sha256Hex(bytes), hex(bytes));
   }
 });
