@@ -232,6 +232,7 @@ where
         seed: options.seed,
     };
     let mut ids = prompt.clone();
+    let mut since = 0;
     let total = options.tokens;
     let added = continue_tokens(
         model,
@@ -245,8 +246,11 @@ where
             let mut notes = None;
             if let Some(id) = p.token {
                 ids.push(id);
-                // A note is complete once its duration is written.
-                if matches!(Token::from_id(id), Some(Token::Duration(_))) {
+                // Placing decodes the whole sequence: do it when a bar is complete (or every
+                // 64 tokens in a long bar), not per note, so streaming stays linear-ish.
+                since += 1;
+                if id == bar || since >= 64 {
+                    since = 0;
                     notes = place(piece, &ids, first_bar, &prompt_notes).ok();
                 }
             }
