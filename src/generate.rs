@@ -89,6 +89,17 @@ pub fn accompaniment_input(
     bar_chords: Option<&[Vec<Option<Chord>>]>,
     phrases: Option<Vec<Segment>>,
 ) -> Result<AccompanimentInput, GenerateError> {
+    song_input(song, bar_chords, phrases, true)
+}
+
+/// As [`accompaniment_input`]; without `need_melody`, a song with no melody track (a piano
+/// piece to continue) gets an empty melody roll instead of an error.
+pub fn song_input(
+    song: &Song,
+    bar_chords: Option<&[Vec<Option<Chord>>]>,
+    phrases: Option<Vec<Segment>>,
+    need_melody: bool,
+) -> Result<AccompanimentInput, GenerateError> {
     let grid = Grid::for_song(song, STEPS_PER_BEAT);
     if grid.num_steps() == 0 {
         return Err(GenerateError::EmptyPrompt);
@@ -103,7 +114,7 @@ pub fn accompaniment_input(
     if melody.is_empty() {
         melody.extend(detected.melody_track);
     }
-    if melody.is_empty() {
+    if melody.is_empty() && need_melody {
         return Err(GenerateError::NoMelody);
     }
     let bridge = named(Role::Bridge);

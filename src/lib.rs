@@ -2,7 +2,7 @@
 //! natively and run in the browser on WebGPU (CPU fallback).
 //!
 //! Layout (see `DESIGN.md` in the shared folder): `device` picks and checks the compute backend;
-//! `web` is the only place with `#[wasm_bindgen]`; the native CLI lives in `src/bin/`.
+//! `tune` fine-tunes on a person's files (the page's Fine-tune panel); `web` is the only place with `#[wasm_bindgen]`; the native CLI lives in `src/bin/`.
 
 #[cfg(feature = "ml")]
 pub mod device;
@@ -17,6 +17,8 @@ pub mod music;
 pub mod studio;
 #[cfg(feature = "ml")]
 pub mod train;
+#[cfg(feature = "ml")]
+pub mod tune;
 
 #[cfg(all(target_arch = "wasm32", feature = "ml"))]
 pub mod web;

@@ -8,7 +8,7 @@
 //! the KV cache) in a [`State`], whose noise (SPE codes, gating noise, random features) is
 //! drawn once. A call of length 1 takes the recurrent form.
 
-use burn::module::{Module, Param};
+use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::store::ModuleRecord;
 use burn::tensor::activation::gelu;
@@ -392,6 +392,52 @@ impl Performer {
         Ok(bytes.to_vec())
     }
 
+    /// The same bytes as [`Self::to_bytes`], every parameter read asynchronously: what the
+    /// browser needs on WebGPU, where Burn's record reads synchronously and panics.
+    pub async fn to_bytes_async(&self) -> Result<Vec<u8>, ModelError> {
+        let mut params = ParamCollector::default();
+        self.visit(&mut params);
+        let mut tensors = Vec::with_capacity(params.found.len());
+        for (path, id, shape, tensor) in params.found {
+            let data = tensor
+                .into_data_async()
+                .await
+                .map_err(|e| ModelError::Weights(format!("{path} could not be read: {e:?}")))?;
+            let (bytes, _, dtype) = data.into_parts();
+            tensors.push(burn_pack::Tensor::new(
+                path,
+                dtype,
+                shape,
+                Some(id.val()),
+                bytes,
+            ));
+        }
+        let bytes = burn_pack::Writer::new(tensors)
+            .into_bytes()
+            .map_err(|e| ModelError::Weights(e.to_string()))?;
+        Ok(bytes.to_vec())
+    }
+
+    /// Which parameters train from here on: with `Some(k)`, only the last `k` blocks, the
+    /// final norm, the output head and the positional encoding's parameters (frequencies,
+    /// gains, filters, gates); the input layer and the earlier blocks stay as they are.
+    /// `None` trains everything.
+    pub fn trainable_top(mut self, top: Option<usize>) -> Self {
+        let Some(k) = top else {
+            return self.set_require_grad(true);
+        };
+        let frozen = self.blocks.len().saturating_sub(k);
+        self.embedding = self.embedding.map(|e| e.set_require_grad(false));
+        self.input = self.input.map(|l| l.set_require_grad(false));
+        self.blocks = self
+            .blocks
+            .into_iter()
+            .enumerate()
+            .map(|(i, b)| b.set_require_grad(i >= frozen))
+            .collect();
+        self
+    }
+
     /// A model of `config` with the weights in `bytes` (from [`Self::to_bytes`]).
     pub fn from_bytes(
         config: &PerformerConfig,
@@ -403,6 +449,36 @@ impl Performer {
         Self::new(config, 0, device)?
             .try_load_record(record)
             .map_err(|e| ModelError::Weights(e.to_string()))
+    }
+}
+
+/// Every parameter of a module as (path, id, tensor), in visiting order and named as Burn's
+/// record names them (the `on_save` form), without reading any.
+#[derive(Default)]
+struct ParamCollector {
+    path: Vec<String>,
+    found: Vec<(String, ParamId, Vec<usize>, Tensor<1>)>,
+}
+
+impl ModuleVisitor for ParamCollector {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.path.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.pop();
+    }
+
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let tensor = param.transform_for_save().val();
+        let shape = tensor.dims().to_vec();
+        // Flattened to keep tensors of every rank in one list; the shape goes beside it.
+        self.found.push((
+            self.path.join("."),
+            param.id,
+            shape,
+            tensor.flatten::<1>(0, D - 1),
+        ));
     }
 }
 

@@ -55,6 +55,15 @@ impl PianoRoll {
         self.sustain[step * PITCHES + pitch]
     }
 
+    /// Keeps the first `steps` steps only.
+    pub fn truncate(&mut self, steps: usize) {
+        self.num_steps = self.num_steps.min(steps);
+        for plane in [&mut self.onset, &mut self.sustain] {
+            plane.truncate(self.num_steps * PITCHES);
+        }
+        self.velocity.truncate(self.num_steps * PITCHES);
+    }
+
     /// Sets a cell: an onset implies sustain.
     pub fn set(&mut self, step: usize, pitch: usize, onset: bool, sustain: bool, velocity: u8) {
         let i = step * PITCHES + pitch;
@@ -181,6 +190,13 @@ impl MultiRoll {
 
     pub fn num_steps(&self) -> usize {
         self.melody.num_steps
+    }
+
+    /// Keeps the first `steps` steps of every roll.
+    pub fn truncate(&mut self, steps: usize) {
+        for roll in [&mut self.melody, &mut self.bridge, &mut self.piano] {
+            roll.truncate(steps);
+        }
     }
 
     pub fn get(&self, role: Role) -> &PianoRoll {

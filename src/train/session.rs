@@ -230,6 +230,11 @@ impl Session {
         self.trainer.step
     }
 
+    /// Replaces the held-out windows (fine-tuning measures on windows of its own length).
+    pub fn set_validation(&mut self, batches: Vec<Batch>) {
+        self.valid = batches;
+    }
+
     pub fn is_done(&self) -> bool {
         self.trainer.step >= self.options.steps
     }

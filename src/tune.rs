@@ -1,0 +1,734 @@
+//! Fine-tuning a trained model on a person's own pieces: what the page's Fine-tune panel runs
+//! in its Worker (WebGPU or the CPU), and what the tests run natively.
+//!
+//! Each file becomes a training piece with the labels the person sees in the lanes (chords and
+//! phrases as shown, the melody track as chosen). The last bars of every file are held out, so
+//! the curve shows how the model does on music of theirs it does not train on. The loop is the
+//! training loop ([`Session`]), with a watch for divergence: a step whose loss is not finite or
+//! explodes stops the run and puts back the weights of the last good step.
+
+use serde::{Deserialize, Serialize};
+
+use crate::generate::song_input;
+use crate::model::config::Task;
+use crate::model::performer::Performer;
+use crate::music::grid::Grid;
+use crate::music::midi::Note;
+use crate::music::piece::{Piece, TrackRole};
+use crate::music::roll::{PianoRoll, Role};
+use crate::music::tokens::{MAX_BAR_BEATS, STEPS_PER_BEAT};
+use crate::train::corpus::{Corpus, Piece as TrainPiece, WindowSpec};
+use crate::train::session::{RunOptions, Session};
+use crate::train::step::TrainError;
+
+/// Most files one run reads.
+pub const MAX_FILES: usize = 50;
+/// A batch loss this many times the lowest seen so far counts as an explosion.
+pub const EXPLOSION: f32 = 4.0;
+
+/// Which weights train.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Trainable {
+    /// Every weight.
+    All,
+    /// The last `top_layers` blocks, the output head and the positional encoding.
+    Top,
+}
+
+/// A run's settings, as the panel sends them (camelCase JSON; absent fields take defaults).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct TuneOptions {
+    pub steps: usize,
+    pub learning_rate: f64,
+    /// Windows per step.
+    pub batch: usize,
+    /// Grid steps (accompaniment) or tokens (continuation) per window; 0: the task's default.
+    pub window: usize,
+    pub trainable: Trainable,
+    /// With [`Trainable::Top`]: how many of the last blocks train.
+    pub top_layers: usize,
+    /// Share of every file's bars, at its end, held out to measure progress.
+    pub holdout: f64,
+    pub seed: u64,
+    /// Measure the held-out loss every this many steps (and before the first and after the
+    /// last).
+    pub eval_every: usize,
+    /// Accompaniment: the loss weight of sounding notes (`None`: the base model's).
+    pub pos_weight: Option<f64>,
+}
+
+impl Default for TuneOptions {
+    /// Defaults that work for about five songs: 100 steps of 4 windows at a low learning rate
+    /// (a tenth of pre-training's peak), every weight training.
+    fn default() -> Self {
+        Self {
+            steps: 100,
+            learning_rate: 1e-4,
+            batch: 4,
+            window: 0,
+            trainable: Trainable::All,
+            top_layers: 1,
+            holdout: 0.2,
+            seed: 0,
+            eval_every: 10,
+            pos_weight: None,
+        }
+    }
+}
+
+impl TuneOptions {
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1..=20_000).contains(&self.steps) {
+            return Err(format!(
+                "the number of steps must be between 1 and 20 000, not {}",
+                self.steps
+            ));
+        }
+        if !(self.learning_rate > 0.0 && self.learning_rate <= 0.01) {
+            return Err(format!(
+                "the learning rate must be above 0 and at most 0.01, not {}",
+                self.learning_rate
+            ));
+        }
+        if !(1..=64).contains(&self.batch) {
+            return Err("windows per step must be between 1 and 64".into());
+        }
+        if self.window != 0 && !(16..=4096).contains(&self.window) {
+            return Err("windows must be 16 to 4 096 steps or tokens long".into());
+        }
+        if !(0.0..=0.5).contains(&self.holdout) {
+            return Err("the held-out share must be between 0 and one half".into());
+        }
+        if self.trainable == Trainable::Top && self.top_layers == 0 {
+            return Err("train at least one layer".into());
+        }
+        Ok(())
+    }
+
+    /// The window length asked for (the task's default when 0).
+    pub fn window_for(&self, task: Task) -> usize {
+        match (self.window, task) {
+            (0, Task::Accompaniment) => 128,
+            (0, Task::Continuation) => 256,
+            (w, _) => w,
+        }
+    }
+}
+
+/// What was understood of one file, for the panel's list.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileReport {
+    pub name: String,
+    pub bars: usize,
+    /// Notes the model reads as melody (and bridge), and as accompaniment.
+    pub melody_notes: usize,
+    pub accompaniment_notes: usize,
+    /// REMI tokens of the file (what continuation trains on).
+    pub tokens: usize,
+    /// Bars trained on and held out.
+    pub train_bars: usize,
+    pub held_out_bars: usize,
+    /// Why the file cannot be used for this task, in words (`None`: usable).
+    pub problem: Option<String>,
+}
+
+/// One file as training pieces: the bars trained on and the held-out bars at its end.
+struct Prepared {
+    train: TrainPiece,
+    held_out: Option<TrainPiece>,
+    report: FileReport,
+}
+
+fn count_notes(piece: &Piece, roles: &[TrackRole]) -> usize {
+    piece
+        .tracks
+        .iter()
+        .filter(|t| roles.contains(&t.role))
+        .map(|t| t.notes.len())
+        .sum()
+}
+
+/// `piece` as training reads it for `task`, with the labels of its lanes.
+fn training_piece(piece: &Piece, task: Task) -> Result<TrainPiece, String> {
+    piece.validate().map_err(|e| e.to_string())?;
+    let song = piece.model_song(|t| {
+        matches!(
+            t.role,
+            TrackRole::Melody | TrackRole::Bridge | TrackRole::Piano
+        )
+    });
+    let grid = Grid::for_song(&song, STEPS_PER_BEAT);
+    if grid.num_steps() == 0 {
+        return Err("it holds no notes in its melody or accompaniment tracks".into());
+    }
+    let mut chords = piece.bar_chords().map_err(|e| e.to_string())?;
+    chords.truncate(grid.num_bars());
+    let input = song_input(
+        &song,
+        Some(&chords),
+        Some(piece.segments()),
+        task == Task::Accompaniment,
+    )
+    .map_err(|e| e.to_string())?;
+    let mut rolls = input.rolls;
+    let piano: Vec<&Note> = song
+        .tracks
+        .iter()
+        .filter(|t| Role::from_track_name(&t.name) == Some(Role::Piano))
+        .flat_map(|t| t.notes.iter())
+        .collect();
+    rolls.piano = PianoRoll::from_notes(piano, &input.grid);
+    let steps = input.grid.num_steps();
+    TrainPiece::new(
+        piece.name.clone(),
+        &song,
+        input.grid,
+        rolls,
+        input.labels,
+        0..steps,
+    )
+}
+
+/// Splits `p` at a bar line so that about `holdout` of its bars are held out: the training
+/// part keeps nothing of the held-out bars (rolls, labels and tokens end at the cut).
+fn split(p: TrainPiece, holdout: f64) -> (TrainPiece, Option<TrainPiece>) {
+    let bars = p.grid.num_bars();
+    let held = ((bars as f64) * holdout).round() as usize;
+    if bars < 2 || held == 0 {
+        return (p, None);
+    }
+    let cut_bar = bars - held.min(bars - 1);
+    let cut = p.grid.bar_steps(cut_bar).start;
+    // A bar of more than MAX_BAR_BEATS beats is several `Bar` tokens.
+    let bar_tokens: usize = (0..cut_bar)
+        .map(|b| p.grid.bar_beats(b).len().div_ceil(MAX_BAR_BEATS).max(1))
+        .sum();
+    let token_cut = p
+        .token_bars
+        .get(bar_tokens)
+        .copied()
+        .unwrap_or(p.tokens.len());
+    let mut held_out = p.clone();
+    held_out.range = cut..p.range.end;
+    held_out.tokens = p.tokens[token_cut..].to_vec();
+    held_out.token_bars = p
+        .token_bars
+        .iter()
+        .filter(|&&i| i >= token_cut)
+        .map(|&i| i - token_cut)
+        .collect();
+    let mut train = p;
+    train.range = 0..cut;
+    train.rolls.truncate(cut);
+    train.labels = train.labels.slice(0..cut);
+    train.tokens.truncate(token_cut);
+    train.token_bars.retain(|&i| i < token_cut);
+    (train, Some(held_out))
+}
+
+fn prepare(piece: &Piece, task: Task, holdout: f64) -> Result<Prepared, FileReport> {
+    let melody_notes = count_notes(piece, &[TrackRole::Melody, TrackRole::Bridge]);
+    let accompaniment_notes = count_notes(piece, &[TrackRole::Piano]);
+    let mut report = FileReport {
+        name: piece.name.clone(),
+        bars: piece.prompt_bars,
+        melody_notes,
+        accompaniment_notes,
+        tokens: 0,
+        train_bars: 0,
+        held_out_bars: 0,
+        problem: None,
+    };
+    let problem = match task {
+        Task::Accompaniment if melody_notes == 0 => Some(
+            "no track is marked as the melody: choose the melody track for this file".to_string(),
+        ),
+        Task::Accompaniment if accompaniment_notes == 0 => Some(
+            "it has no accompaniment to learn from: besides the melody it needs a track marked \
+             piano"
+                .to_string(),
+        ),
+        Task::Continuation if melody_notes + accompaniment_notes == 0 => {
+            Some("it has no melody or piano notes to learn from".to_string())
+        }
+        _ => None,
+    };
+    if problem.is_some() {
+        report.problem = problem;
+        return Err(report);
+    }
+    let whole = match training_piece(piece, task) {
+        Ok(p) => p,
+        Err(e) => {
+            report.problem = Some(e);
+            return Err(report);
+        }
+    };
+    report.tokens = whole.tokens.len();
+    let bars = whole.grid.num_bars();
+    let (train, held_out) = split(whole, holdout);
+    report.train_bars = train.grid.bar_of_step(train.range.end.saturating_sub(1)).0 + 1;
+    report.held_out_bars = bars - report.train_bars.min(bars);
+    if held_out.is_none() {
+        report.train_bars = bars;
+    }
+    Ok(Prepared {
+        train,
+        held_out,
+        report,
+    })
+}
+
+/// What was understood of each file for `task` (the panel shows it before a run starts).
+pub fn inspect(pieces: &[Piece], task: Task, holdout: f64) -> Vec<FileReport> {
+    pieces
+        .iter()
+        .map(|p| match prepare(p, task, holdout) {
+            Ok(prepared) => prepared.report,
+            Err(report) => report,
+        })
+        .collect()
+}
+
+/// The report of one step.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepReport {
+    /// Steps done.
+    pub step: usize,
+    pub steps: usize,
+    /// This step's training loss (before its update).
+    pub loss: f32,
+    pub learning_rate: f64,
+    /// The held-out loss, when this step measured it.
+    pub valid_loss: Option<f32>,
+}
+
+/// Why a run stopped by itself.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TuneError {
+    #[error("{0}")]
+    Setup(String),
+    #[error(
+        "training diverged at step {step} (the loss became {loss}); the weights of step {restored} \
+         are back. Try a lower learning rate, or train only the last layers"
+    )]
+    Diverged {
+        step: usize,
+        loss: f32,
+        restored: usize,
+    },
+    #[error("training stopped: {0}")]
+    Failed(String),
+    #[error("the run is finished")]
+    Finished,
+}
+
+/// A fine-tuning run of a model on a person's pieces.
+pub struct FineTune {
+    session: Session,
+    /// The model of the last step whose loss was sound, and its step.
+    last_good: (Performer, usize),
+    lowest: f32,
+    pub files: Vec<FileReport>,
+    /// Training and held-out losses so far: (step, loss).
+    pub losses: Vec<(usize, f32)>,
+    pub valid_losses: Vec<(usize, f32)>,
+    /// Set once a run diverged: it cannot go on.
+    stopped: bool,
+    /// Windows used for training and validation.
+    pub window: usize,
+    pub valid_window: usize,
+}
+
+impl FineTune {
+    /// A run from `base` (on an autodiff device) over `pieces`. Files that cannot be used are
+    /// listed with their reason in the error when none can.
+    pub fn new(base: Performer, pieces: &[Piece], options: &TuneOptions) -> Result<Self, TuneError> {
+        options.validate().map_err(TuneError::Setup)?;
+        if pieces.is_empty() {
+            return Err(TuneError::Setup("add at least one MIDI file to learn from".into()));
+        }
+        if pieces.len() > MAX_FILES {
+            return Err(TuneError::Setup(format!(
+                "at most {MAX_FILES} files can be used at once, not {}",
+                pieces.len()
+            )));
+        }
+        let task = base.config.task;
+        let continuation = task == Task::Continuation;
+        let (mut train, mut valid, mut files) = (Corpus::default(), Corpus::default(), vec![]);
+        for piece in pieces {
+            match prepare(piece, task, options.holdout) {
+                Ok(p) => {
+                    files.push(p.report);
+                    train.pieces.push(p.train);
+                    valid.pieces.extend(p.held_out);
+                }
+                Err(report) => files.push(report),
+            }
+        }
+        if train.pieces.is_empty() {
+            let reasons: Vec<String> = files
+                .iter()
+                .map(|f| format!("{}: {}", f.name, f.problem.as_deref().unwrap_or("unusable")))
+                .collect();
+            return Err(TuneError::Setup(format!(
+                "none of the files can be used: {}",
+                reasons.join("; ")
+            )));
+        }
+        // Windows no longer than the music there is.
+        let longest = |c: &Corpus| -> usize {
+            c.pieces
+                .iter()
+                .map(|p| {
+                    if continuation {
+                        let first = p.token_bars.first().copied().unwrap_or(p.tokens.len());
+                        p.tokens.len().saturating_sub(first + 1)
+                    } else {
+                        p.range.len()
+                    }
+                })
+                .max()
+                .unwrap_or(0)
+        };
+        let asked = options.window_for(task);
+        let window = asked.min(longest(&train));
+        if window < 16 {
+            return Err(TuneError::Setup(format!(
+                "the files are too short to learn from: the longest gives {window} {}, at least \
+                 16 are needed",
+                if continuation { "tokens" } else { "steps" }
+            )));
+        }
+        let valid_window = asked.min(longest(&valid));
+        let pos_weight = options.pos_weight.unwrap_or(1.0);
+        let run = RunOptions {
+            steps: options.steps,
+            batch: options.batch,
+            window,
+            peak_lr: options.learning_rate,
+            warmup: (options.steps / 10).min(20),
+            final_ratio: 0.1,
+            clip_norm: 1.0,
+            pos_weight,
+            max_shift: 5,
+            seed: options.seed,
+            eval_every: options.eval_every,
+            eval_windows: 32,
+        };
+        let top = (options.trainable == Trainable::Top).then_some(options.top_layers);
+        let model = base.trainable_top(top);
+        let last_good = (model.clone(), 0);
+        let names: Vec<&str> = pieces.iter().map(|p| p.name.as_str()).collect();
+        let mut session = Session::with_model(
+            model,
+            run,
+            train,
+            &Corpus::default(),
+            format!("{} of your files ({})", names.len(), names.join(", ")),
+        )
+        .map_err(TuneError::Setup)?;
+        if valid_window >= 16 {
+            let spec = WindowSpec {
+                len: valid_window,
+                max_shift: 0,
+                levels: session.spec.levels.clone(),
+            };
+            session.set_validation(valid.fixed_windows(continuation, &spec, 1, 32, options.batch));
+        }
+        Ok(Self {
+            session,
+            last_good,
+            lowest: f32::INFINITY,
+            files,
+            losses: Vec::new(),
+            valid_losses: Vec::new(),
+            stopped: false,
+            window,
+            valid_window: if valid_window >= 16 { valid_window } else { 0 },
+        })
+    }
+
+    pub fn step(&self) -> usize {
+        self.session.step()
+    }
+
+    pub fn steps(&self) -> usize {
+        self.session.options.steps
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.stopped || self.session.is_done()
+    }
+
+    /// Held-out windows measured at each validation.
+    pub fn validation_windows(&self) -> usize {
+        self.session.validation_windows()
+    }
+
+    /// The model as trained so far (on the autodiff device; after a divergence, the last good
+    /// weights).
+    pub fn model(&self) -> &Performer {
+        &self.session.trainer.model
+    }
+
+    /// The held-out loss of the model as it is now (`None` without held-out windows).
+    pub async fn validate(&mut self) -> Result<Option<f32>, TuneError> {
+        let loss = self
+            .session
+            .validate()
+            .await
+            .map_err(|e| TuneError::Failed(e.to_string()))?;
+        if let Some(l) = loss {
+            let step = self.step();
+            self.valid_losses.retain(|&(s, _)| s != step);
+            self.valid_losses.push((step, l));
+        }
+        Ok(loss)
+    }
+
+    /// One optimiser step (measuring the held-out loss when it is due). A loss that is not
+    /// finite, or explodes past [`EXPLOSION`] times the lowest so far, stops the run and puts
+    /// back the last good weights.
+    pub async fn train_step(&mut self) -> Result<StepReport, TuneError> {
+        if self.is_done() {
+            return Err(TuneError::Finished);
+        }
+        let step = self.step();
+        let before = self.session.trainer.model.clone();
+        let learning_rate = self.session.options.schedule().lr(step);
+        let loss = match self.session.train_step().await {
+            Ok(loss) => loss,
+            Err(TrainError::Diverged(loss)) => return Err(self.diverged(step, loss)),
+            Err(e) => return Err(TuneError::Failed(e.to_string())),
+        };
+        if loss > EXPLOSION * self.lowest && step >= 3 {
+            return Err(self.diverged(step, loss));
+        }
+        self.lowest = self.lowest.min(loss);
+        self.last_good = (before, step);
+        self.losses.push((step + 1, loss));
+        let done = step + 1;
+        let valid_loss = if self.session.validates_after(done) {
+            self.validate().await?
+        } else {
+            None
+        };
+        Ok(StepReport {
+            step: done,
+            steps: self.steps(),
+            loss,
+            learning_rate,
+            valid_loss,
+        })
+    }
+
+    fn diverged(&mut self, step: usize, loss: f32) -> TuneError {
+        let (model, restored) = self.last_good.clone();
+        self.session.trainer.model = model;
+        self.session.trainer.step = restored;
+        self.stopped = true;
+        TuneError::Diverged {
+            step: step + 1,
+            loss,
+            restored,
+        }
+    }
+
+    /// The learning rate can be changed before a run or after a divergence was explained; for
+    /// tests, a way to make one happen.
+    pub fn set_learning_rate(&mut self, lr: f64) {
+        self.session.options.peak_lr = lr;
+        self.session.trainer.schedule = self.session.options.schedule();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::music::fixtures;
+
+    fn pieces(n: u8, bars: u64) -> Vec<Piece> {
+        (0..n)
+            .map(|k| {
+                Piece::from_song(&fixtures::song(k * 5 % 12, bars), &format!("song{k}.mid"))
+                    .unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_file_is_split_at_a_bar_line_and_the_training_part_keeps_nothing_after_it() {
+        let piece = &pieces(1, 10)[0];
+        let p = prepare(piece, Task::Accompaniment, 0.2).unwrap();
+        let held = p.held_out.expect("10 bars hold out 2");
+        let cut = p.train.range.end;
+        assert_eq!(held.range.start, cut);
+        assert_eq!(p.train.grid.bar_of_step(cut).1, 0, "cut on a bar line");
+        assert_eq!(p.train.rolls.num_steps(), cut);
+        assert_eq!(p.train.labels.len(), cut);
+        assert_eq!(p.report.train_bars + p.report.held_out_bars, p.train.grid.num_bars());
+        assert!(p.report.held_out_bars >= 2);
+        // Tokens: the training part ends where the held-out part starts, on a bar.
+        let whole = training_piece(piece, Task::Accompaniment).unwrap();
+        assert_eq!(p.train.tokens.len() + held.tokens.len(), whole.tokens.len());
+        assert_eq!(held.token_bars.first(), Some(&0));
+        assert!(p.train.token_bars.iter().all(|&i| i < p.train.tokens.len()));
+    }
+
+    #[test]
+    fn files_without_what_the_task_needs_are_reported_in_words() {
+        let mut piece = pieces(1, 8).remove(0);
+        for t in &mut piece.tracks {
+            if t.role == TrackRole::Piano {
+                t.role = TrackRole::Other;
+            }
+        }
+        let reports = inspect(std::slice::from_ref(&piece), Task::Accompaniment, 0.2);
+        assert!(reports[0].problem.as_deref().unwrap().contains("no accompaniment"));
+        let ok = inspect(&[piece], Task::Continuation, 0.2);
+        assert_eq!(ok[0].problem, None, "continuation needs no piano track");
+        assert!(ok[0].tokens > 0);
+    }
+
+    use crate::model::config::PerformerConfig;
+    use crate::model::pe::{PeConfig, PeKind};
+    use crate::music::tokens::VOCAB_SIZE;
+    use burn::module::Module;
+    use burn::tensor::Device;
+    use pollster::block_on;
+
+    fn base(task: Task, device: &Device) -> Performer {
+        let pe = PeConfig::new(PeKind::SineSpe).with_gate(true);
+        let config = PerformerConfig::tiny(task, VOCAB_SIZE, pe);
+        Performer::new(&config, 3, &device.clone().autodiff()).unwrap()
+    }
+
+    #[test]
+    fn thirty_steps_on_two_songs_lower_both_losses() {
+        let device = Device::flex();
+        for task in [Task::Accompaniment, Task::Continuation] {
+            let options = TuneOptions {
+                steps: 30,
+                learning_rate: 3e-3,
+                eval_every: 30,
+                ..TuneOptions::default()
+            };
+            let mut run = FineTune::new(base(task, &device), &pieces(2, 12), &options).unwrap();
+            assert!(run.validation_windows() > 0, "{task:?}: held-out bars measured");
+            let first_valid = block_on(run.validate()).unwrap().unwrap();
+            let mut reports = Vec::new();
+            while !run.is_done() {
+                reports.push(block_on(run.train_step()).unwrap());
+            }
+            assert_eq!(reports.len(), 30);
+            let head: f32 = reports[..5].iter().map(|r| r.loss).sum::<f32>() / 5.0;
+            let tail: f32 = reports[25..].iter().map(|r| r.loss).sum::<f32>() / 5.0;
+            assert!(tail < 0.8 * head, "{task:?}: training loss {head} -> {tail}");
+            let last_valid = reports[29].valid_loss.expect("measured after the last step");
+            assert!(
+                last_valid < first_valid,
+                "{task:?}: held-out loss {first_valid} -> {last_valid}"
+            );
+            assert_eq!(run.valid_losses.len(), 2);
+        }
+    }
+
+    #[test]
+    fn training_only_the_top_leaves_the_lower_layers_alone() {
+        let device = Device::flex();
+        let model = base(Task::Accompaniment, &device);
+        let before = model.blocks[0].wq.weight.val();
+        let head_before = model.head.weight.val();
+        let options = TuneOptions {
+            steps: 3,
+            learning_rate: 1e-3,
+            trainable: Trainable::Top,
+            top_layers: 1,
+            ..TuneOptions::default()
+        };
+        let mut run = FineTune::new(model, &pieces(1, 8), &options).unwrap();
+        while !run.is_done() {
+            block_on(run.train_step()).unwrap();
+        }
+        let m = run.model();
+        let same = |a: burn::tensor::Tensor<2>, b: burn::tensor::Tensor<2>| {
+            a.sub(b).abs().max().into_scalar::<f32>() == 0.0
+        };
+        assert!(same(m.blocks[0].wq.weight.val(), before), "block 1 froze");
+        assert!(!same(m.head.weight.val(), head_before), "the head trained");
+        let last = m.blocks.len() - 1;
+        assert!(m.blocks[last].wq.weight.val().is_require_grad());
+        assert!(!m.blocks[0].wq.weight.val().is_require_grad());
+        assert!(m.num_params() > 0);
+    }
+
+    #[test]
+    fn a_diverging_run_stops_and_puts_back_the_last_good_weights() {
+        let device = Device::flex();
+        let options = TuneOptions {
+            steps: 200,
+            learning_rate: 1e-3,
+            ..TuneOptions::default()
+        };
+        let mut run =
+            FineTune::new(base(Task::Continuation, &device), &pieces(2, 12), &options).unwrap();
+        for _ in 0..4 {
+            block_on(run.train_step()).unwrap();
+        }
+        // Far beyond what the options allow: the weights blow up within a few steps.
+        run.set_learning_rate(1e4);
+        let mut snapshots = Vec::new();
+        let err = loop {
+            snapshots.push(block_on(run.model().to_bytes_async()).unwrap());
+            match block_on(run.train_step()) {
+                Ok(_) => assert!(snapshots.len() < 50, "never diverged"),
+                Err(e) => break e,
+            }
+        };
+        let TuneError::Diverged { step, restored, .. } = err.clone() else {
+            panic!("{err}")
+        };
+        assert!(err.to_string().contains("lower learning rate"), "{err}");
+        assert_eq!(restored + 2, step, "back to the step before the bad one");
+        assert!(run.is_done());
+        // The weights now are those the last sound step started from.
+        let now = block_on(run.model().to_bytes_async()).unwrap();
+        assert_eq!(&now, &snapshots[snapshots.len() - 2]);
+        assert!(matches!(
+            block_on(run.train_step()),
+            Err(TuneError::Finished)
+        ));
+    }
+
+    #[test]
+    fn weights_read_asynchronously_are_the_records_bytes_and_load_back() {
+        let device = Device::flex();
+        for task in [Task::Accompaniment, Task::Continuation] {
+            let model = base(task, &device);
+            let asynchronous = block_on(model.to_bytes_async()).unwrap();
+            assert_eq!(asynchronous, model.clone().to_bytes().unwrap(), "{task:?}");
+            let back = Performer::from_bytes(&model.config, &asynchronous, &device).unwrap();
+            assert_eq!(back.to_bytes().unwrap(), asynchronous);
+        }
+    }
+
+    #[test]
+    fn bad_settings_are_refused_in_words() {
+        let bad = TuneOptions {
+            learning_rate: 0.5,
+            ..TuneOptions::default()
+        };
+        assert!(bad.validate().unwrap_err().contains("learning rate"));
+        let bad = TuneOptions {
+            steps: 0,
+            ..TuneOptions::default()
+        };
+        assert!(bad.validate().unwrap_err().contains("steps"));
+    }
+}
