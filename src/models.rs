@@ -120,6 +120,55 @@ pub fn load_entry(
     Ok(model)
 }
 
+/// The first bytes of a model file exported from the page.
+pub const MODEL_FILE_MAGIC: &[u8; 8] = b"PFMODEL1";
+
+/// One file holding a model's manifest entry and its weights (what the page exports and
+/// imports): the magic, the entry's JSON length (u32, little-endian), the entry, the weights.
+pub fn pack_model(entry: &ModelEntry, weights: &[u8]) -> Vec<u8> {
+    let json = serde_json::to_vec(entry).expect("an entry is always serialisable");
+    let mut out = Vec::with_capacity(12 + json.len() + weights.len());
+    out.extend_from_slice(MODEL_FILE_MAGIC);
+    out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    out.extend_from_slice(&json);
+    out.extend_from_slice(weights);
+    out
+}
+
+/// The entry and weights of a file from [`pack_model`], after checking everything that can be
+/// checked without building the model: the format, the weights' size and sha256 against the
+/// entry, and the config.
+pub fn unpack_model(file: &[u8]) -> Result<(ModelEntry, Vec<u8>), ModelError> {
+    let bad = |why: &str| ModelError::Weights(format!("this is not a usable model file: {why}"));
+    if file.len() < 12 || &file[..8] != MODEL_FILE_MAGIC {
+        return Err(bad(
+            "it does not start like a pianoformer model (export one from the Fine-tune panel)",
+        ));
+    }
+    let len = u32::from_le_bytes(file[8..12].try_into().expect("4 bytes")) as usize;
+    let json = file
+        .get(12..12 + len)
+        .ok_or_else(|| bad("it is cut short"))?;
+    let entry: ModelEntry = serde_json::from_slice(json)
+        .map_err(|e| bad(&format!("its description is not readable ({e})")))?;
+    let weights = &file[12 + len..];
+    if weights.len() != entry.bytes {
+        return Err(bad(&format!(
+            "its weights are {} bytes but should be {}",
+            weights.len(),
+            entry.bytes
+        )));
+    }
+    if sha256_hex(weights) != entry.sha256 {
+        return Err(bad("its weights do not match their checksum (the file is damaged)"));
+    }
+    entry
+        .config
+        .validate_for(crate::music::tokens::VOCAB_SIZE)
+        .map_err(ModelError::Config)?;
+    Ok((entry, weights.to_vec()))
+}
+
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
@@ -142,6 +191,28 @@ mod tests {
             metrics: serde_json::Value::Null,
             binarize: None,
         }
+    }
+
+    #[test]
+    fn model_files_round_trip_and_damage_is_refused_in_words() {
+        let device = Device::flex();
+        let config =
+            PerformerConfig::tiny(Task::Accompaniment, VOCAB, PeConfig::new(PeKind::SineSpe));
+        let model = Performer::new(&config, 5, &device).unwrap();
+        let params = model.parameters();
+        let bytes = model.to_bytes().unwrap();
+        let file = pack_model(&entry(&bytes, config, params), &bytes);
+        let (e, w) = unpack_model(&file).unwrap();
+        assert_eq!(w, bytes);
+        assert!(load_entry(&e, &w, &device).is_ok());
+        let err = |f: &[u8]| unpack_model(f).unwrap_err().to_string();
+        assert!(err(b"MThd\0\0\0\x06").contains("does not start like"));
+        assert!(err(&file[..file.len() - 1]).contains("should be"));
+        let mut damaged = file.clone();
+        let last = damaged.len() - 1;
+        damaged[last] ^= 1;
+        assert!(err(&damaged).contains("checksum"));
+        assert!(err(&file[..20]).contains("cut short"));
     }
 
     #[test]

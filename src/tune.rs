@@ -548,7 +548,7 @@ impl FineTune {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
     use crate::music::fixtures;

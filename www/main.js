@@ -6,6 +6,7 @@ import { PianoRoll } from './roll.js';
 import { AttentionMap, drawTemplate } from './attention.js';
 import { Piano } from './audio.js';
 import { encodeShare, decodeShare } from './share.js';
+import { initTuning } from './tune.js';
 import {
   fetchModel,
   clearModelCache,
@@ -278,6 +279,8 @@ function updateButtons() {
   $('undo').disabled = app.undo.length === 0 || busy;
   $('generate').disabled = !has || busy || !status.backend || !$('model').value;
   $('cancel').disabled = !busy;
+  $('compare').disabled = !has || busy || !status.backend;
+  tuning?.updateButtons();
   $('example').disabled = busy;
   $('file-input').disabled = busy;
 }
@@ -400,7 +403,7 @@ function showModels(selected) {
   const models = app.manifest.filter((m) => m.task.toLowerCase() === task);
   select.replaceChildren(
     ...models.map((m) => {
-      const o = new Option(`${m.name} · ${m.pe}${m.default ? ' (default)' : ''}`, m.name);
+      const o = new Option(`${m.name} · ${m.pe}${m.default ? ' (default)' : ''}${m.user ? ' (yours)' : ''}`, m.name);
       return o;
     }),
   );
@@ -410,10 +413,17 @@ function showModels(selected) {
   for (const el of document.querySelectorAll('.cont-only')) el.hidden = task !== 'continuation';
   showModelAbout();
   updateButtons();
+  tuning?.showBases();
 }
 
 function currentEntry() {
   return app.manifest.find((m) => m.name === $('model').value);
+}
+
+/** The model a fine-tuned `entry` started from, when it is in the list. */
+function baseOf(entry) {
+  const base = entry?.user ? entry.training?.base : null;
+  return base ? app.manifest.find((m) => m.name === base) ?? null : null;
 }
 
 function showModelAbout() {
@@ -422,6 +432,7 @@ function showModelAbout() {
   $('model-about').textContent = entry
     ? `${entry.description} ${c ? `${c.layers} layers × ${c.heads} heads, ${(entry.parameters / 1e6).toFixed(2)} M parameters, ${(entry.bytes / 1e6).toFixed(1)} MB.` : ''}`
     : 'No model for this task.';
+  $('compare').hidden = !baseOf(entry);
   const layers = c?.layers ?? 1;
   const heads = c?.heads ?? 1;
   fillNumbers($('att-layer'), layers);
@@ -438,6 +449,20 @@ function fillNumbers(select, n) {
 async function ensureModel(entry) {
   if (app.loaded.has(entry.name)) return;
   const label = $('model-status');
+  if (entry.user) {
+    // A model fine-tuned here (or imported): its weights are in this tab or in IndexedDB.
+    const weights = await tuning.weightsOf(entry);
+    if (!weights) throw new Error(`the weights of ${entry.name} are no longer stored in this browser`);
+    const copy = new Uint8Array(weights);
+    const clean = { ...entry };
+    delete clean.user;
+    label.textContent = `Loading ${entry.name}…`;
+    await call('loadModel', { entry: clean, bytes: copy.buffer }, { transfer: [copy.buffer] });
+    app.loaded.add(entry.name);
+    label.textContent = `${entry.name} ready (yours).`;
+    showTemplate();
+    return;
+  }
   label.textContent = `Fetching ${entry.name}…`;
   const { bytes, cached } = await fetchModel(entry, {
     onProgress: ({ loaded, total }) => {
@@ -526,10 +551,11 @@ function applySettings(s) {
   $('tempo-value').textContent = `${$('tempo').value} %`;
 }
 
-async function generate() {
-  if (!app.piece || app.generating) return;
-  const entry = currentEntry();
-  if (!entry) return;
+/** Generates with `entry` (the chosen model by default); resolves to the new piece, or null. */
+async function generate({ entry = currentEntry(), comparing = false } = {}) {
+  if (!app.piece || app.generating) return null;
+  if (!entry) return null;
+  if (!comparing) hideCompare();
   const s = settings();
   const task = s.task;
   const before = app.piece;
@@ -609,6 +635,7 @@ async function generate() {
       tokens: job.tokens ?? null,
       seed: s.seed,
     });
+    return result;
   } catch (e) {
     roll.setGenerating(null);
     app.piece = before;
@@ -628,6 +655,45 @@ async function generate() {
     $('gen-progress').hidden = true;
     showPiece();
   }
+  return null;
+}
+
+// A fine-tuned model against the model it started from: both write from the same piece with
+// the same seed, and two buttons switch between the results.
+async function compare() {
+  const tuned = currentEntry();
+  const base = baseOf(tuned);
+  if (!app.piece || !base || app.generating) return;
+  const start = app.piece;
+  const a = await generate({ entry: tuned, comparing: true });
+  if (!a) return;
+  setPiece(start, { undoable: false, keepView: true });
+  const b = await generate({ entry: base, comparing: true });
+  if (!b) {
+    setPiece(a, { undoable: false, keepView: true });
+    return;
+  }
+  app.compare = { a: { label: tuned.name, piece: a }, b: { label: base.name, piece: b } };
+  $('compare-a').textContent = `${tuned.name} (fine-tuned)`;
+  $('compare-b').textContent = `${base.name} (base)`;
+  $('compare-bar').hidden = false;
+  showCompared('a');
+  $('gen-status').textContent += ` Compare: same piece, seed ${settings().seed}, two models.`;
+}
+
+function showCompared(which) {
+  if (!app.compare) return;
+  setPiece(app.compare[which].piece, { undoable: false, keepView: true });
+  $('compare-a').setAttribute('aria-pressed', String(which === 'a'));
+  $('compare-b').setAttribute('aria-pressed', String(which === 'b'));
+  status.comparing = which;
+  if (piano.playing) startPlayback();
+}
+
+function hideCompare() {
+  app.compare = null;
+  status.comparing = null;
+  $('compare-bar').hidden = true;
 }
 
 function onProgress(p, job, track, live, from, started) {
@@ -905,7 +971,10 @@ function wire() {
     $('seed').value = String(Math.floor(Math.random() * 1e9));
     save();
   });
-  $('generate').addEventListener('click', generate);
+  $('generate').addEventListener('click', () => generate());
+  $('compare').addEventListener('click', compare);
+  $('compare-a').addEventListener('click', () => showCompared('a'));
+  $('compare-b').addEventListener('click', () => showCompared('b'));
   $('cancel').addEventListener('click', cancel);
   $('play').addEventListener('click', togglePlayback);
   $('tempo').addEventListener('input', () => {
@@ -1009,10 +1078,43 @@ function wireKeys() {
   });
 }
 
+let tuning = null;
+
 async function start() {
   wire();
+  tuning = initTuning({
+    call,
+    ensureModel,
+    models: () => app.manifest,
+    addModel(entry, { loaded = false } = {}) {
+      app.manifest = app.manifest.filter((m) => m.name !== entry.name).concat([entry]);
+      if (loaded) app.loaded.add(entry.name);
+      else app.loaded.delete(entry.name);
+      showModels($('model').value);
+    },
+    removeModel(name) {
+      app.manifest = app.manifest.filter((m) => m.name !== name);
+      app.loaded.delete(name);
+      showModels($('model').value);
+    },
+    useModel(entry) {
+      $('task').value = entry.task.toLowerCase();
+      showModels(entry.name);
+      save();
+      $('gen-title').scrollIntoView({ behavior: 'smooth', block: 'start' });
+      notice(`${entry.name} is chosen in the Generate panel.`);
+    },
+    currentPiece: () => app.piece,
+    showError,
+    notice,
+    download,
+    maxFileBytes: MAX_FILE_BYTES,
+    status,
+    busy: () => Boolean(app.generating),
+  });
   startWorker(preference);
   await loadManifest();
+  await tuning.restore();
   const shared = await openShared().catch(() => false);
   if (!shared) {
     let work = await loadWork();

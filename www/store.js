@@ -189,20 +189,32 @@ export async function cachedModels(cacheName = MODEL_CACHE) {
 // ---------------------------------------------------------------- work in progress
 
 const DB_NAME = 'pianoformer';
+const DB_VERSION = 2; // 1: work; 2: + models (fine-tuned in the browser)
 const STORE = 'work';
+const MODELS = 'models';
+const MODEL_FORMAT = 1;
 const KEY = 'current';
 const WORK_FORMAT = 1;
 export const SAVE_DELAY_MS = 500;
 
 let dbPromise = null;
+let dbFactory = null;
 let pending = null; // { state } waiting for the timer; null when all is written
 let timer = null;
 
 function openDb() {
   if (typeof indexedDB === 'undefined') return Promise.reject(new Error('no IndexedDB here'));
+  // A different factory (only the tests swap it) means a different database.
+  if (dbFactory !== indexedDB) dbPromise = null;
+  dbFactory = indexedDB;
   dbPromise ??= new Promise((resolve, reject) => {
-    const request = indexedDB.open(DB_NAME, 1);
-    request.onupgradeneeded = () => request.result.createObjectStore(STORE);
+    const request = indexedDB.open(DB_NAME, DB_VERSION);
+    request.onupgradeneeded = () => {
+      const db = request.result;
+      for (const name of [STORE, MODELS]) {
+        if (!db.objectStoreNames.contains(name)) db.createObjectStore(name);
+      }
+    };
     request.onsuccess = () => {
       const db = request.result;
       // Let a newer page in another tab upgrade the database instead of being blocked by us.
@@ -222,11 +234,11 @@ function openDb() {
 }
 
 // One request in its own transaction; resolves with the request's result once committed.
-async function transact(mode, act) {
+async function transact(mode, act, store = STORE) {
   const db = await openDb();
   return new Promise((resolve, reject) => {
-    const tx = db.transaction(STORE, mode);
-    const request = act(tx.objectStore(STORE));
+    const tx = db.transaction(store, mode);
+    const request = act(tx.objectStore(store));
     tx.oncomplete = () => resolve(request.result);
     tx.onerror = () => reject(tx.error ?? request.error);
     tx.onabort = () => reject(tx.error ?? new Error('the write was aborted'));
@@ -290,5 +302,54 @@ export async function clearWork() {
     if (typeof indexedDB !== 'undefined') {
       console.warn(`pianoformer: the saved work could not be removed (${e?.message ?? e}).`);
     }
+  }
+}
+
+// ---------------------------------------------------------------- your models
+
+/**
+ * Keeps a fine-tuned model (its manifest entry and weights) under `entry.name`, replacing one
+ * of that name. Rejects with a sentence when the browser cannot keep it (no IndexedDB, disk
+ * full): the model then lives until the tab closes, and exporting it is the way to keep it.
+ */
+export async function saveUserModel(entry, weights) {
+  if (typeof indexedDB === 'undefined') throw new Error('this browser offers no storage here');
+  const record = { format: MODEL_FORMAT, savedAt: Date.now(), entry, weights: new Uint8Array(weights) };
+  try {
+    await transact('readwrite', (store) => store.put(record, entry.name), MODELS);
+  } catch (e) {
+    throw new Error(`the browser refused to store it (${e?.message ?? e})`);
+  }
+}
+
+/** The kept models' entries with when they were saved, oldest first; [] when none or unreadable. */
+export async function listUserModels() {
+  try {
+    const records = await transact('readonly', (store) => store.getAll(), MODELS);
+    return (records ?? [])
+      .filter((r) => r?.format === MODEL_FORMAT && r.entry?.name)
+      .sort((a, b) => a.savedAt - b.savedAt)
+      .map((r) => ({ entry: r.entry, savedAt: r.savedAt }));
+  } catch {
+    return [];
+  }
+}
+
+/** `{entry, weights}` of the kept model `name`, or null. */
+export async function loadUserModel(name) {
+  try {
+    const r = await transact('readonly', (store) => store.get(name), MODELS);
+    return r?.format === MODEL_FORMAT ? { entry: r.entry, weights: new Uint8Array(r.weights) } : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Forgets the kept model `name`; never rejects. */
+export async function deleteUserModel(name) {
+  try {
+    await transact('readwrite', (store) => store.delete(name), MODELS);
+  } catch (e) {
+    console.warn(`pianoformer: the model ${name} could not be removed (${e?.message ?? e}).`);
   }
 }

@@ -3,7 +3,9 @@
 //
 // In:  {type: 'init', backend: 'auto' | 'gpu' | 'cpu'}
 //      {type: 'call', id, method, args}   methods: readMidi, writeMidi, exampleMidi, checkPiece,
-//                                          loadModel, hasModel, generate, attention, template
+//                                          loadModel, hasModel, unloadModel, generate, attention,
+//                                          template; fine-tuning: tuneInspect, tuneStart,
+//                                          tuneStep, tuneKeep, tuneDrop, packModel, unpackModel
 //      {type: 'cancel', id}
 // Out: {type: 'ready', backend, ms} · {type: 'check', report, ms} · {type: 'error', message}
 //      {type: 'moved', backend}  (auto moved to the CPU after measuring)
@@ -12,6 +14,8 @@
 
 let wasm = null;
 let session = null;
+let wasmMemory = null;
+let tuner = null; // the fine-tuning run in progress (the page calls tuneStep once per step)
 const cancelled = new Set();
 
 function fail(error, context) {
@@ -22,7 +26,9 @@ function fail(error, context) {
 async function loadWasm() {
   try {
     const module = await import('../pkg/pianoformer.js');
-    await module.default();
+    const exports = await module.default();
+    // The wasm's linear memory only grows: its size is the peak so far.
+    wasmMemory = exports.memory;
     return module;
   } catch (e) {
     throw new Error(
@@ -134,6 +140,40 @@ const methods = {
   template: ({ model, layer, head, lags }) => session.template(model, layer, head, lags),
   attention: ({ model, piece, options }, id) =>
     session.attention(model, JSON.stringify(piece), JSON.stringify(options), progressHandler(id)),
+  unloadModel: ({ name }) => session.unloadModel(name),
+  tuneInspect: ({ pieces, task, holdout }) =>
+    wasm.inspectTuneFiles(JSON.stringify(pieces), task, holdout),
+  // Starts a run on this Worker's backend; returns what it reads and the base model's
+  // held-out loss.
+  tuneStart: async ({ base, pieces, options }) => {
+    tuner?.free();
+    tuner = null;
+    const run = await session.tuner(base, JSON.stringify(pieces), JSON.stringify(options));
+    tuner = run;
+    const info = tuner.info();
+    info.baseValidLoss = await tuner.validate();
+    return info;
+  },
+  tuneStep: async () => {
+    if (!tuner) throw new Error('no fine-tuning run is in progress');
+    const report = await tuner.step();
+    report.wasmBytes = wasmMemory?.buffer.byteLength ?? null;
+    return report;
+  },
+  tuneKeep: async ({ name, description }) => {
+    if (!tuner) throw new Error('no fine-tuned model to keep');
+    const out = await session.keepTuned(tuner, name, description ?? '');
+    return { entry: JSON.parse(out.entry), weights: out.weights };
+  },
+  tuneDrop: () => {
+    tuner?.free();
+    tuner = null;
+  },
+  packModel: ({ entry, weights }) => wasm.packModel(JSON.stringify(entry), new Uint8Array(weights)),
+  unpackModel: ({ bytes }) => {
+    const out = wasm.unpackModel(new Uint8Array(bytes));
+    return { entry: JSON.parse(out.entry), weights: out.weights };
+  },
   generate: async ({ task, model, piece, options }, id) => {
     const run = task === 'continuation' ? 'continuePiece' : 'accompany';
     const text = await session[run](
@@ -148,14 +188,16 @@ const methods = {
 
 async function call({ id, method, args }) {
   try {
-    if (!session && !['readMidi', 'writeMidi', 'exampleMidi', 'checkPiece'].includes(method)) {
+    const free = ['readMidi', 'writeMidi', 'exampleMidi', 'checkPiece', 'tuneInspect', 'packModel', 'unpackModel'];
+    if (!session && !free.includes(method)) {
       throw new Error('the model backend is still starting');
     }
     if (!wasm) throw new Error('the app is still loading');
     const run = methods[method];
     if (!run) throw new Error(`unknown request ${JSON.stringify(method)}`);
     const value = await run(args ?? {}, id);
-    const transfer = value instanceof Uint8Array ? [value.buffer] : [];
+    const transfer =
+      value instanceof Uint8Array ? [value.buffer] : value?.weights instanceof Uint8Array ? [value.weights.buffer] : [];
     postMessage({ type: 'reply', id, ok: true, value }, transfer);
   } catch (e) {
     // A Rust panic (or running out of memory) leaves the wasm instance unusable: the page

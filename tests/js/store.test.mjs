@@ -14,6 +14,10 @@ import {
   flushWork,
   clearWork,
   SAVE_DELAY_MS,
+  saveUserModel,
+  listUserModels,
+  loadUserModel,
+  deleteUserModel,
 } from '../../www/store.js';
 
 const hex = (bytes) => createHash('sha256').update(bytes).digest('hex');
@@ -182,13 +186,19 @@ test('without a Cache API the cache helpers report nothing cached', async () => 
 
 // The part of IndexedDB store.js uses; values are cloned on put, as the real one does.
 function fakeIndexedDB({ failPuts = false } = {}) {
+  const stores = new Map();
   const data = new Map();
-  const fake = { data, puts: 0 };
+  const fake = { data, stores, puts: 0 };
   const later = (fn) => setTimeout(fn, 1);
   const db = {
-    createObjectStore() {},
+    objectStoreNames: { contains: (name) => stores.has(name) },
+    createObjectStore(name) {
+      stores.set(name, name === 'work' ? data : new Map());
+    },
     close() {},
-    transaction() {
+    transaction(name) {
+      const data = stores.get(name);
+      if (!data) throw new Error(`NotFoundError: no store ${name}`);
       const tx = {};
       const request = (run) => {
         const r = {};
@@ -213,6 +223,7 @@ function fakeIndexedDB({ failPuts = false } = {}) {
           });
         },
         get: (key) => request(() => structuredClone(data.get(key))),
+        getAll: () => request(() => [...data.values()].map((v) => structuredClone(v))),
         delete: (key) => request(() => void data.delete(key)),
       });
       return tx;
@@ -278,4 +289,30 @@ test('a failed save only warns', async (t) => {
   saveWork({ piece: {} });
   await flushWork();
   assert.equal(warn.mock.callCount(), 1, 'the same failure is reported once');
+});
+
+test('fine-tuned models are kept, listed, read back and deleted', async () => {
+  globalThis.indexedDB = fakeIndexedDB();
+  const entry = { name: 'mine', task: 'Accompaniment', bytes: 3 };
+  await saveUserModel(entry, new Uint8Array([1, 2, 3]));
+  await sleep(5);
+  await saveUserModel({ ...entry, name: 'second' }, new Uint8Array([4]));
+  const listed = await listUserModels();
+  assert.deepEqual(listed.map((m) => m.entry.name), ['mine', 'second']);
+  assert.equal(listed[0].weights, undefined, 'the list does not carry weights');
+  const back = await loadUserModel('mine');
+  assert.deepEqual(back.entry, entry);
+  assert.deepEqual([...back.weights], [1, 2, 3]);
+  await deleteUserModel('mine');
+  assert.equal(await loadUserModel('mine'), null);
+  assert.deepEqual((await listUserModels()).map((m) => m.entry.name), ['second']);
+  // The work in progress lives in its own store, untouched.
+  assert.equal(await loadWork(), null);
+});
+
+test('without IndexedDB a model cannot be kept, and says so', async () => {
+  delete globalThis.indexedDB;
+  await assert.rejects(saveUserModel({ name: 'x' }, new Uint8Array(1)), /offers no storage/);
+  assert.deepEqual(await listUserModels(), []);
+  assert.equal(await loadUserModel('x'), null);
 });

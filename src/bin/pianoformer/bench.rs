@@ -148,13 +148,90 @@ fn train(options: &Options) -> Result<(), String> {
     Ok(())
 }
 
+/// Peak resident memory of this process in MiB (Linux; `None` elsewhere).
+fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+/// `bench tune`: the page's fine-tuning step, natively: the shipped default accompaniment
+/// model (small preset) fine-tuned with the panel's defaults (4 windows of 128 steps) on five
+/// songs written by the project's own code. The browser side is `tools/bench-tune.mjs`.
+fn tune(options: &Options) -> Result<(), String> {
+    use pianoformer::model::config::Task;
+    use pianoformer::music::fixtures;
+    use pianoformer::music::piece::Piece;
+    use pianoformer::tune::{FineTune, TuneOptions};
+
+    let preference: Preference = options.backend.parse().map_err(|e| format!("{e}"))?;
+    let backend = pollster::block_on(device::init(preference)).map_err(|e| format!("{e}"))?;
+    let device = backend.device.clone().autodiff();
+    let loaded = crate::models::load("default", Task::Accompaniment, None, &device)?;
+    let params = loaded.model.parameters();
+    let pieces: Vec<Piece> = (0..5u8)
+        .map(|k| Piece::from_song(&fixtures::song(k * 7 % 12, 16), &format!("song{k}.mid")))
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    let steps = options.steps.max(3);
+    let tune_options = TuneOptions {
+        steps: steps + 2,
+        holdout: 0.0,
+        ..TuneOptions::default()
+    };
+    let mut run = FineTune::new(loaded.model, &pieces, &tune_options).map_err(|e| e.to_string())?;
+    let mut times = Vec::new();
+    for step in 0..steps + 2 {
+        let started = Instant::now();
+        pollster::block_on(run.train_step()).map_err(|e| e.to_string())?;
+        if step >= 2 {
+            times.push(started.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    let median = times[times.len() / 2];
+    let peak = peak_rss_mib();
+    if options.json {
+        let value = serde_json::json!({
+            "backend": backend.info,
+            "model": loaded.source,
+            "parameters": params,
+            "window": run.window,
+            "batch": tune_options.batch,
+            "ms_per_step": median,
+            "steps_per_second": 1e3 / median,
+            "peak_rss_mib": peak,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
+        );
+    } else {
+        println!(
+            "tune, {}: {} ({params} parameters), batch {} × {} steps: {median:.0} ms per step \
+             ({:.2} steps/s), median of {steps}; peak memory {}",
+            backend.info.label(),
+            loaded.source,
+            tune_options.batch,
+            run.window,
+            1e3 / median,
+            peak.map_or("unknown".into(), |m| format!("{m:.0} MiB")),
+        );
+    }
+    Ok(())
+}
+
 pub fn run(what: &str, options: Options) -> Result<(), String> {
     if what == "train" {
         return train(&options);
     }
+    if what == "tune" {
+        return tune(&options);
+    }
     if what != "decode" {
         return Err(format!(
-            "unknown benchmark '{what}' (there are: decode, train)"
+            "unknown benchmark '{what}' (there are: decode, train, tune)"
         ));
     }
     let mut positions = options.positions.clone();

@@ -75,9 +75,10 @@ mod cli {
         },
         /// Measure speed (benchmarks, not tests). `decode`: ms per generated token at several
         /// positions, recurrent Performer against softmax with a KV cache. `train`: ms per
-        /// training step of the small accompaniment preset.
+        /// training step of the small accompaniment preset. `tune`: ms per fine-tuning step of
+        /// the shipped default model with the page's defaults, and peak memory.
         Bench {
-            /// What to measure: decode.
+            /// What to measure: decode, train or tune.
             what: String,
             /// Positions at which to time decoding.
             #[arg(long, value_delimiter = ',', default_value = "512,2048,8192")]
