@@ -139,7 +139,7 @@ pub fn pack_model(entry: &ModelEntry, weights: &[u8]) -> Vec<u8> {
 /// checked without building the model: the format, the weights' size and sha256 against the
 /// entry, and the config.
 pub fn unpack_model(file: &[u8]) -> Result<(ModelEntry, Vec<u8>), ModelError> {
-    let bad = |why: &str| ModelError::Weights(format!("this is not a usable model file: {why}"));
+    let bad = |why: &str| ModelError::File(why.to_string());
     if file.len() < 12 || &file[..8] != MODEL_FILE_MAGIC {
         return Err(bad(
             "it does not start like a pianoformer model (export one from the Fine-tune panel)",

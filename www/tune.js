@@ -104,6 +104,11 @@ export function initTuning(ctx) {
     inspect();
   }
 
+  function accompanimentTracks(piece) {
+    const names = piece.tracks.filter((t) => t.role === 'piano').map((t, i) => t.name || `track ${i + 1}`);
+    return names.length ? names.join(', ') : 'none';
+  }
+
   function chordsSummary(piece) {
     const distinct = [];
     for (const cell of piece.chords) {
@@ -149,7 +154,8 @@ export function initTuning(ctx) {
           : r.problem
             ? cell(`not used: ${r.problem}`, 'problem')
             : cell(
-                `${r.trainBars} bars to train, ${r.heldOutBars} held out · ${r.melodyNotes} melody and ${r.accompanimentNotes} accompaniment notes`,
+                `${r.trainBars} bars to train, ${r.heldOutBars} held out · ${r.melodyNotes} melody notes · ` +
+                  `accompaniment: ${accompanimentTracks(file.piece)} (${r.accompanimentNotes} notes)`,
                 'ok',
               );
         const remove = document.createElement('button');
@@ -165,7 +171,7 @@ export function initTuning(ctx) {
         row.append(
           cell(file.name),
           melodyCell,
-          cell(String(file.piece.promptBars)),
+          cell(String(r && !r.problem ? r.trainBars + r.heldOutBars : file.piece.promptBars)),
           cell(chordsSummary(file.piece)),
           used,
           removeCell,
@@ -200,8 +206,8 @@ export function initTuning(ctx) {
     return {
       steps,
       learningRate,
-      trainable: $('tune-trainable').value,
-      topLayers: 1,
+      trainable: $('tune-trainable').value === 'all' ? 'all' : 'top',
+      topLayers: Number($('tune-trainable').value.split('-')[1] ?? 1),
       batch: 4,
       holdout: HOLDOUT,
       seed: 0,

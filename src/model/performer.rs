@@ -36,6 +36,8 @@ pub enum ModelError {
     Batch { started: usize, given: usize },
     #[error("the model weights could not be saved or read: {0}")]
     Weights(String),
+    #[error("this is not a usable model file: {0}")]
+    File(String),
 }
 
 /// What goes in: tokens [batch, len] or rolls [batch, len, input_dim].
