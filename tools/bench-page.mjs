@@ -8,15 +8,13 @@ import { readFileSync, statSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { chromium } from 'playwright-core';
 import { startServer } from './serve.mjs';
+import { CHROMIUM, FLAGS } from '../tests/e2e/browser.mjs';
 
 const args = process.argv.slice(2);
 const skipGpu = args.includes('--skip-gpu');
 const option = (name, fallback) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : fallback);
 const tokens = option('--tokens', 512);
 const gpuTokens = option('--gpu-tokens', 32);
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const FLAGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update',
-  '--disable-sync', '--disable-quic', '--no-first-run', '--disable-dev-shm-usage'];
 const LIMIT = 1_800_000;
 
 const wasmBytes = readFileSync('pkg/pianoformer_bg.wasm');

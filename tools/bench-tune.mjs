@@ -7,17 +7,14 @@
 // peak resident memory. WebGPU buffers live outside the wasm memory and are not counted.
 import { readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
-import { chromium } from 'playwright-core';
 import { startServer } from './serve.mjs';
+import { launch } from '../tests/e2e/browser.mjs';
 
 const args = process.argv.slice(2);
 const skipGpu = args.includes('--skip-gpu');
 const option = (name, fallback) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : fallback);
 const steps = option('--steps', 8);
 const gpuSteps = option('--gpu-steps', 3);
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const FLAGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update',
-  '--disable-sync', '--disable-quic', '--no-first-run', '--disable-dev-shm-usage'];
 const LIMIT = 3_600_000;
 
 const mod = await import('../pkg/pianoformer.js');
@@ -42,14 +39,8 @@ const base = `http://127.0.0.1:${server.address().port}/`;
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function measure(backend) {
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: backend === 'gpu' ? [...FLAGS, '--enable-unsafe-webgpu'] : [...FLAGS, '--disable-webgpu'],
-  });
+  const { browser, page } = await launch({ webgpu: backend === 'gpu', url: `${base}?backend=${backend}` });
   try {
-    const page = await browser.newPage();
-    await page.goto(`${base}?backend=${backend}`);
     await page.waitForFunction(() => ['ready', 'error'].includes(document.body.dataset.state), null, { timeout: LIMIT });
     const label = await page.evaluate(() => window.pianoformer.backend.label);
     await page.setInputFiles('#tune-files', files);

@@ -29,3 +29,23 @@ export async function launch({ webgpu, url, viewport = { width: 1280, height: 80
   await page.goto(url);
   return { browser, page, log };
 }
+
+/**
+ * What every end-to-end file does first: checks pkg/ and Chromium exist, makes the screenshot
+ * folder, and serves the page on a free loopback port. Returns {server, base}; with
+ * `wasm: true` also the wasm module, loaded in Node (the project's own MIDI writer).
+ */
+export async function serveApp({ wasm = false } = {}) {
+  const { existsSync, mkdirSync, readFileSync } = await import('node:fs');
+  const { startServer } = await import('../../tools/serve.mjs');
+  if (!existsSync('pkg/pianoformer_bg.wasm')) throw new Error('pkg/ is missing: run `make wasm` first');
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run \`make setup\``);
+  mkdirSync(OUT, { recursive: true });
+  let module = null;
+  if (wasm) {
+    module = await import('../../pkg/pianoformer.js');
+    module.initSync({ module: readFileSync('pkg/pianoformer_bg.wasm') });
+  }
+  const server = await startServer({ port: 0, quiet: true });
+  return { server, base: `http://127.0.0.1:${server.address().port}/`, wasm: module };
+}

@@ -3,10 +3,8 @@
 // target/e2e/). Run with `make test-e2e` or `node --test tests/e2e/*.test.mjs`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer } from '../../tools/serve.mjs';
-import { OUT, CHROMIUM, launch } from './browser.mjs';
+import { OUT, launch, serveApp } from './browser.mjs';
 
 // The backend check runs 30 Adam steps; on SwiftShader WebGPU that takes a while.
 const READY_TIMEOUT = 240_000;
@@ -15,11 +13,7 @@ let server;
 let base;
 
 before(async () => {
-  assert.ok(existsSync('pkg/pianoformer_bg.wasm'), 'pkg/ is missing: run `make wasm` first');
-  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: run \`make setup\``);
-  mkdirSync(OUT, { recursive: true });
-  server = await startServer({ port: 0, quiet: true });
-  base = `http://127.0.0.1:${server.address().port}/`;
+  ({ server, base } = await serveApp());
 });
 
 after(() => server?.close());

@@ -5,11 +5,10 @@
 // error. Screenshots go to $E2E_OUT (default target/e2e/). Needs pkg/ (make wasm).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, existsSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer } from '../../tools/serve.mjs';
 import { normalizePiece } from '../../www/share.js';
-import { OUT, CHROMIUM, launch } from './browser.mjs';
+import { OUT, launch, serveApp } from './browser.mjs';
 
 // SwiftShader WebGPU: the backend check and the first kernels take minutes on 2 cores.
 const SLOW = 600_000;
@@ -19,16 +18,10 @@ let base;
 let midi;
 
 before(async () => {
-  assert.ok(existsSync('pkg/pianoformer_bg.wasm'), 'pkg/ is missing: run `make wasm` first');
-  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: run \`make setup\``);
-  mkdirSync(OUT, { recursive: true });
-  // The project's own MIDI writer, through the same wasm the page runs.
-  const wasm = await import('../../pkg/pianoformer.js');
-  wasm.initSync({ module: readFileSync('pkg/pianoformer_bg.wasm') });
+  let wasm;
+  ({ server, base, wasm } = await serveApp({ wasm: true }));
   midi = wasm.exampleMidi(2, 8);
   writeFileSync(join(OUT, 'dropped.mid'), midi);
-  server = await startServer({ port: 0, quiet: true });
-  base = `http://127.0.0.1:${server.address().port}/`;
 });
 
 after(() => server?.close());

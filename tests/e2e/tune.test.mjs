@@ -5,10 +5,9 @@
 // and imports back; a damaged model file is refused in words. Needs pkg/ (make wasm).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, existsSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer } from '../../tools/serve.mjs';
-import { OUT, CHROMIUM, launch } from './browser.mjs';
+import { OUT, launch, serveApp } from './browser.mjs';
 
 const SLOW = 600_000;
 let server;
@@ -16,17 +15,12 @@ let base;
 let files;
 
 before(async () => {
-  assert.ok(existsSync('pkg/pianoformer_bg.wasm'), 'pkg/ is missing: run `make wasm` first');
-  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: run \`make setup\``);
-  mkdirSync(OUT, { recursive: true });
-  const wasm = await import('../../pkg/pianoformer.js');
-  wasm.initSync({ module: readFileSync('pkg/pianoformer_bg.wasm') });
+  let wasm;
+  ({ server, base, wasm } = await serveApp({ wasm: true }));
   files = [
     { name: 'mine-in-c.mid', mimeType: 'audio/midi', buffer: Buffer.from(wasm.exampleMidi(0, 12)) },
     { name: 'mine-in-f.mid', mimeType: 'audio/midi', buffer: Buffer.from(wasm.exampleMidi(5, 12)) },
   ];
-  server = await startServer({ port: 0, quiet: true });
-  base = `http://127.0.0.1:${server.address().port}/`;
 });
 
 after(() => server?.close());
