@@ -237,10 +237,39 @@ async fn fine_tuning_lowers_the_loss_and_an_exported_model_reloads_on_webgpu() {
             .unwrap()
     };
     let tuned = out(run.model(), &backend.device.clone().autodiff());
+    // The same arithmetic on both sides: autodiff tensors always take the generic attention,
+    // so the reloaded model does too here (the fused kernel has its own parity test).
+    pianoformer::model::kernels::set_fused(false);
     let again = out(&reloaded, &backend.device);
+    pianoformer::model::kernels::set_fused(true);
     let a = tuned.into_data_async().await.unwrap().try_to_vec::<f32>().unwrap();
     let b = again.into_data_async().await.unwrap().try_to_vec::<f32>().unwrap();
     let diff = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
     assert_eq!(a.len(), b.len());
     assert!(diff <= 1e-5, "outputs differ by {diff}");
+}
+
+/// The fused causal-linear-attention kernel (shaders/causal_dot_product.wgsl) agrees with the
+/// generic `causal_linear` on WebGPU, outputs and final state, from a random non-zero state, at
+/// a length that is no multiple of the reference's chunk (64) nor of the workgroup.
+#[wasm_bindgen_test]
+async fn fused_causal_linear_matches_the_reference_on_webgpu() {
+    use pianoformer::model::kernels::fused_parity;
+    let backend = webgpu().await;
+    // b = 2, h = 3, L = 300, m = 32, d_v = 16.
+    let parity = fused_parity(&backend.device, (2, 3, 300, 32, 16), 7)
+        .await
+        .expect("the fused kernel runs on WebGPU");
+    web_sys::console::log_1(
+        &format!("fused vs generic causal linear attention on WebGPU: {parity:?}").into(),
+    );
+    assert!(parity.worst() <= 1e-4, "{parity:?}");
+}
+
+/// On the CPU backend in wasm the kernel declines (no wgpu tensors): the generic path is used.
+#[wasm_bindgen_test]
+async fn fused_causal_linear_declines_on_the_cpu_in_wasm() {
+    use pianoformer::model::kernels::fused_parity;
+    let cpu = device::init(Preference::Cpu).await.expect("cpu");
+    assert!(fused_parity(&cpu.device, (1, 1, 5, 4, 3), 1).await.is_err());
 }

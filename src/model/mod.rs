@@ -5,6 +5,8 @@ pub mod attention;
 pub mod checks;
 pub mod config;
 pub mod features;
+/// The fused WGSL kernel for causal linear attention (`shaders/`), used on wgpu for inference.
+pub mod kernels;
 pub mod pe;
 pub mod performer;
 

@@ -16,11 +16,10 @@ use burn::tensor::{Bytes, Device, Int, Tensor, TensorData};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-use super::attention::{
-    KvCache, LinearState, attention_rows, causal_linear, recurrent_step, softmax_rows,
-};
+use super::attention::{KvCache, LinearState, attention_rows, recurrent_step, softmax_rows};
 use super::config::{AttentionKind, PerformerConfig, Task};
 use super::features::{FeatureMap, normal};
+use super::kernels::causal_linear_fast;
 use super::pe::ape::sinusoids;
 use super::pe::{Codes, Draw, PeKind, PositionalEncoding, Span};
 
@@ -360,7 +359,9 @@ impl Performer {
                 let (out, next) = if l == 1 {
                     recurrent_step(phi_q, phi_k, v, prior)
                 } else {
-                    causal_linear(phi_q, phi_k, v, c.chunk, prior)
+                    // The fused WGSL kernel for plain (inference) wgpu tensors; the generic
+                    // `causal_linear` (the reference) everywhere else, training included.
+                    causal_linear_fast(phi_q, phi_k, v, c.chunk, prior)
                 };
                 state.layers[layer] = LayerState::Linear(next);
                 out
