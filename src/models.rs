@@ -160,7 +160,9 @@ pub fn unpack_model(file: &[u8]) -> Result<(ModelEntry, Vec<u8>), ModelError> {
         )));
     }
     if sha256_hex(weights) != entry.sha256 {
-        return Err(bad("its weights do not match their checksum (the file is damaged)"));
+        return Err(bad(
+            "its weights do not match their checksum (the file is damaged)",
+        ));
     }
     entry
         .config

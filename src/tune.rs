@@ -347,10 +347,16 @@ pub struct FineTune {
 impl FineTune {
     /// A run from `base` (on an autodiff device) over `pieces`. Files that cannot be used are
     /// listed with their reason in the error when none can.
-    pub fn new(base: Performer, pieces: &[Piece], options: &TuneOptions) -> Result<Self, TuneError> {
+    pub fn new(
+        base: Performer,
+        pieces: &[Piece],
+        options: &TuneOptions,
+    ) -> Result<Self, TuneError> {
         options.validate().map_err(TuneError::Setup)?;
         if pieces.is_empty() {
-            return Err(TuneError::Setup("add at least one MIDI file to learn from".into()));
+            return Err(TuneError::Setup(
+                "add at least one MIDI file to learn from".into(),
+            ));
         }
         if pieces.len() > MAX_FILES {
             return Err(TuneError::Setup(format!(
@@ -572,7 +578,10 @@ mod tests {
         assert_eq!(p.train.grid.bar_of_step(cut).1, 0, "cut on a bar line");
         assert_eq!(p.train.rolls.num_steps(), cut);
         assert_eq!(p.train.labels.len(), cut);
-        assert_eq!(p.report.train_bars + p.report.held_out_bars, p.train.grid.num_bars());
+        assert_eq!(
+            p.report.train_bars + p.report.held_out_bars,
+            p.train.grid.num_bars()
+        );
         assert!(p.report.held_out_bars >= 2);
         // Tokens: the training part ends where the held-out part starts, on a bar.
         let whole = training_piece(piece, Task::Accompaniment).unwrap();
@@ -590,7 +599,13 @@ mod tests {
             }
         }
         let reports = inspect(std::slice::from_ref(&piece), Task::Accompaniment, 0.2);
-        assert!(reports[0].problem.as_deref().unwrap().contains("no accompaniment"));
+        assert!(
+            reports[0]
+                .problem
+                .as_deref()
+                .unwrap()
+                .contains("no accompaniment")
+        );
         let ok = inspect(&[piece], Task::Continuation, 0.2);
         assert_eq!(ok[0].problem, None, "continuation needs no piano track");
         assert!(ok[0].tokens > 0);
@@ -620,7 +635,10 @@ mod tests {
                 ..TuneOptions::default()
             };
             let mut run = FineTune::new(base(task, &device), &pieces(2, 12), &options).unwrap();
-            assert!(run.validation_windows() > 0, "{task:?}: held-out bars measured");
+            assert!(
+                run.validation_windows() > 0,
+                "{task:?}: held-out bars measured"
+            );
             let first_valid = block_on(run.validate()).unwrap().unwrap();
             let mut reports = Vec::new();
             while !run.is_done() {
@@ -629,8 +647,13 @@ mod tests {
             assert_eq!(reports.len(), 30);
             let head: f32 = reports[..5].iter().map(|r| r.loss).sum::<f32>() / 5.0;
             let tail: f32 = reports[25..].iter().map(|r| r.loss).sum::<f32>() / 5.0;
-            assert!(tail < 0.8 * head, "{task:?}: training loss {head} -> {tail}");
-            let last_valid = reports[29].valid_loss.expect("measured after the last step");
+            assert!(
+                tail < 0.8 * head,
+                "{task:?}: training loss {head} -> {tail}"
+            );
+            let last_valid = reports[29]
+                .valid_loss
+                .expect("measured after the last step");
             assert!(
                 last_valid < first_valid,
                 "{task:?}: held-out loss {first_valid} -> {last_valid}"

@@ -164,7 +164,7 @@ async fn fine_tuning_lowers_the_loss_and_an_exported_model_reloads_on_webgpu() {
     use pianoformer::model::config::{PerformerConfig, Task};
     use pianoformer::model::pe::{PeConfig, PeKind};
     use pianoformer::model::performer::{Inputs, Performer};
-    use pianoformer::models::{pack_model, sha256_hex, unpack_model, ModelEntry};
+    use pianoformer::models::{ModelEntry, pack_model, sha256_hex, unpack_model};
     use pianoformer::music::fixtures;
     use pianoformer::music::piece::Piece;
     use pianoformer::music::tokens::VOCAB_SIZE;
@@ -229,7 +229,10 @@ async fn fine_tuning_lowers_the_loss_and_an_exported_model_reloads_on_webgpu() {
         let values: Vec<f32> = (0..32 * config.input_dim)
             .map(|i| ((i * 7919) % 13 == 0) as u8 as f32)
             .collect();
-        Tensor::<3>::from_data(TensorData::new(values, vec![1, 32, config.input_dim]), device)
+        Tensor::<3>::from_data(
+            TensorData::new(values, vec![1, 32, config.input_dim]),
+            device,
+        )
     };
     let out = |m: &Performer, device: &burn::tensor::Device| {
         let mut state = m.start(9, false, device);
@@ -242,9 +245,23 @@ async fn fine_tuning_lowers_the_loss_and_an_exported_model_reloads_on_webgpu() {
     pianoformer::model::kernels::set_fused(false);
     let again = out(&reloaded, &backend.device);
     pianoformer::model::kernels::set_fused(true);
-    let a = tuned.into_data_async().await.unwrap().try_to_vec::<f32>().unwrap();
-    let b = again.into_data_async().await.unwrap().try_to_vec::<f32>().unwrap();
-    let diff = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
+    let a = tuned
+        .into_data_async()
+        .await
+        .unwrap()
+        .try_to_vec::<f32>()
+        .unwrap();
+    let b = again
+        .into_data_async()
+        .await
+        .unwrap()
+        .try_to_vec::<f32>()
+        .unwrap();
+    let diff = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0f32, f32::max);
     assert_eq!(a.len(), b.len());
     assert!(diff <= 1e-5, "outputs differ by {diff}");
 }

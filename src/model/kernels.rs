@@ -11,7 +11,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use burn::backend::Cube;
-use burn::backend::wgpu::{CubeTensor, KernelSource, SourceKernel, SourceTemplate, into_contiguous};
+use burn::backend::wgpu::{
+    CubeTensor, KernelSource, SourceKernel, SourceTemplate, into_contiguous,
+};
 use burn::cubecl::ir::attributes::BufferIOAttr;
 use burn::cubecl::prelude::KernelId;
 use burn::cubecl::server::{KernelArguments, MetadataBindingInfo};
@@ -100,7 +102,8 @@ fn wgpu_primitive<const D: usize>(t: &Tensor<D>) -> Option<CubeTensor> {
     // `try_into_primitive` consumes its tensor even when it fails: hand it a clone (a refcount).
     // It fails for Flex tensors and for any tensor with autodiff enabled.
     let p = t.clone().try_into_primitive::<Cube>().ok()?;
-    let plain = p.dtype == DType::F32 && p.qparams.is_none() && p.device.runtime() == RuntimeId::Wgpu;
+    let plain =
+        p.dtype == DType::F32 && p.qparams.is_none() && p.device.runtime() == RuntimeId::Wgpu;
     plain.then_some(p)
 }
 
@@ -146,7 +149,11 @@ pub fn causal_linear_fused(
     let k = wgpu_primitive(phi_k)?;
     let vv = wgpu_primitive(v)?;
     let same_device = |t: &Tensor<4>| wgpu_primitive(t).is_some_and(|p| p.device == q.device);
-    if k.device != q.device || vv.device != q.device || !same_device(&state.s) || !same_device(&state.z) {
+    if k.device != q.device
+        || vv.device != q.device
+        || !same_device(&state.s)
+        || !same_device(&state.z)
+    {
         return None;
     }
     let client = q.client.clone();
@@ -180,7 +187,10 @@ pub fn causal_linear_fused(
     // Every buffer is declared read_write, and WebGPU refuses two writable views of one
     // buffer in a dispatch: never bind one allocation twice (say `phi_k` passed as `phi_q`).
     for (i, a) in inputs.iter().enumerate() {
-        if inputs[i + 1..].iter().any(|other| other.memory.id() == a.memory.id()) {
+        if inputs[i + 1..]
+            .iter()
+            .any(|other| other.memory.id() == a.memory.id())
+        {
             return None;
         }
     }
@@ -213,12 +223,12 @@ pub fn causal_linear_fused(
         .with_buffer_io(num_den.handle.clone().binding(), BufferIOAttr::WriteOnly) // 4
         .with_buffer_io(state_out.handle.clone().binding(), BufferIOAttr::WriteOnly) // 5
         .with_info(MetadataBindingInfo::custom(pack_u32(&[
-            bh as u32,
-            len as u32,
-            m as u32,
-            dv as u32,
+            bh as u32, len as u32, m as u32, dv as u32,
         ])));
-    let kernel = CausalDotProduct { m: m as u32, wg: WG };
+    let kernel = CausalDotProduct {
+        m: m as u32,
+        wg: WG,
+    };
     client.launch(
         Box::new(SourceKernel::new(kernel, CubeDim::new_1d(WG))),
         grid(bh * cols, WG),
@@ -299,10 +309,20 @@ fn relative(got: &[f32], want: &[f32]) -> Result<f32, String> {
     if got.len() != want.len() {
         return Err(format!("{} values, expected {}", got.len(), want.len()));
     }
-    let scale = want.iter().fold(0f32, |a, x| a.max(x.abs())).max(f32::MIN_POSITIVE);
-    let diff = got.iter().zip(want).fold(0f32, |a, (x, y)| a.max((x - y).abs()));
+    let scale = want
+        .iter()
+        .fold(0f32, |a, x| a.max(x.abs()))
+        .max(f32::MIN_POSITIVE);
+    let diff = got
+        .iter()
+        .zip(want)
+        .fold(0f32, |a, (x, y)| a.max((x - y).abs()));
     // NaN (an unwritten output, say) must fail the comparison, not pass it.
-    Ok(if diff.is_nan() || got.iter().any(|x| !x.is_finite()) { f32::INFINITY } else { diff / scale })
+    Ok(if diff.is_nan() || got.iter().any(|x| !x.is_finite()) {
+        f32::INFINITY
+    } else {
+        diff / scale
+    })
 }
 
 /// Fused kernel against [`causal_linear`] (chunks of 64) on `device`, for random non-negative
@@ -376,7 +396,9 @@ mod tests {
     #[test]
     fn big_launches_use_a_second_grid_dimension() {
         match grid(70_000 * 64, 64) {
-            CubeCount::Static(x, y, 1) => assert!(x <= 65_535 && x as u64 * y as u64 * 64 >= 70_000 * 64),
+            CubeCount::Static(x, y, 1) => {
+                assert!(x <= 65_535 && x as u64 * y as u64 * 64 >= 70_000 * 64)
+            }
             _ => panic!("static count expected"),
         }
     }

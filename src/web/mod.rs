@@ -356,8 +356,9 @@ impl Session {
     ) -> Result<Tuner, JsError> {
         let loaded = self.model(&base)?;
         let pieces = parse_pieces(&pieces)?;
-        let mut options: TuneOptions = serde_json::from_str(&options)
-            .map_err(|e| JsError::new(&format!("the fine-tuning settings are not readable: {e}")))?;
+        let mut options: TuneOptions = serde_json::from_str(&options).map_err(|e| {
+            JsError::new(&format!("the fine-tuning settings are not readable: {e}"))
+        })?;
         // The loss the base model was trained with, unless the page says otherwise.
         if options.pos_weight.is_none() {
             options.pos_weight = loaded.entry.training["options"]["pos_weight"].as_f64();
@@ -401,7 +402,8 @@ impl Session {
         tuner.put(run);
         let weights = weights.map_err(to_js)?;
         let config = tuner.base.config.clone();
-        let model = Performer::from_bytes(&config, &weights, &self.backend.device).map_err(to_js)?;
+        let model =
+            Performer::from_bytes(&config, &weights, &self.backend.device).map_err(to_js)?;
         let last = |v: &[(usize, f32)]| v.last().map(|&(_, l)| l);
         let entry = ModelEntry {
             name: name.clone(),
@@ -494,7 +496,9 @@ impl Tuner {
         let loss = run.validate().await;
         self.put(run);
         let loss = loss.map_err(to_js)?;
-        self.first_valid.borrow_mut().get_or_insert_with(|| loss.unwrap_or(f32::NAN));
+        self.first_valid
+            .borrow_mut()
+            .get_or_insert_with(|| loss.unwrap_or(f32::NAN));
         Ok(loss.map_or(JsValue::NULL, |l| (l as f64).into()))
     }
 }

@@ -76,9 +76,10 @@ mod cli {
         /// Measure speed (benchmarks, not tests). `decode`: ms per generated token at several
         /// positions, recurrent Performer against softmax with a KV cache. `train`: ms per
         /// training step of the small accompaniment preset. `tune`: ms per fine-tuning step of
-        /// the shipped default model with the page's defaults, and peak memory.
+        /// the shipped default model with the page's defaults, and peak memory. `attention`:
+        /// causal linear attention alone, the fused WGSL kernel against the generic ops (GPU).
         Bench {
-            /// What to measure: decode, train or tune.
+            /// What to measure: decode, train, tune or attention.
             what: String,
             /// Positions at which to time decoding.
             #[arg(long, value_delimiter = ',', default_value = "512,2048,8192")]
