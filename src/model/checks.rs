@@ -11,7 +11,8 @@ use super::performer::{Inputs, Performer};
 
 const VOCAB: usize = 20;
 
-async fn read<const D: usize>(t: Tensor<D>) -> Result<Vec<f32>, String> {
+/// A tensor's values, read asynchronously (sync reads panic on WebGPU in wasm).
+pub(crate) async fn read<const D: usize>(t: Tensor<D>) -> Result<Vec<f32>, String> {
     t.into_data_async()
         .await
         .map_err(|e| format!("{e:?}"))?

@@ -21,6 +21,7 @@ use burn::cubecl::{CubeCount, CubeDim, MemoryScope, RuntimeId};
 use burn::tensor::{DType, Device, Shape, Tensor, TensorData};
 
 use super::attention::{EPS, LinearState, causal_linear};
+use super::checks::read;
 
 const CAUSAL_DOT_PRODUCT_WGSL: &str = include_str!("../../shaders/causal_dot_product.wgsl");
 
@@ -295,14 +296,6 @@ impl FusedParity {
     pub fn worst(&self) -> f32 {
         self.out.max(self.s).max(self.z)
     }
-}
-
-async fn read<const D: usize>(t: Tensor<D>) -> Result<Vec<f32>, String> {
-    t.into_data_async()
-        .await
-        .map_err(|e| format!("{e:?}"))?
-        .try_to_vec::<f32>()
-        .map_err(|e| format!("{e:?}"))
 }
 
 fn relative(got: &[f32], want: &[f32]) -> Result<f32, String> {
