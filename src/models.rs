@@ -37,6 +37,9 @@ pub struct ModelEntry {
     /// Accompaniment: how probabilities become notes (chosen on the validation split).
     #[serde(default)]
     pub binarize: Option<Binarize>,
+    /// Step-by-step accompaniment: the sampling temperature chosen on the validation split.
+    #[serde(default)]
+    pub temperature: Option<f32>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -192,6 +195,7 @@ mod tests {
             training: serde_json::Value::Null,
             metrics: serde_json::Value::Null,
             binarize: None,
+            temperature: None,
         }
     }
 

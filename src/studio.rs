@@ -8,8 +8,9 @@ use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 
 use crate::generate::{
-    AttentionRows, GenerateError, Length, Sampling, Watch, accompaniment_input, accompany_probs,
-    continue_tokens, cut_prompt, input_example, prompt_tokens,
+    AttentionRows, GenerateError, Length, PianoSampling, Sampling, Watch, accompaniment_input,
+    accompany_probs, accompany_steps, continue_tokens, cut_prompt, input_example, prompt_tokens,
+    splice,
 };
 use crate::model::config::Task;
 use crate::model::performer::Performer;
@@ -17,7 +18,7 @@ use crate::music::chords::Chord;
 use crate::music::grid::Grid;
 use crate::music::midi::Note;
 use crate::music::piece::{Piece, PieceNote, PieceTrack, TrackRole};
-use crate::music::roll::Role;
+use crate::music::roll::{PianoRoll, Role};
 use crate::music::tokens::{self, Token};
 use crate::train::eval::{Binarize, binarize};
 
@@ -30,10 +31,17 @@ pub const CONTINUATION_TRACK: &str = "CONTINUATION";
 #[serde(rename_all = "camelCase", default)]
 pub struct Options {
     pub seed: u64,
-    /// Accompaniment: note threshold (else the model's, chosen on validation data).
+    /// Accompaniment: note threshold (else the model's, chosen on validation data). A model
+    /// that writes step by step draws its notes unless one is given.
     pub threshold: Option<f32>,
+    /// Step-by-step accompaniment: the sampling temperature (else the model's).
+    pub piano_temperature: Option<f32>,
     /// Accompaniment: steps computed between two progress reports.
     pub chunk_steps: usize,
+    /// Accompaniment: rewrite bars `from .. to` only (0-based, `to` excluded), keeping the
+    /// piano elsewhere (the generated track, else the pianist's); a model that writes step by
+    /// step continues from the piano before the first of them.
+    pub region: Option<[usize; 2]>,
     /// Continuation.
     pub temperature: f32,
     pub top_p: f32,
@@ -59,7 +67,9 @@ impl Default for Options {
         Self {
             seed: 0,
             threshold: None,
+            piano_temperature: None,
             chunk_steps: 64,
+            region: None,
             temperature: 1.0,
             top_p: 0.95,
             tokens: 512,
@@ -90,6 +100,17 @@ impl Options {
         if self.threshold.is_some_and(|t| !(t > 0.0 && t < 1.0)) {
             return bad("the note threshold must be between 0 and 1");
         }
+        if self
+            .piano_temperature
+            .is_some_and(|t| !(t > 0.0 && t <= 10.0))
+        {
+            return bad("the temperature must be above 0 and at most 10");
+        }
+        if let Some([from, to]) = self.region
+            && from >= to
+        {
+            return bad("choose at least one bar to regenerate");
+        }
         if self.tokens == 0 || self.tokens > 20_000 {
             return bad("the length must be between 1 and 20 000 tokens");
         }
@@ -111,6 +132,7 @@ pub struct Progress {
 pub async fn accompany_piece<F, Fut>(
     model: &Performer,
     model_binarize: Option<Binarize>,
+    model_temperature: Option<f32>,
     piece: &Piece,
     options: &Options,
     device: &Device,
@@ -133,7 +155,9 @@ where
             "no track is marked as the melody: choose the melody track in the track list".into(),
         ));
     }
-    let song = piece.model_song(|t| t.role != TrackRole::Generated);
+    // Every track counts for the grid's extent (a kept piano may outlast the melody); the
+    // model reads the melody and bridge only.
+    let song = piece.model_song(|_| true);
     let grid = Grid::for_song(&song, tokens::STEPS_PER_BEAT);
     let mut chords = piece
         .bar_chords()
@@ -145,26 +169,76 @@ where
         b.threshold = t;
     }
     let e = input_example(model, &input);
-    let (onset, sustain) = accompany_probs(
-        model,
-        &e,
-        options.seed,
-        options.chunk_steps,
-        options.watch(),
-        device,
-        |p| {
-            let roll = binarize(p.onset, p.sustain, p.done, b);
-            let notes = roll_notes(&roll, &input.grid);
-            on_progress(Progress {
-                done: p.done,
-                total: p.total,
-                notes: Some(notes),
-                attention: p.attention,
-            })
-        },
-    )
-    .await?;
-    let roll = binarize(&onset, &sustain, e.len, b);
+    let (region, given) = match options.region {
+        None => (0..e.len, None),
+        Some([from, to]) => {
+            let bars = input.grid.num_bars();
+            if from >= bars {
+                return Err(GenerateError::Read(format!(
+                    "bar {} is past the end of the piece ({bars} bars)",
+                    from + 1
+                )));
+            }
+            let steps =
+                input.grid.bar_steps(from).start..input.grid.bar_steps(to.min(bars) - 1).end;
+            (steps, Some(kept_piano(piece, &input.grid)))
+        }
+    };
+    let roll = if model.config.is_autoregressive() {
+        let sampling = PianoSampling {
+            temperature: options
+                .piano_temperature
+                .or(model_temperature)
+                .unwrap_or(1.0),
+            threshold: options.threshold,
+            seed: options.seed,
+        };
+        accompany_steps(
+            model,
+            &e,
+            given.as_ref(),
+            region,
+            sampling,
+            options.chunk_steps,
+            options.watch(),
+            device,
+            |p| {
+                let notes = roll_notes(p.roll, &input.grid);
+                on_progress(Progress {
+                    done: p.done,
+                    total: p.total,
+                    notes: Some(notes),
+                    attention: p.attention,
+                })
+            },
+        )
+        .await?
+    } else {
+        let (onset, sustain) = accompany_probs(
+            model,
+            &e,
+            options.seed,
+            options.chunk_steps,
+            options.watch(),
+            device,
+            |p| {
+                let roll = binarize(p.onset, p.sustain, p.done, b);
+                let notes = roll_notes(&roll, &input.grid);
+                on_progress(Progress {
+                    done: p.done,
+                    total: p.total,
+                    notes: Some(notes),
+                    attention: p.attention,
+                })
+            },
+        )
+        .await?;
+        let roll = binarize(&onset, &sustain, e.len, b);
+        match given {
+            Some(given) => splice(&given, &roll, region),
+            None => roll,
+        }
+    };
     let mut out = piece.clone();
     out.tracks
         .retain(|t| !matches!(t.role, TrackRole::Piano | TrackRole::Generated));
@@ -179,7 +253,33 @@ where
     Ok(out)
 }
 
-fn roll_notes(roll: &crate::music::roll::PianoRoll, grid: &Grid) -> Vec<PieceNote> {
+/// The piano a "regenerate these bars" keeps: the generated track's, else the pianist's.
+fn kept_piano(piece: &Piece, grid: &Grid) -> PianoRoll {
+    let of = |role: TrackRole| {
+        piece
+            .tracks
+            .iter()
+            .filter(move |t| t.role == role)
+            .flat_map(|t| t.notes.iter())
+            .map(|&(pitch, start, end, velocity)| Note {
+                pitch: pitch.min(127),
+                velocity: velocity.clamp(1, 127),
+                start,
+                end: end.max(start + 1),
+                channel: Role::Piano.channel(),
+            })
+            .collect::<Vec<_>>()
+    };
+    let generated = of(TrackRole::Generated);
+    let notes = if generated.is_empty() {
+        of(TrackRole::Piano)
+    } else {
+        generated
+    };
+    PianoRoll::from_notes(&notes, grid)
+}
+
+fn roll_notes(roll: &PianoRoll, grid: &Grid) -> Vec<PieceNote> {
     roll.to_notes(grid, Role::Piano.channel(), 72)
         .into_iter()
         .map(|n| (n.pitch, n.start, n.end, n.velocity))
@@ -430,6 +530,7 @@ mod tests {
         let out = pollster::block_on(accompany_piece(
             &model,
             None,
+            None,
             &piece,
             &options,
             &device,
@@ -469,6 +570,7 @@ mod tests {
         let again = pollster::block_on(accompany_piece(
             &model,
             None,
+            None,
             &piece,
             &whole,
             &device,
@@ -476,6 +578,114 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(again.tracks, out.tracks);
+    }
+
+    #[test]
+    fn regenerating_bars_rewrites_them_and_keeps_the_rest() {
+        use crate::model::config::Conditioning;
+        let device = Device::flex();
+        let piece = piece();
+        let grid = Grid::for_song(&piece.to_song(), tokens::STEPS_PER_BEAT);
+        let (from, to) = (grid.bar_ticks()[2], grid.bar_ticks()[4]);
+        for conditioning in [None, Some(Conditioning::AUTOREGRESSIVE)] {
+            let config = PerformerConfig::tiny(
+                Task::Accompaniment,
+                VOCAB_SIZE,
+                PeConfig::new(PeKind::SineSpe),
+            )
+            .with_inputs(conditioning);
+            let model = Performer::new(&config, 1, &device).unwrap();
+            let run = |piece: &Piece, options: &Options| {
+                pollster::block_on(accompany_piece(
+                    &model,
+                    None,
+                    None,
+                    piece,
+                    options,
+                    &device,
+                    |_| async { true },
+                ))
+                .unwrap()
+            };
+            let options = Options {
+                threshold: conditioning.is_none().then_some(0.5),
+                ..Options::default()
+            };
+            let first = run(&piece, &options);
+            let again = Options {
+                seed: 7,
+                region: Some([2, 4]),
+                ..options.clone()
+            };
+            let second = run(&first, &again);
+            let piano = |p: &Piece| {
+                p.tracks
+                    .iter()
+                    .find(|t| t.role == TrackRole::Generated)
+                    .unwrap()
+                    .notes
+                    .clone()
+            };
+            let (a, b) = (piano(&first), piano(&second));
+            // Notes before the bars keep their start (one held into them may now end at
+            // their start); those after them stay whole (one at their very end may be
+            // struck again to join what comes before).
+            let outside = |notes: &[PieceNote]| {
+                let mut kept: Vec<(u8, u64, u64)> = notes
+                    .iter()
+                    .filter(|n| n.1 < from)
+                    .map(|n| (n.0, n.1, 0))
+                    .chain(notes.iter().filter(|n| n.1 > to).map(|n| (n.0, n.1, n.2)))
+                    .collect();
+                kept.sort();
+                kept
+            };
+            let (ka, kb) = (outside(&a), outside(&b));
+            let only = |x: &[(u8, u64, u64)], y: &[(u8, u64, u64)]| -> Vec<(u8, u64, u64)> {
+                x.iter().filter(|n| !y.contains(n)).copied().collect()
+            };
+            assert!(
+                ka == kb,
+                "{conditioning:?}: the other bars are kept; only before {:?}, only after {:?}",
+                only(&ka, &kb),
+                only(&kb, &ka)
+            );
+            assert_eq!(second.tracks[0], piece.tracks[0], "the melody is kept");
+            if conditioning.is_some() {
+                let inside = |notes: &[PieceNote]| -> Vec<PieceNote> {
+                    notes
+                        .iter()
+                        .filter(|n| n.1 >= from && n.1 < to)
+                        .copied()
+                        .collect()
+                };
+                assert_ne!(inside(&a), inside(&b), "another seed rewrites the bars");
+            }
+        }
+        let bad = Options {
+            region: Some([3, 3]),
+            ..Options::default()
+        };
+        let err = pollster::block_on(accompany_piece(
+            &model_for_errors(&device),
+            None,
+            None,
+            &piece,
+            &bad,
+            &device,
+            |_| async { true },
+        ))
+        .unwrap_err();
+        assert!(err.to_string().contains("at least one bar"), "{err}");
+    }
+
+    fn model_for_errors(device: &Device) -> Performer {
+        let config = PerformerConfig::tiny(
+            Task::Accompaniment,
+            VOCAB_SIZE,
+            PeConfig::new(PeKind::SineSpe),
+        );
+        Performer::new(&config, 1, device).unwrap()
     }
 
     #[test]
@@ -521,6 +731,7 @@ mod tests {
         let mut calls = 0;
         let r = pollster::block_on(accompany_piece(
             &model,
+            None,
             None,
             &piece(),
             &options,

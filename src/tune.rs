@@ -443,7 +443,7 @@ impl FineTune {
             let spec = WindowSpec {
                 len: valid_window,
                 max_shift: 0,
-                levels: session.spec.levels.clone(),
+                ..session.spec.clone()
             };
             session.set_validation(valid.fixed_windows(continuation, &spec, 1, 32, options.batch));
         }

@@ -572,9 +572,10 @@ fn run_ok(cmd: &mut std::process::Command) -> String {
     err
 }
 
-/// The whole path on real songs at toy scale: train a tiny F-StrIPE accompaniment model on a
-/// few POP909 songs, evaluate it (threshold chosen on validation, scores on test excerpts),
-/// and accompany a test song's melody with the chords it was given.
+/// The whole path on real songs at toy scale: train a tiny step-by-step F-StrIPE
+/// accompaniment model on a few POP909 songs, evaluate it (temperature chosen on validation,
+/// the panel on whole test songs, scores on test excerpts), and accompany a test song's melody
+/// with the chords it was given.
 #[test]
 fn train_eval_and_generate_on_pop909_at_toy_scale() {
     let Some(root) = data_root() else { return };
@@ -613,7 +614,19 @@ fn train_eval_and_generate_on_pop909_at_toy_scale() {
     );
     let eval: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("eval.json")).unwrap()).unwrap();
-    assert!(eval["valid_onset_f1"].as_f64().unwrap() > 0.0, "{eval}");
+    // The default model plays step by step: a temperature chosen on validation excerpts and
+    // the panel on whole test songs (label following included).
+    assert_eq!(eval["decoding"], "step by step, sampled", "{eval}");
+    assert!(eval["temperature"].as_f64().unwrap() > 0.0, "{eval}");
+    assert!(eval["panel"]["songs"].as_u64().unwrap() > 0, "{eval}");
+    assert!(
+        eval["panel"]["density_ratio"].as_f64().unwrap() > 0.0,
+        "{eval}"
+    );
+    assert!(
+        eval["panel"]["changed_share"].as_f64().unwrap() > 0.0,
+        "{eval}"
+    );
     let test = &eval["test"]["16"];
     assert_eq!(test["excerpts"], 3, "{eval}");
     assert!(test["onset_f1"].as_f64().unwrap() > 0.0, "{eval}");

@@ -2,11 +2,14 @@
 # Trains, evaluates and reports every model behind reports/ and www/models/, with the
 # project's own CLI on POP909. Re-running it skips finished runs and resumes interrupted ones.
 #
-#   tools/train-models.sh [accompaniment|continuation|accompaniment-long|all]   (default: all)
+#   tools/train-models.sh [accompaniment|continuation|accompaniment-long|accompaniment-ar|all]
+#   (default: all)
 #
 # Environment: POP909 (the data folder, default ../shared/data/pop909), RUNS (where runs go,
 # default runs/), ACC_STEPS / CONT_STEPS (optimiser steps per run), SEEDS (e.g. "0 1 2"),
-# LONG_STEPS (the longer accompaniment run), THREADS (CPU threads per run), BIN (the pianoformer binary; built in release when unset).
+# LONG_STEPS (the longer accompaniment run), AR_STEPS / AR_BATCH (the step-by-step default),
+# BACKEND (cpu or gpu), THREADS (CPU threads per run), BIN (the pianoformer binary; built in
+# release when unset).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +19,9 @@ RUNS=${RUNS:-runs}
 ACC_STEPS=${ACC_STEPS:-1200}
 LONG_STEPS=${LONG_STEPS:-2000}
 CONT_STEPS=${CONT_STEPS:-1200}
+AR_STEPS=${AR_STEPS:-8000}
+AR_BATCH=${AR_BATCH:-16}
+BACKEND=${BACKEND:-cpu}
 SEEDS=${SEEDS:-0}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/pianoformer/target}
 if [ -z "${BIN:-}" ]; then
@@ -34,10 +40,12 @@ train() {
     done=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['step'])" "$out/run.json")
     if [ "$done" -ge "$steps" ]; then echo "$name: finished ($done steps)"; return; fi
     echo "$name: resuming at step $done"
-    "$BIN" train --task "$task" --data "$POP909" --out "$out" --resume --steps "$steps" 2>>"$out/stderr.log"
+    "$BIN" train --task "$task" --data "$POP909" --out "$out" --resume --steps "$steps" \
+      --backend "$BACKEND" 2>>"$out/stderr.log"
   else
     mkdir -p "$out"
-    "$BIN" train --task "$task" --data "$POP909" --out "$out" --steps "$steps" "$@" 2>>"$out/stderr.log"
+    "$BIN" train --task "$task" --data "$POP909" --out "$out" --steps "$steps" \
+      --backend "$BACKEND" "$@" 2>>"$out/stderr.log"
   fi
 }
 
@@ -48,13 +56,14 @@ evaluate() {
   "$BIN" eval --task "$task" --model "$out" --data "$POP909" "$@" 2>>"$out/stderr.log"
 }
 
-# The F-StrIPE Table I setting: 16-bar windows (256 steps), tested on 16- and 64-bar excerpts.
+# The F-StrIPE Table I setting: 16-bar windows (256 steps), tested on 16- and 64-bar excerpts;
+# the melody and bridge rolls are the only inputs, as in the paper.
 ACC_RUNS=(
-  "acc-nope|--pe none"
-  "acc-sinespe|--pe sine_spe --gated"
-  "acc-fstripe|--pe fstripe --levels melody,chord,phrase,position"
-  "acc-fstripe-c|--pe fstripe --levels chord"
-  "acc-fstripe-sff-c|--pe fstripe_sff --levels chord"
+  "acc-nope|--pe none --conditioning none"
+  "acc-sinespe|--pe sine_spe --gated --conditioning none"
+  "acc-fstripe|--pe fstripe --levels melody,chord,phrase,position --conditioning none"
+  "acc-fstripe-c|--pe fstripe --levels chord --conditioning none"
+  "acc-fstripe-sff-c|--pe fstripe_sff --levels chord --conditioning none"
 )
 # The SPE Table 6 / Figure 3 setting: trained on N = 256-token windows, validated up to 4N.
 CONT_RUNS=(
@@ -96,7 +105,18 @@ if [ "$what" = all ] || [ "$what" = accompaniment-long ]; then
   for seed in $SEEDS; do
     name=acc-sinespe-pw8-seed$seed
     train "$name" accompaniment "$LONG_STEPS" --pe sine_spe --gated --pos-weight 8 --seed "$seed" \
-      --window 256 --batch 8 --eval-every 250
+      --window 256 --batch 8 --eval-every 250 --conditioning none
+    evaluate "$name" accompaniment --bars 16,64 --per-song 2
+  done
+fi
+
+# The shipped default: step by step in the piano part, the lanes as inputs (labels and the
+# previous piano step), plain BCE so the sampled notes are as dense as the model believes.
+if [ "$what" = all ] || [ "$what" = accompaniment-ar ]; then
+  for seed in $SEEDS; do
+    name=acc-ar-sinespe-seed$seed
+    train "$name" accompaniment "$AR_STEPS" --pe sine_spe --gated --conditioning autoregressive \
+      --seed "$seed" --window 256 --batch "$AR_BATCH" --eval-every 500 --checkpoint-every 250
     evaluate "$name" accompaniment --bars 16,64 --per-song 2
   done
 fi

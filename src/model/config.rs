@@ -10,8 +10,8 @@ use super::pe::{PeConfig, PeKind};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Task {
-    /// Rolls in (melody, bridge: onset and sustain planes), piano onset and sustain out, every
-    /// step at once (a causal encoder, per-step multi-label prediction).
+    /// Rolls in (melody, bridge: onset and sustain planes; with [`Conditioning`], the lanes'
+    /// labels and the piano's previous step too), piano onset and sustain out per step.
     Accompaniment,
     /// REMI tokens in, the next token out.
     Continuation,
@@ -25,6 +25,31 @@ pub enum AttentionKind {
     Linear,
     /// Exact causal softmax attention (the quadratic baseline).
     Softmax,
+}
+
+/// What an accompaniment model reads at every step besides the melody and bridge rolls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Conditioning {
+    /// The chord, phrase and bar-position lanes as features ([`LABEL_FEATURES`] per step),
+    /// so the lanes a person edits steer the model whatever its positional encoding.
+    pub labels: bool,
+    /// The piano's previous step (onset and sustain, 2 × 128): the model is autoregressive in
+    /// the piano part (teacher forcing in training, one recurrent step at a time when
+    /// generating), so it knows what it just played.
+    pub piano: bool,
+}
+
+impl Conditioning {
+    /// Labels and the previous piano step: the product's accompaniment.
+    pub const AUTOREGRESSIVE: Conditioning = Conditioning {
+        labels: true,
+        piano: true,
+    };
+
+    /// Extra input features per step.
+    pub fn extra_inputs(self) -> usize {
+        self.labels as usize * LABEL_FEATURES + self.piano as usize * ACCOMPANIMENT_OUTPUTS
+    }
 }
 
 #[derive(Config, Debug, PartialEq)]
@@ -51,19 +76,50 @@ pub struct PerformerConfig {
     /// Positions per chunk of the parallel causal linear attention.
     #[config(default = 128)]
     pub chunk: usize,
+    /// Accompaniment: the lanes and the previous piano step as inputs (`None`: melody and
+    /// bridge rolls only, the F-StrIPE paper's setting and the first shipped models).
+    pub conditioning: Option<Conditioning>,
 }
 
 /// Roll features per step for accompaniment: melody and bridge, onset and sustain, 128 each.
 pub const ACCOMPANIMENT_INPUTS: usize = 4 * 128;
 /// Piano onset and sustain logits per step.
 pub const ACCOMPANIMENT_OUTPUTS: usize = 2 * 128;
+pub use crate::music::labels::LABEL_FEATURES;
 
 impl PerformerConfig {
     fn for_task(task: Task, vocab: usize) -> (usize, usize) {
+        Self::sizes(task, vocab, None)
+    }
+
+    /// Inputs and outputs per step of a `task` model.
+    pub fn sizes(task: Task, vocab: usize, conditioning: Option<Conditioning>) -> (usize, usize) {
         match task {
-            Task::Accompaniment => (ACCOMPANIMENT_INPUTS, ACCOMPANIMENT_OUTPUTS),
+            Task::Accompaniment => (
+                ACCOMPANIMENT_INPUTS + conditioning.map_or(0, Conditioning::extra_inputs),
+                ACCOMPANIMENT_OUTPUTS,
+            ),
             Task::Continuation => (vocab, vocab),
         }
+    }
+
+    /// This config with `conditioning` (accompaniment), its input size to match.
+    pub fn with_inputs(mut self, conditioning: Option<Conditioning>) -> Self {
+        if self.task == Task::Accompaniment {
+            self.conditioning = conditioning;
+            self.input_dim = Self::sizes(self.task, 0, conditioning).0;
+        }
+        self
+    }
+
+    /// Whether accompaniment is generated one step at a time from the piano written so far.
+    pub fn is_autoregressive(&self) -> bool {
+        self.task == Task::Accompaniment && self.conditioning.is_some_and(|c| c.piano)
+    }
+
+    /// Whether the chord and phrase lanes reach the model (as inputs or through F-StrIPE).
+    pub fn reads_lanes(&self) -> bool {
+        self.conditioning.is_some_and(|c| c.labels) || self.pe.is_structural()
     }
 
     /// A few thousand parameters: for tests and quick runs.
@@ -98,11 +154,15 @@ impl PerformerConfig {
             .with_pe(pe)
     }
 
-    /// Checks that the input and output sizes are those of the task: 512 roll features in and
-    /// 256 logits out for accompaniment, the vocabulary `vocab` both ways for continuation.
+    /// Checks that the input and output sizes are those of the task: 512 roll features (plus
+    /// the conditioning's) in and 256 logits out for accompaniment, the vocabulary `vocab`
+    /// both ways for continuation.
     pub fn validate_for(&self, vocab: usize) -> Result<(), String> {
         self.validate()?;
-        let (i, o) = Self::for_task(self.task, vocab);
+        if self.task == Task::Continuation && self.conditioning.is_some() {
+            return Err("a continuation model takes no accompaniment conditioning".into());
+        }
+        let (i, o) = Self::sizes(self.task, vocab, self.conditioning);
         if (self.input_dim, self.output_dim) != (i, o) {
             return Err(format!(
                 "a {:?} model reads {i} and writes {o} values per step, but this config says {} \

@@ -47,6 +47,9 @@ impl StructureLevel {
     }
 }
 
+/// Input features per step that [`StepLabels::write_features`] writes.
+pub const LABEL_FEATURES: usize = 56;
+
 /// Scale of the chord coordinates.
 const CHORD_SCALE: f32 = 12.0;
 
@@ -261,6 +264,58 @@ impl StepLabels {
         out
     }
 
+    /// The lanes at `step` as input features, written into `out` ([`LABEL_FEATURES`] values;
+    /// zeros past the labels' end):
+    ///
+    /// | values | what |
+    /// |---|---|
+    /// | 12 | chord chroma: its pitch classes |
+    /// | 12 | chord root, one-hot |
+    /// | 1 | no chord |
+    /// | 1 | a chord starts here (it differs from the step before's) |
+    /// | 11 | phrase letter, one-hot: A–E, other upper case, i, o, b, other lower case, none |
+    /// | 1 | the phrase's first bar |
+    /// | 1 | the phrase's last bar |
+    /// | 1 | the bar's place in the phrase, 0 at its first bar to 1 at its last |
+    /// | 16 | position in the bar in sixteenths, one-hot (longer bars fold onto the last) |
+    pub fn write_features(&self, step: usize, out: &mut [f32]) {
+        let out = &mut out[..LABEL_FEATURES];
+        out.fill(0.0);
+        if step >= self.len() {
+            return;
+        }
+        let chord = self.chord[step];
+        match chord {
+            Some(c) => {
+                for pc in c.pitch_classes() {
+                    out[pc as usize % 12] = 1.0;
+                }
+                out[12 + c.root as usize % 12] = 1.0;
+            }
+            None => out[24] = 1.0,
+        }
+        if step == 0 || self.chord[step - 1] != chord {
+            out[25] = 1.0;
+        }
+        let letter = match self.phrase[step].map(|p| p.letter) {
+            Some(c @ 'A'..='E') => (c as u8 - b'A') as usize,
+            Some('A'..='Z') => 5,
+            Some('i') => 6,
+            Some('o') => 7,
+            Some('b') => 8,
+            Some(_) => 9,
+            None => 10,
+        };
+        out[26 + letter] = 1.0;
+        if let Some(p) = self.phrase[step] {
+            out[37] = (p.bar == 0) as u8 as f32;
+            out[38] = (p.bar + 1 >= p.bars) as u8 as f32;
+            out[39] = p.bar as f32 / (p.bars.max(2) - 1) as f32;
+        }
+        let sixteenth = self.position[step] as usize * 4 / self.steps_per_beat.max(1);
+        out[40 + sixteenth.min(15)] = 1.0;
+    }
+
     /// Chord per beat (the chord at each beat's first step).
     pub fn beat_chords(&self) -> Vec<Option<Chord>> {
         self.chord
@@ -321,6 +376,53 @@ mod tests {
         // Step 11: melody rests, phrase A, position 1 step (2 a beat) into bar 2 = 2 sixteenths.
         assert_eq!(&coords[33..36], &[0.0, 1.0, 2.0]);
         assert_eq!(l.coordinates(&[StructureLevel::Chord]).len(), 18 * 6);
+    }
+
+    #[test]
+    fn lane_features_encode_chord_phrase_and_position() {
+        let grid = Grid::regular((0..=8).map(|b| b * 480).collect(), 4, 4, 0);
+        let melody = PianoRoll::new(grid.num_steps());
+        let am = Chord {
+            root: 9,
+            quality: Quality::Min,
+        };
+        let chords = [Some(am), Some(am), None, None, Some(am)];
+        let phrases = [Segment {
+            start_bar: 0,
+            bars: 2,
+            letter: 'B',
+        }];
+        let l = StepLabels::new(&grid, &melody, &chords, &phrases);
+        let at = |s: usize| {
+            let mut f = vec![9.0; LABEL_FEATURES];
+            l.write_features(s, &mut f);
+            f
+        };
+        let f = at(0);
+        let chroma: Vec<usize> = (0..12).filter(|&i| f[i] == 1.0).collect();
+        assert_eq!(chroma, vec![0, 4, 9], "A minor is A C E");
+        assert_eq!((f[12 + 9], f[24], f[25]), (1.0, 0.0, 1.0));
+        assert_eq!(f[26 + 1], 1.0, "phrase B");
+        assert_eq!((f[37], f[38], f[39], f[40]), (1.0, 0.0, 0.0, 1.0));
+        assert_eq!(f.iter().sum::<f32>(), 3.0 + 1.0 + 1.0 + 1.0 + 1.0 + 1.0);
+        let f = at(5);
+        assert_eq!((f[25], f[40 + 5]), (0.0, 1.0), "same chord, sixteenth 5");
+        let f = at(8);
+        assert_eq!((f[24], f[25]), (1.0, 1.0), "no chord starts at beat 2");
+        let f = at(16);
+        assert_eq!((f[24], f[25]), (0.0, 1.0), "A minor again in bar 2");
+        assert_eq!((f[37], f[38], f[39], f[40]), (0.0, 1.0, 1.0, 1.0));
+        assert!(at(l.len()).iter().all(|&x| x == 0.0), "past the end");
+        // Transposition moves the chroma and the root together.
+        let up = Chord { root: 11, ..am };
+        let l2 = StepLabels::new(&grid, &melody, &[Some(up)], &phrases);
+        let mut g = vec![0.0; LABEL_FEATURES];
+        l2.write_features(0, &mut g);
+        assert_eq!(g[12 + 11], 1.0);
+        assert_eq!(
+            (0..12).filter(|&i| g[i] == 1.0).collect::<Vec<_>>(),
+            vec![2, 6, 11]
+        );
     }
 
     #[test]

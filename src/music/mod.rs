@@ -9,6 +9,7 @@ pub mod metrics;
 pub mod midi;
 pub mod phrases;
 pub mod piece;
+pub mod playing;
 pub mod pop909;
 pub mod roll;
 pub mod summary;

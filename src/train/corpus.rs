@@ -9,6 +9,7 @@ use rand::RngExt;
 use rand::rngs::StdRng;
 
 use super::data::{Example, example};
+use crate::model::config::{Conditioning, PerformerConfig};
 use crate::music::grid::Grid;
 use crate::music::labels::{StepLabels, StructureLevel};
 use crate::music::midi::{Note, Song};
@@ -193,6 +194,20 @@ pub struct WindowSpec {
     pub max_shift: i32,
     /// F-StrIPE's structure levels (their coordinates go with each accompaniment window).
     pub levels: Vec<StructureLevel>,
+    /// Accompaniment: the lanes and the previous piano step as inputs.
+    pub conditioning: Option<Conditioning>,
+}
+
+impl WindowSpec {
+    /// Windows of `len` steps or tokens as `config`'s model reads them, untransposed.
+    pub fn for_model(config: &PerformerConfig, len: usize) -> Self {
+        Self {
+            len,
+            max_shift: 0,
+            levels: config.pe.structure_levels().to_vec(),
+            conditioning: config.conditioning,
+        }
+    }
 }
 
 /// The pieces a run trains or validates on.
@@ -292,7 +307,7 @@ impl Corpus {
                     } else {
                         0
                     };
-                    example(&p.rolls, &p.labels, &spec.levels, start, spec.len, shift)
+                    example(&p.rolls, &p.labels, spec, start, shift)
                 })
                 .collect();
             Batch::Rolls(windows)
@@ -331,16 +346,7 @@ impl Corpus {
                 let starts = p.crop_starts(spec.len).into_iter().step_by(stride);
                 per_piece.push(
                     starts
-                        .map(|s| {
-                            Batch::Rolls(vec![example(
-                                &p.rolls,
-                                &p.labels,
-                                &spec.levels,
-                                s,
-                                spec.len,
-                                0,
-                            )])
-                        })
+                        .map(|s| Batch::Rolls(vec![example(&p.rolls, &p.labels, spec, s, 0)]))
                         .collect(),
                 );
             }

@@ -5,11 +5,14 @@
 use rand::RngExt;
 use rand::rngs::StdRng;
 
-use crate::music::labels::{StepLabels, StructureLevel};
+use super::corpus::WindowSpec;
+use crate::model::config::{ACCOMPANIMENT_INPUTS, Conditioning};
+use crate::music::labels::{LABEL_FEATURES, StepLabels};
 use crate::music::roll::{MultiRoll, PITCHES, PianoRoll};
 
-/// One window: inputs [len, 4·128] (melody onset, melody sustain, bridge onset, bridge
-/// sustain), targets [len, 2·128] (piano onset, piano sustain), structure coordinates
+/// One window: inputs [len, 4·128 + extra] (melody onset, melody sustain, bridge onset, bridge
+/// sustain; then, with conditioning, the lanes' features and the piano's previous step),
+/// targets [len, 2·128] (piano onset, piano sustain), structure coordinates
 /// [len, coordinates], row-major.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Example {
@@ -45,25 +48,51 @@ pub fn transpose_labels(labels: &StepLabels, semitones: i32) -> StepLabels {
     out
 }
 
-/// The window `start .. start + len` of a song (steps past the end are silent), transposed.
+/// The window `start .. start + spec.len` of a song (steps past the end are silent),
+/// transposed, with the inputs `spec.conditioning` asks for. The piano's previous step at the
+/// window's first step is the song's step before it (teacher forcing sees what the pianist
+/// really played there).
 pub fn example(
     rolls: &MultiRoll,
     labels: &StepLabels,
-    levels: &[StructureLevel],
+    spec: &WindowSpec,
     start: usize,
-    len: usize,
     transpose: i32,
 ) -> Example {
-    let mut inputs = vec![0f32; len * 4 * PITCHES];
+    let len = spec.len;
+    let conditioning = spec.conditioning;
+    let width = ACCOMPANIMENT_INPUTS + conditioning.map_or(0, Conditioning::extra_inputs);
+    let mut inputs = vec![0f32; len * width];
     let mut targets = vec![0f32; len * 2 * PITCHES];
+    let window = transpose_labels(&labels.slice(start..start + len), transpose);
     for t in 0..len {
         let s = start + t;
         if s >= rolls.num_steps() {
             break;
         }
-        let row = &mut inputs[t * 4 * PITCHES..(t + 1) * 4 * PITCHES];
+        let row = &mut inputs[t * width..(t + 1) * width];
         planes(&rolls.melody, s, transpose, &mut row[..2 * PITCHES]);
-        planes(&rolls.bridge, s, transpose, &mut row[2 * PITCHES..]);
+        planes(
+            &rolls.bridge,
+            s,
+            transpose,
+            &mut row[2 * PITCHES..4 * PITCHES],
+        );
+        let mut at = ACCOMPANIMENT_INPUTS;
+        if let Some(c) = conditioning {
+            if c.labels {
+                window.write_features(t, &mut row[at..at + LABEL_FEATURES]);
+                at += LABEL_FEATURES;
+            }
+            if c.piano && s > 0 {
+                planes(
+                    &rolls.piano,
+                    s - 1,
+                    transpose,
+                    &mut row[at..at + 2 * PITCHES],
+                );
+            }
+        }
         planes(
             &rolls.piano,
             s,
@@ -71,9 +100,8 @@ pub fn example(
             &mut targets[t * 2 * PITCHES..(t + 1) * 2 * PITCHES],
         );
     }
-    let window = transpose_labels(&labels.slice(start..start + len), transpose);
-    let dims: usize = levels.iter().map(|l| l.dims()).sum();
-    let mut coordinates = window.coordinates(levels);
+    let dims: usize = spec.levels.iter().map(|l| l.dims()).sum();
+    let mut coordinates = window.coordinates(&spec.levels);
     coordinates.resize(len * dims, 0.0);
     Example {
         len,
@@ -90,16 +118,15 @@ pub fn crop_starts(range: std::ops::Range<usize>, len: usize, bar_steps: usize) 
     (range.start..=last).step_by(bar_steps.max(1)).collect()
 }
 
-/// A random crop and transposition in `-max_shift ..= max_shift`.
+/// A random crop and transposition in `-spec.max_shift ..= spec.max_shift`.
 pub fn random_example(
     rolls: &MultiRoll,
     labels: &StepLabels,
-    levels: &[StructureLevel],
+    spec: &WindowSpec,
     starts: &[usize],
-    len: usize,
-    max_shift: i32,
     rng: &mut StdRng,
 ) -> Example {
+    let max_shift = spec.max_shift;
     let start = starts[rng
         .random_range(0..starts.len().max(1))
         .min(starts.len().saturating_sub(1))];
@@ -108,7 +135,7 @@ pub fn random_example(
     } else {
         0
     };
-    example(rolls, labels, levels, start, len, shift)
+    example(rolls, labels, spec, start, shift)
 }
 
 #[cfg(test)]
@@ -116,6 +143,7 @@ mod tests {
     use super::*;
     use crate::music::chords::{Chord, Quality};
     use crate::music::grid::Grid;
+    use crate::music::labels::StructureLevel;
     use crate::music::midi::tests::note;
     use crate::music::roll::Role;
 
@@ -133,8 +161,13 @@ mod tests {
             quality: Quality::Maj,
         };
         let labels = StepLabels::new(&grid, &rolls.melody, &[Some(c); 4], &[]);
-        let levels = [StructureLevel::Melody];
-        let e = example(&rolls, &labels, &levels, 0, 20, 2);
+        let mut spec = WindowSpec {
+            len: 20,
+            max_shift: 0,
+            levels: vec![StructureLevel::Melody],
+            conditioning: None,
+        };
+        let e = example(&rolls, &labels, &spec, 0, 2);
         assert_eq!(e.inputs.len(), 20 * 512);
         assert_eq!(e.inputs[74], 1.0, "melody onset at C5 + 2");
         assert_eq!(e.inputs[128 + 74], 1.0, "melody sustain");
@@ -152,6 +185,27 @@ mod tests {
         assert_eq!(e.coordinates.len(), 20);
         assert_eq!(&e.coordinates[..5], &[74.0, 74.0, 74.0, 74.0, 0.0]);
         assert_eq!(e.coordinates[19], 0.0, "past the song: silent, zero labels");
+        // With the lanes and the previous piano step: the piano's onset at step 4 is the
+        // previous step's input at step 5, and C major's chroma moves up two semitones.
+        spec.conditioning = Some(Conditioning::AUTOREGRESSIVE);
+        let e = example(&rolls, &labels, &spec, 0, 2);
+        let width = 512 + LABEL_FEATURES + 256;
+        assert_eq!(e.inputs.len(), 20 * width);
+        let row = |t: usize| &e.inputs[t * width..(t + 1) * width];
+        assert_eq!(row(5)[512 + LABEL_FEATURES + 50], 1.0);
+        assert_eq!(row(4)[512 + LABEL_FEATURES + 50], 0.0);
+        assert_eq!(
+            row(6)[512 + LABEL_FEATURES + 128 + 50],
+            1.0,
+            "sustained at step 5"
+        );
+        let chroma: Vec<usize> = (0..12).filter(|&i| row(0)[512 + i] == 1.0).collect();
+        assert_eq!(chroma, vec![2, 6, 9], "D major");
+        assert_eq!(e.targets[4 * 256 + 50], 1.0);
+        // A window that starts mid-song sees the step before it.
+        spec.len = 4;
+        let mid = example(&rolls, &labels, &spec, 5, 0);
+        assert_eq!(mid.inputs[512 + LABEL_FEATURES + 48], 1.0);
         let t = transpose_labels(&labels, -1);
         assert_eq!(t.chord[0].unwrap().root, 11);
         assert_eq!(crop_starts(0..40, 16, 16), vec![0, 16]);

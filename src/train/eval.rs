@@ -144,7 +144,7 @@ pub fn excerpts(corpus: &Corpus, spec: &WindowSpec, per_piece: usize) -> Vec<(St
             }
             out.push((
                 format!("{}@{}", p.name, start),
-                example(&p.rolls, &p.labels, &spec.levels, start, len, 0),
+                example(&p.rolls, &p.labels, spec, start, 0),
             ));
             next = start + len;
             taken += 1;

@@ -5,6 +5,7 @@
 pub mod corpus;
 pub mod data;
 pub mod eval;
+pub mod panel;
 pub mod session;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod sources;

@@ -169,9 +169,8 @@ impl Session {
         model.config.validate_for(VOCAB_SIZE)?;
         let continuation = model.config.task == Task::Continuation;
         let spec = WindowSpec {
-            len: options.window,
             max_shift: options.max_shift,
-            levels: model.config.pe.structure_levels().to_vec(),
+            ..WindowSpec::for_model(&model.config, options.window)
         };
         train.check(continuation, &spec)?;
         let valid = if valid.pieces.is_empty() {

@@ -223,6 +223,7 @@ impl Session {
         let out = studio::accompany_piece(
             &loaded.model,
             loaded.entry.binarize,
+            loaded.entry.temperature,
             &piece,
             &options,
             &self.backend.device,
@@ -272,6 +273,7 @@ impl Session {
                 studio::accompany_piece(
                     &loaded.model,
                     loaded.entry.binarize,
+                    loaded.entry.temperature,
                     &piece,
                     &options,
                     device,
@@ -439,6 +441,7 @@ impl Session {
                 "held_out_loss": last(&valid_losses),
             }),
             binarize: tuner.base.binarize,
+            temperature: tuner.base.temperature,
         };
         let text = serde_json::to_string(&entry).map_err(to_js)?;
         self.models

@@ -43,6 +43,14 @@ pub struct Args {
     /// Continuation: windows at most.
     #[arg(long, default_value_t = 64)]
     pub windows: usize,
+    /// Step-by-step accompaniment: the sampling temperatures tried on 16-bar validation
+    /// excerpts (the one with the best chroma similarity is kept).
+    #[arg(long, value_delimiter = ',', default_value = "0.8,0.9,1.0")]
+    pub temperatures: Vec<f32>,
+    /// Step-by-step accompaniment: threads that sample songs side by side (default: every
+    /// core).
+    #[arg(long)]
+    pub threads: Option<usize>,
     /// Songs per split at most (quick runs).
     #[arg(long)]
     pub limit: Option<usize>,
@@ -94,14 +102,12 @@ pub fn run(args: Args) -> Result<(), String> {
         args.limit,
     )?;
     eprintln!("data: {}", data.description);
-    let levels = model.config.pe.structure_levels().to_vec();
     let result = match task {
+        Task::Accompaniment if model.config.is_autoregressive() => {
+            crate::panel::run(model, &data, &args, &device)?
+        }
         Task::Accompaniment => {
-            let spec16 = WindowSpec {
-                len: 16 * 4 * STEPS_PER_BEAT,
-                max_shift: 0,
-                levels: levels.clone(),
-            };
+            let spec16 = WindowSpec::for_model(&model.config, 16 * 4 * STEPS_PER_BEAT);
             let valid = excerpts(&data.valid, &spec16, args.per_song);
             if valid.is_empty() {
                 return Err(
@@ -121,11 +127,7 @@ pub fn run(args: Args) -> Result<(), String> {
             );
             let mut lengths = serde_json::Map::new();
             for &bars in &args.bars {
-                let spec = WindowSpec {
-                    len: bars * 4 * STEPS_PER_BEAT,
-                    max_shift: 0,
-                    levels: levels.clone(),
-                };
+                let spec = WindowSpec::for_model(&model.config, bars * 4 * STEPS_PER_BEAT);
                 let test = excerpts(&data.test, &spec, args.per_song);
                 if test.is_empty() {
                     eprintln!("no test song has {bars} annotated bars; skipped");
@@ -160,11 +162,7 @@ pub fn run(args: Args) -> Result<(), String> {
         Task::Continuation => {
             let trained = state.as_ref().map_or(512, |s| s.options.window);
             let length = args.length.unwrap_or(4 * trained);
-            let spec = WindowSpec {
-                len: length,
-                max_shift: 0,
-                levels,
-            };
+            let spec = WindowSpec::for_model(&model.config, length);
             let batches = data.valid.fixed_windows(true, &spec, 8, args.windows, 8);
             if batches.is_empty() {
                 return Err(format!(
@@ -282,11 +280,40 @@ pub fn report(runs: &[PathBuf], svg: Option<&Path>) -> Result<(), String> {
             }
         }
         lengths.sort_by_key(|k| k.parse::<usize>().unwrap_or(0));
+        if evals.iter().any(|(_, e)| e["panel"].is_object()) {
+            let _ = writeln!(
+                out,
+                "\nWhole test songs, sampled (step-by-step models)\n\n| run | seeds | chord tones ↑ \
+                 (real piano) | substituted chords followed ↑ | outputs changed | density × \
+                 real | re-strikes (real) |\n|---|---|---|---|---|---|---|"
+            );
+            for (name, es) in &groups {
+                let es: Vec<_> = es.iter().filter(|e| e["panel"].is_object()).collect();
+                if es.is_empty() {
+                    continue;
+                }
+                let m = |k: &str| -> Vec<f64> {
+                    es.iter().filter_map(|e| e["panel"][k].as_f64()).collect()
+                };
+                let _ = writeln!(
+                    out,
+                    "| {name} | {} | {} ({}) | {} | {} | {} | {} ({}) |",
+                    es.len(),
+                    pm(m("chord_tones"), 3),
+                    pm(m("real_chord_tones"), 3),
+                    pm(m("followed"), 3),
+                    pm(m("changed_share"), 2),
+                    pm(m("density_ratio"), 2),
+                    pm(m("restrikes"), 3),
+                    pm(m("real_restrikes"), 3),
+                );
+            }
+        }
         for len in &lengths {
             let _ = writeln!(out, "\n{len}-bar test excerpts\n");
             let _ = writeln!(
                 out,
-                "| run | seeds | steps | threshold / gap | CS ↑ | SSMD ↓ | GS ↑ | NDD ↓ | onset F1 ↑ |"
+                "| run | seeds | steps | decoding | CS ↑ | SSMD ↓ | GS ↑ | NDD ↓ | onset F1 ↑ |"
             );
             let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
             for (name, es) in &groups {
@@ -300,13 +327,19 @@ pub fn report(runs: &[PathBuf], svg: Option<&Path>) -> Result<(), String> {
                     .filter_map(|e| e["test"][len]["onset_f1"].as_f64())
                     .collect();
                 let b = &es[0]["binarize"];
+                let decoding = match es[0]["temperature"].as_f64() {
+                    Some(t) => format!("sampled, T {t:.2}"),
+                    None => format!(
+                        "{:.2} / {}",
+                        b["threshold"].as_f64().unwrap_or(f64::NAN),
+                        b["gap"]
+                    ),
+                };
                 let _ = writeln!(
                     out,
-                    "| {name} | {} | {} | {:.2} / {} | {} | {} | {} | {} | {} |",
+                    "| {name} | {} | {} | {decoding} | {} | {} | {} | {} | {} |",
                     es.len(),
                     es[0]["steps"],
-                    b["threshold"].as_f64().unwrap_or(f64::NAN),
-                    b["gap"],
                     pm(metric("cs"), 3),
                     pm(metric("ssmd"), 2),
                     pm(metric("gs"), 3),

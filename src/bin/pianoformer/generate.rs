@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use pianoformer::device::{self, Preference};
 use pianoformer::generate::{
-    Length, Sampling, accompaniment_input, accompany_song, chord_tone_ratio, continue_tokens,
-    cut_prompt, prompt_tokens, song_from_tokens, with_piano,
+    Length, PianoSampling, Sampling, accompaniment_input, accompany_song, chord_tone_ratio,
+    continue_tokens, cut_prompt, prompt_tokens, song_from_tokens, with_piano,
 };
 use pianoformer::model::config::Task;
 use pianoformer::music::chords::Chord;
@@ -41,7 +41,8 @@ pub struct Args {
     /// Detected where not given.
     #[arg(long)]
     pub phrases: Option<String>,
-    /// Accompaniment: note threshold (default: the one chosen on validation data).
+    /// Accompaniment: note threshold (default: the one chosen on validation data; a model
+    /// that writes step by step draws its notes unless a threshold is given).
     #[arg(long)]
     pub threshold: Option<f32>,
     /// Continuation: tokens to add at most.
@@ -56,8 +57,10 @@ pub struct Args {
     /// Continuation: use only the prompt's last this-many tokens.
     #[arg(long)]
     pub prompt_tokens: Option<usize>,
-    #[arg(long, default_value_t = 1.0)]
-    pub temperature: f32,
+    /// Sampling temperature (default: 1 for continuation; for a step-by-step accompaniment
+    /// model, the one chosen on validation data).
+    #[arg(long)]
+    pub temperature: Option<f32>,
     #[arg(long, default_value_t = 0.95)]
     pub top_p: f32,
     #[arg(long, default_value_t = 0)]
@@ -118,12 +121,20 @@ pub fn run(args: Args) -> Result<(), String> {
                 .map_err(|e| format!("{}: {e}", args.prompt.display()))?;
             let mut b = loaded.binarize.unwrap_or_default();
             if let Some(t) = args.threshold {
-                if !(0.0..1.0).contains(&t) {
+                if !(t > 0.0 && t < 1.0) {
                     return Err("--threshold must be between 0 and 1".into());
                 }
                 b.threshold = t;
             }
-            let piano = pollster::block_on(accompany_song(model, &input, b, args.seed, &device))
+            let sampling = PianoSampling {
+                temperature: args.temperature.or(loaded.temperature).unwrap_or(1.0),
+                threshold: args.threshold,
+                seed: args.seed,
+            };
+            sampling
+                .check()
+                .map_err(|e| format!("--temperature/--threshold: {e}"))?;
+            let piano = pollster::block_on(accompany_song(model, &input, b, sampling, &device))
                 .map_err(|e| e.to_string())?;
             let out = with_piano(&song, &input, &piano);
             write(&args.out, &write_midi(&out))?;
@@ -147,7 +158,7 @@ pub fn run(args: Args) -> Result<(), String> {
                 prompt = cut_prompt(&prompt, n).0;
             }
             let sampling = Sampling {
-                temperature: args.temperature,
+                temperature: args.temperature.unwrap_or(1.0),
                 top_p: args.top_p,
                 seed: args.seed,
             };

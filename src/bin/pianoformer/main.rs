@@ -40,6 +40,8 @@ mod inspect;
 #[cfg(not(target_arch = "wasm32"))]
 mod models;
 #[cfg(not(target_arch = "wasm32"))]
+mod panel;
+#[cfg(not(target_arch = "wasm32"))]
 mod ship;
 #[cfg(not(target_arch = "wasm32"))]
 mod train;

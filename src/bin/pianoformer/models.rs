@@ -17,6 +17,8 @@ pub const MANIFEST: &str = "www/models/manifest.json";
 pub struct Loaded {
     pub model: Performer,
     pub binarize: Option<Binarize>,
+    /// Step-by-step accompaniment: the temperature chosen on validation data.
+    pub temperature: Option<f32>,
     /// Where it came from, in words.
     pub source: String,
 }
@@ -26,6 +28,8 @@ pub struct Loaded {
 pub struct EvalFile {
     #[serde(default)]
     pub binarize: Option<Binarize>,
+    #[serde(default)]
+    pub temperature: Option<f32>,
     #[serde(flatten)]
     pub rest: serde_json::Value,
 }
@@ -70,6 +74,7 @@ pub fn load(
     Ok(Loaded {
         model,
         binarize: entry.binarize,
+        temperature: entry.temperature,
         source: format!("{} ({})", entry.name, file.display()),
     })
 }
@@ -93,13 +98,13 @@ fn load_run(dir: &Path, task: Task, device: &Device) -> Result<Loaded, String> {
         .map_err(|e| format!("cannot read {}/model.bpk: {e}", dir.display()))?;
     let model = Performer::from_bytes(&config, &bytes, device)
         .map_err(|e| format!("{}: {e}", dir.display()))?;
-    let binarize = std::fs::read_to_string(dir.join("eval.json"))
+    let eval = std::fs::read_to_string(dir.join("eval.json"))
         .ok()
-        .and_then(|t| serde_json::from_str::<EvalFile>(&t).ok())
-        .and_then(|e| e.binarize);
+        .and_then(|t| serde_json::from_str::<EvalFile>(&t).ok());
     Ok(Loaded {
         model,
-        binarize,
+        binarize: eval.as_ref().and_then(|e| e.binarize),
+        temperature: eval.as_ref().and_then(|e| e.temperature),
         source: dir.display().to_string(),
     })
 }

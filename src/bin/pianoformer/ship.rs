@@ -76,9 +76,11 @@ pub fn run(args: Args) -> Result<(), String> {
         // The per-position curve and the chosen binarisation live elsewhere in the entry.
         obj.remove("positions");
         obj.remove("binarize");
+        obj.remove("temperature");
         obj.remove("model");
     }
     let binarize = serde_json::from_value(eval["binarize"].clone()).ok();
+    let temperature = eval["temperature"].as_f64().map(|t| t as f32);
     let entry = ModelEntry {
         name: args.name.clone(),
         file: file.clone(),
@@ -100,6 +102,7 @@ pub fn run(args: Args) -> Result<(), String> {
         }),
         metrics,
         binarize,
+        temperature,
     };
     if args.default {
         for m in manifest.models.iter_mut().filter(|m| m.task == entry.task) {

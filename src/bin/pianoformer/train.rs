@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pianoformer::device::{self, Preference};
-use pianoformer::model::config::{AttentionKind, PerformerConfig, Task};
+use pianoformer::model::config::{AttentionKind, Conditioning, PerformerConfig, Task};
 use pianoformer::model::pe::{PeConfig, PeKind, StructureLevel};
 use pianoformer::music::tokens::VOCAB_SIZE;
 use pianoformer::train::session::{Checkpoint, RunOptions, RunState, Session};
@@ -43,6 +43,12 @@ pub struct Args {
         default_value = "melody,chord,phrase,position"
     )]
     pub levels: Vec<String>,
+    /// Accompaniment inputs besides the melody and bridge rolls: `autoregressive` (the lanes'
+    /// chord, phrase and bar-position features and the piano's previous step: the product's
+    /// step-by-step accompaniment), `labels` (the lanes only, every step at once) or `none`
+    /// (the rolls only: the F-StrIPE paper's setting).
+    #[arg(long, default_value = "autoregressive")]
+    pub conditioning: String,
     /// softmax: exact attention instead of the Performer's linear attention.
     #[arg(long, default_value = "linear")]
     pub attention: String,
@@ -177,7 +183,22 @@ fn model_config(args: &Args, task: Task) -> Result<PerformerConfig, String> {
             ));
         }
     };
-    let config = config.with_attention(attention);
+    let conditioning = match args.conditioning.as_str() {
+        "autoregressive" | "ar" => Some(Conditioning::AUTOREGRESSIVE),
+        "labels" => Some(Conditioning {
+            labels: true,
+            piano: false,
+        }),
+        "none" => None,
+        other => {
+            return Err(format!(
+                "unknown conditioning `{other}`: use autoregressive, labels or none"
+            ));
+        }
+    };
+    let config = config
+        .with_attention(attention)
+        .with_inputs(conditioning.filter(|_| task == Task::Accompaniment));
     config.validate()?;
     Ok(config)
 }

@@ -43,8 +43,13 @@ impl Fstripe {
         device: &Device,
     ) -> Self {
         let n = heads * dim * sines;
+        // Label differences are of a few units (semitones, sixteenths, scaled chord
+        // centroids, phrase codes), not of hundreds of steps as sineSPE's positions: raw
+        // frequencies around −1.5 (f ≈ 0.04–0.19 cycles per unit at ±1σ) make 2π f·Δ span
+        // about π over the typical differences from the start. sineSPE's −4 (f ≈ 0.009)
+        // left the kernel nearly flat, and Adam barely moves it in a few thousand steps.
         let freqs: Vec<f32> = (0..n * coordinates)
-            .map(|_| normal(rng) as f32 - 4.0)
+            .map(|_| normal(rng) as f32 - 1.5)
             .collect();
         let theta_q: Vec<f32> = (0..n).map(|_| normal(rng) as f32).collect();
         let gains = init_gains(heads * dim, sines, rng);

@@ -2,7 +2,9 @@
 //! asynchronously, nothing native-only).
 //!
 //! Accompaniment: a song's melody (and bridge) with its chord and phrase labels, given or
-//! detected, in one parallel pass of any length; the probabilities become a piano part.
+//! detected. Models that read the piano they wrote go a step at a time (`piano.rs`); the
+//! paper's setting computes every step in one parallel pass of any length and thresholds the
+//! probabilities into a piano part.
 //! Continuation: the prompt's REMI tokens prefill the model, then tokens are sampled one at a
 //! time through the recurrent form (constant cost per token, any length), masked by the REMI
 //! grammar so what comes out always decodes.
@@ -21,10 +23,13 @@ use crate::music::midi::{Note, Song, Track};
 use crate::music::phrases::Segment;
 use crate::music::roll::{MultiRoll, PITCHES, PianoRoll, Role};
 use crate::music::tokens::{self, Grammar, STEPS_PER_BEAT, Token};
-use crate::train::corpus::song_tokens;
+use crate::train::corpus::{WindowSpec, song_tokens};
 use crate::train::data::{Example, example};
 use crate::train::eval::{Binarize, binarize};
+
+pub mod piano;
 use crate::train::step::{TrainError, read_vec, stack};
+pub use piano::{PianoSampling, accompany_steps, splice};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum GenerateError {
@@ -171,31 +176,34 @@ pub fn spread(cell: &[Option<Chord>], beats: usize) -> Vec<Option<Chord>> {
         .collect()
 }
 
-/// The piano part for `input`, the whole song in one pass.
+/// The piano part for `input`: step by step with `sampling` for a model that reads the piano
+/// it wrote, else the whole song in one pass thresholded by `b` (noise seeded by
+/// `sampling.seed` either way).
 pub async fn accompany_song(
     model: &Performer,
     input: &AccompanimentInput,
     b: Binarize,
-    seed: u64,
+    sampling: PianoSampling,
     device: &Device,
 ) -> Result<PianoRoll, GenerateError> {
     let len = input.grid.num_steps();
     let e = input_example(model, input);
+    if model.config.is_autoregressive() {
+        let done = |_: piano::PianoProgress<'_>| async { true };
+        return accompany_steps(model, &e, None, 0..len, sampling, len, None, device, done).await;
+    }
     let (onset, sustain) =
-        accompany_probs(model, &e, seed, len, None, device, |_| async { true }).await?;
+        accompany_probs(model, &e, sampling.seed, len, None, device, |_| async {
+            true
+        })
+        .await?;
     Ok(binarize(&onset, &sustain, len, b))
 }
 
 /// The model's input for the whole of `input`.
 pub fn input_example(model: &Performer, input: &AccompanimentInput) -> Example {
-    example(
-        &input.rolls,
-        &input.labels,
-        model.config.pe.structure_levels(),
-        0,
-        input.grid.num_steps(),
-        0,
-    )
+    let spec = WindowSpec::for_model(&model.config, input.grid.num_steps());
+    example(&input.rolls, &input.labels, &spec, 0, 0)
 }
 
 /// Which attention to watch while generating: one layer and head.
@@ -340,29 +348,7 @@ pub fn with_piano(song: &Song, input: &AccompanimentInput, piano: &PianoRoll) ->
     out
 }
 
-/// Of the piano's onsets on beats that have a chord, the share whose pitch class is a chord
-/// tone (`None` when there are none): how well an accompaniment follows the chords.
-pub fn chord_tone_ratio(
-    piano: &PianoRoll,
-    chords: &[Option<Chord>],
-    steps_per_beat: usize,
-) -> Option<f64> {
-    let (mut tones, mut all) = (0usize, 0usize);
-    for s in 0..piano.num_steps {
-        let Some(Some(chord)) = chords.get(s / steps_per_beat.max(1)) else {
-            continue;
-        };
-        for p in 0..PITCHES {
-            if piano.onset(s, p) {
-                all += 1;
-                if chord.pitch_classes().any(|pc| pc as usize == p % 12) {
-                    tones += 1;
-                }
-            }
-        }
-    }
-    (all > 0).then(|| tones as f64 / all as f64)
-}
+pub use crate::music::playing::chord_tone_ratio;
 
 /// How tokens are drawn.
 #[derive(Clone, Copy, Debug, PartialEq)]

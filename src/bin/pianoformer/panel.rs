@@ -1,0 +1,205 @@
+//! `eval` for a step-by-step accompaniment model: the temperature chosen on validation
+//! excerpts by chroma similarity, then, on the test songs, the panel of
+//! `pianoformer::train::panel` on whole songs and F-StrIPE's scores on excerpts, every
+//! accompaniment sampled as the page samples it. Songs are sampled side by side on threads.
+
+use std::time::Instant;
+
+use burn::tensor::Device;
+use pianoformer::generate::PianoSampling;
+use pianoformer::generate::piano::PianoProgress;
+use pianoformer::model::performer::Performer;
+use pianoformer::music::metrics::{AccompanimentScores, accompaniment_scores, mean_std};
+use pianoformer::music::tokens::STEPS_PER_BEAT;
+use pianoformer::train::corpus::WindowSpec;
+use pianoformer::train::data::Example;
+use pianoformer::train::eval::{excerpts, onset_f1, target_roll};
+use pianoformer::train::panel::{Panel, SongResult, song_result};
+use pianoformer::train::sources::Loaded as Data;
+
+use crate::eval::Args;
+
+/// `f` over `items` on `threads` threads, each with its own copy of the model; results in the
+/// items' order.
+fn par_map<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    model: &Performer,
+    f: impl Fn(&Performer, &T) -> Result<R, String> + Sync,
+) -> Result<Vec<R>, String> {
+    let threads = threads.clamp(1, items.len().max(1));
+    let chunks: Vec<Vec<(usize, &T)>> = (0..threads)
+        .map(|k| items.iter().enumerate().skip(k).step_by(threads).collect())
+        .collect();
+    let mut out: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = chunks
+            .iter()
+            .map(|chunk| {
+                let model = model.clone();
+                let f = &f;
+                scope.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|(i, item)| f(&model, item).map(|r| (*i, r)))
+                        .collect::<Result<Vec<_>, String>>()
+                })
+            })
+            .collect();
+        for h in handles {
+            for (i, r) in h
+                .join()
+                .map_err(|_| "a sampling thread panicked".to_string())??
+            {
+                out[i] = Some(r);
+            }
+        }
+        Ok::<(), String>(())
+    })?;
+    Ok(out
+        .into_iter()
+        .map(|r| r.expect("every item done"))
+        .collect())
+}
+
+fn sample_excerpt(
+    model: &Performer,
+    e: &Example,
+    sampling: PianoSampling,
+    device: &Device,
+) -> Result<(AccompanimentScores, f64), String> {
+    let done = |_: PianoProgress<'_>| async { true };
+    let roll = pollster::block_on(pianoformer::generate::accompany_steps(
+        model,
+        e,
+        None,
+        0..e.len,
+        sampling,
+        e.len,
+        None,
+        device,
+        done,
+    ))
+    .map_err(|e| e.to_string())?;
+    let target = target_roll(e);
+    Ok((
+        accompaniment_scores(&roll, &target, STEPS_PER_BEAT),
+        onset_f1(&roll, &target),
+    ))
+}
+
+fn summary(scored: &[(AccompanimentScores, f64)]) -> serde_json::Value {
+    let stat = |f: &dyn Fn(&(AccompanimentScores, f64)) -> f64| {
+        let v: Vec<f64> = scored.iter().map(f).collect();
+        let (m, s) = mean_std(&v);
+        serde_json::json!({"mean": m, "std": s})
+    };
+    serde_json::json!({
+        "excerpts": scored.len(),
+        "cs": stat(&|s| s.0.cs),
+        "ssmd": stat(&|s| s.0.ssmd),
+        "gs": stat(&|s| s.0.gs),
+        "ndd": stat(&|s| s.0.ndd),
+        "onset_f1": stat(&|s| s.1)["mean"],
+    })
+}
+
+pub fn run(
+    model: &Performer,
+    data: &Data,
+    args: &Args,
+    device: &Device,
+) -> Result<serde_json::Value, String> {
+    let threads = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if args.temperatures.is_empty() || args.temperatures.iter().any(|&t| !(t > 0.0 && t <= 10.0)) {
+        return Err("--temperatures must be numbers above 0 and at most 10".into());
+    }
+    let started = Instant::now();
+    let seed = args.seed;
+    let spec16 = WindowSpec::for_model(&model.config, 16 * 4 * STEPS_PER_BEAT);
+    let valid = excerpts(&data.valid, &spec16, 1);
+    if valid.is_empty() {
+        return Err("no validation song has 16 annotated bars with an accompaniment".into());
+    }
+    let mut best: Option<(f32, f64)> = None;
+    let mut tried = Vec::new();
+    for &temperature in &args.temperatures {
+        let sampling = PianoSampling {
+            temperature,
+            threshold: None,
+            seed,
+        };
+        let scored = par_map(&valid, threads, model, |m, (_, e)| {
+            sample_excerpt(m, e, sampling, device)
+        })?;
+        let s = summary(&scored);
+        let cs = s["cs"]["mean"].as_f64().unwrap_or(0.0);
+        eprintln!(
+            "validation, temperature {temperature}: CS {cs:.2} on {} excerpts ({:.0} s)",
+            scored.len(),
+            started.elapsed().as_secs_f64()
+        );
+        tried.push(serde_json::json!({"temperature": temperature, "valid": s}));
+        if best.is_none_or(|(_, b)| cs > b) {
+            best = Some((temperature, cs));
+        }
+    }
+    let (temperature, _) = best.expect("at least one temperature");
+    let sampling = PianoSampling {
+        temperature,
+        threshold: None,
+        seed,
+    };
+    eprintln!("temperature {temperature} kept");
+    let songs: Vec<_> = data
+        .test
+        .pieces
+        .iter()
+        .filter(|p| p.has_accompaniment() && p.range.len() >= 16)
+        .collect();
+    let results: Vec<SongResult> = par_map(&songs, threads, model, |m, p| {
+        pollster::block_on(song_result(m, p, sampling, device)).map_err(|e| e.to_string())
+    })?;
+    let panel = Panel::of(&results);
+    eprintln!(
+        "test songs ({}): chord tones {:.3} (real piano {:.3}); substituted chords followed \
+         {:.3}, outputs changed in {:.0} %; density {:.2}x the real pianist's; re-strikes {:.3} \
+         (real {:.3}, {:.2}x) ({:.0} s)",
+        panel.songs,
+        panel.chord_tones,
+        panel.real_chord_tones,
+        panel.followed,
+        100.0 * panel.changed_share,
+        panel.density_ratio,
+        panel.restrikes,
+        panel.real_restrikes,
+        panel.restrike_ratio,
+        started.elapsed().as_secs_f64()
+    );
+    let mut lengths = serde_json::Map::new();
+    for &bars in &args.bars {
+        let spec = WindowSpec::for_model(&model.config, bars * 4 * STEPS_PER_BEAT);
+        let test = excerpts(&data.test, &spec, args.per_song);
+        if test.is_empty() {
+            eprintln!("no test song has {bars} annotated bars; skipped");
+            continue;
+        }
+        let scored = par_map(&test, threads, model, |m, (_, e)| {
+            sample_excerpt(m, e, sampling, device)
+        })?;
+        let entry = summary(&scored);
+        eprintln!("test, {bars} bars: {entry}");
+        lengths.insert(format!("{bars}"), entry);
+    }
+    Ok(serde_json::json!({
+        "task": "accompaniment",
+        "decoding": "step by step, sampled",
+        "temperature": temperature,
+        "temperatures_tried": tried,
+        "panel": panel,
+        "songs": results,
+        "test": lengths,
+    }))
+}

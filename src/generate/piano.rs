@@ -1,0 +1,472 @@
+//! Accompaniment one step at a time: the piano part is written a sixteenth at a time through
+//! the recurrent form of the Performer (constant cost per step), each step reading the melody,
+//! the lanes and the piano step just written, so the model knows what it played: it holds a
+//! chord instead of striking it again, and follows the chords it is given.
+//!
+//! Each step's 128 onset and 128 sustain probabilities become notes by drawing, per pitch, an
+//! onset, and for a pitch that was sounding and is not struck again, whether it is held: the
+//! model's sustain probability counts both, so the hold probability is
+//! `P(sustain ∧ ¬onset) / P(¬onset) = (p_sus − p_on) / (1 − p_on)`. A sustain for a pitch that
+//! was not sounding is nothing (a note starts with an onset).
+
+use std::ops::Range;
+
+use burn::tensor::activation::sigmoid;
+use burn::tensor::{Device, Tensor, TensorData};
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+use super::{AttentionRows, GenerateError, Watch, read_f32, watched_rows};
+use crate::model::config::{ACCOMPANIMENT_INPUTS, LABEL_FEATURES, Task};
+use crate::model::performer::{Inputs, Performer};
+use crate::music::roll::{PITCHES, PianoRoll};
+use crate::train::data::Example;
+
+/// How the piano's next step is drawn from the model's probabilities.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PianoSampling {
+    /// Divides the logits: below 1 plays the likeliest notes more surely, above 1 more freely.
+    pub temperature: f32,
+    /// Instead of drawing: a note starts where its onset probability is above this, and is
+    /// held while its hold probability is above one half (the same every time).
+    pub threshold: Option<f32>,
+    pub seed: u64,
+}
+
+impl Default for PianoSampling {
+    fn default() -> Self {
+        Self {
+            temperature: 1.0,
+            threshold: None,
+            seed: 0,
+        }
+    }
+}
+
+impl PianoSampling {
+    /// Checks the settings, in words.
+    pub fn check(&self) -> Result<(), GenerateError> {
+        if !(self.temperature > 0.0 && self.temperature <= 10.0) {
+            return Err(GenerateError::Read(
+                "the temperature must be above 0 and at most 10".into(),
+            ));
+        }
+        if self.threshold.is_some_and(|t| !(t > 0.0 && t < 1.0)) {
+            return Err(GenerateError::Read(
+                "the note threshold must be between 0 and 1".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn sigmoid_t(logit: f32, temperature: f32) -> f32 {
+    1.0 / (1.0 + (-logit / temperature).exp())
+}
+
+/// Step `step` of `roll` drawn from its onset and sustain logits (128 each), given which
+/// pitches sound at the step before (`roll`'s step `step − 1`).
+pub fn draw_step(
+    roll: &mut PianoRoll,
+    step: usize,
+    onset_logits: &[f32],
+    sustain_logits: &[f32],
+    s: &PianoSampling,
+    rng: &mut StdRng,
+) {
+    let t = s.temperature.max(1e-4);
+    for p in 0..PITCHES {
+        let p_on = sigmoid_t(onset_logits[p], t);
+        let strike = match s.threshold {
+            Some(th) => p_on > th,
+            None => rng.random::<f32>() < p_on,
+        };
+        if strike {
+            roll.set(step, p, true, true, 0);
+            continue;
+        }
+        if step == 0 || !roll.sustain(step - 1, p) {
+            continue;
+        }
+        let p_sus = sigmoid_t(sustain_logits[p], t);
+        let hold = ((p_sus - p_on) / (1.0 - p_on).max(1e-6)).clamp(0.0, 1.0);
+        let held = match s.threshold {
+            Some(_) => hold > 0.5,
+            None => rng.random::<f32>() < hold,
+        };
+        if held {
+            roll.set(step, p, false, true, 0);
+        }
+    }
+}
+
+/// How far a step-by-step accompaniment has come: the piano written up to step `done`.
+pub struct PianoProgress<'a> {
+    pub done: usize,
+    pub total: usize,
+    pub roll: &'a PianoRoll,
+    /// The last step's onset and sustain logits (128 each).
+    pub logits: &'a [f32],
+    pub attention: Option<AttentionRows>,
+}
+
+/// Where the previous piano step goes in a row of the model's input.
+fn piano_offset(model: &Performer) -> Result<usize, GenerateError> {
+    let c = &model.config;
+    match c.conditioning {
+        Some(cond) if c.task == Task::Accompaniment && cond.piano => {
+            Ok(ACCOMPANIMENT_INPUTS + cond.labels as usize * LABEL_FEATURES)
+        }
+        _ => Err(GenerateError::Read(
+            "this model writes the whole accompaniment at once, not step by step".into(),
+        )),
+    }
+}
+
+/// Writes the piano part of example `e` (its inputs: melody, bridge and lanes; the piano
+/// planes in it are ignored) a step at a time over `region`; the steps before the region
+/// keep `given`'s piano (teacher-forced in one parallel pass, so the region continues from
+/// it), and so do the steps after it. `report_every` steps, `on_progress` sees the piano so
+/// far and the watched head's attention row, and returns whether to go on.
+#[allow(clippy::too_many_arguments)]
+pub async fn accompany_steps<F, Fut>(
+    model: &Performer,
+    e: &Example,
+    given: Option<&PianoRoll>,
+    region: Range<usize>,
+    sampling: PianoSampling,
+    report_every: usize,
+    watch: Option<Watch>,
+    device: &Device,
+    mut on_progress: F,
+) -> Result<PianoRoll, GenerateError>
+where
+    F: FnMut(PianoProgress<'_>) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    sampling.check()?;
+    let offset = piano_offset(model)?;
+    if let Some(w) = watch {
+        w.check(model)?;
+    }
+    let len = e.len;
+    let width = e.inputs.len() / len.max(1);
+    if width != model.config.input_dim {
+        return Err(GenerateError::Read(format!(
+            "the example has {width} inputs per step, the model reads {}",
+            model.config.input_dim
+        )));
+    }
+    let region = region.start.min(len)..region.end.min(len);
+    let mut roll = given.cloned().unwrap_or_else(|| PianoRoll::new(len));
+    if roll.num_steps != len {
+        return Err(GenerateError::Read(format!(
+            "the piano part has {} steps and the melody {len}",
+            roll.num_steps
+        )));
+    }
+    for t in region.clone() {
+        for p in 0..PITCHES {
+            roll.set(t, p, false, false, 0);
+        }
+    }
+    let coords_width = e.coordinates.len() / len.max(1);
+    let structural = model.config.pe.is_structural();
+    // Inputs of steps `range`, with the previous piano step taken from `roll`.
+    let rows = |range: Range<usize>, roll: &PianoRoll| -> (Tensor<3>, Option<Tensor<3>>) {
+        let n = range.len();
+        let mut x = e.inputs[range.start * width..range.end * width].to_vec();
+        for (i, t) in range.clone().enumerate() {
+            let row = &mut x[i * width + offset..i * width + offset + 2 * PITCHES];
+            row.fill(0.0);
+            if t > 0 {
+                for p in 0..PITCHES {
+                    row[p] = roll.onset(t - 1, p) as u8 as f32;
+                    row[PITCHES + p] = roll.sustain(t - 1, p) as u8 as f32;
+                }
+            }
+        }
+        let inputs = Tensor::<3>::from_data(TensorData::new(x, vec![1, n, width]), device);
+        let coords = (structural && coords_width > 0).then(|| {
+            let c = e.coordinates[range.start * coords_width..range.end * coords_width].to_vec();
+            Tensor::<3>::from_data(TensorData::new(c, vec![1, n, coords_width]), device)
+        });
+        (inputs, coords)
+    };
+    let mut state = model.start(sampling.seed, watch.is_some(), device);
+    state.capture_layer = watch.map(|w| w.layer);
+    let mut rng = StdRng::seed_from_u64(sampling.seed ^ 0x9_1A40);
+    // What comes before the region is known: one parallel pass fills the attention state.
+    if region.start > 0 {
+        let (inputs, coords) = rows(0..region.start, &roll);
+        model.forward(Inputs::Rolls(inputs), coords, &mut state, None)?;
+    }
+    let report_every = report_every.max(1);
+    let total = region.len();
+    for t in region.clone() {
+        let (inputs, coords) = rows(t..t + 1, &roll);
+        let logits = model.forward(Inputs::Rolls(inputs), coords, &mut state, None)?;
+        let values = read_f32(logits).await?;
+        let (on, sus) = values.split_at(PITCHES);
+        draw_step(&mut roll, t, on, sus, &sampling, &mut rng);
+        let done = t + 1 - region.start;
+        if done % report_every == 0 || done == total {
+            let attention = watched_rows(&state, watch, t).await?;
+            let go_on = on_progress(PianoProgress {
+                done,
+                total,
+                roll: &roll,
+                logits: &values,
+                attention,
+            })
+            .await;
+            if !go_on {
+                return Err(GenerateError::Cancelled);
+            }
+        }
+    }
+    join_after(&mut roll, region);
+    Ok(roll)
+}
+
+/// The kept piano after a rewritten `region`: a note of it that was sounding into the region
+/// now starts where the region ends (struck again there), unless the region holds that pitch
+/// into it, in which case the two join.
+fn join_after(roll: &mut PianoRoll, region: Range<usize>) {
+    if region.end < roll.num_steps && !region.is_empty() {
+        let (t, before) = (region.end, region.end - 1);
+        for p in 0..PITCHES {
+            if roll.sustain(t, p) && !roll.onset(t, p) && !roll.sustain(before, p) {
+                roll.set(t, p, true, true, 0);
+            }
+        }
+    }
+}
+
+/// `given` with the steps of `region` taken from `new` (both as long): what a model that
+/// writes every step at once gives for "regenerate these bars". A note of `given` sounding
+/// into the region is cut where it starts; one sounding out of it is struck again after it.
+pub fn splice(given: &PianoRoll, new: &PianoRoll, region: Range<usize>) -> PianoRoll {
+    let mut roll = given.clone();
+    let region = region.start.min(roll.num_steps)..region.end.min(roll.num_steps);
+    for t in region.clone() {
+        for p in 0..PITCHES {
+            let (on, sus) = (new.onset(t, p), new.sustain(t, p));
+            // A note of `new` held into the region from before it starts again at its start.
+            let on = on || (sus && t == region.start);
+            roll.set(t, p, on, sus, 0);
+        }
+    }
+    join_after(&mut roll, region);
+    roll
+}
+
+/// Onset and sustain probabilities `[len, 128]` of `e` with its piano planes as given
+/// (teacher forcing), the whole window in one parallel pass: what training sees, and what
+/// the step-by-step generator must agree with.
+pub async fn teacher_forced_probs(
+    model: &Performer,
+    e: &Example,
+    seed: u64,
+    device: &Device,
+) -> Result<Vec<f32>, GenerateError> {
+    let width = e.inputs.len() / e.len.max(1);
+    let inputs = Tensor::<3>::from_data(
+        TensorData::new(e.inputs.clone(), vec![1, e.len, width]),
+        device,
+    );
+    let coords_width = e.coordinates.len() / e.len.max(1);
+    let coords = (model.config.pe.is_structural() && coords_width > 0).then(|| {
+        Tensor::<3>::from_data(
+            TensorData::new(e.coordinates.clone(), vec![1, e.len, coords_width]),
+            device,
+        )
+    });
+    let mut state = model.start(seed, false, device);
+    let logits = model.forward(Inputs::Rolls(inputs), coords, &mut state, None)?;
+    read_f32(sigmoid(logits)).await
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use pollster::block_on;
+
+    use super::*;
+    use crate::generate::{accompaniment_input, input_example};
+    use crate::model::config::{Conditioning, PerformerConfig};
+    use crate::model::pe::{PeConfig, PeKind, StructureLevel};
+    use crate::music::chords::Chord;
+    use crate::music::fixtures::song;
+
+    fn model(pe: PeConfig) -> Performer {
+        let config = PerformerConfig::tiny(Task::Accompaniment, 0, pe)
+            .with_inputs(Some(Conditioning::AUTOREGRESSIVE));
+        Performer::new(&config, 3, &Device::flex()).unwrap()
+    }
+
+    fn sigmoid1(x: f32) -> f32 {
+        1.0 / (1.0 + (-x).exp())
+    }
+
+    #[test]
+    fn a_step_strikes_holds_and_releases_by_its_probabilities() {
+        let mut roll = PianoRoll::new(2);
+        roll.set(0, 60, true, true, 0);
+        roll.set(0, 62, true, true, 0);
+        let mut on = vec![-20.0f32; PITCHES];
+        let mut sus = vec![-20.0f32; PITCHES];
+        on[64] = 2.0; // struck
+        sus[60] = 3.0; // held: p_sus 0.95, p_on ≈ 0
+        sus[62] = -3.0; // released
+        sus[65] = 3.0; // not sounding before: a sustain alone starts nothing
+        let threshold = PianoSampling {
+            threshold: Some(0.5),
+            ..Default::default()
+        };
+        let mut rng = StdRng::seed_from_u64(0);
+        draw_step(&mut roll, 1, &on, &sus, &threshold, &mut rng);
+        assert!(roll.onset(1, 64));
+        assert!(roll.sustain(1, 60) && !roll.onset(1, 60));
+        assert!(!roll.sustain(1, 62) && !roll.sustain(1, 65));
+        // Drawn: a hold probability of (p_sus − p_on) / (1 − p_on) = 0.5 holds about half the
+        // time; an onset probability of 0.2 strikes about a fifth of the time.
+        let (mut held, mut struck) = (0, 0);
+        for k in 0..4000 {
+            let mut r = PianoRoll::new(2);
+            r.set(0, 60, true, true, 0);
+            let mut on = vec![-30.0f32; PITCHES];
+            let mut sus = vec![-30.0f32; PITCHES];
+            on[60] = (0.2f32 / 0.8).ln();
+            sus[60] = (0.6f32 / 0.4).ln(); // (0.6 − 0.2) / 0.8 = 0.5
+            let s = PianoSampling {
+                seed: k,
+                ..Default::default()
+            };
+            draw_step(&mut r, 1, &on, &sus, &s, &mut rng);
+            struck += r.onset(1, 60) as usize;
+            held += (r.sustain(1, 60) && !r.onset(1, 60)) as usize;
+        }
+        assert!((struck as f64 / 4000.0 - 0.2).abs() < 0.03, "{struck}");
+        assert!((held as f64 / 4000.0 - 0.4).abs() < 0.03, "{held}");
+    }
+
+    /// The step-by-step generator and one teacher-forced parallel pass over what it wrote give
+    /// the same probabilities at every step: what training optimises is what generation uses.
+    #[test]
+    fn step_by_step_agrees_with_the_teacher_forced_pass() {
+        let device = Device::flex();
+        for pe in [
+            PeConfig::new(PeKind::SineSpe).with_gate(true),
+            PeConfig::new(PeKind::Fstripe)
+                .with_levels(&[StructureLevel::Chord, StructureLevel::Position]),
+        ] {
+            let m = model(pe);
+            let input = accompaniment_input(&song(2, 3), None, None).unwrap();
+            let mut e = input_example(&m, &input);
+            let mut steps: Vec<f32> = Vec::new();
+            let sampling = PianoSampling {
+                temperature: 1.0,
+                threshold: None,
+                seed: 5,
+            };
+            let roll = block_on(accompany_steps(
+                &m,
+                &e,
+                None,
+                0..e.len,
+                sampling,
+                1,
+                None,
+                &device,
+                |p| {
+                    steps.extend(p.logits.iter().map(|&x| sigmoid1(x)));
+                    async { true }
+                },
+            ))
+            .unwrap();
+            let notes = (0..e.len)
+                .map(|t| (0..PITCHES).filter(|&p| roll.onset(t, p)).count())
+                .sum::<usize>();
+            assert!(
+                notes > 0,
+                "an untrained model at temperature 1 strikes something"
+            );
+            // Teacher forcing: the written piano as the previous-step input.
+            let offset = ACCOMPANIMENT_INPUTS + LABEL_FEATURES;
+            let width = m.config.input_dim;
+            for t in 0..e.len {
+                let row = &mut e.inputs[t * width + offset..t * width + offset + 2 * PITCHES];
+                row.fill(0.0);
+                if t > 0 {
+                    for p in 0..PITCHES {
+                        row[p] = roll.onset(t - 1, p) as u8 as f32;
+                        row[PITCHES + p] = roll.sustain(t - 1, p) as u8 as f32;
+                    }
+                }
+            }
+            let forced = block_on(teacher_forced_probs(&m, &e, 5, &device)).unwrap();
+            assert_eq!(forced.len(), steps.len());
+            let worst = forced
+                .iter()
+                .zip(&steps)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0f32, f32::max);
+            assert!(worst < 1e-4, "{:?}: {worst}", m.config.pe.kind);
+        }
+    }
+
+    #[test]
+    fn the_lanes_steer_the_piano_and_a_region_keeps_the_rest() {
+        let device = Device::flex();
+        let m = model(PeConfig::new(PeKind::SineSpe));
+        let tune = song(0, 4);
+        let chord = |s: &str| Chord::parse_any(s).unwrap();
+        let as_given = accompaniment_input(&tune, None, None).unwrap();
+        let other = [
+            vec![chord("E")],
+            vec![chord("B")],
+            vec![chord("C#m")],
+            vec![chord("A")],
+        ];
+        let changed = accompaniment_input(&tune, Some(&other[..]), None).unwrap();
+        let sampling = PianoSampling {
+            threshold: Some(0.5),
+            ..Default::default()
+        };
+        let run = |input: &crate::generate::AccompanimentInput, given, region| {
+            let e = input_example(&m, input);
+            block_on(accompany_steps(
+                &m,
+                &e,
+                given,
+                region,
+                sampling,
+                16,
+                None,
+                &device,
+                |_| async { true },
+            ))
+            .unwrap()
+        };
+        let len = as_given.grid.num_steps();
+        let first = run(&as_given, None, 0..len);
+        let second = run(&changed, None, 0..len);
+        assert_ne!(
+            first, second,
+            "other chords in the lane, another piano part"
+        );
+        // Regenerate bar 2 with the changed lanes: bar 1 stays note for note, and so do bars
+        // 3 and 4 after their first step (where a note cut by the region is struck again).
+        let mixed = run(&changed, Some(&first), 16..32);
+        for t in (0..16).chain(33..len) {
+            for p in 0..PITCHES {
+                assert_eq!(
+                    (mixed.onset(t, p), mixed.sustain(t, p)),
+                    (first.onset(t, p), first.sustain(t, p)),
+                    "step {t}, pitch {p}"
+                );
+            }
+        }
+    }
+}
