@@ -29,8 +29,14 @@ fn every_shipped_model_loads_and_each_task_has_a_default() {
             "{}: the training command is recorded",
             entry.name
         );
+        // An accompaniment model carries how to decode it, chosen on validation songs: the
+        // sampling temperature of one that plays step by step, else its note threshold.
         if entry.task == Task::Accompaniment {
-            assert!(entry.binarize.is_some(), "{}: no threshold", entry.name);
+            if model.config.is_autoregressive() {
+                assert!(entry.temperature.is_some(), "{}: no temperature", entry.name);
+            } else {
+                assert!(entry.binarize.is_some(), "{}: no threshold", entry.name);
+            }
         }
     }
     for task in [Task::Accompaniment, Task::Continuation] {
@@ -105,5 +111,40 @@ fn the_default_models_accompany_and_continue_a_song() {
             song.note_count()
         );
     }
+    // The chord lane steers the default accompaniment: the same melody with a progression a
+    // major third up (E B C#m A) is played differently, mostly on the given chords' tones.
+    let piano_of = |chords: &str| {
+        let out_file = dir.join(format!("chords-{}.mid", chords.len()));
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_pianoformer"))
+            .args(["generate", "--task", "accompaniment", "--manifest"])
+            .arg(&manifest)
+            .arg(&prompt)
+            .arg("-o")
+            .arg(&out_file)
+            .args(["--chords", chords, "--seed", "3"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let made = read_midi(&std::fs::read(&out_file).unwrap()).unwrap();
+        let piano = made.tracks.iter().find(|t| t.name == "PIANO").unwrap();
+        piano.notes.clone()
+    };
+    let given = piano_of("C G Am F C G Am F");
+    let moved = piano_of("E B C#m A E B C#m A");
+    assert_ne!(given, moved, "the chord lane changes the accompaniment");
+    let tones: [&[u8]; 4] = [&[4, 8, 11], &[11, 3, 6], &[1, 4, 8], &[9, 1, 4]];
+    let fit = moved
+        .iter()
+        .filter(|n| tones[(n.start / 1920) as usize % 4].contains(&(n.pitch % 12)))
+        .count();
+    assert!(
+        fit as f64 >= 0.7 * moved.len() as f64,
+        "{fit} of {} notes are tones of the given chords",
+        moved.len()
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -73,8 +73,10 @@ pub fn run(args: Args) -> Result<(), String> {
     };
     let mut metrics = eval.clone();
     if let Some(obj) = metrics.as_object_mut() {
-        // The per-position curve and the chosen binarisation live elsewhere in the entry.
+        // The per-position curve and the chosen binarisation live elsewhere in the entry; the
+        // per-song panel stays in the run's eval.json (the page fetches the manifest).
         obj.remove("positions");
+        obj.remove("songs");
         obj.remove("binarize");
         obj.remove("temperature");
         obj.remove("model");
