@@ -213,7 +213,7 @@ const roll = new PianoRoll($('roll'), {
   onChordClick: (bar) => editLabel('chord', bar),
   onPhraseClick: (bar) => editLabel('phrase', bar),
   onSeek: (tick) => seek(tick),
-  onSelect: () => {},
+  onSelect: () => updateButtons(),
 });
 const attention = new AttentionMap($('attention'));
 
@@ -278,6 +278,7 @@ function updateButtons() {
   $('play').disabled = !has;
   $('undo').disabled = app.undo.length === 0 || busy;
   $('generate').disabled = !has || busy || !status.backend || !$('model').value;
+  $('regen-bars').disabled = $('generate').disabled || !selectedBars() || !hasPiano(app.piece);
   $('cancel').disabled = !busy;
   $('compare').disabled = !has || busy || !status.backend;
   tuning?.updateButtons();
@@ -524,6 +525,7 @@ function settings() {
     model: $('model').value,
     seed: Number($('seed').value) || 0,
     threshold: $('threshold').value === '' ? null : Number($('threshold').value),
+    pianoTemperature: $('piano-temperature').value === '' ? null : Number($('piano-temperature').value),
     temperature: Number($('temperature').value) || 1,
     length: Number($('length').value) || 512,
     maxBars: $('max-bars').value === '' ? null : Number($('max-bars').value),
@@ -542,6 +544,7 @@ function applySettings(s) {
   };
   set('seed', s.seed);
   set('threshold', s.threshold);
+  set('piano-temperature', s.pianoTemperature);
   set('temperature', s.temperature);
   set('length', s.length);
   set('max-bars', s.maxBars);
@@ -552,7 +555,28 @@ function applySettings(s) {
 }
 
 /** Generates with `entry` (the chosen model by default); resolves to the new piece, or null. */
-async function generate({ entry = currentEntry(), comparing = false } = {}) {
+/** The bars `[from, to)` under the loop selection, or null. */
+function selectedBars() {
+  const range = roll.getSelection();
+  const bars = app.piece?.bars;
+  if (!range || !bars?.length) return null;
+  let from = 0;
+  while (from + 1 < bars.length && bars[from + 1] <= range[0]) from++;
+  let to = from + 1;
+  while (to < bars.length && bars[to] < range[1]) to++;
+  return [from, to];
+}
+
+/** Whether the piece has a piano part (the pianist's or a generated one) to keep around bars. */
+function hasPiano(piece) {
+  return !!piece?.tracks.some((t) => (t.role === 'generated' || t.role === 'piano') && t.notes.length);
+}
+
+/**
+ * Generates with the chosen model. `region`: bars [from, to) of the piano to rewrite
+ * (accompaniment only); the melody and the rest of the piano stay.
+ */
+async function generate({ entry = currentEntry(), comparing = false, region = null } = {}) {
   if (!app.piece || app.generating) return null;
   if (!entry) return null;
   if (!comparing) hideCompare();
@@ -595,12 +619,16 @@ async function generate({ entry = currentEntry(), comparing = false } = {}) {
     const options = {
       seed: s.seed,
       threshold: s.threshold,
+      pianoTemperature: s.pianoTemperature,
+      region: task === 'accompaniment' ? region : null,
       temperature: s.temperature,
       tokens: s.length,
       bars: s.maxBars,
       watch: { layer: s.layer, head: s.head },
     };
-    const from = task === 'accompaniment' ? 0 : before.bars[Math.max(0, before.promptBars - 1)];
+    const from = task === 'accompaniment'
+      ? (region ? before.bars[region[0]] ?? 0 : 0)
+      : before.bars[Math.max(0, before.promptBars - 1)];
     $('gen-status').textContent = `Running ${entry.name} on ${status.backend?.kind === 'gpu' ? 'WebGPU' : 'the CPU'}…`;
     const result = await call(
       'generate',
@@ -623,7 +651,9 @@ async function generate({ entry = currentEntry(), comparing = false } = {}) {
     const notes = written(result) - (task === 'continuation' ? written(before) : 0);
     setPiece(result, { undoable: false });
     app.undo.push(before);
-    const what = task === 'accompaniment' ? 'Accompaniment' : 'Continuation';
+    const what = task === 'continuation'
+      ? 'Continuation'
+      : region ? `Bars ${region[0] + 1}–${region[1]} rewritten; accompaniment` : 'Accompaniment';
     $('gen-status').textContent =
       `${what}: ${notes} notes in ${(ms / 1000).toFixed(1)} s on ${status.backend?.kind === 'gpu' ? 'WebGPU' : 'the CPU'} (seed ${s.seed}).`;
     status.generations.push({
@@ -634,6 +664,7 @@ async function generate({ entry = currentEntry(), comparing = false } = {}) {
       notes,
       tokens: job.tokens ?? null,
       seed: s.seed,
+      region,
     });
     return result;
   } catch (e) {
@@ -964,7 +995,7 @@ function wire() {
       save();
     });
   }
-  for (const id of ['seed', 'threshold', 'temperature', 'length', 'max-bars']) {
+  for (const id of ['seed', 'threshold', 'piano-temperature', 'temperature', 'length', 'max-bars']) {
     $(id).addEventListener('change', save);
   }
   $('reseed').addEventListener('click', () => {
@@ -972,6 +1003,10 @@ function wire() {
     save();
   });
   $('generate').addEventListener('click', () => generate());
+  $('regen-bars').addEventListener('click', () => {
+    const region = selectedBars();
+    if (region) generate({ region });
+  });
   $('compare').addEventListener('click', compare);
   $('compare-a').addEventListener('click', () => showCompared('a'));
   $('compare-b').addEventListener('click', () => showCompared('b'));
