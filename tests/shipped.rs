@@ -33,7 +33,11 @@ fn every_shipped_model_loads_and_each_task_has_a_default() {
         // sampling temperature of one that plays step by step, else its note threshold.
         if entry.task == Task::Accompaniment {
             if model.config.is_autoregressive() {
-                assert!(entry.temperature.is_some(), "{}: no temperature", entry.name);
+                assert!(
+                    entry.temperature.is_some(),
+                    "{}: no temperature",
+                    entry.name
+                );
             } else {
                 assert!(entry.binarize.is_some(), "{}: no threshold", entry.name);
             }

@@ -220,6 +220,7 @@ async fn fine_tuning_lowers_the_loss_and_an_exported_model_reloads_on_webgpu() {
         training: serde_json::Value::Null,
         metrics: serde_json::Value::Null,
         binarize: None,
+        temperature: None,
     };
     let (entry, read) = unpack_model(&pack_model(&entry, &weights)).expect("the file reads");
     let reloaded =
