@@ -230,6 +230,28 @@ where
     Ok(roll)
 }
 
+/// The piano part of the whole of `e`, sampled step by step with no progress reports.
+pub async fn sample_whole(
+    model: &Performer,
+    e: &Example,
+    sampling: PianoSampling,
+    device: &Device,
+) -> Result<PianoRoll, GenerateError> {
+    let quiet = |_: PianoProgress<'_>| async { true };
+    accompany_steps(
+        model,
+        e,
+        None,
+        0..e.len,
+        sampling,
+        e.len,
+        None,
+        device,
+        quiet,
+    )
+    .await
+}
+
 /// The kept piano after a rewritten `region`: a note of it that was sounding into the region
 /// now starts where the region ends (struck again there), unless the region holds that pitch
 /// into it, in which case the two join.

@@ -19,7 +19,8 @@ use serde::Serialize;
 use super::corpus::{Piece, WindowSpec};
 use super::data::example;
 use super::eval::target_roll;
-use crate::generate::{GenerateError, PianoSampling, accompany_steps};
+use crate::generate::piano::sample_whole;
+use crate::generate::{GenerateError, PianoSampling};
 use crate::model::performer::Performer;
 use crate::music::chords::Chord;
 use crate::music::labels::StepLabels;
@@ -98,19 +99,7 @@ async fn sample(
     let range = piece.range.clone();
     let spec = WindowSpec::for_model(&model.config, range.len());
     let e = example(&piece.rolls, labels, &spec, range.start, 0);
-    let done = |_: crate::generate::piano::PianoProgress<'_>| async { true };
-    let roll = accompany_steps(
-        model,
-        &e,
-        None,
-        0..e.len,
-        sampling,
-        e.len,
-        None,
-        device,
-        done,
-    )
-    .await?;
+    let roll = sample_whole(model, &e, sampling, device).await?;
     Ok((roll, target_roll(&e)))
 }
 

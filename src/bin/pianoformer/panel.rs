@@ -7,7 +7,6 @@ use std::time::Instant;
 
 use burn::tensor::Device;
 use pianoformer::generate::PianoSampling;
-use pianoformer::generate::piano::PianoProgress;
 use pianoformer::model::performer::Performer;
 use pianoformer::music::metrics::{AccompanimentScores, accompaniment_scores, mean_std};
 use pianoformer::music::tokens::STEPS_PER_BEAT;
@@ -68,17 +67,8 @@ fn sample_excerpt(
     sampling: PianoSampling,
     device: &Device,
 ) -> Result<(AccompanimentScores, f64), String> {
-    let done = |_: PianoProgress<'_>| async { true };
-    let roll = pollster::block_on(pianoformer::generate::accompany_steps(
-        model,
-        e,
-        None,
-        0..e.len,
-        sampling,
-        e.len,
-        None,
-        device,
-        done,
+    let roll = pollster::block_on(pianoformer::generate::piano::sample_whole(
+        model, e, sampling, device,
     ))
     .map_err(|e| e.to_string())?;
     let target = target_roll(e);
