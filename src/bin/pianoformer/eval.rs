@@ -44,8 +44,9 @@ pub struct Args {
     #[arg(long, default_value_t = 64)]
     pub windows: usize,
     /// Step-by-step accompaniment: the sampling temperatures tried on 16-bar validation
-    /// excerpts (the one with the best chroma similarity is kept).
-    #[arg(long, value_delimiter = ',', default_value = "0.8,0.9,1.0")]
+    /// excerpts: of those that play 0.8-1.25x as many notes as the pianist there, the one
+    /// with the best chroma similarity is kept (else the density nearest the pianist's).
+    #[arg(long, value_delimiter = ',', default_value = "0.8,0.9,1.0,1.1,1.2")]
     pub temperatures: Vec<f32>,
     /// Step-by-step accompaniment: threads that sample songs side by side (default: every
     /// core).
