@@ -204,15 +204,35 @@ where
     }
     let report_every = report_every.max(1);
     let total = region.len();
+    // The watched head's row of every step since the last report (each over its own keys).
+    let mut watched: Vec<Vec<f32>> = Vec::new();
     for t in region.clone() {
         let (inputs, coords) = rows(t..t + 1, &roll);
         let logits = model.forward(Inputs::Rolls(inputs), coords, &mut state, None)?;
         let values = read_f32(logits).await?;
         let (on, sus) = values.split_at(PITCHES);
         draw_step(&mut roll, t, on, sus, &sampling, &mut rng);
+        if let Some(row) = watched_rows(&state, watch, t).await? {
+            watched.push(row.values);
+        }
         let done = t + 1 - region.start;
         if done % report_every == 0 || done == total {
-            let attention = watched_rows(&state, watch, t).await?;
+            let attention = (!watched.is_empty()).then(|| {
+                // Rows of steps t + 1 - n ..= t, each padded to the last one's t + 1 keys
+                // (the keys after a row's own step are zero: attention is causal).
+                let keys = t + 1;
+                let mut values = Vec::with_capacity(watched.len() * keys);
+                for row in watched.drain(..) {
+                    let n = row.len();
+                    values.extend(row);
+                    values.resize(values.len() + keys - n, 0.0);
+                }
+                AttentionRows {
+                    start: keys - values.len() / keys,
+                    keys,
+                    values,
+                }
+            });
             let go_on = on_progress(PianoProgress {
                 done,
                 total,
@@ -375,6 +395,53 @@ mod tests {
 
     /// The step-by-step generator and one teacher-forced parallel pass over what it wrote give
     /// the same probabilities at every step: what training optimises is what generation uses.
+    #[test]
+    fn every_step_reaches_the_attention_map() {
+        let device = Device::flex();
+        let m = model(PeConfig::new(PeKind::SineSpe));
+        let input = accompaniment_input(&song(2, 2), None, None).unwrap();
+        let e = input_example(&m, &input);
+        let watch = Watch { layer: 1, head: 1 };
+        let mut reports = Vec::new();
+        block_on(accompany_steps(
+            &m,
+            &e,
+            None,
+            8..e.len,
+            PianoSampling::default(),
+            10,
+            Some(watch),
+            &device,
+            |p| {
+                reports.push(p.attention.unwrap());
+                async { true }
+            },
+        ))
+        .unwrap();
+        // Rows 8 .. len arrive in chunks of 10, each row over the keys up to its own step,
+        // summing to one there and zero after it.
+        let mut next = 8;
+        for r in &reports {
+            let rows = r.values.len() / r.keys;
+            assert_eq!(r.start, next);
+            assert_eq!(r.keys, r.start + rows);
+            for i in 0..rows {
+                let row = &r.values[i * r.keys..(i + 1) * r.keys];
+                let own = r.start + i + 1;
+                let sum: f32 = row[..own].iter().sum();
+                assert!(
+                    (sum - 1.0).abs() < 1e-3,
+                    "row {} sums to {sum}",
+                    r.start + i
+                );
+                assert!(row[own..].iter().all(|&x| x == 0.0));
+            }
+            next += rows;
+        }
+        assert_eq!(next, e.len);
+        assert_eq!(reports.len(), (e.len - 8).div_ceil(10));
+    }
+
     #[test]
     fn step_by_step_agrees_with_the_teacher_forced_pass() {
         let device = Device::flex();
