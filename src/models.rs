@@ -6,6 +6,7 @@ use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::generate::PianoSampling;
 use crate::model::config::{PerformerConfig, Task};
 use crate::model::performer::{ModelError, Performer};
 use crate::train::eval::Binarize;
@@ -40,11 +41,26 @@ pub struct ModelEntry {
     /// Step-by-step accompaniment: the sampling temperature chosen on the validation split.
     #[serde(default)]
     pub temperature: Option<f32>,
+    /// Step-by-step accompaniment: the temperature of the hold draws, chosen with it.
+    #[serde(default)]
+    pub hold_temperature: Option<f32>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
     pub models: Vec<ModelEntry>,
+}
+
+impl ModelEntry {
+    /// How a step-by-step accompaniment model plays by default: the temperatures chosen on
+    /// validation (1 where none was chosen).
+    pub fn piano_sampling(&self) -> PianoSampling {
+        PianoSampling {
+            temperature: self.temperature.unwrap_or(1.0),
+            hold_temperature: self.hold_temperature.unwrap_or(1.0),
+            ..Default::default()
+        }
+    }
 }
 
 impl Manifest {
@@ -196,6 +212,7 @@ mod tests {
             metrics: serde_json::Value::Null,
             binarize: None,
             temperature: None,
+            hold_temperature: None,
         }
     }
 

@@ -132,7 +132,7 @@ pub struct Progress {
 pub async fn accompany_piece<F, Fut>(
     model: &Performer,
     model_binarize: Option<Binarize>,
-    model_temperature: Option<f32>,
+    model_sampling: PianoSampling,
     piece: &Piece,
     options: &Options,
     device: &Device,
@@ -188,9 +188,9 @@ where
         let sampling = PianoSampling {
             temperature: options
                 .piano_temperature
-                .or(model_temperature)
-                .unwrap_or(1.0),
+                .unwrap_or(model_sampling.temperature),
             threshold: options.threshold,
+            hold_temperature: model_sampling.hold_temperature,
             seed: options.seed,
         };
         accompany_steps(
@@ -530,7 +530,7 @@ mod tests {
         let out = pollster::block_on(accompany_piece(
             &model,
             None,
-            None,
+            PianoSampling::default(),
             &piece,
             &options,
             &device,
@@ -570,7 +570,7 @@ mod tests {
         let again = pollster::block_on(accompany_piece(
             &model,
             None,
-            None,
+            PianoSampling::default(),
             &piece,
             &whole,
             &device,
@@ -599,7 +599,7 @@ mod tests {
                 pollster::block_on(accompany_piece(
                     &model,
                     None,
-                    None,
+                    PianoSampling::default(),
                     piece,
                     options,
                     &device,
@@ -669,7 +669,7 @@ mod tests {
         let err = pollster::block_on(accompany_piece(
             &model_for_errors(&device),
             None,
-            None,
+            PianoSampling::default(),
             &piece,
             &bad,
             &device,
@@ -732,7 +732,7 @@ mod tests {
         let r = pollster::block_on(accompany_piece(
             &model,
             None,
-            None,
+            PianoSampling::default(),
             &piece(),
             &options,
             &device,

@@ -422,6 +422,7 @@ impl FineTune {
             final_ratio: 0.1,
             clip_norm: 1.0,
             pos_weight,
+            pe_lr_scale: 1.0,
             max_shift: 5,
             seed: options.seed,
             eval_every: options.eval_every,

@@ -618,6 +618,11 @@ fn train_eval_and_generate_on_pop909_at_toy_scale() {
     // the panel on whole test songs (label following included).
     assert_eq!(eval["decoding"], "step by step, sampled", "{eval}");
     assert!(eval["temperature"].as_f64().unwrap() > 0.0, "{eval}");
+    assert!(eval["hold_temperature"].as_f64().unwrap() > 0.0, "{eval}");
+    assert!(
+        eval["panel"]["sounding_ratio"].as_f64().unwrap() > 0.0,
+        "{eval}"
+    );
     assert!(eval["panel"]["songs"].as_u64().unwrap() > 0, "{eval}");
     assert!(
         eval["panel"]["density_ratio"].as_f64().unwrap() > 0.0,

@@ -30,12 +30,13 @@ fn every_shipped_model_loads_and_each_task_has_a_default() {
             entry.name
         );
         // An accompaniment model carries how to decode it, chosen on validation songs: the
-        // sampling temperature of one that plays step by step, else its note threshold.
+        // sampling temperatures (notes and holds) of one that plays step by step, else its note
+        // threshold.
         if entry.task == Task::Accompaniment {
             if model.config.is_autoregressive() {
                 assert!(
-                    entry.temperature.is_some(),
-                    "{}: no temperature",
+                    entry.temperature.is_some() && entry.hold_temperature.is_some(),
+                    "{}: no temperature or hold temperature",
                     entry.name
                 );
             } else {

@@ -64,6 +64,10 @@ ACC_RUNS=(
   "acc-fstripe|--pe fstripe --levels melody,chord,phrase,position --conditioning none"
   "acc-fstripe-c|--pe fstripe --levels chord --conditioning none"
   "acc-fstripe-sff-c|--pe fstripe_sff --levels chord --conditioning none"
+  # F-StrIPE:C with the paper's chord identities instead of tonal centroids, and with its
+  # positional parameters learning 10x faster (the review's two suspects for its weak rows).
+  "acc-fstripe-c-id|--pe fstripe --levels chord --chord-encoding id --conditioning none"
+  "acc-fstripe-c-pelr10|--pe fstripe --levels chord --pe-lr-scale 10 --conditioning none"
 )
 # The SPE Table 6 / Figure 3 setting: trained on N = 256-token windows, validated up to 4N.
 CONT_RUNS=(

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::chords::{Chord, RecognizeOptions, recognize};
+use super::chords::{Chord, Quality, RecognizeOptions, recognize};
 use super::grid::Grid;
 use super::melody::pick_melody_track;
 use super::midi::{Note, Song};
@@ -23,6 +23,13 @@ pub enum StructureLevel {
     /// its differences span a range like the other levels'. C and Am, or C and G, are close; C
     /// and F# far apart. No chord is the origin. Six coordinates.
     Chord,
+    /// The chord as an identity, the way the F-StrIPE paper indexes its labels: one number,
+    /// `1 + 14 · root + quality` in [`Quality::ALL`]'s order (C major 1, C minor 2, …,
+    /// C# major 15, …), no chord 0. Equal chords give equal positions, but unlike the
+    /// centroid the distance between two different chords means nothing musically: the
+    /// kernel has to learn which differences matter (`train --chord-encoding id`).
+    #[serde(rename = "chord_id")]
+    ChordId,
     /// The phrase letter: A–Z as 1–26, lower-case letters (intro, outro, bridge) as 33–58, no
     /// phrase as 0. One coordinate: equal letters give equal positions.
     Phrase,
@@ -49,6 +56,18 @@ impl StructureLevel {
 
 /// Input features per step that [`StepLabels::write_features`] writes.
 pub const LABEL_FEATURES: usize = 56;
+
+/// A chord's identity for [`StructureLevel::ChordId`]: 0 for no chord, else
+/// `1 + 14 · root + quality`.
+pub fn chord_id(chord: Option<Chord>) -> f32 {
+    chord.map_or(0.0, |c| {
+        let q = Quality::ALL
+            .iter()
+            .position(|&q| q == c.quality)
+            .expect("every quality is in Quality::ALL");
+        (1 + Quality::ALL.len() * (c.root as usize % 12) + q) as f32
+    })
+}
 
 /// Scale of the chord coordinates.
 const CHORD_SCALE: f32 = 12.0;
@@ -256,6 +275,7 @@ impl StepLabels {
                             self.chord[s].map_or([0.0; 6], |c| tonal_centroid(c.pitch_classes()));
                         out.extend(c.map(|x| x * CHORD_SCALE));
                     }
+                    StructureLevel::ChordId => out.push(chord_id(self.chord[s])),
                     StructureLevel::Phrase => out.push(phrase_code(self.phrase[s])),
                     StructureLevel::Position => out.push(self.position[s] as f32 * per_sixteenth),
                 }
@@ -376,6 +396,30 @@ mod tests {
         // Step 11: melody rests, phrase A, position 1 step (2 a beat) into bar 2 = 2 sixteenths.
         assert_eq!(&coords[33..36], &[0.0, 1.0, 2.0]);
         assert_eq!(l.coordinates(&[StructureLevel::Chord]).len(), 18 * 6);
+        // As identities: one number per step, equal for equal chords, 0 where there is none.
+        let ids = l.coordinates(&[StructureLevel::ChordId]);
+        assert_eq!(ids.len(), 18);
+        for (id, chord) in ids.iter().zip(&l.chord) {
+            assert_eq!(*id, chord_id(*chord));
+        }
+    }
+
+    #[test]
+    fn chord_ids_are_distinct_and_start_at_one() {
+        assert_eq!(chord_id(None), 0.0);
+        let id = |root, quality| chord_id(Some(Chord { root, quality }));
+        assert_eq!(id(0, Quality::Maj), 1.0);
+        assert_eq!(id(0, Quality::Min), 2.0);
+        assert_eq!(id(1, Quality::Maj), 15.0);
+        let mut all: Vec<f32> = (0..12)
+            .flat_map(|r| Quality::ALL.map(|q| id(r, q)))
+            .collect();
+        all.sort_by(f32::total_cmp);
+        all.dedup();
+        assert_eq!(all.len(), 12 * 14);
+        assert_eq!(all[all.len() - 1], 168.0);
+        let level: StructureLevel = serde_json::from_str("\"chord_id\"").unwrap();
+        assert_eq!((level, level.dims()), (StructureLevel::ChordId, 1));
     }
 
     #[test]

@@ -48,6 +48,21 @@ pub fn onsets_per_beat(
     }
 }
 
+/// Sounding pitches per step over `steps`, averaged (a note held for four steps counts in
+/// each): with [`onsets_per_beat`], how long the notes last.
+pub fn sounding_per_step(piano: &PianoRoll, steps: std::ops::Range<usize>) -> f64 {
+    let end = steps.end.min(piano.num_steps);
+    let start = steps.start.min(end);
+    let sounding: usize = (start..end)
+        .map(|s| (0..PITCHES).filter(|&p| piano.sustain(s, p)).count())
+        .sum();
+    if end > start {
+        sounding as f64 / (end - start) as f64
+    } else {
+        0.0
+    }
+}
+
 /// Of the onset groups (the pitches struck at one step), the share that strike exactly the
 /// group struck before them, less than a beat earlier: a held chord struck again every
 /// sixteenth scores near 1, a pianist who holds or varies the chord near 0. `None` without
@@ -103,6 +118,10 @@ mod tests {
         assert_eq!(chord_tone_ratio(&roll, &[None, None], 4), None);
         assert!((onsets_per_beat(&roll, 0..8, 4) - 5.0).abs() < 1e-12);
         assert!((onsets_per_beat(&roll, 0..4, 4) - 6.0).abs() < 1e-12);
+        // Sounding: 3, 1 (the held C), 3, 0, 1, 3, 0, 0.
+        assert!((sounding_per_step(&roll, 0..8) - 11.0 / 8.0).abs() < 1e-12);
+        assert!((sounding_per_step(&roll, 1..2) - 1.0).abs() < 1e-12);
+        assert_eq!(sounding_per_step(&roll, 8..8), 0.0);
         let r = restrike_rate(&roll, 4).unwrap();
         assert!((r - 1.0 / 4.0).abs() < 1e-12, "{r}");
         // The same chord a whole beat later is not a re-strike.

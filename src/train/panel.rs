@@ -10,6 +10,8 @@
 //!   *given* chord, counted on the beats whose chord the substitution changed, and whether the
 //!   output changed at all;
 //! - **density**: onsets per beat divided by the real pianist's in the same song;
+//! - **sounding**: pitches sounding per step divided by the real pianist's (with density, how
+//!   long the notes are held);
 //! - **re-strikes**: the share of onset groups that repeat the group before them within a
 //!   beat, beside the real pianist's share.
 
@@ -24,7 +26,7 @@ use crate::generate::{GenerateError, PianoSampling};
 use crate::model::performer::Performer;
 use crate::music::chords::Chord;
 use crate::music::labels::StepLabels;
-use crate::music::playing::{chord_tone_ratio, onsets_per_beat, restrike_rate};
+use crate::music::playing::{chord_tone_ratio, onsets_per_beat, restrike_rate, sounding_per_step};
 use crate::music::roll::PianoRoll;
 
 /// Bars by which the label-following test moves each song's progression.
@@ -39,6 +41,9 @@ pub struct SongResult {
     pub real_chord_tones: Option<f64>,
     pub density: f64,
     pub real_density: f64,
+    /// Pitches sounding per step.
+    pub sounding: f64,
+    pub real_sounding: f64,
     pub restrikes: Option<f64>,
     pub real_restrikes: Option<f64>,
     /// Chord tones of the substituted chords, on the beats they changed.
@@ -130,6 +135,8 @@ pub async fn song_result(
         real_chord_tones: chord_tone_ratio(&real, &chords, spb),
         density: onsets_per_beat(&roll, 0..steps, spb),
         real_density: onsets_per_beat(&real, 0..steps, spb),
+        sounding: sounding_per_step(&roll, 0..steps),
+        real_sounding: sounding_per_step(&real, 0..steps),
         restrikes: restrike_rate(&roll, spb),
         real_restrikes: restrike_rate(&real, spb),
         followed,
@@ -149,6 +156,8 @@ pub struct Panel {
     pub changed_share: f64,
     /// Generated onsets per beat over the real pianist's, averaged over songs.
     pub density_ratio: f64,
+    /// Pitches sounding per step over the real pianist's, averaged over songs.
+    pub sounding_ratio: f64,
     pub restrikes: f64,
     pub real_restrikes: f64,
     /// `restrikes / real_restrikes`.
@@ -179,6 +188,12 @@ impl Panel {
                     .iter()
                     .filter(|r| r.real_density > 0.0)
                     .map(|r| r.density / r.real_density),
+            ),
+            sounding_ratio: mean(
+                results
+                    .iter()
+                    .filter(|r| r.real_sounding > 0.0)
+                    .map(|r| r.sounding / r.real_sounding),
             ),
             restrikes,
             real_restrikes,

@@ -32,6 +32,12 @@ pub struct RunOptions {
     /// Accompaniment: weight of sounding notes in the loss (1: plain BCE).
     #[serde(default = "one")]
     pub pos_weight: f64,
+    /// The positional encoding's parameters (SPE frequencies, phases, gains and filters,
+    /// F-StrIPE's, the gates) learn at this multiple of the learning rate: Adam's step is
+    /// about the learning rate whatever the gradient, so frequencies that must travel far
+    /// from their initialisation move faster only with a larger rate.
+    #[serde(default = "one")]
+    pub pe_lr_scale: f64,
     /// Random transposition in `-max_shift ..= max_shift` semitones.
     pub max_shift: i32,
     pub seed: u64,
@@ -57,6 +63,7 @@ impl RunOptions {
             final_ratio: 0.05,
             clip_norm: 1.0,
             pos_weight: 1.0,
+            pe_lr_scale: 1.0,
             max_shift: 5,
             seed: 0,
             eval_every: 200,
@@ -76,6 +83,13 @@ impl RunOptions {
         }
         if !(self.pos_weight > 0.0 && self.pos_weight.is_finite()) {
             return Err("the positive weight must be a positive number".into());
+        }
+        if !(self.pe_lr_scale > 0.0 && self.pe_lr_scale <= 1000.0) {
+            return Err(format!(
+                "the positional encoding's learning-rate multiple must be above 0 and at most \
+                 1000, not {}",
+                self.pe_lr_scale
+            ));
         }
         if self.clip_norm.is_nan() || self.clip_norm <= 0.0 {
             return Err("the gradient clipping norm must be positive".into());
@@ -180,6 +194,7 @@ impl Session {
         };
         let mut trainer = Trainer::new(model, options.schedule(), options.clip_norm, options.seed);
         trainer.pos_weight = options.pos_weight as f32;
+        trainer.pe_lr_scale = options.pe_lr_scale;
         Ok(Self {
             trainer,
             options,

@@ -137,6 +137,8 @@ pub struct Trainer {
     pub pos_weight: f32,
     /// Seeds the SPE codes and random features of each step (a fresh draw per step).
     pub seed: u64,
+    /// The positional encoding's learning rate as a multiple of the schedule's.
+    pub pe_lr_scale: f64,
 }
 
 impl Trainer {
@@ -150,6 +152,7 @@ impl Trainer {
             step: 0,
             pos_weight: 1.0,
             seed,
+            pe_lr_scale: 1.0,
         }
     }
 
@@ -188,11 +191,21 @@ impl Trainer {
         if !value.is_finite() {
             return Err(TrainError::Diverged(value));
         }
-        let grads = GradientsParams::from_grads(loss.backward(), &self.model);
+        let mut grads = loss.backward();
         let lr = self.schedule.lr(self.step);
         let stand_in = self.model.clone();
-        let model = std::mem::replace(&mut self.model, stand_in);
-        self.model = self.optim.step(lr, model, grads);
+        let mut model = std::mem::replace(&mut self.model, stand_in);
+        if self.pe_lr_scale != 1.0 {
+            // Both groups' gradients are taken before either update (gradients are keyed by
+            // the tensors the loss was computed from); parameters without one stay as they are.
+            let pe = GradientsParams::from_module(&mut grads, &model.pe);
+            let rest = GradientsParams::from_grads(grads, &model);
+            model = self.optim.step(lr * self.pe_lr_scale, model, pe);
+            self.model = self.optim.step(lr, model, rest);
+        } else {
+            let grads = GradientsParams::from_grads(grads, &model);
+            self.model = self.optim.step(lr, model, grads);
+        }
         self.step += 1;
         Ok(value)
     }

@@ -160,3 +160,59 @@ fn a_short_training_run_lowers_the_loss() {
         );
     }
 }
+
+/// `pe_lr_scale` moves the positional encoding's parameters at its multiple of the learning
+/// rate and leaves every other parameter's step as it was: Adam's first step is about the
+/// learning rate per parameter, so ten times the rate is about ten times the step. The chord
+/// level enters as chord identities here, one number per step.
+#[test]
+fn the_positional_encoding_learns_at_its_own_rate() {
+    let device = Device::flex().autodiff();
+    let songs = [song(0, 4)];
+    let pe = PeConfig::new(PeKind::Fstripe).with_levels(&[StructureLevel::ChordId]);
+    let config = PerformerConfig::tiny(Task::Accompaniment, 0, pe);
+    let spec = WindowSpec {
+        len: 32,
+        max_shift: 0,
+        ..WindowSpec::for_model(&config, 32)
+    };
+    let (_, rolls, labels) = &songs[0];
+    let example = random_example(rolls, labels, &spec, &[0], &mut StdRng::seed_from_u64(0));
+    assert_eq!(example.coordinates.len(), 32, "one chord id per step");
+    let schedule = Schedule {
+        peak_lr: 1e-3,
+        warmup: 0,
+        total: 10,
+        final_ratio: 1.0,
+    };
+    let start = Performer::new(&config, 1, &device).unwrap();
+    let moved = |scale: f64| {
+        let mut trainer = Trainer::new(start.clone(), schedule.clone(), 1.0, 7);
+        trainer.pe_lr_scale = scale;
+        block_on(trainer.train_step(&Batch::Rolls(vec![example.clone()]))).unwrap();
+        let delta = |a: burn::tensor::Tensor<2>, b: burn::tensor::Tensor<2>| -> f32 {
+            block_on((a - b).abs().mean().into_scalar_async()).unwrap()
+        };
+        let f = |m: &Performer| {
+            m.pe.fstripe
+                .as_ref()
+                .unwrap()
+                .freqs
+                .val()
+                .flatten::<2>(0, 2)
+        };
+        (
+            delta(f(&trainer.model), f(&start)),
+            delta(trainer.model.head.weight.val(), start.head.weight.val()),
+        )
+    };
+    let (pe1, head1) = moved(1.0);
+    let (pe10, head10) = moved(10.0);
+    assert!(pe1 > 0.0 && head1 > 0.0);
+    let ratio = pe10 / pe1;
+    assert!((7.0..=10.5).contains(&ratio), "F-StrIPE moved {ratio}x");
+    assert!(
+        (head10 - head1).abs() <= 1e-6 * head1.max(1e-12) + 1e-9,
+        "the head moved {head1} then {head10}"
+    );
+}

@@ -223,7 +223,7 @@ impl Session {
         let out = studio::accompany_piece(
             &loaded.model,
             loaded.entry.binarize,
-            loaded.entry.temperature,
+            loaded.entry.piano_sampling(),
             &piece,
             &options,
             &self.backend.device,
@@ -273,7 +273,7 @@ impl Session {
                 studio::accompany_piece(
                     &loaded.model,
                     loaded.entry.binarize,
-                    loaded.entry.temperature,
+                    loaded.entry.piano_sampling(),
                     &piece,
                     &options,
                     device,
@@ -442,6 +442,7 @@ impl Session {
             }),
             binarize: tuner.base.binarize,
             temperature: tuner.base.temperature,
+            hold_temperature: tuner.base.hold_temperature,
         };
         let text = serde_json::to_string(&entry).map_err(to_js)?;
         self.models

@@ -48,6 +48,12 @@ pub struct Args {
     /// with the best chroma similarity is kept (else the density nearest the pianist's).
     #[arg(long, value_delimiter = ',', default_value = "0.8,0.9,1.0,1.1,1.2")]
     pub temperatures: Vec<f32>,
+    /// Step-by-step accompaniment: the hold temperatures tried with each temperature (the
+    /// temperature of the draws that decide whether a sounding note goes on, on top of the
+    /// temperature). Of the settings that strike and hold 0.8-1.25x as many notes as the
+    /// pianist on validation, the best chroma similarity is kept.
+    #[arg(long, value_delimiter = ',', default_value = "1.0,0.7,0.5")]
+    pub hold_temperatures: Vec<f32>,
     /// Step-by-step accompaniment: threads that sample songs side by side (default: every
     /// core).
     #[arg(long)]

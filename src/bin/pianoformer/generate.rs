@@ -61,6 +61,10 @@ pub struct Args {
     /// model, the one chosen on validation data).
     #[arg(long)]
     pub temperature: Option<f32>,
+    /// Step-by-step accompaniment: the temperature of the draws that decide whether a
+    /// sounding note goes on (below 1 holds notes more surely; default: the model's).
+    #[arg(long)]
+    pub hold_temperature: Option<f32>,
     #[arg(long, default_value_t = 0.95)]
     pub top_p: f32,
     #[arg(long, default_value_t = 0)]
@@ -129,11 +133,15 @@ pub fn run(args: Args) -> Result<(), String> {
             let sampling = PianoSampling {
                 temperature: args.temperature.or(loaded.temperature).unwrap_or(1.0),
                 threshold: args.threshold,
+                hold_temperature: args
+                    .hold_temperature
+                    .or(loaded.hold_temperature)
+                    .unwrap_or(1.0),
                 seed: args.seed,
             };
             sampling
                 .check()
-                .map_err(|e| format!("--temperature/--threshold: {e}"))?;
+                .map_err(|e| format!("--temperature/--hold-temperature/--threshold: {e}"))?;
             let piano = pollster::block_on(accompany_song(model, &input, b, sampling, &device))
                 .map_err(|e| e.to_string())?;
             let out = with_piano(&song, &input, &piano);

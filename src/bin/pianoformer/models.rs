@@ -19,6 +19,8 @@ pub struct Loaded {
     pub binarize: Option<Binarize>,
     /// Step-by-step accompaniment: the temperature chosen on validation data.
     pub temperature: Option<f32>,
+    /// Step-by-step accompaniment: the hold draws' temperature chosen with it.
+    pub hold_temperature: Option<f32>,
     /// Where it came from, in words.
     pub source: String,
 }
@@ -30,6 +32,8 @@ pub struct EvalFile {
     pub binarize: Option<Binarize>,
     #[serde(default)]
     pub temperature: Option<f32>,
+    #[serde(default)]
+    pub hold_temperature: Option<f32>,
     #[serde(flatten)]
     pub rest: serde_json::Value,
 }
@@ -75,6 +79,7 @@ pub fn load(
         model,
         binarize: entry.binarize,
         temperature: entry.temperature,
+        hold_temperature: entry.hold_temperature,
         source: format!("{} ({})", entry.name, file.display()),
     })
 }
@@ -105,6 +110,7 @@ fn load_run(dir: &Path, task: Task, device: &Device) -> Result<Loaded, String> {
         model,
         binarize: eval.as_ref().and_then(|e| e.binarize),
         temperature: eval.as_ref().and_then(|e| e.temperature),
+        hold_temperature: eval.as_ref().and_then(|e| e.hold_temperature),
         source: dir.display().to_string(),
     })
 }

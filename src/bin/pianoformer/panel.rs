@@ -1,5 +1,6 @@
-//! `eval` for a step-by-step accompaniment model: the temperature chosen on validation
-//! excerpts by chroma similarity, then, on the test songs, the panel of
+//! `eval` for a step-by-step accompaniment model: the temperature and the hold temperature chosen on
+//! validation excerpts (of the settings that strike and hold as many notes as the pianist
+//! there, the best chroma similarity), then, on the test songs, the panel of
 //! `pianoformer::train::panel` on whole songs and F-StrIPE's scores on excerpts, every
 //! accompaniment sampled as the page samples it. Songs are sampled side by side on threads.
 
@@ -9,7 +10,7 @@ use burn::tensor::Device;
 use pianoformer::generate::PianoSampling;
 use pianoformer::model::performer::Performer;
 use pianoformer::music::metrics::{AccompanimentScores, accompaniment_scores, mean_std};
-use pianoformer::music::playing::onsets_per_beat;
+use pianoformer::music::playing::{onsets_per_beat, sounding_per_step};
 use pianoformer::music::tokens::STEPS_PER_BEAT;
 use pianoformer::train::corpus::WindowSpec;
 use pianoformer::train::data::Example;
@@ -68,6 +69,8 @@ struct Scored {
     onset_f1: f64,
     /// Generated onsets over the pianist's (`None` where the pianist is silent).
     density: Option<f64>,
+    /// Generated sounding pitches per step over the pianist's.
+    sounding: Option<f64>,
 }
 
 fn sample_excerpt(
@@ -82,10 +85,12 @@ fn sample_excerpt(
     .map_err(|e| e.to_string())?;
     let target = target_roll(e);
     let real = onsets_per_beat(&target, 0..e.len, STEPS_PER_BEAT);
+    let real_sounding = sounding_per_step(&target, 0..e.len);
     Ok(Scored {
         scores: accompaniment_scores(&roll, &target, STEPS_PER_BEAT),
         onset_f1: onset_f1(&roll, &target),
         density: (real > 0.0).then(|| onsets_per_beat(&roll, 0..e.len, STEPS_PER_BEAT) / real),
+        sounding: (real_sounding > 0.0).then(|| sounding_per_step(&roll, 0..e.len) / real_sounding),
     })
 }
 
@@ -96,6 +101,7 @@ fn summary(scored: &[Scored]) -> serde_json::Value {
         serde_json::json!({"mean": m, "std": s})
     };
     let densities: Vec<f64> = scored.iter().filter_map(|s| s.density).collect();
+    let sounding: Vec<f64> = scored.iter().filter_map(|s| s.sounding).collect();
     serde_json::json!({
         "excerpts": scored.len(),
         "cs": stat(&|s| s.scores.cs),
@@ -104,12 +110,14 @@ fn summary(scored: &[Scored]) -> serde_json::Value {
         "ndd": stat(&|s| s.scores.ndd),
         "onset_f1": stat(&|s| s.onset_f1)["mean"],
         "density_ratio": mean_std(&densities).0,
+        "sounding_ratio": mean_std(&sounding).0,
     })
 }
 
-/// Validation onset density, as a multiple of the pianist's, that a temperature must keep to
-/// be chosen: CS (like NDD) rises as the piano plays more notes, so CS alone would choose the
-/// hottest temperature tried even where it plays three times as many notes as a pianist.
+/// Validation onset density and sounding pitches per step, as multiples of the pianist's, that
+/// a setting must keep to be chosen: CS rises as the piano plays more notes, and NDD as it
+/// holds them longer, so CS alone would choose the hottest temperature tried even where it
+/// plays three times as many notes as a pianist.
 const DENSITY_RANGE: std::ops::RangeInclusive<f64> = 0.8..=1.25;
 
 pub fn run(
@@ -124,6 +132,14 @@ pub fn run(
     if args.temperatures.is_empty() || args.temperatures.iter().any(|&t| !(t > 0.0 && t <= 10.0)) {
         return Err("--temperatures must be numbers above 0 and at most 10".into());
     }
+    if args.hold_temperatures.is_empty()
+        || args
+            .hold_temperatures
+            .iter()
+            .any(|&t| !(t > 0.0 && t <= 10.0))
+    {
+        return Err("--hold-temperatures must be numbers above 0 and at most 10".into());
+    }
     let started = Instant::now();
     let seed = args.seed;
     let spec16 = WindowSpec::for_model(&model.config, 16 * 4 * STEPS_PER_BEAT);
@@ -131,54 +147,64 @@ pub fn run(
     if valid.is_empty() {
         return Err("no validation song has 16 annotated bars with an accompaniment".into());
     }
-    // (temperature, density within range, -|ln density|, CS): the best is the largest.
-    let mut best: Option<(f32, bool, f64, f64)> = None;
+    // ((temperature, hold temperature), both densities within range, -(|ln onsets| + |ln
+    // sounding|) outside it, CS): the best is the largest.
+    type Key = (bool, f64, f64);
+    let mut best: Option<((f32, f32), Key)> = None;
     let mut tried = Vec::new();
     for &temperature in &args.temperatures {
-        let sampling = PianoSampling {
-            temperature,
-            threshold: None,
-            seed,
-        };
-        let scored = par_map(&valid, threads, model, |m, (_, e)| {
-            sample_excerpt(m, e, sampling, device)
-        })?;
-        let s = summary(&scored);
-        let cs = s["cs"]["mean"].as_f64().unwrap_or(0.0);
-        let density = s["density_ratio"].as_f64().unwrap_or(f64::NAN);
-        eprintln!(
-            "validation, temperature {temperature}: CS {cs:.2}, density {density:.2}x the \
-             pianist's, on {} excerpts ({:.0} s)",
-            scored.len(),
-            started.elapsed().as_secs_f64()
-        );
-        tried.push(serde_json::json!({"temperature": temperature, "valid": s}));
-        // In the range, the best CS; failing that, the density nearest the pianist's.
-        let inside = DENSITY_RANGE.contains(&density);
-        let near = if density > 0.0 {
-            -density.ln().abs()
-        } else {
-            f64::NEG_INFINITY
-        };
-        let key = (inside, if inside { 0.0 } else { near }, cs);
-        if best.is_none_or(|(_, i, n, c)| key > (i, n, c)) {
-            best = Some((temperature, key.0, key.1, key.2));
+        for &hold_temperature in &args.hold_temperatures {
+            let sampling = PianoSampling {
+                temperature,
+                threshold: None,
+                hold_temperature,
+                seed,
+            };
+            let scored = par_map(&valid, threads, model, |m, (_, e)| {
+                sample_excerpt(m, e, sampling, device)
+            })?;
+            let s = summary(&scored);
+            let cs = s["cs"]["mean"].as_f64().unwrap_or(0.0);
+            let density = s["density_ratio"].as_f64().unwrap_or(f64::NAN);
+            let sounding = s["sounding_ratio"].as_f64().unwrap_or(f64::NAN);
+            eprintln!(
+                "validation, temperature {temperature}, hold temperature {hold_temperature}: CS {cs:.2}, NDD {:.2}, \
+                 {density:.2}x the pianist's onsets, {sounding:.2}x the pianist's sounding \
+                 notes, on {} excerpts ({:.0} s)",
+                s["ndd"]["mean"].as_f64().unwrap_or(f64::NAN),
+                scored.len(),
+                started.elapsed().as_secs_f64()
+            );
+            tried.push(serde_json::json!({
+                "temperature": temperature,
+                "hold_temperature": hold_temperature,
+                "valid": s,
+            }));
+            // In the range, the best CS; failing that, the densities nearest the pianist's.
+            let inside = DENSITY_RANGE.contains(&density) && DENSITY_RANGE.contains(&sounding);
+            let off = |r: f64| if r > 0.0 { r.ln().abs() } else { f64::INFINITY };
+            let near = -(off(density) + off(sounding));
+            let key = (inside, if inside { 0.0 } else { near }, cs);
+            if best.is_none_or(|(_, k)| key > k) {
+                best = Some(((temperature, hold_temperature), key));
+            }
         }
     }
-    let (temperature, inside, ..) = best.expect("at least one temperature");
+    let ((temperature, hold_temperature), (inside, ..)) = best.expect("at least one setting");
     if !inside {
         eprintln!(
-            "no temperature tried keeps the validation density within {:?} of the pianist's: \
-             the nearest is kept",
+            "no setting tried keeps the validation onsets and sounding notes within {:?} of \
+             the pianist's: the nearest is kept",
             DENSITY_RANGE
         );
     }
     let sampling = PianoSampling {
         temperature,
         threshold: None,
+        hold_temperature,
         seed,
     };
-    eprintln!("temperature {temperature} kept");
+    eprintln!("temperature {temperature}, hold temperature {hold_temperature} kept");
     let songs: Vec<_> = data
         .test
         .pieces
@@ -191,14 +217,15 @@ pub fn run(
     let panel = Panel::of(&results);
     eprintln!(
         "test songs ({}): chord tones {:.3} (real piano {:.3}); substituted chords followed \
-         {:.3}, outputs changed in {:.0} %; density {:.2}x the real pianist's; re-strikes {:.3} \
-         (real {:.3}, {:.2}x) ({:.0} s)",
+         {:.3}, outputs changed in {:.0} %; density {:.2}x the real pianist's, sounding notes \
+         {:.2}x; re-strikes {:.3} (real {:.3}, {:.2}x) ({:.0} s)",
         panel.songs,
         panel.chord_tones,
         panel.real_chord_tones,
         panel.followed,
         100.0 * panel.changed_share,
         panel.density_ratio,
+        panel.sounding_ratio,
         panel.restrikes,
         panel.real_restrikes,
         panel.restrike_ratio,
@@ -223,7 +250,8 @@ pub fn run(
         "task": "accompaniment",
         "decoding": "step by step, sampled",
         "temperature": temperature,
-        "temperatures_tried": tried,
+        "hold_temperature": hold_temperature,
+        "settings_tried": tried,
         "panel": panel,
         "songs": results,
         "test": lengths,

@@ -79,10 +79,12 @@ pub fn run(args: Args) -> Result<(), String> {
         obj.remove("songs");
         obj.remove("binarize");
         obj.remove("temperature");
+        obj.remove("hold_temperature");
         obj.remove("model");
     }
     let binarize = serde_json::from_value(eval["binarize"].clone()).ok();
     let temperature = eval["temperature"].as_f64().map(|t| t as f32);
+    let hold_temperature = eval["hold_temperature"].as_f64().map(|t| t as f32);
     let entry = ModelEntry {
         name: args.name.clone(),
         file: file.clone(),
@@ -105,6 +107,7 @@ pub fn run(args: Args) -> Result<(), String> {
         metrics,
         binarize,
         temperature,
+        hold_temperature,
     };
     if args.default {
         for m in manifest.models.iter_mut().filter(|m| m.task == entry.task) {

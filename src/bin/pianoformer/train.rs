@@ -72,6 +72,15 @@ pub struct Args {
     /// sparse, and a weight of 5–10 gets a model past the silent prior sooner).
     #[arg(long)]
     pub pos_weight: Option<f64>,
+    /// The positional encoding's parameters learn at this multiple of --lr (e.g. 10 lets
+    /// F-StrIPE's frequencies travel from their initialisation within a run).
+    #[arg(long)]
+    pub pe_lr_scale: Option<f64>,
+    /// F-StrIPE: the chord level as the chord's tonal centroid (`centroid`, six coordinates in
+    /// which related chords are close) or as its identity (`id`, one number per chord, as the
+    /// paper indexes labels).
+    #[arg(long, default_value = "centroid")]
+    pub chord_encoding: String,
     /// Validate every this many steps.
     #[arg(long)]
     pub eval_every: Option<usize>,
@@ -160,6 +169,13 @@ fn model_config(args: &Args, task: Task) -> Result<PerformerConfig, String> {
     }
     let kind = parse_pe(&args.pe)?;
     let mut pe = PeConfig::new(kind).with_gate(args.gated);
+    if args.chord_encoding != "centroid" && !pe.is_structural() {
+        return Err(format!(
+            "--chord-encoding {} is for F-StrIPE (--pe fstripe or fstripe_sff); {} reads no \
+             chord labels in its positions",
+            args.chord_encoding, args.pe
+        ));
+    }
     if pe.is_structural() {
         if task == Task::Continuation {
             return Err(
@@ -167,7 +183,21 @@ fn model_config(args: &Args, task: Task) -> Result<PerformerConfig, String> {
                     .into(),
             );
         }
-        pe = pe.with_levels(&parse_levels(&args.levels)?);
+        let mut levels = parse_levels(&args.levels)?;
+        match args.chord_encoding.as_str() {
+            "centroid" => {}
+            "id" => {
+                for l in levels.iter_mut().filter(|l| **l == StructureLevel::Chord) {
+                    *l = StructureLevel::ChordId;
+                }
+            }
+            other => {
+                return Err(format!(
+                    "unknown chord encoding `{other}`: use centroid or id"
+                ));
+            }
+        }
+        pe = pe.with_levels(&levels);
     }
     let config = match args.preset.as_str() {
         "tiny" => PerformerConfig::tiny(task, VOCAB_SIZE, pe),
@@ -228,6 +258,9 @@ fn run_options(args: &Args, task: Task) -> RunOptions {
     }
     if let Some(v) = args.pos_weight {
         o.pos_weight = v;
+    }
+    if let Some(v) = args.pe_lr_scale {
+        o.pe_lr_scale = v;
     }
     o
 }
