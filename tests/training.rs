@@ -97,11 +97,17 @@ fn accompaniment_training_lowers_the_loss_checkpoints_and_generates() {
             "fstripe",
             "--levels",
             "chord,position",
+            "--chord-encoding",
+            "id",
+            "--pe-lr-scale",
+            "5",
             "--steps",
             "40",
         ],
     ));
     assert!(err.contains("9 train, 1 validation"), "{err}");
+    let config = std::fs::read_to_string(run.join("config.json")).unwrap();
+    assert!(config.contains("\"chord_id\""), "{config}");
     let l = losses(&run);
     assert_eq!(l.len(), 40, "one log line per step");
     let first: f64 = l[..5].iter().map(|x| x.1).sum::<f64>() / 5.0;
@@ -112,6 +118,7 @@ fn accompaniment_training_lowers_the_loss_checkpoints_and_generates() {
     let state: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
     assert_eq!(state["step"], 40);
+    assert_eq!(state["options"]["pe_lr_scale"], 5.0);
     assert!(state["valid_loss"].as_f64().is_some());
     for f in ["model.bpk", "optim.bpk", "config.json"] {
         assert!(run.join(f).is_file(), "{f}");
@@ -269,6 +276,27 @@ fn bad_data_paths_options_and_files_are_plain_errors() {
         &["--pe", "fstripe"],
     ));
     assert!(err.contains("only the accompaniment task"), "{err}");
+    let err = fails_plainly(&train(
+        &data,
+        &dir.join("r6b"),
+        "accompaniment",
+        &["--pe", "sine_spe", "--chord-encoding", "id"],
+    ));
+    assert!(err.contains("is for F-StrIPE"), "{err}");
+    let err = fails_plainly(&train(
+        &data,
+        &dir.join("r6c"),
+        "accompaniment",
+        &["--pe", "fstripe", "--chord-encoding", "roman"],
+    ));
+    assert!(err.contains("unknown chord encoding `roman`"), "{err}");
+    let err = fails_plainly(&train(
+        &data,
+        &dir.join("r6d"),
+        "accompaniment",
+        &["--pe-lr-scale", "0"],
+    ));
+    assert!(err.contains("learning-rate multiple"), "{err}");
     let err = fails_plainly(&train(
         &data,
         &dir.join("r7"),
