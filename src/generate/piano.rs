@@ -397,26 +397,32 @@ mod tests {
         assert!(roll.onset(1, 64));
         assert!(roll.sustain(1, 60) && !roll.onset(1, 60));
         assert!(!roll.sustain(1, 62) && !roll.sustain(1, 65));
-        // Drawn: a hold probability of (p_sus − p_on) / (1 − p_on) = 0.5 holds about half the
-        // time; an onset probability of 0.2 strikes about a fifth of the time.
-        let (mut held, mut struck) = (0, 0);
-        for k in 0..4000 {
-            let mut r = PianoRoll::new(2);
-            r.set(0, 60, true, true, 0);
-            let mut on = vec![-30.0f32; PITCHES];
-            let mut sus = vec![-30.0f32; PITCHES];
-            on[60] = (0.2f32 / 0.8).ln();
-            sus[60] = (0.6f32 / 0.4).ln(); // (0.6 − 0.2) / 0.8 = 0.5
+        // Shares of 4000 draws of step 1, after pitch 60 sounded at step 0, that strike
+        // `pitch` (onset probability 0.2) and that hold 60 (sustain logit `sus`).
+        let mut shares = |pitch: usize, sus: f32, hold_temperature: f32| {
+            let (mut struck, mut held) = (0usize, 0usize);
             let s = PianoSampling {
-                seed: k,
+                hold_temperature,
                 ..Default::default()
             };
-            draw_step(&mut r, 1, &on, &sus, &s, &mut rng);
-            struck += r.onset(1, 60) as usize;
-            held += (r.sustain(1, 60) && !r.onset(1, 60)) as usize;
-        }
-        assert!((struck as f64 / 4000.0 - 0.2).abs() < 0.03, "{struck}");
-        assert!((held as f64 / 4000.0 - 0.4).abs() < 0.03, "{held}");
+            for _ in 0..4000 {
+                let mut r = PianoRoll::new(2);
+                r.set(0, 60, true, true, 0);
+                let mut on = vec![-30.0f32; PITCHES];
+                let mut sus_logits = vec![-30.0f32; PITCHES];
+                on[pitch] = (0.2f32 / 0.8).ln();
+                sus_logits[60] = sus;
+                draw_step(&mut r, 1, &on, &sus_logits, &s, &mut rng);
+                struck += r.onset(1, pitch) as usize;
+                held += (r.sustain(1, 60) && !r.onset(1, 60)) as usize;
+            }
+            (struck as f64 / 4000.0, held as f64 / 4000.0)
+        };
+        // Drawn: a hold probability of (p_sus − p_on) / (1 − p_on) = (0.6 − 0.2) / 0.8 = 0.5
+        // holds about half the time; an onset probability of 0.2 strikes about a fifth of it.
+        let (struck, held) = shares(60, (0.6f32 / 0.4).ln(), 1.0);
+        assert!((struck - 0.2).abs() < 0.03, "{struck}");
+        assert!((held - 0.4).abs() < 0.03, "{held}");
         // A hold temperature sharpens the hold draws alone: at 0.5 a hold probability of 0.75
         // becomes 0.9 (0.75² / (0.75² + 0.25²)), 0.25 becomes 0.1; onsets are drawn as before.
         assert!((sharpen(0.75, 0.5) - 0.9).abs() < 1e-6);
@@ -425,25 +431,10 @@ mod tests {
             (sharpen(0.0, 0.3), sharpen(1.0, 0.3), sharpen(0.3, 1.0)),
             (0.0, 1.0, 0.3)
         );
-        let (mut held, mut struck) = (0, 0);
-        for k in 0..4000 {
-            let mut r = PianoRoll::new(2);
-            r.set(0, 60, true, true, 0);
-            let mut on = vec![-30.0f32; PITCHES];
-            let mut sus = vec![-30.0f32; PITCHES];
-            on[61] = (0.2f32 / 0.8).ln();
-            sus[60] = 3.0f32.ln(); // p_sus 0.75, p_on ≈ 0: hold 0.75
-            let s = PianoSampling {
-                hold_temperature: 0.5,
-                seed: k,
-                ..Default::default()
-            };
-            draw_step(&mut r, 1, &on, &sus, &s, &mut rng);
-            held += (r.sustain(1, 60) && !r.onset(1, 60)) as usize;
-            struck += r.onset(1, 61) as usize;
-        }
-        assert!((held as f64 / 4000.0 - 0.9).abs() < 0.03, "{held}");
-        assert!((struck as f64 / 4000.0 - 0.2).abs() < 0.03, "{struck}");
+        // p_sus 0.75, p_on ≈ 0 for 60: hold 0.75, sharpened to 0.9; 61 struck a fifth of the time.
+        let (struck, held) = shares(61, 3.0f32.ln(), 0.5);
+        assert!((held - 0.9).abs() < 0.03, "{held}");
+        assert!((struck - 0.2).abs() < 0.03, "{struck}");
         let bad = PianoSampling {
             hold_temperature: 0.0,
             ..Default::default()
