@@ -639,6 +639,28 @@ fn train_eval_and_generate_on_pop909_at_toy_scale() {
         test["cs"]["mean"].as_f64().unwrap() > 0.0,
         "some notes: {eval}"
     );
+    // What the outputs rest on: attention and, since the model reads the lanes, the labels.
+    let ablations = &eval["ablations"];
+    for k in ["loss", "uniform_attention", "labels_zero", "labels_other"] {
+        assert!(ablations[k].as_f64().unwrap() > 0.0, "{k}: {eval}");
+    }
+    // Measured again on its own, the rest of eval.json is kept.
+    let err = run_ok(
+        pianoformer()
+            .args(["eval", "--task", "accompaniment", "--ablations-only"])
+            .args(["--per-song", "1", "--limit", "2", "--model"])
+            .arg(&run)
+            .arg("--data")
+            .arg(&root),
+    );
+    assert!(err.contains("with uniform attention"), "{err}");
+    let again: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("eval.json")).unwrap()).unwrap();
+    assert_eq!(again["panel"], eval["panel"]);
+    assert!(
+        again["ablations"]["labels_other"].as_f64().unwrap() > 0.0,
+        "{again}"
+    );
 
     let prompt = root.join("songs/010/010.mid");
     let out_file = dir.join("010-accompanied.mid");

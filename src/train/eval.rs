@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 use super::corpus::{Batch, Corpus, WindowSpec};
 use super::data::{Example, example};
 use super::step::TrainError;
+use crate::model::config::ACCOMPANIMENT_INPUTS;
 use crate::model::performer::Performer;
+use crate::music::labels::LABEL_FEATURES;
 use crate::music::metrics::{AccompanimentScores, accompaniment_scores};
 use crate::music::roll::{PITCHES, PianoRoll};
 
@@ -211,6 +213,115 @@ impl Predictions {
             })
             .collect()
     }
+}
+
+/// What a trained model's outputs rest on, measured by taking each thing away: the mean loss
+/// (as in training, unweighted) on held-out windows as they are; with every attention layer's
+/// queries and keys zeroed (each step then averages the values of all steps so far: attention
+/// that selects nothing); with the structure labels, wherever the model reads them (the lanes
+/// as inputs, F-StrIPE's kernel), all zero; and with another window's labels (a wrong song's
+/// structure). Label figures are `None` for a model that reads no labels.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Ablations {
+    pub loss: f64,
+    pub uniform_attention: f64,
+    pub labels_zero: Option<f64>,
+    pub labels_other: Option<f64>,
+}
+
+impl Ablations {
+    /// [`Ablations`] of `model` on `windows` (accompaniment examples of one length), in
+    /// batches of `batch`; `seed` draws the same random features for every variant.
+    pub async fn measure(
+        model: &Performer,
+        windows: &[Example],
+        batch: usize,
+        seed: u64,
+    ) -> Result<Self, TrainError> {
+        let loss = |model: &Performer, windows: Vec<Example>| {
+            let trainer = super::step::Trainer::new(
+                model.clone(),
+                super::step::Schedule {
+                    peak_lr: 0.0,
+                    warmup: 0,
+                    total: 1,
+                    final_ratio: 1.0,
+                },
+                1.0,
+                seed,
+            );
+            async move {
+                let (mut sum, mut n) = (0.0f64, 0usize);
+                for chunk in windows.chunks(batch.max(1)) {
+                    let l = trainer.evaluate(&Batch::Rolls(chunk.to_vec())).await?;
+                    sum += l as f64 * chunk.len() as f64;
+                    n += chunk.len();
+                }
+                Ok::<f64, TrainError>(sum / n.max(1) as f64)
+            }
+        };
+        let config = &model.config;
+        let lanes = config.conditioning.is_some_and(|c| c.labels);
+        let kernel = config.pe.is_structural();
+        // Labels of the window `k` further on (`k = 0`: every label zero).
+        let relabelled = |k: usize| -> Vec<Example> {
+            let n = windows.len();
+            let width = |e: &Example| e.inputs.len() / e.len.max(1);
+            (0..n)
+                .map(|i| {
+                    let mut e = windows[i].clone();
+                    let other = &windows[(i + k) % n];
+                    let same = k > 0 && other.len == e.len;
+                    if kernel {
+                        match same {
+                            true => e.coordinates.clone_from(&other.coordinates),
+                            false => e.coordinates.iter_mut().for_each(|c| *c = 0.0),
+                        }
+                    }
+                    if lanes {
+                        let w = width(&e);
+                        let lane = ACCOMPANIMENT_INPUTS..ACCOMPANIMENT_INPUTS + LABEL_FEATURES;
+                        for t in 0..e.len {
+                            let row = t * w;
+                            let (from, to) = (row + lane.start, row + lane.end);
+                            match same {
+                                true => e.inputs[from..to].copy_from_slice(&other.inputs[from..to]),
+                                false => e.inputs[from..to].fill(0.0),
+                            }
+                        }
+                    }
+                    e
+                })
+                .collect()
+        };
+        let (mut labels_zero, mut labels_other) = (None, None);
+        if config.reads_lanes() {
+            labels_zero = Some(loss(model, relabelled(0)).await?);
+            if windows.len() > 1 {
+                labels_other = Some(loss(model, relabelled(1)).await?);
+            }
+        }
+        Ok(Self {
+            loss: loss(model, windows.to_vec()).await?,
+            uniform_attention: loss(&uniform_attention(model), windows.to_vec()).await?,
+            labels_zero,
+            labels_other,
+        })
+    }
+}
+
+/// `model` with every attention layer's query and key projections zeroed.
+pub fn uniform_attention(model: &Performer) -> Performer {
+    let mut model = model.clone();
+    let zero = |l: &mut burn::nn::Linear| {
+        l.weight = l.weight.clone().map(|w| w.zeros_like());
+        l.bias = l.bias.clone().map(|b| b.map(|b| b.zeros_like()));
+    };
+    for block in &mut model.blocks {
+        zero(&mut block.wq);
+        zero(&mut block.wk);
+    }
+    model
 }
 
 /// Cross-entropy per token position over `batches` of windows (all of one length), averaged

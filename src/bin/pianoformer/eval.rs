@@ -13,10 +13,11 @@ use std::time::Instant;
 
 use pianoformer::device::{self, Preference};
 use pianoformer::model::config::Task;
+use pianoformer::model::performer::Performer;
 use pianoformer::music::metrics::mean_std;
 use pianoformer::music::tokens::STEPS_PER_BEAT;
-use pianoformer::train::corpus::WindowSpec;
-use pianoformer::train::eval::{Predictions, excerpts, position_losses};
+use pianoformer::train::corpus::{Corpus, WindowSpec};
+use pianoformer::train::eval::{Ablations, Predictions, excerpts, position_losses};
 use pianoformer::train::session::RunState;
 use pianoformer::train::sources::{self, Parts};
 
@@ -58,6 +59,11 @@ pub struct Args {
     /// core).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Accompaniment: measure only what the outputs rest on (validation loss with uniform
+    /// attention, with the labels at zero or from another song) and add it to the run's
+    /// existing eval.json, leaving its other scores as they are.
+    #[arg(long)]
+    pub ablations_only: bool,
     /// Songs per split at most (quick runs).
     #[arg(long)]
     pub limit: Option<usize>,
@@ -104,11 +110,27 @@ pub fn run(args: Args) -> Result<(), String> {
         Parts {
             train: false,
             valid: true,
-            test: task == Task::Accompaniment,
+            test: task == Task::Accompaniment && !args.ablations_only,
         },
         args.limit,
     )?;
     eprintln!("data: {}", data.description);
+    if args.ablations_only {
+        if task != Task::Accompaniment {
+            return Err("--ablations-only is for accompaniment models".into());
+        }
+        let path = args.model.join("eval.json");
+        let mut result = read_eval(&args.model)?;
+        let a = ablations(model, &data.valid, args.per_song, args.seed)?;
+        let obj = result
+            .as_object_mut()
+            .ok_or_else(|| format!("{} is not an evaluation", path.display()))?;
+        obj.insert("ablations".into(), serde_json::json!(a));
+        std::fs::write(&path, serde_json::to_vec_pretty(&result).expect("json"))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        eprintln!("added to {}", path.display());
+        return Ok(());
+    }
     let result = match task {
         Task::Accompaniment if model.config.is_autoregressive() => {
             crate::panel::run(model, &data, &args, &device)?
@@ -201,6 +223,12 @@ pub fn run(args: Args) -> Result<(), String> {
         }
     };
     let mut result = result;
+    if task == Task::Accompaniment {
+        let ablations = ablations(model, &data.valid, args.per_song, args.seed)?;
+        if let Some(obj) = result.as_object_mut() {
+            obj.insert("ablations".into(), serde_json::json!(ablations));
+        }
+    }
     if let Some(obj) = result.as_object_mut() {
         obj.insert("model".into(), serde_json::json!(loaded.source));
         obj.insert("pe".into(), serde_json::json!(model.config.pe.kind.name()));
@@ -221,6 +249,40 @@ pub fn run(args: Args) -> Result<(), String> {
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     eprintln!("written to {}", path.display());
     Ok(())
+}
+
+/// [`Ablations`] on the 16-bar validation excerpts, printed as it goes.
+fn ablations(
+    model: &Performer,
+    valid: &Corpus,
+    per_song: usize,
+    seed: u64,
+) -> Result<Ablations, String> {
+    let spec16 = WindowSpec::for_model(&model.config, 16 * 4 * STEPS_PER_BEAT);
+    let windows: Vec<_> = excerpts(valid, &spec16, per_song)
+        .into_iter()
+        .map(|(_, e)| e)
+        .collect();
+    let started = Instant::now();
+    let a = pollster::block_on(Ablations::measure(model, &windows, 8, seed))
+        .map_err(|e| e.to_string())?;
+    let pct = |x: f64| 100.0 * (x - a.loss) / a.loss;
+    let mut line = format!(
+        "what the outputs rest on, validation loss on {} excerpts: {:.5} as trained; {:.5} \
+         ({:+.2} %) with uniform attention",
+        windows.len(),
+        a.loss,
+        a.uniform_attention,
+        pct(a.uniform_attention)
+    );
+    if let Some(z) = a.labels_zero {
+        line += &format!("; {z:.5} ({:+.2} %) with the labels at zero", pct(z));
+    }
+    if let Some(o) = a.labels_other {
+        line += &format!("; {o:.5} ({:+.2} %) with another song's labels", pct(o));
+    }
+    eprintln!("{line} ({:.0} s)", started.elapsed().as_secs_f64());
+    Ok(a)
 }
 
 /// A label for a run in tables: its folder name.
@@ -313,6 +375,38 @@ pub fn report(runs: &[PathBuf], svg: Option<&Path>) -> Result<(), String> {
                     pm(m("density_ratio"), 2),
                     pm(m("restrikes"), 3),
                     pm(m("real_restrikes"), 3),
+                );
+            }
+        }
+        if evals.iter().any(|(_, e)| e["ablations"].is_object()) {
+            let _ = writeln!(
+                out,
+                "\nWhat the outputs rest on: validation loss (16-bar excerpts) as trained, with \
+                 uniform attention (queries and keys zeroed), and, for models that read \
+                 structure labels, with the labels at zero or taken from another song\n\n\
+                 | run | seeds | as trained | uniform attention | labels at zero | another \
+                 song's labels |\n|---|---|---|---|---|---|"
+            );
+            for (name, es) in &groups {
+                let es: Vec<_> = es.iter().filter(|e| e["ablations"].is_object()).collect();
+                if es.is_empty() {
+                    continue;
+                }
+                let m = |k: &str| -> String {
+                    let v: Vec<f64> = es
+                        .iter()
+                        .filter_map(|e| e["ablations"][k].as_f64())
+                        .collect();
+                    if v.is_empty() { "—".into() } else { pm(v, 5) }
+                };
+                let _ = writeln!(
+                    out,
+                    "| {name} | {} | {} | {} | {} | {} |",
+                    es.len(),
+                    m("loss"),
+                    m("uniform_attention"),
+                    m("labels_zero"),
+                    m("labels_other")
                 );
             }
         }
