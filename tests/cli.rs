@@ -111,3 +111,50 @@ fn inspect_shows_tracks_and_chords() {
     assert!(String::from_utf8_lossy(&missing.stderr).contains("cannot read"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The shipped models are found from any working folder (beside the binary, or the checkout
+/// it was built from), `PIANOFORMER_MODELS` points elsewhere, and a manifest that is nowhere
+/// is an error that says where it looked.
+#[test]
+fn generate_finds_the_shipped_models_from_anywhere() {
+    let dir = std::env::temp_dir().join(format!("pianoformer-cli-models-{}", std::process::id()));
+    let empty = dir.join("no-models-here");
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::write(dir.join("two-bars.mid"), two_bar_song()).unwrap();
+    let generate = |models: Option<&std::path::Path>| {
+        let mut cmd = pianoformer();
+        cmd.current_dir(&dir)
+            .args([
+                "generate",
+                "--task",
+                "continuation",
+                "--tokens",
+                "16",
+                "two-bars.mid",
+            ])
+            .args(["-o", "continued.mid"])
+            .env_remove("PIANOFORMER_MODELS");
+        if let Some(m) = models {
+            cmd.env("PIANOFORMER_MODELS", m);
+        }
+        cmd.output().unwrap()
+    };
+    let out = generate(None);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(dir.join("continued.mid").is_file());
+
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("www/models");
+    assert!(generate(Some(&shipped)).status.success());
+
+    let out = generate(Some(&empty));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(&empty.join("manifest.json").display().to_string())
+            && err.contains("PIANOFORMER_MODELS"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -7,7 +7,8 @@
 #
 # Environment: POP909 (the data folder, default ../shared/data/pop909), RUNS (where runs go,
 # default runs/), ACC_STEPS / CONT_STEPS (optimiser steps per run), SEEDS (e.g. "0 1 2"),
-# LONG_STEPS (the longer accompaniment run), AR_STEPS / AR_BATCH (the step-by-step default),
+# ACC_BATCH (windows per step of the comparison runs), LONG_STEPS (the longer accompaniment
+# run), AR_STEPS / AR_BATCH (the step-by-step default),
 # BACKEND (cpu or gpu), THREADS (CPU threads per run), BIN (the pianoformer binary; built in
 # release when unset).
 set -euo pipefail
@@ -21,6 +22,7 @@ LONG_STEPS=${LONG_STEPS:-2000}
 CONT_STEPS=${CONT_STEPS:-1200}
 AR_STEPS=${AR_STEPS:-8000}
 AR_BATCH=${AR_BATCH:-16}
+ACC_BATCH=${ACC_BATCH:-8}
 BACKEND=${BACKEND:-cpu}
 SEEDS=${SEEDS:-0}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/pianoformer/target}
@@ -84,7 +86,7 @@ if [ "$what" = all ] || [ "$what" = accompaniment ]; then
     for r in "${ACC_RUNS[@]}"; do
       name=${r%%|*}-seed$seed; args=${r#*|}
       # shellcheck disable=SC2086
-      train "$name" accompaniment "$ACC_STEPS" $args --seed "$seed" --window 256 --batch 8 --eval-every 200
+      train "$name" accompaniment "$ACC_STEPS" $args --seed "$seed" --window 256 --batch "$ACC_BATCH" --eval-every 200
       evaluate "$name" accompaniment --bars 16,64 --per-song 2
     done
   done

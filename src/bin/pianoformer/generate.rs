@@ -24,7 +24,8 @@ pub struct Args {
     /// A training run's folder, or a shipped model's name (`default`: the task's default).
     #[arg(long, default_value = "default")]
     pub model: String,
-    /// The manifest of shipped models.
+    /// The manifest of shipped models (default: $PIANOFORMER_MODELS, else www/models/ in
+    /// the working folder, beside the binary or in the checkout it was built from).
     #[arg(long)]
     pub manifest: Option<PathBuf>,
     /// The prompt: a MIDI file (a melody for accompaniment; the start of a piece for

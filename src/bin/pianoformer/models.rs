@@ -14,6 +14,56 @@ use pianoformer::train::eval::Binarize;
 /// The shipped models' manifest, relative to the repository root.
 pub const MANIFEST: &str = "www/models/manifest.json";
 
+/// The environment variable naming the folder of shipped models (or their manifest file).
+pub const MODELS_ENV: &str = "PIANOFORMER_MODELS";
+
+/// Where the shipped manifest may be, in the order tried: `--manifest` alone when given, else
+/// `$PIANOFORMER_MODELS` alone when set (a folder holding manifest.json, or the file), else
+/// `www/models/` under the working folder, then beside the binary (`models/`, `www/models/`,
+/// and the same under each folder above it, so a binary in `target/release/` finds its
+/// checkout's), then the checkout the binary was built from.
+pub fn manifest_candidates(explicit: Option<&Path>) -> Vec<PathBuf> {
+    if let Some(path) = explicit {
+        return vec![path.to_path_buf()];
+    }
+    if let Some(dir) = std::env::var_os(MODELS_ENV).filter(|v| !v.is_empty()) {
+        let dir = PathBuf::from(dir);
+        return vec![if dir.is_dir() {
+            dir.join("manifest.json")
+        } else {
+            dir
+        }];
+    }
+    let mut out = vec![PathBuf::from(MANIFEST)];
+    if let Some(exe_dir) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf))
+    {
+        for dir in exe_dir.ancestors() {
+            out.push(dir.join("models/manifest.json"));
+            out.push(dir.join(MANIFEST));
+        }
+    }
+    out.push(Path::new(env!("CARGO_MANIFEST_DIR")).join(MANIFEST));
+    out.dedup();
+    out
+}
+
+/// The first of [`manifest_candidates`] that exists, or an error in words saying where it
+/// looked.
+pub fn find_manifest(explicit: Option<&Path>) -> Result<PathBuf, String> {
+    let candidates = manifest_candidates(explicit);
+    if let Some(found) = candidates.iter().find(|p| p.is_file()) {
+        return Ok(found.clone());
+    }
+    let looked: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
+    Err(format!(
+        "the shipped models' manifest is not in {} (set {MODELS_ENV} to the folder holding \
+         manifest.json, or give --manifest)",
+        looked.join(", ")
+    ))
+}
+
 pub struct Loaded {
     pub model: Performer,
     pub binarize: Option<Binarize>,
@@ -48,18 +98,15 @@ pub fn load(
     if dir.join("model.bpk").is_file() {
         return load_run(&dir, task, device);
     }
-    let manifest_path = manifest.map_or_else(|| PathBuf::from(MANIFEST), Path::to_path_buf);
     if dir.is_dir() || spec.contains('/') {
         return Err(format!(
             "{spec} is not a model: a training run's folder holds model.bpk and config.json"
         ));
     }
-    let text = std::fs::read_to_string(&manifest_path).map_err(|e| {
-        format!(
-            "no run folder called {spec}, and the shipped manifest {} cannot be read: {e}",
-            manifest_path.display()
-        )
-    })?;
+    let manifest_path =
+        find_manifest(manifest).map_err(|e| format!("no run folder called {spec}, and {e}"))?;
+    let text = std::fs::read_to_string(&manifest_path)
+        .map_err(|e| format!("cannot read {}: {e}", manifest_path.display()))?;
     let manifest = Manifest::parse(&text).map_err(|e| e.to_string())?;
     let name = (spec != "default").then_some(spec);
     let entry = manifest.find(name, task).map_err(|e| e.to_string())?;
