@@ -1,6 +1,7 @@
 # pianoformer — the two commands that matter:
 #   make serve   build the app (release wasm + default models) and serve it on http://127.0.0.1:8000
-#   make test    run every test: native (cargo test), browser (wasm-pack test), end-to-end page
+#   make test    run every test: lint (fmt, clippy), native (cargo test), browser (wasm-pack
+#                test), JS, end-to-end page; a table of stage times at the end
 # Both install whatever is missing first (tools/setup.sh).
 
 SHELL := /bin/bash
@@ -15,19 +16,18 @@ PORT ?= 8000
 # wasm-opt -Oz (binaryen from npm; Debian's binaryen breaks this wasm). 0 skips it.
 WASM_OPT ?= 1
 
-.PHONY: serve test setup wasm samples test-native test-js test-browser test-e2e check clean help
+.PHONY: serve test setup lint wasm samples test-native test-js test-browser test-e2e check clean help
 
 help:
-	@sed -n '2,4p' Makefile
+	@sed -n '2,5p' Makefile
 
 serve: wasm
 	node tools/serve.mjs --port $(PORT)
 
-test: setup
-	$(MAKE) test-native
-	$(MAKE) test-js
-	$(MAKE) test-browser
-	$(MAKE) test-e2e
+# Every stage in turn, with a table of their times at the end (printed when one fails too).
+TEST_STAGES := setup lint test-native test-js test-browser test-e2e
+test:
+	@bash tools/stages.sh "$(MAKE)" $(TEST_STAGES)
 
 setup:
 	bash tools/setup.sh
@@ -53,6 +53,11 @@ POP909_DIR ?= $(CURDIR)/../shared/data/pop909
 test-native:
 	@[ -d "$(POP909_DIR)/songs" ] || echo "note: POP909 not found at $(POP909_DIR): the real-data tests will skip (set POP909_DIR)"
 	POP909_DIR="$(POP909_DIR)" cargo test
+
+# Formatting, and clippy with warnings as errors (native targets).
+lint:
+	cargo fmt --check
+	cargo clippy --all-targets -- -D warnings
 
 # The page's JavaScript modules (share links, storage, audio, roll maths) under Node.
 test-js:

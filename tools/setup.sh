@@ -54,7 +54,16 @@ cargo_tool() { # name version [cargo install flags...]
   cargo install -q "$crate" --version "$version" "$@"
 }
 
+# rustfmt and clippy for `make lint` (rustup components; they come with most toolchains).
+need_lint() {
+  cargo fmt --version >/dev/null 2>&1 && cargo clippy --version >/dev/null 2>&1 && return 0
+  command -v rustup >/dev/null || die "cargo fmt or cargo clippy is missing and there is no rustup to add them"
+  say "adding the rustfmt and clippy components"
+  rustup component add rustfmt clippy
+}
+
 need_rust
+need_lint
 if [ "${1:-all}" = native ]; then
   install_apt build-essential pkg-config
   exit 0
