@@ -22,3 +22,24 @@ pub mod tune;
 
 #[cfg(all(target_arch = "wasm32", feature = "ml"))]
 pub mod web;
+
+/// For tests that cannot run where they are (no POP909, no GPU): says why on stderr and, when
+/// `PIANOFORMER_SKIP_LOG` names a file (`make test-native` sets it), appends `test: why` to it,
+/// so the run ends by listing every test that checked nothing.
+#[doc(hidden)]
+#[cfg(not(target_arch = "wasm32"))]
+pub fn note_skipped_test(why: &str) {
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("a test");
+    eprintln!("SKIPPED {test}: {why}");
+    if let Some(path) = std::env::var_os("PIANOFORMER_SKIP_LOG") {
+        use std::io::Write as _;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = writeln!(f, "{test}: {why}");
+        }
+    }
+}

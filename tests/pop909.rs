@@ -15,10 +15,10 @@ fn data_root() -> Option<PathBuf> {
     if root.join("songs").is_dir() {
         Some(root)
     } else {
-        eprintln!(
-            "SKIPPED: POP909 not found at {} (set POP909_DIR)",
+        pianoformer::note_skipped_test(&format!(
+            "POP909 not found at {} (set POP909_DIR)",
             root.display()
-        );
+        ));
         None
     }
 }

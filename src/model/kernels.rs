@@ -416,7 +416,7 @@ mod tests {
     #[test]
     fn fused_matches_the_reference_on_a_native_gpu() {
         let Ok(gpu) = pollster::block_on(device::init(Preference::Gpu)) else {
-            eprintln!("no GPU adapter: skipped");
+            crate::note_skipped_test("no native GPU adapter");
             return;
         };
         let parity = pollster::block_on(fused_parity(&gpu.device, (2, 3, 300, 32, 16), 7)).unwrap();
