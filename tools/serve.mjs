@@ -30,6 +30,34 @@ const TYPES = {
   '.txt': 'text/plain; charset=utf-8',
 };
 
+/**
+ * The page's Content-Security-Policy: everything from this origin only, no inline script or
+ * style, WebAssembly compilation allowed ('wasm-unsafe-eval', nothing else evaluated), blob:
+ * only for the audio and downloads the page makes itself, no plugins, no framing. index.html
+ * repeats it in a <meta> tag (without frame-ancestors, which a meta tag cannot set) so any
+ * static host enforces it; a test checks the two agree.
+ */
+export const CSP = [
+  "default-src 'self'",
+  "script-src 'self' 'wasm-unsafe-eval'",
+  "worker-src 'self'",
+  "connect-src 'self'",
+  "img-src 'self' blob:",
+  "media-src 'self' blob:",
+  "style-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/** Sent with every response. */
+export const SECURITY_HEADERS = {
+  'content-security-policy': CSP,
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+};
+
 /** Maps a URL path to a file under ROOT, or null when it is outside the public set. */
 function resolvePath(urlPath) {
   let rel = decodeURIComponent(urlPath.split('?')[0]).replace(/^\/+/, '');
@@ -60,12 +88,13 @@ export function startServer({ port = 8000, host = '127.0.0.1', quiet = false } =
       stat = null;
     }
     if (!stat) {
-      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' });
+      res.writeHead(404, { ...SECURITY_HEADERS, 'content-type': 'text/plain; charset=utf-8' });
       res.end(`Not found: ${req.url}\n`);
       if (!quiet) console.log(`404 ${req.url}`);
       return;
     }
     res.writeHead(200, {
+      ...SECURITY_HEADERS,
       'content-type': TYPES[extname(file).toLowerCase()] ?? 'application/octet-stream',
       'content-length': stat.size,
       'cache-control': 'no-cache',

@@ -26,8 +26,21 @@ export async function launch({ webgpu, url, viewport = { width: 1280, height: 80
   const log = [];
   page.on('console', (m) => log.push(`[${m.type()}] ${m.text()}`));
   page.on('pageerror', (e) => log.push(`[pageerror] ${e.message}`));
+  // Anything the Content-Security-Policy blocked, for cspViolations().
+  await page.addInitScript(() => {
+    window.__cspViolations = [];
+    document.addEventListener('securitypolicyviolation', (e) =>
+      window.__cspViolations.push(`${e.violatedDirective} blocked ${e.blockedURI || 'inline'}`),
+    );
+  });
   await page.goto(url);
   return { browser, page, log };
+}
+
+/** What the page's Content-Security-Policy blocked so far, from events and console messages. */
+export async function cspViolations(page, log) {
+  const events = await page.evaluate(() => window.__cspViolations ?? []);
+  return [...events, ...log.filter((l) => l.includes('Content Security Policy'))];
 }
 
 /**

@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { OUT, launch, serveApp } from './browser.mjs';
+import { OUT, cspViolations, launch, serveApp } from './browser.mjs';
 
 // The backend check runs 30 Adam steps; on SwiftShader WebGPU that takes a while.
 const READY_TIMEOUT = 240_000;
@@ -48,6 +48,7 @@ test('page starts on WebGPU when asked, reports the adapter and passes its backe
     const losses = status.check.fit.losses;
     assert.ok(losses.at(-1) < 0.5 * losses[0], `loss ${losses[0]} -> ${losses.at(-1)}`);
     console.log(`WebGPU: backend ready ${status.readyMs.toFixed(0)} ms after load`);
+    assert.deepEqual(await cspViolations(page, log), [], 'nothing was blocked by the CSP');
   } finally {
     await browser.close();
   }
@@ -85,6 +86,11 @@ test('without WebGPU the page falls back to the CPU and says why', async () => {
     assert.ok(status.backend.fallback_reason, 'a fallback must say why');
     assert.equal(await page.textContent('#backend-badge'), 'CPU');
     console.log(`CPU fallback: backend ready ${status.readyMs.toFixed(0)} ms after load`);
+    // The policy is enforced, and a breach would be seen: a request to another origin is refused.
+    assert.deepEqual(await cspViolations(page, log), []);
+    await page.evaluate(() => fetch('http://192.0.2.1/').catch(() => {}));
+    await page.waitForFunction(() => window.__cspViolations.length > 0, null, { timeout: 10_000 });
+    assert.match((await cspViolations(page, log)).join('\n'), /connect-src/);
   } finally {
     await browser.close();
   }

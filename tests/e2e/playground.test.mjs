@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { normalizePiece } from '../../www/share.js';
-import { OUT, launch, serveApp } from './browser.mjs';
+import { OUT, cspViolations, launch, serveApp } from './browser.mjs';
 
 // SwiftShader WebGPU: the backend check and the first kernels take minutes on 2 cores.
 const SLOW = 600_000;
@@ -128,6 +128,8 @@ test('drop, accompany on WebGPU, watch attention, play, share, and a corrupt fil
     assert.match(await page.textContent('#error-text'), /broken\.mid could not be read/);
     assert.equal((await page.evaluate(() => window.pianoformer.piece)).name, 'dropped.mid');
     await page.screenshot({ path: join(OUT, 'playground-corrupt-file.png') });
+    // Generating, attention, playback, sharing and errors ran under the page's strict CSP.
+    assert.deepEqual(await cspViolations(page, log), [], 'nothing was blocked by the CSP');
   } finally {
     await browser.close();
   }
@@ -235,6 +237,7 @@ test('with WebGPU disabled the same accompaniment runs on the CPU', { timeout: 2
     assert.ok(added.notes.every((x) => x[1] >= lastOnset), 'after the music');
     console.log(`CPU continuation: ${cont.tokens} tokens in ${(cont.ms / 1000).toFixed(1)} s`);
     await page.screenshot({ path: join(OUT, 'playground-continuation.png'), fullPage: true });
+    assert.deepEqual(await cspViolations(page, log), [], 'nothing was blocked by the CSP');
   } finally {
     await browser.close();
   }

@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { OUT, launch, serveApp } from './browser.mjs';
+import { OUT, cspViolations, launch, serveApp } from './browser.mjs';
 
 const SLOW = 600_000;
 let server;
@@ -145,6 +145,7 @@ test('fine-tune a few steps on two files, keep, generate and compare, reload, ex
     await page.setInputFiles('#tune-import', { name: 'damaged.pfmodel', mimeType: 'application/octet-stream', buffer: bytes });
     await page.waitForSelector('#error:not([hidden])', { timeout: 30_000 });
     assert.match(await page.textContent('#error-text'), /damaged\.pfmodel could not be imported: .*checksum/);
+    assert.deepEqual(await cspViolations(page, log), [], 'nothing was blocked by the CSP');
   } finally {
     await browser.close();
   }

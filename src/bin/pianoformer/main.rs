@@ -42,6 +42,8 @@ mod models;
 #[cfg(not(target_arch = "wasm32"))]
 mod panel;
 #[cfg(not(target_arch = "wasm32"))]
+mod report;
+#[cfg(not(target_arch = "wasm32"))]
 mod ship;
 #[cfg(not(target_arch = "wasm32"))]
 mod train;
@@ -136,7 +138,7 @@ mod cli {
             Command::Inspect { file, json } => crate::inspect::run(&file, json),
             Command::Train(args) => crate::train::run(args),
             Command::Eval(args) => crate::eval::run(args),
-            Command::Report { runs, svg } => crate::eval::report(&runs, svg.as_deref()),
+            Command::Report { runs, svg } => crate::report::run(&runs, svg.as_deref()),
             Command::Generate(args) => crate::generate::run(args),
             Command::Ship(args) => crate::ship::run(args),
             Command::Bench {
