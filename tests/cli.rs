@@ -158,3 +158,54 @@ fn generate_finds_the_shipped_models_from_anywhere() {
     assert!(!err.contains("panicked"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `report` averages runs that differ only in their `-seedN` suffix (mean ± population std) and
+/// shows what their outputs rest on when the runs measured it.
+#[test]
+fn report_averages_seeds_and_shows_the_ablations() {
+    let dir = std::env::temp_dir().join(format!("pianoformer-cli-report-{}", std::process::id()));
+    let runs: Vec<_> = [("acc-x-seed0", 30.0, 0.050), ("acc-x-seed1", 40.0, 0.052)]
+        .iter()
+        .map(|&(name, cs, loss)| {
+            let run = dir.join(name);
+            std::fs::create_dir_all(&run).unwrap();
+            let eval = serde_json::json!({
+                "task": "accompaniment",
+                "steps": 500,
+                "binarize": {"threshold": 0.05, "gap": 0},
+                "ablations": {"loss": loss, "uniform_attention": loss * 1.5,
+                              "labels_zero": null, "labels_other": null},
+                "test": {"16": {"excerpts": 4, "onset_f1": 0.1,
+                    "cs": {"mean": cs, "std": 1.0}, "ssmd": {"mean": 40.0, "std": 1.0},
+                    "gs": {"mean": 80.0, "std": 1.0}, "ndd": {"mean": 10.0, "std": 1.0}}},
+            });
+            std::fs::write(run.join("eval.json"), eval.to_string()).unwrap();
+            run
+        })
+        .collect();
+    let out = pianoformer().arg("report").args(&runs).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("| acc-x | 2 | 500 | 0.05 / 0 | 35.000 ± 5.000 |"),
+        "{text}"
+    );
+    assert!(
+        text.contains("| acc-x | 2 | 0.05100 ± 0.00100 | 0.07650 ± 0.00150 | — | — |"),
+        "{text}"
+    );
+    let missing = pianoformer()
+        .arg("report")
+        .arg(dir.join("nope"))
+        .output()
+        .unwrap();
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("run `pianoformer eval` on it first")
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
