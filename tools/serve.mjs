@@ -8,13 +8,14 @@ import { extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
-const PUBLIC = ['index.html', 'www', 'pkg', 'favicon.ico'];
+const PUBLIC = ['index.html', 'www', 'pkg', 'sw.js', 'manifest.webmanifest'];
 const TYPES = {
   '.html': 'text/html; charset=utf-8',
   '.js': 'text/javascript; charset=utf-8',
   '.mjs': 'text/javascript; charset=utf-8',
   '.css': 'text/css; charset=utf-8',
   '.json': 'application/json',
+  '.webmanifest': 'application/manifest+json',
   '.wasm': 'application/wasm',
   '.mid': 'audio/midi',
   '.midi': 'audio/midi',

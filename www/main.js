@@ -37,6 +37,8 @@ const status = {
     return app.piece;
   },
   attentionBlank: () => attention.isBlank(),
+  // 'ready' once the service worker has kept everything for offline use (sw.js).
+  offline: 'pending',
 };
 window.pianoformer = status;
 
@@ -199,6 +201,32 @@ function showCheck(report, ms) {
   }
   setState('ready');
   updateButtons();
+  keepOffline();
+}
+
+/**
+ * Registers the service worker that keeps the app, its default models and the piano samples
+ * (../sw.js), once the page is ready so it never competes with the start. Where service
+ * workers are missing (insecure contexts, some private modes) the page works online as before.
+ */
+async function keepOffline() {
+  if (status.offline !== 'pending') return;
+  if (!('serviceWorker' in navigator)) {
+    status.offline = 'unsupported';
+    return;
+  }
+  status.offline = 'installing';
+  try {
+    await navigator.serviceWorker.register(new URL('../sw.js', import.meta.url), {
+      type: 'module',
+      scope: new URL('../', import.meta.url).pathname,
+    });
+    await navigator.serviceWorker.ready;
+    status.offline = 'ready';
+    $('offline-badge').hidden = false;
+  } catch (e) {
+    status.offline = `unavailable: ${e?.message ?? e}`;
+  }
 }
 
 /** After WebGPU failed mid-way: a fresh Worker on the CPU, the piece untouched. */
