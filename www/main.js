@@ -37,6 +37,8 @@ const status = {
     return app.piece;
   },
   attentionBlank: () => attention.isBlank(),
+  // The Worker's wasm memory in bytes (it only grows: the peak so far).
+  wasmBytes: () => call('memory'),
   // 'ready' once the service worker has kept everything for offline use (sw.js).
   offline: 'pending',
 };

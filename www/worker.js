@@ -2,7 +2,7 @@
 // talks to the page only by messages, so the page never freezes while tensors are computed.
 //
 // In:  {type: 'init', backend: 'auto' | 'gpu' | 'cpu'}
-//      {type: 'call', id, method, args}   methods: readMidi, writeMidi, exampleMidi, checkPiece,
+//      {type: 'call', id, method, args}   methods: readMidi, writeMidi, exampleMidi, checkPiece, memory,
 //                                          loadModel, hasModel, unloadModel, generate, attention,
 //                                          template; fine-tuning: tuneInspect, tuneStart,
 //                                          tuneStep, tuneKeep, tuneDrop, packModel, unpackModel
@@ -134,6 +134,8 @@ const methods = {
   readMidi: ({ bytes, name }) => JSON.parse(wasm.readMidi(new Uint8Array(bytes), name)),
   writeMidi: ({ piece }) => wasm.writeMidi(JSON.stringify(piece)),
   exampleMidi: ({ key = 0, bars = 16 }) => wasm.exampleMidi(key, bars),
+  // Bytes of the wasm's linear memory (it only grows: the peak so far).
+  memory: () => wasmMemory?.buffer.byteLength ?? null,
   checkPiece: ({ piece }) => wasm.checkPiece(JSON.stringify(piece)),
   loadModel: ({ entry, bytes }) => session.loadModel(JSON.stringify(entry), new Uint8Array(bytes)),
   hasModel: ({ name }) => session.hasModel(name),
@@ -188,7 +190,7 @@ const methods = {
 
 async function call({ id, method, args }) {
   try {
-    const free = ['readMidi', 'writeMidi', 'exampleMidi', 'checkPiece', 'tuneInspect', 'packModel', 'unpackModel'];
+    const free = ['readMidi', 'writeMidi', 'exampleMidi', 'checkPiece', 'memory', 'tuneInspect', 'packModel', 'unpackModel'];
     if (!session && !free.includes(method)) {
       throw new Error('the model backend is still starting');
     }
