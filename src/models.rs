@@ -165,8 +165,9 @@ pub fn unpack_model(file: &[u8]) -> Result<(ModelEntry, Vec<u8>), ModelError> {
         ));
     }
     let len = u32::from_le_bytes(file[8..12].try_into().expect("4 bytes")) as usize;
-    let json = file
-        .get(12..12 + len)
+    let json = 12usize
+        .checked_add(len)
+        .and_then(|end| file.get(12..end))
         .ok_or_else(|| bad("it is cut short"))?;
     let entry: ModelEntry = serde_json::from_slice(json)
         .map_err(|e| bad(&format!("its description is not readable ({e})")))?;
@@ -236,6 +237,71 @@ mod tests {
         damaged[last] ^= 1;
         assert!(err(&damaged).contains("checksum"));
         assert!(err(&file[..20]).contains("cut short"));
+    }
+
+    /// A forged model file is the page's most dangerous input: whoever makes it can make its
+    /// size, checksum and config agree with any bytes. Seeded mutations of a real file's weights
+    /// and description, with size and checksum recomputed so they reach the weight reader:
+    /// every one is loaded or refused with an error, never a panic.
+    #[test]
+    fn forged_model_files_are_loaded_or_refused_never_a_panic() {
+        use rand::{RngExt, SeedableRng};
+        let device = Device::flex();
+        let config =
+            PerformerConfig::tiny(Task::Accompaniment, VOCAB, PeConfig::new(PeKind::SineSpe));
+        let model = Performer::new(&config, 5, &device).unwrap();
+        let params = model.parameters();
+        let bytes = model.to_bytes().unwrap();
+        let good = entry(&bytes, config, params);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(20261123);
+        let (mut loaded, mut refused) = (0, 0);
+        // 300 in the test suite; PIANOFORMER_FUZZ_ROUNDS runs a longer campaign.
+        let rounds = std::env::var("PIANOFORMER_FUZZ_ROUNDS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(300);
+        for round in 0..rounds {
+            let mut weights = bytes.clone();
+            let mut e = good.clone();
+            for _ in 0..rng.random_range(1..6) {
+                let at = rng.random_range(0..weights.len());
+                match rng.random_range(0..6) {
+                    // The header and the tensor table sit at the start: hit them more often.
+                    0 => weights[at % 256] ^= 1 << rng.random_range(0..8),
+                    1 => weights[at] ^= 1 << rng.random_range(0..8),
+                    2 => weights[at % 64] = [0, 0x7f, 0x80, 0xff][rng.random_range(0..4)],
+                    3 => weights.truncate(at),
+                    4 => weights.splice(at..at, [0xff; 9]).for_each(drop),
+                    _ => e.parameters = rng.random_range(0..2 * params),
+                }
+            }
+            e.bytes = weights.len();
+            e.sha256 = sha256_hex(&weights);
+            let file = pack_model(&e, &weights);
+            let outcome = std::panic::catch_unwind(|| {
+                let (e, w) = unpack_model(&file)?;
+                load_entry(&e, &w, &device).map(|_| ())
+            });
+            match outcome {
+                Ok(Ok(())) => loaded += 1,
+                Ok(Err(err)) => {
+                    assert!(!err.to_string().is_empty());
+                    refused += 1
+                }
+                Err(_) => panic!("round {round}: loading a forged model panicked"),
+            }
+        }
+        eprintln!("forged model files: {loaded} loaded, {refused} refused");
+        assert!(refused > rounds / 3, "{loaded} loaded, {refused} refused");
+        // A description promising more bytes than the file could ever hold.
+        let mut huge = pack_model(&good, &bytes);
+        huge[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(
+            unpack_model(&huge)
+                .unwrap_err()
+                .to_string()
+                .contains("cut short")
+        );
     }
 
     #[test]

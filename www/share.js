@@ -78,6 +78,7 @@ function shapeProblem(piece) {
       return `track ${i + 1} has no list of [pitch, start, end, velocity] notes`;
     }
   }
+  const PLAIN = { ppq: 'ticks per quarter note', promptBars: 'number of prompt bars', timeSignatures: 'time signatures' };
   const optional = {
     ppq: (x) => Number.isFinite(x) && x > 0,
     tempos: (x) => isListOf(x, (t) => isNumbers(t, 2)),
@@ -90,7 +91,9 @@ function shapeProblem(piece) {
     name: (x) => typeof x === 'string',
   };
   for (const [key, test] of Object.entries(optional)) {
-    if (piece[key] !== undefined && !test(piece[key])) return `its ${key} are malformed`;
+    if (piece[key] !== undefined && !test(piece[key])) {
+      return `its ${PLAIN[key] ?? key} ${key.endsWith('s') ? 'are' : 'is'} malformed`;
+    }
   }
   return null;
 }
@@ -383,7 +386,8 @@ const CRC_TABLE = new Uint32Array(256).map((_, n) => {
   return c;
 });
 
-function crc32(bytes) {
+/** CRC-32 (IEEE) of `bytes`: the payload checksum (exported for the fuzzer, tools/fuzz-share.mjs). */
+export function crc32(bytes) {
   let c = 0xffffffff;
   for (let i = 0; i < bytes.length; i++) c = CRC_TABLE[(c ^ bytes[i]) & 255] ^ (c >>> 8);
   return (c ^ 0xffffffff) >>> 0;
