@@ -78,7 +78,11 @@ function shapeProblem(piece) {
       return `track ${i + 1} has no list of [pitch, start, end, velocity] notes`;
     }
   }
-  const PLAIN = { ppq: 'ticks per quarter note', promptBars: 'number of prompt bars', timeSignatures: 'time signatures' };
+  const PLAIN = {
+    ppq: 'resolution (ticks per quarter note) is',
+    promptBars: 'number of prompt bars is',
+    timeSignatures: 'time signatures are',
+  };
   const optional = {
     ppq: (x) => Number.isFinite(x) && x > 0,
     tempos: (x) => isListOf(x, (t) => isNumbers(t, 2)),
@@ -92,7 +96,7 @@ function shapeProblem(piece) {
   };
   for (const [key, test] of Object.entries(optional)) {
     if (piece[key] !== undefined && !test(piece[key])) {
-      return `its ${PLAIN[key] ?? key} ${key.endsWith('s') ? 'are' : 'is'} malformed`;
+      return `its ${PLAIN[key] ?? `${key} ${key.endsWith('s') ? 'are' : 'is'}`} malformed`;
     }
   }
   return null;
