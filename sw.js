@@ -24,6 +24,7 @@ export const SHELL_FILES = [
   'www/icon.svg',
   'www/style.css',
   'www/attention.js',
+  'www/keys.js',
   'www/audio.js',
   'www/loss-curve.js',
   'www/main.js',

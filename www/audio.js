@@ -134,12 +134,10 @@ function createBus(ctx, destination, mute) {
 }
 
 /**
- * Sounds one note event into `destination`: the sample nearest to its pitch, re-pitched, with
- * its velocity's gain, a short attack at `when` (context time) and the release after
- * `when + duration`. The one voice of both live playback and export. Returns the source node,
- * already scheduled to stop when the release has faded.
+ * The start of one voice: the sample nearest to `pitch`, re-pitched, into `destination` with
+ * `velocity`'s gain and a short attack at `when` (context time). The caller ends it.
  */
-function startVoice(ctx, samples, destination, { pitch, velocity, duration }, when) {
+function attackVoice(ctx, samples, destination, pitch, velocity, when) {
   const sample = nearestSample(pitch);
   const { buffer, onset } = samples.get(sample.name);
   const source = ctx.createBufferSource();
@@ -147,14 +145,24 @@ function startVoice(ctx, samples, destination, { pitch, velocity, duration }, wh
   source.playbackRate.value = 2 ** ((pitch - sample.pitch) / 12);
   const envelope = ctx.createGain();
   const peak = velocityGain(velocity);
-  const off = when + Math.max(duration, MIN_NOTE);
   envelope.gain.setValueAtTime(0, when);
   envelope.gain.linearRampToValueAtTime(peak, when + ATTACK);
-  envelope.gain.setValueAtTime(peak, off);
-  envelope.gain.exponentialRampToValueAtTime(peak * 1e-3, off + RELEASE);
   source.connect(envelope).connect(destination);
   source.onended = () => envelope.disconnect();
   source.start(when, onset);
+  return { source, envelope, peak };
+}
+
+/**
+ * Sounds one note event into `destination`: attacked at `when` (context time), released after
+ * `when + duration`. The one voice of both live playback and export. Returns the source node,
+ * already scheduled to stop when the release has faded.
+ */
+function startVoice(ctx, samples, destination, { pitch, velocity, duration }, when) {
+  const { source, envelope, peak } = attackVoice(ctx, samples, destination, pitch, velocity, when);
+  const off = when + Math.max(duration, MIN_NOTE);
+  envelope.gain.setValueAtTime(peak, off);
+  envelope.gain.exponentialRampToValueAtTime(peak * 1e-3, off + RELEASE);
   source.stop(off + RELEASE);
   return source;
 }
@@ -210,6 +218,7 @@ export class Piano {
   #output = null;
   #session = null; // the playback in progress
   #mute = { melody: false, accompaniment: false };
+  #held = new Map(); // pitch → the voice of a key held live
 
   /** `baseUrl`: the folder holding A0.mp3 … C8.mp3 (a URL or a string, relative to the page). */
   constructor(baseUrl = new URL('./samples/', import.meta.url)) {
@@ -224,6 +233,53 @@ export class Piano {
 
   get playing() {
     return this.#session !== null;
+  }
+
+  /**
+   * Sounds `pitch` now, held until `noteOff(pitch)`: a key played live (MIDI or computer
+   * keyboard). Returns false (silently) while the samples are not loaded.
+   */
+  noteOn(pitch, velocity = 90) {
+    if (!this.#samples) return false;
+    const ctx = this.#context();
+    if (ctx.state !== 'running') ctx.resume().catch(() => {});
+    this.noteOff(pitch);
+    this.#held.set(pitch, attackVoice(ctx, this.#samples, this.#output, pitch, velocity, ctx.currentTime));
+    return true;
+  }
+
+  /** Releases a key held by `noteOn`. */
+  noteOff(pitch) {
+    const voice = this.#held.get(pitch);
+    if (!voice) return;
+    this.#held.delete(pitch);
+    const now = this.#ctx.currentTime;
+    const gain = voice.envelope.gain;
+    gain.cancelScheduledValues(now);
+    gain.setValueAtTime(Math.max(gain.value, voice.peak * 1e-3), now);
+    gain.exponentialRampToValueAtTime(voice.peak * 1e-3, now + RELEASE);
+    voice.source.stop(now + RELEASE);
+  }
+
+  /**
+   * A metronome click at `seconds` from now (a short sine blip; `accent` on the bar's first
+   * beat). Needs no samples. Returns the context time it sounds at.
+   */
+  click(seconds, accent = false) {
+    const ctx = this.#context();
+    if (ctx.state !== 'running') ctx.resume().catch(() => {});
+    const when = ctx.currentTime + Math.max(0, seconds);
+    const osc = ctx.createOscillator();
+    const gain = ctx.createGain();
+    osc.frequency.value = accent ? 1760 : 1320;
+    gain.gain.setValueAtTime(0, when);
+    gain.gain.linearRampToValueAtTime(accent ? 0.5 : 0.3, when + 0.002);
+    gain.gain.exponentialRampToValueAtTime(1e-4, when + 0.05);
+    osc.connect(gain).connect(this.#output);
+    osc.onended = () => gain.disconnect();
+    osc.start(when);
+    osc.stop(when + 0.06);
+    return when;
   }
 
   /** The mute state that `play` starts with and `setMute` changes: { melody, accompaniment }. */

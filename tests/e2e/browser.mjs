@@ -15,8 +15,11 @@ export const FLAGS = [
   '--autoplay-policy=no-user-gesture-required',
 ];
 
-/** Headless Chromium with WebGPU on (SwiftShader without a GPU) or off, and one page at `url`. */
-export async function launch({ webgpu, url, viewport = { width: 1280, height: 800 } }) {
+/**
+ * Headless Chromium with WebGPU on (SwiftShader without a GPU) or off, and one page at `url`;
+ * `init` (a function) runs in the page before its own scripts.
+ */
+export async function launch({ webgpu, url, viewport = { width: 1280, height: 800 }, init = null }) {
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
@@ -33,6 +36,8 @@ export async function launch({ webgpu, url, viewport = { width: 1280, height: 80
       window.__cspViolations.push(`${e.violatedDirective} blocked ${e.blockedURI || 'inline'}`),
     );
   });
+  // A test's own stand-ins (e.g. a fake MIDI keyboard), installed before the page's scripts.
+  if (init) await page.addInitScript(init);
   await page.goto(url);
   return { browser, page, log };
 }
