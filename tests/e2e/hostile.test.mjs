@@ -30,6 +30,8 @@ const note = [0x00, 0x90, 60, 100, 0x83, 0x60, 0x80, 60, 0];
 const end = [0x00, 0xff, 0x2f, 0x00];
 const longest = [0x8f, 0xff, 0xff, 0x7f]; // the largest delta time MIDI can write
 
+const HTML_NAME = '<img src=x onerror="window.__pwned=1">';
+
 /** Files the page must refuse, each with what its sentence must say. */
 const REFUSED = {
   'empty.mid': [[], /empty/],
@@ -59,6 +61,8 @@ const READABLE = {
   'truncated-track.mid': [...header(0, 1, 480), ...bytes('MTrk'), ...u32(1000), ...note],
   'type-2.mid': [...header(2, 2, 480), ...track([...note, ...end]), ...track([...note, ...end])],
   'more-tracks-than-written.mid': [...header(1, 65535, 480), ...track([...note, ...end])],
+  // Text in a file is shown as text: a track name that is HTML.
+  'html-name.mid': [...header(0, 1, 480), ...track([0x00, 0xff, 0x03, HTML_NAME.length, ...bytes(HTML_NAME), ...note, ...end])],
 };
 
 /** Drops `data` (bytes, or `{head, zeros}`) as a file named `name`, as a user dragging it in. */
@@ -118,6 +122,10 @@ test('malformed MIDI files get a sentence and the piece the user made stays', { 
       const piece = await page.evaluate(() => window.pianoformer.piece);
       assert.ok(piece.tracks.some((t) => t.notes.length > 0), `${name}: its notes are there`);
     }
+    // The last one opened has an HTML track name: shown as text, never as markup.
+    assert.match(await page.textContent('#tracks'), /<img src=x onerror=/);
+    assert.equal(await page.locator('#tracks img').count(), 0);
+    assert.equal(await page.evaluate(() => window.__pwned ?? null), null);
     assert.deepEqual(log.filter((l) => l.startsWith('[pageerror]')), [], 'no uncaught exception');
     assert.deepEqual(await cspViolations(page, log), []);
   } finally {
