@@ -40,6 +40,8 @@ const status = {
   attentionBlank: () => attention.isBlank(),
   // The Worker's wasm memory in bytes (it only grows: the peak so far).
   wasmBytes: () => call('memory'),
+  // Tests only (`?drill`): destroys the Worker's GPU devices, as a lost GPU would.
+  loseDevice: params.has('drill') ? () => app.worker.postMessage({ type: 'drill', what: 'lose-device' }) : undefined,
   // 'ready' once the service worker has kept everything for offline use (sw.js).
   offline: 'pending',
 };
@@ -110,6 +112,7 @@ function startWorker(backend) {
     return;
   }
   app.worker = worker;
+  app.deviceLost = null;
   worker.onmessage = ({ data }) => {
     if (data.type === 'ready') {
       showBackend(data.backend, data.ms);
@@ -137,6 +140,11 @@ function startWorker(backend) {
       }
     } else if (data.type === 'progress') {
       app.calls.get(data.id)?.onProgress?.(data);
+    } else if (data.type === 'device-lost' && worker === app.worker) {
+      // A generation in progress fails and is run again on the CPU; otherwise move now.
+      app.deviceLost = data.message;
+      app.onDeviceLost?.();
+      if (!app.generating) fallBackToCpu(`the GPU device was lost: ${data.message}`);
     }
   };
   worker.onerror = (e) => {
@@ -616,6 +624,7 @@ async function generate({ entry = currentEntry(), comparing = false, region = nu
   const before = app.piece;
   const started = performance.now();
   const job = { id: null, task, cancelled: false };
+  let retry = false;
   app.generating = job;
   if (app.attentionJob !== undefined && app.attentionJob !== null) {
     app.worker.postMessage({ type: 'cancel', id: app.attentionJob });
@@ -702,11 +711,21 @@ async function generate({ entry = currentEntry(), comparing = false, region = nu
     roll.setGenerating(null);
     app.piece = before;
     roll.setPiece(before);
+    const onGpu = app.workerBackend !== 'cpu' && status.backend?.kind === 'gpu';
+    if (onGpu && !app.deviceLost && !/cancelled/.test(e.message)) {
+      // The failed read may arrive before the news that the device is gone: wait a moment.
+      await new Promise((resolve) => {
+        app.onDeviceLost = resolve;
+        setTimeout(resolve, 1000);
+      });
+      app.onDeviceLost = null;
+    }
     if (/cancelled/.test(e.message)) {
       $('gen-status').textContent = 'Cancelled; the piece is as it was.';
-    } else if (e.fatal && app.workerBackend !== 'cpu' && status.backend?.kind === 'gpu') {
-      $('gen-status').textContent = '';
-      fallBackToCpu(e.message);
+    } else if ((e.fatal || app.deviceLost) && onGpu) {
+      $('gen-status').textContent = 'WebGPU stopped working; writing it again on the CPU…';
+      fallBackToCpu(app.deviceLost ? `the GPU device was lost: ${app.deviceLost}` : e.message);
+      retry = true;
     } else {
       $('gen-status').textContent = '';
       showError(`Generation failed: ${e.message}`);
@@ -716,6 +735,15 @@ async function generate({ entry = currentEntry(), comparing = false, region = nu
     app.generating = null;
     $('gen-progress').hidden = true;
     showPiece();
+  }
+  if (retry) {
+    // The same request, on the CPU Worker once it is up.
+    try {
+      await app.started;
+    } catch {
+      return null;
+    }
+    return generate({ entry, comparing, region });
   }
   return null;
 }

@@ -8,6 +8,7 @@
 //                                          tuneStep, tuneKeep, tuneDrop, packModel, unpackModel
 //      {type: 'cancel', id}
 // Out: {type: 'ready', backend, ms} · {type: 'check', report, ms} · {type: 'error', message}
+//      {type: 'device-lost', message}  (the GPU device is gone: the page moves to the CPU)
 //      {type: 'moved', backend}  (auto moved to the CPU after measuring)
 //      {type: 'reply', id, ok, value | message} · {type: 'progress', id, done, total, notes?,
 //      attention?}
@@ -17,6 +18,20 @@ let session = null;
 let wasmMemory = null;
 let tuner = null; // the fine-tuning run in progress (the page calls tuneStep once per step)
 const cancelled = new Set();
+
+// Every GPUDevice wgpu asks for, so that a drill (the page's `?drill` mode, for tests) can
+// destroy them mid-generation, as a driver reset or a lost GPU would.
+const devices = [];
+if (globalThis.GPUAdapter?.prototype.requestDevice) {
+  const request = GPUAdapter.prototype.requestDevice;
+  GPUAdapter.prototype.requestDevice = async function (...args) {
+    const device = await request.apply(this, args);
+    devices.push(device);
+    // A lost device fails every later GPU call: the page moves to the CPU at once.
+    device.lost?.then((info) => postMessage({ type: 'device-lost', message: info?.message || info?.reason || 'lost' }));
+    return device;
+  };
+}
 
 function fail(error, context) {
   const message = error instanceof Error ? error.message : String(error);
@@ -224,6 +239,8 @@ self.onmessage = ({ data }) => {
     call(data);
   } else if (data?.type === 'cancel') {
     cancelled.add(data.id);
+  } else if (data?.type === 'drill' && data.what === 'lose-device') {
+    for (const device of devices) device.destroy();
   } else {
     fail(`unknown message ${JSON.stringify(data?.type)}`);
   }
