@@ -5,7 +5,7 @@ import { clonePiece, noteCount, setBarCount, setPhrase, phraseIndex, barAt, seco
 import { Take, computerKeyPitch, emptyPiece, noteMessage, recordInto } from './keys.js';
 import { PianoRoll } from './roll.js';
 import { AttentionMap, drawTemplate } from './attention.js';
-import { Piano } from './audio.js';
+import { Piano, START_DELAY } from './audio.js';
 import { encodeShare, decodeShare } from './share.js';
 import { initTuning } from './tune.js';
 import {
@@ -1034,7 +1034,16 @@ async function toggleRecording() {
       next++;
     }
   }, 50);
-  keys.take = { take, fromTick, piece, clicks, fresh: !app.piece };
+  // The music already there plays along from the take's start, its melody muted (the take
+  // replaces it).
+  const playAlong = app.piece && noteCount(app.piece) > 0
+    ? setTimeout(() => {
+      if (keys.take?.take !== take) return;
+      piano.play(piece, { fromTick, tempo: 1, mute: { melody: true, accompaniment: $('mute-accompaniment').checked } });
+      status.playingAlong = true;
+    }, startMs - performance.now() - START_DELAY * 1000)
+    : null;
+  keys.take = { take, fromTick, piece, clicks, playAlong, fresh: !app.piece };
   status.recording = { fromTick, startMs };
   status.recordingBpm = 60 / beat;
   $('record').textContent = '■ Stop recording';
@@ -1043,9 +1052,13 @@ async function toggleRecording() {
 }
 
 async function stopRecording() {
-  const { take, fromTick, piece, clicks, fresh } = keys.take;
+  const { take, fromTick, piece, clicks, playAlong, fresh } = keys.take;
   keys.take = null;
   clearInterval(clicks);
+  clearTimeout(playAlong);
+  if (piano.playing) piano.stop();
+  piano.setMute({ melody: $('mute-melody').checked });
+  status.playingAlong = false;
   status.recording = null;
   $('record').textContent = '● Record';
   $('record').classList.remove('recording');

@@ -2,7 +2,7 @@
 // requestMIDIAccess, installed before the page's scripts) plays four quarter notes into an
 // empty page after the count-in; they land on the beats of a new piece's melody, chords are
 // detected, and the default model accompanies them. A second take from the computer keyboard
-// replaces the first and Undo brings the first back. Without Web MIDI, connecting says why.
+// replaces the first while the accompaniment plays along, and Undo brings the first back. Without Web MIDI, connecting says why.
 // Needs pkg/ (make wasm), the samples (make samples) and Chromium (make setup).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -90,6 +90,7 @@ test('a MIDI keyboard and the computer keyboard record a melody that the model a
     await page.click('#keys-toggle');
     assert.equal(await page.getAttribute('#keys-toggle', 'aria-pressed'), 'true');
     await record(page);
+    assert.equal(await page.evaluate(() => window.pianoformer.playingAlong), true, 'the accompaniment plays along');
     await playBeats(page, 'keys', [[62, 0, 0.9], [65, 1, 0.9], [69, 2, 0.9], [71, 3, 0.9]]);
     await page.click('#record');
     await page.waitForFunction(() => /Recorded 4 notes/.test(document.getElementById('notice').textContent), null, { timeout: 30_000 });
