@@ -171,6 +171,18 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).trim().to_string()
 }
 
+/// Whether the file's header (its first `MThd` chunk, within the first 4 KiB, as in a bare or
+/// a RIFF-wrapped file) gives SMPTE timing. Checked before midly parses: midly 0.5 negates the
+/// frame rate as an `i8`, which overflows for the byte 0x80 (found by the `read_midi` fuzz
+/// target; a panic wherever overflow checks are on).
+fn smpte_header(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(4096)];
+    head.windows(4)
+        .position(|w| w == b"MThd")
+        .and_then(|at| bytes.get(at + 12))
+        .is_some_and(|division| division & 0x80 != 0)
+}
+
 /// Reads a Standard MIDI File of type 0, 1 or 2 (type 2's independent patterns are laid one
 /// after another, as they would play). Overlapping notes of one pitch on one channel are paired
 /// first-in first-out; a note still sounding at the end of its track ends there.
@@ -180,6 +192,9 @@ pub fn read_midi(bytes: &[u8]) -> Result<Song, MidiError> {
     }
     if bytes.len() > MAX_FILE_BYTES {
         return Err(MidiError::TooLarge(bytes.len()));
+    }
+    if smpte_header(bytes) {
+        return Err(MidiError::SmpteTiming);
     }
     let smf = Smf::parse(bytes).map_err(|e| MidiError::Malformed(e.to_string()))?;
     let ppq = match smf.header.timing {
@@ -543,6 +558,26 @@ pub(crate) mod tests {
         0x83, 0x60, 0x80, 64, 0, // E4 off
         0x00, 0xFF, 0x2F, 0x00,
     ];
+
+    /// Found by the `read_midi` fuzz target: a header whose division is 0x80xx made midly
+    /// negate -128 as an `i8` (a panic where overflow checks are on). Refused in words now,
+    /// bare or wrapped in RIFF.
+    #[test]
+    fn an_smpte_division_of_0x80_is_refused_not_a_panic() {
+        let crash: &[u8] = &[
+            77, 84, 104, 100, 0, 0, 0, 64, 0, 0, 0, 0, 128, 0, 0, 0, 33, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+            255, 255, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 77,
+            84, 104, 100, 0, 0, 0, 64, 0, 0, 0, 0, 0, 255, 255, 255, 0, 0, 0, 0, 0, 0, 255,
+        ];
+        assert!(matches!(read_midi(crash), Err(MidiError::SmpteTiming)));
+        let mut riff = b"RIFF\0\0\0\0RMIDdata\0\0\0\0".to_vec();
+        riff.extend_from_slice(&smf_bytes(0, [0x80, 0x28], &[RUNNING_STATUS]));
+        assert!(matches!(read_midi(&riff), Err(MidiError::SmpteTiming)));
+        // 25 fps (0xE7), which midly reads: refused the same way.
+        let smpte = smf_bytes(0, [0xE7, 0x28], &[RUNNING_STATUS]);
+        assert!(matches!(read_midi(&smpte), Err(MidiError::SmpteTiming)));
+    }
 
     #[test]
     fn reads_running_status_and_both_kinds_of_release() {
