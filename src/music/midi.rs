@@ -171,16 +171,15 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).trim().to_string()
 }
 
-/// Whether the file's header (its first `MThd` chunk, within the first 4 KiB, as in a bare or
-/// a RIFF-wrapped file) gives SMPTE timing. Checked before midly parses: midly 0.5 negates the
-/// frame rate as an `i8`, which overflows for the byte 0x80 (found by the `read_midi` fuzz
-/// target; a panic wherever overflow checks are on).
-fn smpte_header(bytes: &[u8]) -> bool {
-    let head = &bytes[..bytes.len().min(4096)];
-    head.windows(4)
-        .position(|w| w == b"MThd")
-        .and_then(|at| bytes.get(at + 12))
-        .is_some_and(|division| division & 0x80 != 0)
+/// Whether any `MThd` in the file gives the SMPTE frame-rate byte 0x80 (-128). midly 0.5
+/// negates that byte as an `i8`, which overflows (a panic wherever overflow checks are on), and
+/// it reads every `MThd` chunk, not only the first: found twice by the `read_midi` fuzz target.
+/// Any such file is SMPTE-timed, which is refused anyway.
+fn smpte_overflow(bytes: &[u8]) -> bool {
+    bytes
+        .windows(4)
+        .enumerate()
+        .any(|(at, w)| w == b"MThd" && bytes.get(at + 12) == Some(&0x80))
 }
 
 /// Reads a Standard MIDI File of type 0, 1 or 2 (type 2's independent patterns are laid one
@@ -193,7 +192,7 @@ pub fn read_midi(bytes: &[u8]) -> Result<Song, MidiError> {
     if bytes.len() > MAX_FILE_BYTES {
         return Err(MidiError::TooLarge(bytes.len()));
     }
-    if smpte_header(bytes) {
+    if smpte_overflow(bytes) {
         return Err(MidiError::SmpteTiming);
     }
     let smf = Smf::parse(bytes).map_err(|e| MidiError::Malformed(e.to_string()))?;
@@ -560,8 +559,8 @@ pub(crate) mod tests {
     ];
 
     /// Found by the `read_midi` fuzz target: a header whose division is 0x80xx made midly
-    /// negate -128 as an `i8` (a panic where overflow checks are on). Refused in words now,
-    /// bare or wrapped in RIFF.
+    /// negate -128 as an `i8` (a panic where overflow checks are on), in the first header or a
+    /// later one. Refused in words now, bare or wrapped in RIFF.
     #[test]
     fn an_smpte_division_of_0x80_is_refused_not_a_panic() {
         let crash: &[u8] = &[
@@ -571,6 +570,11 @@ pub(crate) mod tests {
             84, 104, 100, 0, 0, 0, 64, 0, 0, 0, 0, 0, 255, 255, 255, 0, 0, 0, 0, 0, 0, 255,
         ];
         assert!(matches!(read_midi(crash), Err(MidiError::SmpteTiming)));
+        // The second find: a first header with a good division, a second one with 0x80.
+        let mut second = crash.to_vec();
+        second[12] = 0;
+        second.extend_from_slice(b"MThd\0\0\0\x06\0\0\0\x01\x80\0");
+        assert!(matches!(read_midi(&second), Err(MidiError::SmpteTiming)));
         let mut riff = b"RIFF\0\0\0\0RMIDdata\0\0\0\0".to_vec();
         riff.extend_from_slice(&smf_bytes(0, [0x80, 0x28], &[RUNNING_STATUS]));
         assert!(matches!(read_midi(&riff), Err(MidiError::SmpteTiming)));
