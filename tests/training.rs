@@ -299,6 +299,31 @@ fn bad_data_paths_options_and_files_are_plain_errors() {
     assert!(err.contains("learning-rate multiple"), "{err}");
     let err = fails_plainly(&train(
         &data,
+        &dir.join("r6e"),
+        "continuation",
+        &["--pe", "sine_spe", "--taps", "16"],
+    ));
+    assert!(err.contains("--pe sine_spe has none"), "{err}");
+    let err = fails_plainly(&train(
+        &data,
+        &dir.join("r6f"),
+        "continuation",
+        &["--pe", "conv_spe", "--taps", "0"],
+    ));
+    assert!(err.contains("--taps must be between 1 and 4096"), "{err}");
+    // --taps sets convSPE's filter length in the run's config.
+    let taps = dir.join("r6g");
+    ok(&train(
+        &data,
+        &taps,
+        "continuation",
+        &["--pe", "conv_spe", "--taps", "12", "--steps", "2"],
+    ));
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(taps.join("config.json")).unwrap()).unwrap();
+    assert_eq!(config["pe"]["taps"], 12, "{config}");
+    let err = fails_plainly(&train(
+        &data,
         &dir.join("r7"),
         "continuation",
         &["--window", "100000"],

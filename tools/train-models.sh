@@ -2,13 +2,16 @@
 # Trains, evaluates and reports every model behind reports/ and www/models/, with the
 # project's own CLI on POP909. Re-running it skips finished runs and resumes interrupted ones.
 #
-#   tools/train-models.sh [accompaniment|continuation|accompaniment-long|accompaniment-ar|all]
+#   tools/train-models.sh [accompaniment|continuation|continuation-long|accompaniment-long|
+#                          accompaniment-ar|all]
 #   (default: all)
 #
 # Environment: POP909 (the data folder, default ../shared/data/pop909), RUNS (where runs go,
 # default runs/), ACC_STEPS / CONT_STEPS (optimiser steps per run), SEEDS (e.g. "0 1 2"),
 # ACC_BATCH (windows per step of the comparison runs), LONG_STEPS (the longer accompaniment
-# run), AR_STEPS / AR_BATCH (the step-by-step default),
+# run), AR_STEPS / AR_BATCH (the step-by-step default), LONG_CONT_STEPS / LONG_CONT_BATCH /
+# LONG_CONT_WINDOW / LONG_CONT_RUNS (the shipped continuation models; LONG_CONT_RUNS picks
+# some of them by name, e.g. "cont512-sinespe cont512-convspe"),
 # BACKEND (cpu or gpu), THREADS (CPU threads per run), BIN (the pianoformer binary; built in
 # release when unset).
 set -euo pipefail
@@ -22,6 +25,9 @@ LONG_STEPS=${LONG_STEPS:-2000}
 CONT_STEPS=${CONT_STEPS:-1200}
 AR_STEPS=${AR_STEPS:-8000}
 AR_BATCH=${AR_BATCH:-16}
+LONG_CONT_STEPS=${LONG_CONT_STEPS:-8000}
+LONG_CONT_BATCH=${LONG_CONT_BATCH:-4}
+LONG_CONT_WINDOW=${LONG_CONT_WINDOW:-512}
 ACC_BATCH=${ACC_BATCH:-8}
 BACKEND=${BACKEND:-cpu}
 SEEDS=${SEEDS:-0}
@@ -125,4 +131,33 @@ if [ "$what" = all ] || [ "$what" = accompaniment-ar ]; then
       --seed "$seed" --window 256 --batch "$AR_BATCH" --eval-every 500 --checkpoint-every 250
     evaluate "$name" accompaniment --bars 16,64 --per-song 2
   done
+fi
+
+# The shipped continuation models: 512-token windows, 8 000 steps, each encoding at its own
+# learning rate (APE lower, as in the SPE paper's music experiments: 1e-4 APE, 2e-4 SPE at
+# batch 4), ungated convSPE with 512 taps as in the paper. Judged by the cross-entropy per
+# position to 4x the window (validation) and by what they play when sampled from 4-bar prompts
+# of the test songs (eval --sample; --split valid --out FILE scores validation songs instead).
+LONG_CONT=(
+  "cont512-sinespe|--pe sine_spe --lr 1e-3"
+  "cont512-convspe|--pe conv_spe --taps 512 --lr 1e-3"
+  "cont512-ape|--pe ape --lr 5e-4"
+)
+if [ "$what" = all ] || [ "$what" = continuation-long ]; then
+  for seed in $SEEDS; do
+    for r in "${LONG_CONT[@]}"; do
+      base=${r%%|*}; args=${r#*|}; name=$base-seed$seed
+      if [ -n "${LONG_CONT_RUNS:-}" ] && [[ " $LONG_CONT_RUNS " != *" $base "* ]]; then continue; fi
+      # shellcheck disable=SC2086
+      train "$name" continuation "$LONG_CONT_STEPS" $args --seed "$seed" \
+        --window "$LONG_CONT_WINDOW" --batch "$LONG_CONT_BATCH" --eval-every 500 --checkpoint-every 100
+      evaluate "$name" continuation --length $((4 * LONG_CONT_WINDOW)) --windows 64
+      if [ ! "$RUNS/$name/samples.json" -nt "$RUNS/$name/model.bpk" ]; then
+        "$BIN" eval --task continuation --sample --model "$RUNS/$name" --data "$POP909" \
+          2>>"$RUNS/$name/stderr.log"
+      fi
+    done
+  done
+  "$BIN" report "$RUNS"/cont512-*-seed* --svg "$RUNS/continuation512-loss.svg" \
+    --style-svg "$RUNS/continuation512-style.svg" > "$RUNS/continuation512-table.md"
 fi

@@ -36,6 +36,10 @@ pub struct Args {
     /// Gate the SPE (eqs. 23–25).
     #[arg(long)]
     pub gated: bool,
+    /// convSPE: taps of its filters, the longest offset it tells apart (the preset's 128
+    /// otherwise; the SPE paper used 512 ungated, 128 gated).
+    #[arg(long)]
+    pub taps: Option<usize>,
     /// F-StrIPE structure levels, comma-separated: melody, chord, phrase, position.
     #[arg(
         long,
@@ -199,11 +203,23 @@ fn model_config(args: &Args, task: Task) -> Result<PerformerConfig, String> {
         }
         pe = pe.with_levels(&levels);
     }
-    let config = match args.preset.as_str() {
+    let mut config = match args.preset.as_str() {
         "tiny" => PerformerConfig::tiny(task, VOCAB_SIZE, pe),
         "small" => PerformerConfig::small(task, VOCAB_SIZE, pe),
         other => return Err(format!("unknown preset `{other}`: use tiny or small")),
     };
+    if let Some(taps) = args.taps {
+        if config.pe.kind != PeKind::ConvSpe {
+            return Err(format!(
+                "--taps is the length of convSPE's filters; --pe {} has none",
+                args.pe
+            ));
+        }
+        if taps == 0 || taps > 4096 {
+            return Err(format!("--taps must be between 1 and 4096, not {taps}"));
+        }
+        config.pe.taps = taps;
+    }
     let attention = match args.attention.as_str() {
         "linear" => AttentionKind::Linear,
         "softmax" => AttentionKind::Softmax,
