@@ -38,9 +38,13 @@ pub struct Options {
     pub piano_temperature: Option<f32>,
     /// Accompaniment: steps computed between two progress reports.
     pub chunk_steps: usize,
-    /// Accompaniment: rewrite bars `from .. to` only (0-based, `to` excluded), keeping the
-    /// piano elsewhere (the generated track, else the pianist's); a model that writes step by
-    /// step continues from the piano before the first of them.
+    /// Rewrite bars `from .. to` only (0-based, `to` excluded). Accompaniment: the piano
+    /// there, keeping it elsewhere (the generated track, else the pianist's) and the melody
+    /// everywhere; a model that writes step by step continues from the piano before the first
+    /// of them. Continuation: every note starting in them, written anew into the
+    /// CONTINUATION track from the music before them; the model writes exactly these bars
+    /// (stopping where the kept music resumes) with the chords planned in their lanes, but,
+    /// reading left to right, it cannot hear the bars after them.
     pub region: Option<[usize; 2]>,
     /// Continuation.
     pub temperature: f32,
@@ -309,22 +313,76 @@ where
     piece
         .validate()
         .map_err(|e| GenerateError::Read(e.to_string()))?;
-    let song = piece.to_song();
-    let whole = prompt_tokens(&song)?;
     let bar = Token::Bar.id();
-    let prompt_bars = whole.iter().filter(|&&id| id == bar).count();
+    // A region: the music before it is the prompt, and the model writes exactly its bars.
+    let region = match options.region {
+        None => None,
+        Some([from, to]) => {
+            let bars = piece.bars.len();
+            if from >= bars {
+                return Err(GenerateError::Read(format!(
+                    "bar {} is past the end of the piece ({bars} bars)",
+                    from + 1
+                )));
+            }
+            // The last entry of `bars` ends the music: a region from it writes a new bar.
+            let to = to.min(bars);
+            Some((from, to, piece.bar_tick(from)..piece.bar_tick(to)))
+        }
+    };
+    let (whole, prompt_bars) = match &region {
+        None => {
+            let whole = prompt_tokens(&piece.to_song())?;
+            let bars = whole.iter().filter(|&&id| id == bar).count();
+            (whole, bars)
+        }
+        Some((from, ..)) => {
+            // The whole piece on its own bars (so a rest before the region keeps the bar's
+            // length and meter), cut at the region's first bar line: the notes before it,
+            // held on as they are.
+            let whole = match prompt_tokens(&piece.to_song()) {
+                Ok(ids) => ids,
+                Err(GenerateError::EmptyPrompt) => vec![Token::Bos.id()],
+                Err(e) => return Err(e),
+            };
+            (with_bars(whole, *from), *from)
+        }
+    };
     let (prompt, first_bar) = cut_prompt(&whole, options.max_prompt_tokens.max(16));
     let cells = piece
         .bar_chords()
         .map_err(|e| GenerateError::Read(e.to_string()))?;
-    let plan: Vec<Option<Chord>> = (prompt_bars..cells.len())
+    let planned_to = region
+        .as_ref()
+        .map_or(cells.len(), |r| r.1.min(cells.len()));
+    let plan: Vec<Option<Chord>> = (prompt_bars..planned_to)
         .map(|b| cells[b].first().copied().flatten())
         .collect();
     let prompt_notes = decode(&prompt)?.notes;
-    let length = Length {
-        tokens: options.tokens,
-        bars: options.bars,
-        may_end: options.may_end,
+    let length = match &region {
+        None => Length {
+            tokens: options.tokens,
+            bars: options.bars,
+            may_end: options.may_end,
+        },
+        Some((from, to, _)) => Length {
+            tokens: options.tokens.max(256 * (to - from)).min(20_000),
+            bars: Some(to - from),
+            may_end: false,
+        },
+    };
+    // Notes the model adds to the bar before a region are not kept, and notes in it end
+    // where the kept music resumes.
+    let ticks = region.as_ref().map(|r| r.2.clone());
+    let keep = |notes: Vec<PieceNote>| -> Vec<PieceNote> {
+        match &ticks {
+            Some(t) => notes
+                .into_iter()
+                .filter(|n| t.contains(&n.1))
+                .map(|(pitch, start, end, velocity)| (pitch, start, end.min(t.end), velocity))
+                .collect(),
+            None => notes,
+        }
     };
     let sampling = Sampling {
         temperature: options.temperature,
@@ -333,7 +391,7 @@ where
     };
     let mut ids = prompt.clone();
     let mut since = 0;
-    let total = options.tokens;
+    let total = length.tokens;
     let added = continue_tokens(
         model,
         &prompt,
@@ -351,7 +409,7 @@ where
                 since += 1;
                 if id == bar || since >= 64 {
                     since = 0;
-                    notes = place(piece, &ids, first_bar, &prompt_notes).ok();
+                    notes = place(piece, &ids, first_bar, &prompt_notes).ok().map(keep);
                 }
             }
             on_progress(Progress {
@@ -365,8 +423,13 @@ where
     .await?;
     let mut all = prompt;
     all.extend(added);
-    let notes = place(piece, &all, first_bar, &prompt_notes)?;
+    let notes = keep(place(piece, &all, first_bar, &prompt_notes)?);
     let mut out = piece.clone();
+    if let Some(t) = &ticks {
+        for track in &mut out.tracks {
+            track.notes.retain(|n| !t.contains(&n.1));
+        }
+    }
     match out
         .tracks
         .iter_mut()
@@ -439,6 +502,25 @@ where
     Ok(total)
 }
 
+/// `ids` (a prompt from [`prompt_tokens`]) cut or padded with empty bars to hold exactly
+/// `bars` bars, so that what follows starts at bar `bars`.
+fn with_bars(mut ids: Vec<u32>, bars: usize) -> Vec<u32> {
+    let bar = Token::Bar.id();
+    match ids
+        .iter()
+        .enumerate()
+        .filter(|(_, id)| **id == bar)
+        .nth(bars)
+    {
+        Some((i, _)) => ids.truncate(i),
+        None => {
+            let have = ids.iter().filter(|&&id| id == bar).count();
+            ids.extend(std::iter::repeat_n(bar, bars - have));
+        }
+    }
+    ids
+}
+
 fn decode(ids: &[u32]) -> Result<tokens::Decoded, GenerateError> {
     let tokens: Vec<Token> = ids.iter().filter_map(|&id| Token::from_id(id)).collect();
     tokens::decode(&tokens, 480, 0).map_err(|e| GenerateError::Tokens(e.to_string()))
@@ -456,21 +538,7 @@ fn place(
     let decoded = decode(ids)?;
     let token_bars = decoded.grid.bar_ticks();
     let scale = piece.ppq as f64 / 480.0;
-    let piece_bar = |b: usize| -> u64 {
-        let bars = &piece.bars;
-        match bars.get(b) {
-            Some(&t) => t,
-            None => {
-                let last = bars.len().saturating_sub(1);
-                let len = if bars.len() >= 2 {
-                    bars[last] - bars[last - 1]
-                } else {
-                    piece.ppq as u64 * 4
-                };
-                bars.get(last).copied().unwrap_or(0) + len * (b - last) as u64
-            }
-        }
-    };
+    let piece_bar = |b: usize| piece.bar_tick(b);
     // Decoding sorts notes by time, so the prompt's notes are taken out by value.
     let mut left: HashMap<Note, usize> = HashMap::new();
     for n in prompt {
@@ -677,6 +745,105 @@ mod tests {
         ))
         .unwrap_err();
         assert!(err.to_string().contains("at least one bar"), "{err}");
+    }
+
+    #[test]
+    fn a_continuation_rewrites_only_the_chosen_bars() {
+        let device = Device::flex();
+        let config = PerformerConfig::tiny(
+            Task::Continuation,
+            VOCAB_SIZE,
+            PeConfig::new(PeKind::SineSpe),
+        );
+        let model = Performer::new(&config, 3, &device).unwrap();
+        let piece = piece();
+        let (from, to) = (piece.bars[4], piece.bars[6]);
+        for seed in [0, 1] {
+            let options = Options {
+                seed,
+                region: Some([4, 6]),
+                ..Options::default()
+            };
+            let mut streamed = 0;
+            let out = pollster::block_on(continue_piece(&model, &piece, &options, &device, |p| {
+                if let Some(notes) = p.notes {
+                    assert!(notes.iter().all(|n| n.1 >= from && n.1 < to));
+                    streamed += 1;
+                }
+                async { true }
+            }))
+            .unwrap();
+            assert!(streamed > 0, "notes stream in as bars complete");
+            assert_eq!(out.bars, piece.bars, "no bar added or lost");
+            for (before, after) in piece.tracks.iter().zip(&out.tracks) {
+                let outside: Vec<PieceNote> = before
+                    .notes
+                    .iter()
+                    .filter(|n| n.1 < from || n.1 >= to)
+                    .copied()
+                    .collect();
+                assert_eq!(
+                    after.notes, outside,
+                    "{}: kept outside, cleared inside",
+                    before.name
+                );
+            }
+            let new = &out.tracks.last().unwrap();
+            assert_eq!(new.name, CONTINUATION_TRACK);
+            assert!(!new.notes.is_empty(), "seed {seed}: the bars are written");
+            assert!(new.notes.iter().all(|n| n.1 >= from && n.1 < to));
+        }
+        // From the first bar: no music before it to read.
+        let options = Options {
+            region: Some([0, 2]),
+            ..Options::default()
+        };
+        let out = pollster::block_on(continue_piece(
+            &model,
+            &piece,
+            &options,
+            &device,
+            |_| async { true },
+        ))
+        .unwrap();
+        let new = &out.tracks.last().unwrap().notes;
+        assert!(new.iter().all(|n| n.1 < piece.bars[2]), "{new:?}");
+        // To the end: the last entry of `bars` ends the music, and a region from it writes
+        // the bar after it.
+        let n = piece.bars.len();
+        let options = Options {
+            region: Some([n - 2, n]),
+            seed: 4,
+            ..Options::default()
+        };
+        let out = pollster::block_on(continue_piece(
+            &model,
+            &piece,
+            &options,
+            &device,
+            |_| async { true },
+        ))
+        .unwrap();
+        let (start, end) = (piece.bar_tick(n - 2), piece.bar_tick(n));
+        assert!(end > piece.bars[n - 1], "the region reaches past the end");
+        let new = &out.tracks.last().unwrap().notes;
+        assert!(!new.is_empty(), "the last bars are written");
+        assert!(
+            new.iter().all(|n| n.1 >= start && n.1 < end && n.2 <= end),
+            "{new:?}"
+        );
+        let past = Options {
+            region: Some([40, 42]),
+            ..Options::default()
+        };
+        let err = pollster::block_on(continue_piece(&model, &piece, &past, &device, |_| async {
+            true
+        }))
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("past the end of the piece"),
+            "{err}"
+        );
     }
 
     fn model_for_errors(device: &Device) -> Performer {

@@ -209,3 +209,95 @@ fn report_averages_seeds_and_shows_the_ablations() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `generate --bars 5-6` rewrites only bars 5 and 6, with either task's shipped default:
+/// everything starting outside them comes back note for note, and the bars get new notes.
+/// A range the piece does not have, or a count for an accompaniment, is a sentence.
+#[test]
+fn generate_rewrites_only_the_bars_asked_for() {
+    use pianoformer::music::fixtures;
+    use pianoformer::music::midi::{read_midi, write_midi};
+    let dir = std::env::temp_dir().join(format!("pianoformer-cli-bars-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let song = fixtures::song(2, 8);
+    std::fs::write(dir.join("eight.mid"), write_midi(&song)).unwrap();
+    let bar = 4 * song.ppq as u64;
+    let (from, to) = (4 * bar, 6 * bar);
+    let generate = |task: &str, bars: &str| {
+        pianoformer()
+            .current_dir(&dir)
+            .args(["generate", "--task", task, "eight.mid", "-o", "out.mid"])
+            .args(["--bars", bars, "--seed", "5"])
+            .output()
+            .unwrap()
+    };
+    // (track, pitch, start, end) of every note, split at the bars.
+    let notes = |bytes: &[u8], inside: bool| -> Vec<(String, u8, u64, u64)> {
+        let s = read_midi(bytes).unwrap();
+        let mut v: Vec<_> = s
+            .tracks
+            .iter()
+            .flat_map(|t| {
+                t.notes
+                    .iter()
+                    .map(move |n| (t.name.clone(), n.pitch, n.start, n.end))
+            })
+            .filter(|n| (n.2 >= from && n.2 < to) == inside)
+            .collect();
+        v.sort();
+        v
+    };
+    let original = std::fs::read(dir.join("eight.mid")).unwrap();
+    for task in ["continuation", "accompaniment"] {
+        let out = generate(task, "5-6");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{task}: {err}");
+        assert!(err.contains("bars 5-6 rewritten"), "{err}");
+        let made = std::fs::read(dir.join("out.mid")).unwrap();
+        let melody = |v: Vec<(String, u8, u64, u64)>| -> Vec<_> {
+            v.into_iter().filter(|n| n.0 == "MELODY").collect()
+        };
+        if task == "continuation" {
+            assert_eq!(
+                notes(&made, false),
+                notes(&original, false),
+                "{task}: outside kept"
+            );
+        } else {
+            // The melody everywhere; the piano before the bars keeps its onsets (a note held
+            // into them may end at their start) and after them stays whole.
+            assert_eq!(melody(notes(&made, false)), melody(notes(&original, false)));
+            assert_eq!(melody(notes(&made, true)), melody(notes(&original, true)));
+            let after = |v: Vec<(String, u8, u64, u64)>| -> Vec<_> {
+                v.into_iter()
+                    .filter(|n| n.0 != "MELODY" && n.2 > to)
+                    .map(|n| (n.1, n.2, n.3))
+                    .collect()
+            };
+            assert_eq!(
+                after(notes(&made, false)),
+                after(notes(&original, false)),
+                "{task}"
+            );
+        }
+        let new = notes(&made, true);
+        assert!(!new.is_empty(), "{task}: the bars have notes");
+        assert_ne!(
+            new,
+            notes(&original, true),
+            "{task}: the bars are rewritten"
+        );
+    }
+    for (task, bars, says) in [
+        ("continuation", "20-22", "past the end of the piece"),
+        ("accompaniment", "4", "the bars to rewrite, e.g. 9-16"),
+        ("continuation", "6-5", "the last bar comes before the first"),
+        ("continuation", "0-2", "counting from 1"),
+    ] {
+        let out = generate(task, bars);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(says), "{bars}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

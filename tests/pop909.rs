@@ -678,3 +678,117 @@ fn train_eval_and_generate_on_pop909_at_toy_scale() {
     assert_eq!(names, ["MELODY", "BRIDGE", "PIANO"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// What a continuation plays when sampled, at toy scale: a tiny model trained for a few steps
+/// continues the first bars of two test songs; the scores by quarter land in samples.json and
+/// `report` draws them.
+#[test]
+fn continuations_are_scored_by_what_they_play() {
+    let Some(root) = data_root() else { return };
+    let dir = std::env::temp_dir().join(format!("pianoformer-sampled-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let run = dir.join("cont-seed0");
+    run_ok(
+        pianoformer()
+            .args(["train", "--task", "continuation", "--preset", "tiny"])
+            .args(["--steps", "4", "--batch", "2", "--window", "64"])
+            .args(["--eval-every", "4", "--limit", "3", "--data"])
+            .arg(&root)
+            .arg("--out")
+            .arg(&run),
+    );
+    let sample = |extra: &[&str]| {
+        let mut cmd = pianoformer();
+        cmd.args(["eval", "--task", "continuation", "--sample", "--limit", "2"])
+            .args(["--threads", "1", "--data"])
+            .arg(&root)
+            .arg("--model")
+            .arg(&run)
+            .args(extra);
+        if !extra.contains(&"--prompt-bars") {
+            cmd.args(["--prompt-bars", "2"]);
+        }
+        cmd
+    };
+    let err = run_ok(&mut sample(&[]));
+    assert!(err.contains("onset-duration"), "{err}");
+    let scores: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("samples.json")).unwrap()).unwrap();
+    assert_eq!(scores["length"], 4 * 64, "4x the training window: {scores}");
+    assert_eq!(scores["split"], "test");
+    let samples = scores["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 2, "{scores}");
+    for s in samples {
+        assert_eq!(
+            s["prompt_tokens"].as_u64().unwrap() + s["generated_tokens"].as_u64().unwrap(),
+            256
+        );
+        assert_eq!(s["onset_duration"].as_array().unwrap().len(), 4);
+    }
+    let g = scores["summary"]["grammatical_bars"].as_f64();
+    assert!(g.is_none_or(|g| g > 0.0 && g < 1.0), "{scores}");
+
+    let svg = dir.join("style.svg");
+    let out = pianoformer()
+        .arg("report")
+        .arg(&run)
+        .arg("--style-svg")
+        .arg(&svg)
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(table.contains("| cont | 1 | 2 |"), "{table}");
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        drawn.contains("<polyline") && drawn.contains("time–pitch"),
+        "{drawn}"
+    );
+
+    // Mistakes get a sentence.
+    for (extra, says) in [
+        (&["--split", "train"][..], "--split is valid or test"),
+        (
+            &["--prompt-bars", "0"][..],
+            "--prompt-bars must be positive",
+        ),
+        (&["--top-p", "0"][..], "--top-p must be above 0"),
+    ] {
+        let out = sample(extra).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(says),
+            "{extra:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let out = pianoformer()
+        .args([
+            "eval",
+            "--task",
+            "continuation",
+            "--sample",
+            "--model",
+            "default",
+            "--data",
+        ])
+        .arg(&root)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("say where the scores go with --out"), "{err}");
+    let out = pianoformer()
+        .args(["eval", "--task", "accompaniment", "--sample", "--data"])
+        .arg(&root)
+        .arg("--model")
+        .arg(&run)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--sample is for continuation models"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

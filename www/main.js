@@ -317,7 +317,8 @@ function updateButtons() {
   $('play').disabled = !has;
   $('undo').disabled = app.undo.length === 0 || busy;
   $('generate').disabled = !has || busy || !status.backend || !$('model').value;
-  $('regen-bars').disabled = $('generate').disabled || !selectedBars() || !hasPiano(app.piece);
+  $('regen-bars').disabled = $('generate').disabled || !selectedBars()
+    || (settings().task === 'accompaniment' ? !hasPiano(app.piece) : !hasNotes(app.piece));
   $('cancel').disabled = !busy;
   $('compare').disabled = !has || busy || !status.backend;
   tuning?.updateButtons();
@@ -606,14 +607,30 @@ function selectedBars() {
   return [from, to];
 }
 
+/** The start tick of bar `b` (from 0); past the last entry, bars of the last bar's length. */
+function barTick(piece, b) {
+  const bars = piece.bars;
+  if (b < bars.length) return bars[b];
+  const last = bars.length - 1;
+  const len = bars.length >= 2 ? bars[last] - bars[last - 1] : 4 * piece.ppq;
+  return (bars[last] ?? 0) + len * (b - last);
+}
+
+/** Whether the piece holds any note. */
+function hasNotes(piece) {
+  return !!piece?.tracks.some((t) => t.notes.length);
+}
+
 /** Whether the piece has a piano part (the pianist's or a generated one) to keep around bars. */
 function hasPiano(piece) {
   return !!piece?.tracks.some((t) => (t.role === 'generated' || t.role === 'piano') && t.notes.length);
 }
 
 /**
- * Generates with the chosen model. `region`: bars [from, to) of the piano to rewrite
- * (accompaniment only); the melody and the rest of the piano stay.
+ * Generates with the chosen model. `region`: bars [from, to) to rewrite, the rest kept.
+ * Accompaniment: the piano there (the melody stays). Continuation: every note there, written
+ * from the music before the bars; the model stops where the kept music resumes, but it reads
+ * left to right and cannot hear what comes after.
  */
 async function generate({ entry = currentEntry(), comparing = false, region = null } = {}) {
   if (!app.piece || app.generating) return null;
@@ -647,8 +664,12 @@ async function generate({ entry = currentEntry(), comparing = false, region = nu
     program: 0,
     notes: [],
   };
+  const regionTicks = region ? [barTick(before, region[0]), barTick(before, region[1])] : null;
+  const inRegion = (n) => n[1] >= regionTicks[0] && n[1] < regionTicks[1];
   if (task === 'accompaniment') {
     live.tracks = live.tracks.filter((t) => t.role !== 'piano' && t.role !== 'generated');
+  } else if (regionTicks) {
+    for (const t of live.tracks) t.notes = t.notes.filter((n) => !inRegion(n));
   }
   live.tracks.push(track);
   try {
@@ -660,15 +681,14 @@ async function generate({ entry = currentEntry(), comparing = false, region = nu
       seed: s.seed,
       threshold: s.threshold,
       pianoTemperature: s.pianoTemperature,
-      region: task === 'accompaniment' ? region : null,
+      region,
       temperature: s.temperature,
       tokens: s.length,
       bars: s.maxBars,
       watch: { layer: s.layer, head: s.head },
     };
-    const from = task === 'accompaniment'
-      ? (region ? before.bars[region[0]] ?? 0 : 0)
-      : before.bars[Math.max(0, before.promptBars - 1)];
+    const from = regionTicks ? regionTicks[0]
+      : task === 'accompaniment' ? 0 : before.bars[Math.max(0, before.promptBars - 1)];
     $('gen-status').textContent = `Running ${entry.name} on ${status.backend?.kind === 'gpu' ? 'WebGPU' : 'the CPU'}…`;
     const result = await call(
       'generate',
@@ -688,12 +708,15 @@ async function generate({ entry = currentEntry(), comparing = false, region = nu
     const ms = performance.now() - started;
     const written = (p) => p.tracks.filter((t) => t.name === track.name && t.role === 'generated')
       .reduce((n, t) => n + t.notes.length, 0);
-    const notes = written(result) - (task === 'continuation' ? written(before) : 0);
+    const notes = regionTicks && task === 'continuation'
+      ? result.tracks.filter((t) => t.role === 'generated')
+        .reduce((n, t) => n + t.notes.filter(inRegion).length, 0)
+      : written(result) - (task === 'continuation' ? written(before) : 0);
     setPiece(result, { undoable: false });
     app.undo.push(before);
-    const what = task === 'continuation'
-      ? 'Continuation'
-      : region ? `Bars ${region[0] + 1}–${region[1]} rewritten; accompaniment` : 'Accompaniment';
+    const what = region
+      ? `Bars ${region[0] + 1}–${region[1]} rewritten; ${task}`
+      : task === 'continuation' ? 'Continuation' : 'Accompaniment';
     $('gen-status').textContent =
       `${what}: ${notes} notes in ${(ms / 1000).toFixed(1)} s on ${status.backend?.kind === 'gpu' ? 'WebGPU' : 'the CPU'} (seed ${s.seed}).`;
     status.generations.push({

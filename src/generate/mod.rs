@@ -441,6 +441,9 @@ pub struct TokenProgress {
     /// Tokens added so far.
     pub added: usize,
     pub attention: Option<AttentionRows>,
+    /// The probability the model put on tokens the grammar forbids when this token was drawn
+    /// (the mask takes it away; 0 for the prompt).
+    pub forbidden: f32,
 }
 
 /// Token-by-token continuation of `prompt` (ids, grammatical) for `length`, in the meter in
@@ -493,6 +496,12 @@ where
     let mut forced: std::collections::VecDeque<Token> = Default::default();
     while out.len() < length.tokens {
         let mut allowed = grammar.allowed();
+        let forbidden: f32 = logits
+            .iter()
+            .zip(&allowed)
+            .filter(|(_, ok)| !**ok)
+            .map(|(l, _)| l.exp())
+            .sum();
         allowed[Token::Pad.id() as usize] = false;
         allowed[Token::Bos.id() as usize] = false;
         allowed[Token::Eos.id() as usize] &= length.may_end;
@@ -527,6 +536,7 @@ where
                 token: Some(id),
                 added: out.len(),
                 attention: None,
+                forbidden,
             })
             .await;
             break;
@@ -538,6 +548,7 @@ where
             token: Some(id),
             added: out.len(),
             attention,
+            forbidden,
         })
         .await;
         if !go_on {
@@ -604,6 +615,7 @@ where
             token: None,
             added: 0,
             attention,
+            forbidden: 0.0,
         })
         .await;
         if !go_on {

@@ -224,6 +224,24 @@ impl Piece {
     }
 
     /// The song, tracks named as they are in the piece.
+    /// The start tick of bar `b` (from 0): `bars[b]`, and past the last entry, bars of the
+    /// last bar's length (a bar of the file's resolution in 4/4 when there is no bar to go by).
+    pub fn bar_tick(&self, b: usize) -> u64 {
+        let bars = &self.bars;
+        match bars.get(b) {
+            Some(&t) => t,
+            None => {
+                let last = bars.len().saturating_sub(1);
+                let len = if bars.len() >= 2 {
+                    bars[last] - bars[last - 1]
+                } else {
+                    self.ppq as u64 * 4
+                };
+                bars.get(last).copied().unwrap_or(0) + len * (b - last) as u64
+            }
+        }
+    }
+
     pub fn to_song(&self) -> Song {
         self.song_with(|t| t.name.clone(), |_| true)
     }

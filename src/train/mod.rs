@@ -6,6 +6,7 @@ pub mod corpus;
 pub mod data;
 pub mod eval;
 pub mod panel;
+pub mod sampled;
 pub mod session;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod sources;

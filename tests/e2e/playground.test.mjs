@@ -237,6 +237,44 @@ test('with WebGPU disabled the same accompaniment runs on the CPU', { timeout: 2
     assert.ok(added.notes.every((x) => x[1] >= lastOnset), 'after the music');
     console.log(`CPU continuation: ${cont.tokens} tokens in ${(cont.ms / 1000).toFixed(1)} s`);
     await page.screenshot({ path: join(OUT, 'playground-continuation.png'), fullPage: true });
+
+    // "Regenerate these bars" with the continuation model: bars 5–8 are rewritten from the
+    // music before them; bars 1–4 and 9 on stay note for note, in every track; Undo restores.
+    const whole = await page.evaluate(() => window.pianoformer.piece);
+    const cb = whole.bars;
+    const notesOf = (p, keep) => p.tracks
+      .flatMap((t) => t.notes.filter((x) => keep(x[1])).map((x) => `${t.name}:${x.join(',')}`))
+      .sort();
+    const outsideBars = (t) => t < cb[4] || t >= cb[8];
+    const insideBars = (t) => t >= cb[4] && t < cb[8];
+    await page.fill('#seed', '777');
+    await page.focus('canvas[aria-label^="Chord lane"]');
+    await page.keyboard.press('Home');
+    for (let i = 0; i < 4; i++) await page.keyboard.press('ArrowRight');
+    for (let i = 0; i < 3; i++) await page.keyboard.press('Shift+ArrowRight');
+    await page.waitForFunction(() => !document.getElementById('regen-bars').disabled);
+    const m = await page.evaluate(() => window.pianoformer.generations.length);
+    await page.click('#regen-bars');
+    await page.waitForFunction(
+      (m) => window.pianoformer.generations.length > m || !document.getElementById('error').hidden,
+      m,
+      { timeout: 300_000 },
+    );
+    const re = await page.evaluate(() => window.pianoformer.generations.at(-1));
+    assert.equal(re.task, 'continuation', await page.evaluate(() => window.pianoformer.error));
+    assert.deepEqual(re.region, [4, 8]);
+    const redone = await page.evaluate(() => window.pianoformer.piece);
+    assert.deepEqual(redone.bars, whole.bars, 'no bar added or lost');
+    assert.deepEqual(notesOf(redone, outsideBars), notesOf(whole, outsideBars), 'bars 1–4 and 9 on are kept');
+    assert.notDeepEqual(notesOf(redone, insideBars), notesOf(whole, insideBars), 'bars 5–8 are rewritten');
+    assert.ok(notesOf(redone, insideBars).length > 0, 'bars 5–8 have notes');
+    assert.match(await page.textContent('#gen-status'), /Bars 5–8 rewritten; continuation/);
+    await page.click('#undo');
+    await page.waitForFunction(
+      (n) => JSON.stringify(window.pianoformer.piece.tracks.map((t) => t.notes)) === n,
+      JSON.stringify(whole.tracks.map((t) => t.notes)),
+    );
+    console.log(`CPU continuation of bars 5–8: ${(re.ms / 1000).toFixed(1)} s`);
     assert.deepEqual(await cspViolations(page, log), [], 'nothing was blocked by the CSP');
   } finally {
     await browser.close();

@@ -36,9 +36,31 @@ pub struct Args {
     /// Accompaniment: excerpts per song at most.
     #[arg(long, default_value_t = 2)]
     pub per_song: usize,
-    /// Continuation: window length in tokens (default: 4 × the training window).
+    /// Continuation: window length in tokens (default: 4 × the training window); with
+    /// --sample, the tokens of prompt and continuation together.
     #[arg(long)]
     pub length: Option<usize>,
+    /// Continuation: sample from the first bars of every song of --split and score what the
+    /// model plays (style similarity to the song per quarter, key, density, silences, grammar)
+    /// into samples.json, instead of the cross-entropy by position. --model may then name a
+    /// shipped model, with --out.
+    #[arg(long)]
+    pub sample: bool,
+    /// --sample: bars of each song given as the prompt (from its first bar with a note).
+    #[arg(long, default_value_t = 4)]
+    pub prompt_bars: usize,
+    /// --sample: valid or test.
+    #[arg(long, default_value = "test")]
+    pub split: String,
+    /// --sample: sampling temperature.
+    #[arg(long, default_value_t = 1.0)]
+    pub temperature: f32,
+    /// --sample: nucleus sampling's probability mass.
+    #[arg(long, default_value_t = 0.95)]
+    pub top_p: f32,
+    /// --sample: where the scores go (default: samples.json in the run folder).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// Continuation: windows at most.
     #[arg(long, default_value_t = 64)]
     pub windows: usize,
@@ -77,6 +99,9 @@ fn run_state(dir: &Path) -> Option<RunState> {
 }
 
 pub fn run(args: Args) -> Result<(), String> {
+    if args.sample {
+        return crate::sampled::run(args);
+    }
     let task = crate::train::parse_task(&args.task)?;
     if args.bars.contains(&0) || args.per_song == 0 || args.windows == 0 {
         return Err("--bars, --per-song and --windows must be positive".into());

@@ -14,7 +14,9 @@ use pianoformer::model::config::Task;
 use pianoformer::music::chords::Chord;
 use pianoformer::music::midi::{read_midi, write_midi};
 use pianoformer::music::phrases::Segment;
+use pianoformer::music::piece::{Piece, TrackRole, chord_cell};
 use pianoformer::music::pop909::parse_phrases;
+use pianoformer::studio::{Options, accompany_piece, continue_piece};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -49,9 +51,12 @@ pub struct Args {
     /// Continuation: tokens to add at most.
     #[arg(long, default_value_t = 2048)]
     pub tokens: usize,
-    /// Continuation: stop after this many new bars.
+    /// Bars to rewrite, `9-16` (1-based, both included), keeping everything outside them:
+    /// accompaniment rewrites the piano there (the file's PIANO track is kept elsewhere);
+    /// continuation rewrites every note there from the music before them. A single number is
+    /// for continuation: stop after this many new bars.
     #[arg(long)]
-    pub bars: Option<usize>,
+    pub bars: Option<String>,
     /// Continuation: let the model end the piece before --tokens or --bars.
     #[arg(long)]
     pub may_end: bool,
@@ -99,6 +104,42 @@ fn parse_phrase_labels(text: &str) -> Result<Vec<Segment>, String> {
         .collect())
 }
 
+/// What `--bars` asks for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Bars {
+    /// Continuation: new bars at most.
+    Count(usize),
+    /// Bars to rewrite, 0-based, the end excluded.
+    Region([usize; 2]),
+}
+
+fn parse_bars(text: &str) -> Result<Bars, String> {
+    let number = |t: &str| {
+        t.trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or_else(|| {
+                format!(
+                    "--bars {text:?}: give a number of bars (8) or the bars to rewrite (9-16), \
+                     counting from 1"
+                )
+            })
+    };
+    match text.split_once('-') {
+        None => number(text).map(Bars::Count),
+        Some((a, b)) => {
+            let (a, b) = (number(a)?, number(b)?);
+            if b < a {
+                return Err(format!(
+                    "--bars {text:?}: the last bar comes before the first"
+                ));
+            }
+            Ok(Bars::Region([a - 1, b]))
+        }
+    }
+}
+
 fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
     std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
@@ -114,6 +155,21 @@ pub fn run(args: Args) -> Result<(), String> {
     let loaded = crate::models::load(&args.model, task, args.manifest.as_deref(), &device)?;
     let model = &loaded.model;
     let started = Instant::now();
+    let bars = args.bars.as_deref().map(parse_bars).transpose()?;
+    if let Some(Bars::Region(region)) = bars {
+        return regenerate(&args, task, region, &bytes, &loaded, &device);
+    }
+    let new_bars = bars.map(|b| match b {
+        Bars::Count(n) => n,
+        Bars::Region(_) => unreachable!("handled above"),
+    });
+    if new_bars.is_some() && task == Task::Accompaniment {
+        return Err(
+            "--bars for an accompaniment is the bars to rewrite, e.g. 9-16 (the whole melody \
+             is accompanied otherwise)"
+                .into(),
+        );
+    }
     match task {
         Task::Accompaniment => {
             let chords = args.chords.as_deref().map(parse_chords).transpose()?;
@@ -184,7 +240,7 @@ pub fn run(args: Args) -> Result<(), String> {
                 &prompt,
                 Length {
                     tokens: args.tokens,
-                    bars: args.bars,
+                    bars: new_bars,
                     may_end: args.may_end,
                 },
                 sampling,
@@ -213,4 +269,116 @@ pub fn run(args: Args) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// `--bars A-B`: the prompt file as the page holds it, its bars `region` rewritten the way the
+/// page's "Regenerate these bars" does it (`pianoformer::studio`), written back as MIDI.
+fn regenerate(
+    args: &Args,
+    task: Task,
+    region: [usize; 2],
+    bytes: &[u8],
+    loaded: &crate::models::Loaded,
+    device: &burn::tensor::Device,
+) -> Result<(), String> {
+    let started = Instant::now();
+    let name = args
+        .prompt
+        .file_name()
+        .map_or_else(|| "prompt.mid".into(), |n| n.to_string_lossy().to_string());
+    let mut piece =
+        Piece::from_midi(bytes, &name).map_err(|e| format!("{}: {e}", args.prompt.display()))?;
+    if let Some(text) = &args.chords {
+        let chords = parse_chords(text)?;
+        for (cell, chord) in piece.chords.iter_mut().zip(&chords) {
+            *cell = chord_cell(chord);
+        }
+    }
+    if let Some(text) = &args.phrases {
+        piece.phrases = parse_phrase_labels(text)?
+            .into_iter()
+            .map(|s| (s.letter, s.bars))
+            .collect();
+        piece.refresh();
+    }
+    let options = Options {
+        seed: args.seed,
+        threshold: args.threshold,
+        piano_temperature: args.temperature,
+        region: Some(region),
+        temperature: args.temperature.unwrap_or(1.0),
+        top_p: args.top_p,
+        tokens: args.tokens,
+        max_prompt_tokens: args
+            .prompt_tokens
+            .unwrap_or(Options::default().max_prompt_tokens),
+        ..Options::default()
+    };
+    let model = &loaded.model;
+    let out = match task {
+        Task::Accompaniment => {
+            let sampling = PianoSampling {
+                temperature: loaded.temperature.unwrap_or(1.0),
+                threshold: None,
+                hold_temperature: args
+                    .hold_temperature
+                    .or(loaded.hold_temperature)
+                    .unwrap_or(1.0),
+                seed: args.seed,
+            };
+            sampling.check().map_err(|e| e.to_string())?;
+            pollster::block_on(accompany_piece(
+                model,
+                loaded.binarize,
+                sampling,
+                &piece,
+                &options,
+                device,
+                |_| async { true },
+            ))
+        }
+        Task::Continuation => {
+            pollster::block_on(continue_piece(model, &piece, &options, device, |_| async {
+                true
+            }))
+        }
+    }
+    .map_err(|e| format!("--bars {}: {e}", args.bars.as_deref().unwrap_or("")))?;
+    let midi = out.to_midi().map_err(|e| e.to_string())?;
+    write(&args.out, &midi)?;
+    let [from, to] = region;
+    let to = to.min(out.bars.len());
+    let (start, end) = (out.bar_tick(from), out.bar_tick(to));
+    let written = out
+        .tracks
+        .iter()
+        .filter(|t| t.role == TrackRole::Generated)
+        .flat_map(|t| &t.notes)
+        .filter(|n| n.1 >= start && n.1 < end)
+        .count();
+    eprintln!(
+        "bars {}-{to} rewritten by {} in {:.1} s: {written} notes there, the rest of the piece \
+         kept; written to {}",
+        from + 1,
+        loaded.source,
+        started.elapsed().as_secs_f64(),
+        args.out.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_are_a_count_or_a_range_counted_from_one() {
+        assert_eq!(parse_bars("8"), Ok(Bars::Count(8)));
+        assert_eq!(parse_bars("9-16"), Ok(Bars::Region([8, 16])));
+        assert_eq!(parse_bars(" 5 - 5 "), Ok(Bars::Region([4, 5])));
+        for bad in ["0", "0-4", "9-", "x", "16-9", "-3"] {
+            assert!(parse_bars(bad).is_err(), "{bad}");
+        }
+        assert!(parse_bars("16-9").unwrap_err().contains("comes before"));
+    }
 }

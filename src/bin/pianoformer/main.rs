@@ -44,6 +44,8 @@ mod panel;
 #[cfg(not(target_arch = "wasm32"))]
 mod report;
 #[cfg(not(target_arch = "wasm32"))]
+mod sampled;
+#[cfg(not(target_arch = "wasm32"))]
 mod ship;
 #[cfg(not(target_arch = "wasm32"))]
 mod train;
@@ -115,6 +117,9 @@ mod cli {
             /// Continuation: write the loss-per-position plot here.
             #[arg(long)]
             svg: Option<PathBuf>,
+            /// Continuation runs scored by `eval --sample`: write the style-by-quarter plot here.
+            #[arg(long)]
+            style_svg: Option<PathBuf>,
         },
         /// Make music from a MIDI prompt: a piano accompaniment for its melody, or a
         /// continuation.
@@ -138,7 +143,11 @@ mod cli {
             Command::Inspect { file, json } => crate::inspect::run(&file, json),
             Command::Train(args) => crate::train::run(args),
             Command::Eval(args) => crate::eval::run(args),
-            Command::Report { runs, svg } => crate::report::run(&runs, svg.as_deref()),
+            Command::Report {
+                runs,
+                svg,
+                style_svg,
+            } => crate::report::run(&runs, svg.as_deref(), style_svg.as_deref()),
             Command::Generate(args) => crate::generate::run(args),
             Command::Ship(args) => crate::ship::run(args),
             Command::Bench {

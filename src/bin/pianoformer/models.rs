@@ -73,6 +73,8 @@ pub struct Loaded {
     pub hold_temperature: Option<f32>,
     /// Where it came from, in words.
     pub source: String,
+    /// The window it was trained on (grid steps or tokens), where its run or manifest says.
+    pub trained_window: Option<usize>,
 }
 
 /// What `eval` writes into a run folder and `generate` reads back.
@@ -128,6 +130,9 @@ pub fn load(
         temperature: entry.temperature,
         hold_temperature: entry.hold_temperature,
         source: format!("{} ({})", entry.name, file.display()),
+        trained_window: entry.training["options"]["window"]
+            .as_u64()
+            .map(|w| w as usize),
     })
 }
 
@@ -159,5 +164,10 @@ fn load_run(dir: &Path, task: Task, device: &Device) -> Result<Loaded, String> {
         temperature: eval.as_ref().and_then(|e| e.temperature),
         hold_temperature: eval.as_ref().and_then(|e| e.hold_temperature),
         source: dir.display().to_string(),
+        trained_window: std::fs::read_to_string(dir.join("run.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v["options"]["window"].as_u64())
+            .map(|w| w as usize),
     })
 }

@@ -22,7 +22,7 @@ use crate::eval::Args;
 
 /// `f` over `items` on `threads` threads, each with its own copy of the model; results in the
 /// items' order.
-fn par_map<T: Sync, R: Send>(
+pub fn par_map<T: Sync, R: Send>(
     items: &[T],
     threads: usize,
     model: &Performer,

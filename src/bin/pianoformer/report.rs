@@ -9,28 +9,43 @@ use pianoformer::music::metrics::mean_std;
 use crate::eval::read_eval;
 
 /// A label for a run in tables: its folder name.
-fn run_name(dir: &Path) -> String {
+pub fn run_name(dir: &Path) -> String {
     dir.file_name()
         .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into())
 }
 
+/// The name runs of several seeds share: `name-seed1`, `name-seed2` → `name`.
+pub fn group_name(name: &str) -> String {
+    match name.rsplit_once("-seed") {
+        Some((base, n)) if n.chars().all(|c| c.is_ascii_digit()) => base.to_string(),
+        _ => name.to_string(),
+    }
+}
+
 /// A Markdown table of several evaluated runs (mean ± std over runs that
 /// share a name up to a trailing `-seedN`), and for continuation an SVG of loss per position.
-pub fn run(runs: &[PathBuf], svg: Option<&Path>) -> Result<(), String> {
+pub fn run(runs: &[PathBuf], svg: Option<&Path>, style_svg: Option<&Path>) -> Result<(), String> {
     if runs.is_empty() {
         return Err("give the run folders to report on".into());
     }
+    // Runs scored only by sampling (`eval --sample`) have no eval.json.
+    let sampled = crate::sampled::report(runs, style_svg)?;
+    if style_svg.is_some() && sampled.is_empty() {
+        return Err(
+            "--style-svg: none of these runs has a samples.json (run `pianoformer eval --task \
+             continuation --sample` on them first)"
+                .into(),
+        );
+    }
     let evals: Vec<(String, serde_json::Value)> = runs
         .iter()
+        .filter(|r| sampled.is_empty() || r.join("eval.json").is_file())
         .map(|r| Ok((run_name(r), read_eval(r)?)))
         .collect::<Result<_, String>>()?;
-    // Group seeds: `name-seed1`, `name-seed2` → `name`.
-    let group = |name: &str| -> String {
-        match name.rsplit_once("-seed") {
-            Some((base, n)) if n.chars().all(|c| c.is_ascii_digit()) => base.to_string(),
-            _ => name.to_string(),
-        }
-    };
+    if evals.is_empty() {
+        return crate::print_stdout(&sampled);
+    }
+    let group = |name: &str| group_name(name);
     let mut groups: Vec<(String, Vec<&serde_json::Value>)> = Vec::new();
     for (name, e) in &evals {
         let g = group(name);
@@ -192,6 +207,7 @@ pub fn run(runs: &[PathBuf], svg: Option<&Path>) -> Result<(), String> {
             eprintln!("plot written to {}", path.display());
         }
     }
+    out.push_str(&sampled);
     crate::print_stdout(&out)
 }
 

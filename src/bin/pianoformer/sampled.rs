@@ -1,0 +1,394 @@
+//! `eval --task continuation --sample`: what a continuation model plays when sampled, from the
+//! first bars of every held-out song of a split (`pianoformer::train::sampled` says what is
+//! scored). Songs are sampled side by side on threads; the scores go to `samples.json` in the
+//! run folder (or `--out`), and `report` draws them.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use pianoformer::device::{self, Preference};
+use pianoformer::generate::Sampling;
+use pianoformer::model::config::Task;
+use pianoformer::train::sampled::{
+    KEY_CONSISTENT, LONGEST_GAP_BARS, QUARTERS, SampleScores, SampledSummary, sample_song,
+};
+use pianoformer::train::sources::{self, Parts};
+
+use crate::eval::Args;
+
+pub fn run(args: Args) -> Result<(), String> {
+    let task = crate::train::parse_task(&args.task)?;
+    if task != Task::Continuation {
+        return Err(
+            "--sample is for continuation models (accompaniment models are always \
+                    evaluated by sampling)"
+                .into(),
+        );
+    }
+    if args.prompt_bars == 0 {
+        return Err("--prompt-bars must be positive".into());
+    }
+    if !(args.temperature > 0.0 && args.temperature <= 10.0) {
+        return Err("--temperature must be above 0 and at most 10".into());
+    }
+    if !(args.top_p > 0.0 && args.top_p <= 1.0) {
+        return Err("--top-p must be above 0 and at most 1".into());
+    }
+    let test = match args.split.as_str() {
+        "test" => true,
+        "valid" | "validation" => false,
+        other => return Err(format!("--split is valid or test, not {other:?}")),
+    };
+    let spec = args.model.display().to_string();
+    let out = match (&args.out, args.model.join("model.bpk").is_file()) {
+        (Some(out), _) => out.clone(),
+        (None, true) => args.model.join("samples.json"),
+        (None, false) => {
+            return Err(format!(
+                "{spec} is not a training run's folder: say where the scores go with --out"
+            ));
+        }
+    };
+    if !sources::is_pop909(&args.data) {
+        return Err(format!(
+            "{} is not the POP909 folder (evaluation uses its validation and test split)",
+            args.data.display()
+        ));
+    }
+    let preference: Preference = args.backend.parse().map_err(|e| format!("{e}"))?;
+    let backend = pollster::block_on(device::init(preference)).map_err(|e| format!("{e}"))?;
+    let device = backend.device.clone();
+    let loaded = crate::models::load(&spec, task, None, &device)?;
+    let trained = loaded.trained_window;
+    let length = match (args.length, trained) {
+        (Some(l), _) => l,
+        (None, Some(w)) => 4 * w,
+        (None, None) => {
+            return Err(format!(
+                "{spec} does not say the window it was trained on: give --length"
+            ));
+        }
+    };
+    let started = Instant::now();
+    let data = sources::load(
+        &args.data,
+        Parts {
+            train: false,
+            valid: !test,
+            test,
+        },
+        args.limit,
+    )?;
+    eprintln!("data: {}", data.description);
+    let corpus = if test { &data.test } else { &data.valid };
+    let threads = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let sampling = Sampling {
+        temperature: args.temperature,
+        top_p: args.top_p,
+        seed: args.seed,
+    };
+    let device = &device;
+    let scored = crate::panel::par_map(&corpus.pieces, threads, &loaded.model, |m, p| {
+        let s = pollster::block_on(sample_song(
+            m,
+            &p.name,
+            &p.tokens,
+            args.prompt_bars,
+            length,
+            sampling,
+            device,
+        ))
+        .map_err(|e| format!("{}: {e}", p.name))?;
+        if let Some(s) = &s {
+            eprintln!(
+                "{}: {} bars, style {} / {} by quarter ({:.0} s)",
+                s.song,
+                s.bars,
+                quarters(&s.onset_duration),
+                quarters(&s.time_pitch),
+                started.elapsed().as_secs_f64()
+            );
+        }
+        Ok(s)
+    })?;
+    let samples: Vec<SampleScores> = scored.into_iter().flatten().collect();
+    if samples.is_empty() {
+        return Err(format!(
+            "no song of the split has {} bars and more to prompt with in fewer than {length} \
+             tokens (--prompt-bars, --length)",
+            args.prompt_bars
+        ));
+    }
+    let summary = SampledSummary::of(&samples);
+    let f = |v: &[f64]| {
+        v.iter()
+            .map(|x| format!("{x:.3}"))
+            .collect::<Vec<_>>()
+            .join(" / ")
+    };
+    eprintln!(
+        "{} songs, {}-bar prompts, {length} tokens: onset-duration {} (last quarter {:.2}x the \
+         first), time-pitch {} ({:.2}x); key consistency {:.3} (>= {KEY_CONSISTENT} in {:.0} %); \
+         density {:.2}x the prompt's; no silence over {LONGEST_GAP_BARS} bars in {:.0} %; \
+         grammatical bars without the mask {:.3} ({:.3} of each draw's probability on \
+         forbidden tokens) ({:.0} s)",
+        summary.samples,
+        args.prompt_bars,
+        f(&summary.onset_duration),
+        summary.onset_duration_kept,
+        f(&summary.time_pitch),
+        summary.time_pitch_kept,
+        summary.key_consistency,
+        100.0 * summary.key_consistent_share,
+        summary.density_ratio,
+        100.0 * summary.no_long_silence_share,
+        summary.grammatical_bars,
+        summary.forbidden_mass,
+        started.elapsed().as_secs_f64()
+    );
+    let result = serde_json::json!({
+        "task": "continuation",
+        "model": loaded.source,
+        "pe": loaded.model.config.pe.kind.name(),
+        "gated": loaded.model.config.pe.gated,
+        "trained_window": trained,
+        "length": length,
+        "prompt_bars": args.prompt_bars,
+        "split": if test { "test" } else { "validation" },
+        "sampling": {"temperature": args.temperature, "top_p": args.top_p, "seed": args.seed},
+        "data": data.description,
+        "quarters": QUARTERS,
+        "summary": summary,
+        "samples": samples,
+        "seconds": started.elapsed().as_secs_f64(),
+    });
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    std::fs::write(&out, serde_json::to_vec_pretty(&result).expect("json"))
+        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    eprintln!("written to {}", out.display());
+    Ok(())
+}
+
+/// `x` with `digits` decimals, or – when there was nothing to measure.
+fn num(x: f64, digits: usize) -> String {
+    if x.is_finite() {
+        format!("{x:.digits$}")
+    } else {
+        "–".into()
+    }
+}
+
+fn quarters(v: &[Option<f64>]) -> String {
+    v.iter()
+        .map(|x| x.map_or("-".to_string(), |x| format!("{x:.2}")))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The `report` section for runs with a `samples.json`: a table, and where `svg` is given, a
+/// plot of both style similarities by quarter (one line per run name, seeds averaged).
+pub fn report(runs: &[PathBuf], svg: Option<&Path>) -> Result<String, String> {
+    let mut groups: Vec<(String, Vec<serde_json::Value>)> = Vec::new();
+    for r in runs {
+        let path = r.join("samples.json");
+        if !path.is_file() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let name = crate::report::group_name(&crate::report::run_name(r));
+        match groups.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, vs)) => vs.push(v),
+            None => groups.push((name, vec![v])),
+        }
+    }
+    if groups.is_empty() {
+        return Ok(String::new());
+    }
+    let mean = |vs: &[serde_json::Value], key: &str, k: Option<usize>| -> f64 {
+        let xs: Vec<f64> = vs
+            .iter()
+            .filter_map(|v| match k {
+                Some(k) => v["summary"][key][k].as_f64(),
+                None => v["summary"][key].as_f64(),
+            })
+            .collect();
+        // Nothing to average (JSON null: no sample had notes there) stays NaN, shown as –.
+        if xs.is_empty() {
+            f64::NAN
+        } else {
+            xs.iter().sum::<f64>() / xs.len() as f64
+        }
+    };
+    let mut out = String::from(
+        "\nSampled from the first bars of held-out songs to 4× the training window \
+         (style similarity to the song by quarter of the new part)\n\n| run | seeds | songs | \
+         onset–duration, quarters 1–4 | kept | time–pitch, quarters 1–4 | kept | key ↑ | key ≥ \
+         0.8 | density × prompt | no silence > 2 bars | grammatical bars | forbidden mass |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    let mut lines = Vec::new();
+    for (name, vs) in &groups {
+        let q = |key: &str| {
+            (0..QUARTERS)
+                .map(|k| mean(vs, key, Some(k)))
+                .collect::<Vec<_>>()
+        };
+        let (od, tp) = (q("onset_duration"), q("time_pitch"));
+        let join = |v: &[f64]| v.iter().map(|x| num(*x, 3)).collect::<Vec<_>>().join(" / ");
+        let m = |key: &str| mean(vs, key, None);
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} % | {} | {} % | {} | {} |",
+            vs.len(),
+            vs[0]["summary"]["samples"],
+            join(&od),
+            num(m("onset_duration_kept"), 2),
+            join(&tp),
+            num(m("time_pitch_kept"), 2),
+            num(m("key_consistency"), 3),
+            num(100.0 * m("key_consistent_share"), 0),
+            num(m("density_ratio"), 2),
+            num(100.0 * m("no_long_silence_share"), 0),
+            num(m("grammatical_bars"), 3),
+            num(m("forbidden_mass"), 3),
+        );
+        lines.push((name.clone(), od, tp));
+    }
+    if let Some(path) = svg {
+        std::fs::write(path, style_plot(&lines))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        eprintln!("style plot written to {}", path.display());
+    }
+    Ok(out)
+}
+
+/// Two panels (onset–duration, time–pitch): similarity by quarter of the new part, a line
+/// per run.
+fn style_plot(lines: &[(String, Vec<f64>, Vec<f64>)]) -> String {
+    const PANEL: f64 = 300.0;
+    const H: f64 = 300.0;
+    const L: f64 = 55.0;
+    const T: f64 = 30.0;
+    const B: f64 = 45.0;
+    const LEGEND: f64 = 190.0;
+    const COLORS: [&str; 8] = [
+        "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666",
+    ];
+    let all = lines
+        .iter()
+        .flat_map(|(_, a, b)| a.iter().chain(b))
+        .copied()
+        .filter(|v| v.is_finite());
+    let (lo, hi) = all.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+        (a.min(v), b.max(v))
+    });
+    let (lo, hi) = if lo.is_finite() && hi > lo {
+        (
+            (lo - 0.1 * (hi - lo)).max(0.0),
+            (hi + 0.1 * (hi - lo)).min(1.0),
+        )
+    } else {
+        (0.0, 1.0)
+    };
+    let width = 2.0 * (L + PANEL) + LEGEND;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{H}\" \
+         font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" \
+         fill=\"white\"/>\n"
+    );
+    for (p, title) in ["onset–duration", "time–pitch"].iter().enumerate() {
+        let x0 = L + p as f64 * (L + PANEL);
+        let x = |q: usize| x0 + 20.0 + (PANEL - 40.0) * q as f64 / (QUARTERS - 1) as f64;
+        let y = |v: f64| T + (H - T - B) * (1.0 - (v - lo) / (hi - lo));
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.1}\" y=\"18\" text-anchor=\"middle\">{title} similarity to the song\
+             </text>\n<line x1=\"{x0}\" y1=\"{T}\" x2=\"{x0}\" y2=\"{b}\" stroke=\"black\"/>\n\
+             <line x1=\"{x0}\" y1=\"{b}\" x2=\"{:.1}\" y2=\"{b}\" stroke=\"black\"/>",
+            x0 + PANEL / 2.0,
+            x0 + PANEL,
+            b = H - B
+        );
+        for q in 0..QUARTERS {
+            let _ = writeln!(
+                s,
+                "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">Q{}</text>",
+                x(q),
+                H - B + 16.0,
+                q + 1
+            );
+        }
+        for k in 0..=4 {
+            let v = lo + (hi - lo) * k as f64 / 4.0;
+            let _ = writeln!(
+                s,
+                "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{v:.2}</text>",
+                x0 - 6.0,
+                y(v) + 4.0
+            );
+        }
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">quarter of the continuation\
+             </text>",
+            x0 + PANEL / 2.0,
+            H - 8.0
+        );
+        for (k, (_, od, tp)) in lines.iter().enumerate() {
+            let values = if p == 0 { od } else { tp };
+            let color = COLORS[k % COLORS.len()];
+            let points: Vec<(f64, f64)> = values
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.is_finite())
+                .map(|(q, &v)| (x(q), y(v)))
+                .collect();
+            let path: Vec<String> = points
+                .iter()
+                .map(|(a, b)| format!("{a:.1},{b:.1}"))
+                .collect();
+            let _ = writeln!(
+                s,
+                "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>",
+                path.join(" ")
+            );
+            for (a, b) in points {
+                let _ = writeln!(
+                    s,
+                    "<circle cx=\"{a:.1}\" cy=\"{b:.1}\" r=\"3\" fill=\"{color}\"/>"
+                );
+            }
+        }
+    }
+    for (k, (name, ..)) in lines.iter().enumerate() {
+        let color = COLORS[k % COLORS.len()];
+        let lx = 2.0 * (L + PANEL) + 10.0;
+        let ly = T + 18.0 * k as f64 + 10.0;
+        let _ = writeln!(
+            s,
+            "<line x1=\"{lx}\" y1=\"{ly}\" x2=\"{}\" y2=\"{ly}\" stroke=\"{color}\" \
+             stroke-width=\"2\"/><text x=\"{}\" y=\"{}\">{}</text>",
+            lx + 20.0,
+            lx + 25.0,
+            ly + 4.0,
+            escape(name)
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
