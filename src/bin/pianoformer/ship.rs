@@ -82,6 +82,24 @@ pub fn run(args: Args) -> Result<(), String> {
         obj.remove("hold_temperature");
         obj.remove("model");
     }
+    // What a continuation plays when sampled (`eval --sample`), where the run has it.
+    if let (Some(obj), Ok(text)) = (
+        metrics.as_object_mut(),
+        std::fs::read_to_string(args.run.join("samples.json")),
+    ) {
+        let sampled: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| format!("{}/samples.json: {e}", args.run.display()))?;
+        obj.insert(
+            "sampled".into(),
+            serde_json::json!({
+                "split": sampled["split"],
+                "length": sampled["length"],
+                "prompt_bars": sampled["prompt_bars"],
+                "sampling": sampled["sampling"],
+                "summary": sampled["summary"],
+            }),
+        );
+    }
     let binarize = serde_json::from_value(eval["binarize"].clone()).ok();
     let temperature = eval["temperature"].as_f64().map(|t| t as f32);
     let hold_temperature = eval["hold_temperature"].as_f64().map(|t| t as f32);
