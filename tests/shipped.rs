@@ -44,6 +44,23 @@ fn every_shipped_model_loads_and_each_task_has_a_default() {
             }
         }
     }
+    // The continuation default is judged by what it plays when sampled (eval --sample): its
+    // entry carries the scores by quarter, on test songs, to 4x its training window.
+    let cont = manifest
+        .models
+        .iter()
+        .find(|m| m.task == Task::Continuation && m.default)
+        .expect("a continuation default");
+    let sampled = &cont.metrics["sampled"];
+    assert_eq!(sampled["split"], "test", "{}", cont.name);
+    assert_eq!(
+        sampled["length"].as_u64(),
+        cont.training["options"]["window"].as_u64().map(|w| 4 * w),
+        "{sampled}"
+    );
+    let quarters = sampled["summary"]["onset_duration"].as_array().unwrap();
+    assert_eq!(quarters.len(), 4, "{sampled}");
+    assert!(quarters.iter().all(|q| q.as_f64().is_some_and(|v| v > 0.0)));
     for task in [Task::Accompaniment, Task::Continuation] {
         let defaults = manifest
             .models
