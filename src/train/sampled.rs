@@ -319,7 +319,7 @@ impl SampledSummary {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
     use crate::music::tokens::Token as T;
