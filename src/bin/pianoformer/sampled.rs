@@ -279,7 +279,6 @@ fn style_plot(lines: &[(String, Vec<f64>, Vec<f64>)]) -> String {
     const L: f64 = 55.0;
     const T: f64 = 30.0;
     const B: f64 = 45.0;
-    const LEGEND: f64 = 190.0;
     const COLORS: [&str; 8] = [
         "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666",
     ];
@@ -299,7 +298,13 @@ fn style_plot(lines: &[(String, Vec<f64>, Vec<f64>)]) -> String {
     } else {
         (0.0, 1.0)
     };
-    let width = 2.0 * (L + PANEL) + LEGEND;
+    // Room for the longest run name in the legend (about 7 px a character at 12 px).
+    let longest = lines
+        .iter()
+        .map(|(n, ..)| n.chars().count())
+        .max()
+        .unwrap_or(0);
+    let width = 2.0 * (L + PANEL) + 40.0 + 7.0 * longest as f64;
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{H}\" \
          font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" \
