@@ -581,12 +581,7 @@ mod tests {
     #[test]
     fn accompaniment_streams_and_replaces_the_piano() {
         let device = Device::flex();
-        let config = PerformerConfig::tiny(
-            Task::Accompaniment,
-            VOCAB_SIZE,
-            PeConfig::new(PeKind::SineSpe),
-        );
-        let model = Performer::new(&config, 1, &device).unwrap();
+        let model = tiny(Task::Accompaniment, 1, &device);
         let piece = piece();
         let options = Options {
             threshold: Some(0.45),
@@ -750,12 +745,7 @@ mod tests {
     #[test]
     fn a_continuation_rewrites_only_the_chosen_bars() {
         let device = Device::flex();
-        let config = PerformerConfig::tiny(
-            Task::Continuation,
-            VOCAB_SIZE,
-            PeConfig::new(PeKind::SineSpe),
-        );
-        let model = Performer::new(&config, 3, &device).unwrap();
+        let model = tiny(Task::Continuation, 3, &device);
         let piece = piece();
         let (from, to) = (piece.bars[4], piece.bars[6]);
         for seed in [0, 1] {
@@ -846,24 +836,20 @@ mod tests {
         );
     }
 
+    /// An untrained tiny sineSPE model for `task`.
+    fn tiny(task: Task, seed: u64, device: &Device) -> Performer {
+        let config = PerformerConfig::tiny(task, VOCAB_SIZE, PeConfig::new(PeKind::SineSpe));
+        Performer::new(&config, seed, device).unwrap()
+    }
+
     fn model_for_errors(device: &Device) -> Performer {
-        let config = PerformerConfig::tiny(
-            Task::Accompaniment,
-            VOCAB_SIZE,
-            PeConfig::new(PeKind::SineSpe),
-        );
-        Performer::new(&config, 1, device).unwrap()
+        tiny(Task::Accompaniment, 1, device)
     }
 
     #[test]
     fn attention_over_a_piece_covers_every_token() {
         let device = Device::flex();
-        let config = PerformerConfig::tiny(
-            Task::Continuation,
-            VOCAB_SIZE,
-            PeConfig::new(PeKind::SineSpe),
-        );
-        let model = Performer::new(&config, 2, &device).unwrap();
+        let model = tiny(Task::Continuation, 2, &device);
         let options = Options {
             watch: Some(WatchOptions { layer: 1, head: 1 }),
             ..Options::default()
@@ -915,12 +901,7 @@ mod tests {
     #[test]
     fn continuation_follows_the_plan_and_lands_after_the_music() {
         let device = Device::flex();
-        let config = PerformerConfig::tiny(
-            Task::Continuation,
-            VOCAB_SIZE,
-            PeConfig::new(PeKind::SineSpe),
-        );
-        let model = Performer::new(&config, 2, &device).unwrap();
+        let model = tiny(Task::Continuation, 2, &device);
         let mut piece = piece();
         let bars = piece.bars.len();
         let end = piece.end_tick;
