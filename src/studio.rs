@@ -538,7 +538,6 @@ fn place(
     let decoded = decode(ids)?;
     let token_bars = decoded.grid.bar_ticks();
     let scale = piece.ppq as f64 / 480.0;
-    let piece_bar = |b: usize| piece.bar_tick(b);
     // Decoding sorts notes by time, so the prompt's notes are taken out by value.
     let mut left: HashMap<Note, usize> = HashMap::new();
     for n in prompt {
@@ -559,7 +558,8 @@ fn place(
                 .partition_point(|&t| t <= n.start)
                 .saturating_sub(1);
             let base = token_bars.get(k).copied().unwrap_or(0);
-            let start = piece_bar(first_bar + k) + ((n.start - base) as f64 * scale).round() as u64;
+            let start =
+                piece.bar_tick(first_bar + k) + ((n.start - base) as f64 * scale).round() as u64;
             let length = (((n.end - n.start) as f64 * scale).round() as u64).max(1);
             (n.pitch, start, start + length, n.velocity)
         })
@@ -783,37 +783,28 @@ mod tests {
             assert!(!new.notes.is_empty(), "seed {seed}: the bars are written");
             assert!(new.notes.iter().all(|n| n.1 >= from && n.1 < to));
         }
-        // From the first bar: no music before it to read.
-        let options = Options {
-            region: Some([0, 2]),
-            ..Options::default()
+        let rewrite = |region: [usize; 2], seed: u64| {
+            let options = Options {
+                region: Some(region),
+                seed,
+                ..Options::default()
+            };
+            pollster::block_on(continue_piece(
+                &model,
+                &piece,
+                &options,
+                &device,
+                |_| async { true },
+            ))
         };
-        let out = pollster::block_on(continue_piece(
-            &model,
-            &piece,
-            &options,
-            &device,
-            |_| async { true },
-        ))
-        .unwrap();
+        // From the first bar: no music before it to read.
+        let out = rewrite([0, 2], 0).unwrap();
         let new = &out.tracks.last().unwrap().notes;
         assert!(new.iter().all(|n| n.1 < piece.bars[2]), "{new:?}");
         // To the end: the last entry of `bars` ends the music, and a region from it writes
         // the bar after it.
         let n = piece.bars.len();
-        let options = Options {
-            region: Some([n - 2, n]),
-            seed: 4,
-            ..Options::default()
-        };
-        let out = pollster::block_on(continue_piece(
-            &model,
-            &piece,
-            &options,
-            &device,
-            |_| async { true },
-        ))
-        .unwrap();
+        let out = rewrite([n - 2, n], 4).unwrap();
         let (start, end) = (piece.bar_tick(n - 2), piece.bar_tick(n));
         assert!(end > piece.bars[n - 1], "the region reaches past the end");
         let new = &out.tracks.last().unwrap().notes;
@@ -822,14 +813,7 @@ mod tests {
             new.iter().all(|n| n.1 >= start && n.1 < end && n.2 <= end),
             "{new:?}"
         );
-        let past = Options {
-            region: Some([40, 42]),
-            ..Options::default()
-        };
-        let err = pollster::block_on(continue_piece(&model, &piece, &past, &device, |_| async {
-            true
-        }))
-        .unwrap_err();
+        let err = rewrite([40, 42], 0).unwrap_err();
         assert!(
             err.to_string().contains("past the end of the piece"),
             "{err}"

@@ -213,6 +213,19 @@ pub fn run(runs: &[PathBuf], svg: Option<&Path>, style_svg: Option<&Path>) -> Re
 
 /// Validation loss against token position, one line per group (seeds averaged), smoothed
 /// over 32 positions, with the training length marked.
+/// Five value labels from `lo` to `hi` left of the axis at `x`, placed by `y`.
+pub fn value_labels(s: &mut String, x: f64, lo: f64, hi: f64, y: &dyn Fn(f64) -> f64) {
+    for k in 0..=4 {
+        let v = lo + (hi - lo) * k as f64 / 4.0;
+        let _ = writeln!(
+            s,
+            "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{v:.2}</text>",
+            x - 6.0,
+            y(v) + 4.0
+        );
+    }
+}
+
 fn loss_plot(groups: &[(String, Vec<&serde_json::Value>)]) -> String {
     const W: f64 = 720.0;
     const H: f64 = 420.0;
@@ -294,15 +307,7 @@ fn loss_plot(groups: &[(String, Vec<&serde_json::Value>)]) -> String {
             );
         }
     }
-    for k in 0..=4 {
-        let v = lo + (hi - lo) * k as f64 / 4.0;
-        let _ = writeln!(
-            s,
-            "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{v:.2}</text>",
-            L - 6.0,
-            y(v) + 4.0
-        );
-    }
+    value_labels(&mut s, L, lo, hi, &y);
     let _ = writeln!(
         s,
         "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">token position (training windows end at \

@@ -332,15 +332,7 @@ fn style_plot(lines: &[(String, Vec<f64>, Vec<f64>)]) -> String {
                 q + 1
             );
         }
-        for k in 0..=4 {
-            let v = lo + (hi - lo) * k as f64 / 4.0;
-            let _ = writeln!(
-                s,
-                "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{v:.2}</text>",
-                x0 - 6.0,
-                y(v) + 4.0
-            );
-        }
+        crate::report::value_labels(&mut s, x0, lo, hi, &y);
         let _ = writeln!(
             s,
             "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">quarter of the continuation\
