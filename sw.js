@@ -13,7 +13,7 @@
 import { MODEL_CACHE, fetchModel } from './www/store.js';
 import { SAMPLES } from './www/audio.js';
 
-export const VERSION = 1;
+export const VERSION = 2;
 export const SHELL_CACHE = `pianoformer-shell-v${VERSION}`;
 
 /** What the page cannot start without, relative to this worker. */
@@ -24,6 +24,7 @@ export const SHELL_FILES = [
   'www/icon.svg',
   'www/style.css',
   'www/attention.js',
+  'www/compare.js',
   'www/keys.js',
   'www/audio.js',
   'www/loss-curve.js',

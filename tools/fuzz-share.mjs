@@ -24,7 +24,10 @@ function prng(seed) {
   };
 }
 
-/** Two small valid pieces to start from: packed notes, and a track whose notes stay JSON. */
+/**
+ * Small valid links to start from: packed notes, a track whose notes stay JSON, and a comparison
+ * of two results (v2).
+ */
 function seeds() {
   const ppq = 480;
   const bars = [0, 1920, 3840, 5760];
@@ -50,9 +53,12 @@ function seeds() {
   const odd = structuredClone(piece);
   odd.tracks[0].notes[0][1] = 2 ** 40; // too large to pack: stays JSON
   odd.tracks[0].notes.sort((a, b) => a[1] - b[1]);
+  const other = structuredClone(piece);
+  other.tracks[1].notes = [[45, 0, 3840, 60]];
   return [
     { piece, ...extras },
     { piece: odd, ...extras, settings: {} },
+    { piece, ...extras, compare: { model: 'accompaniment-fstripe', piece: other } }, // v2
   ];
 }
 

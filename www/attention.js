@@ -59,6 +59,11 @@ export function growBins(state, newLength) {
   return next;
 }
 
+/** A copy of `state` that later writes to either leave the other alone. */
+export function copyBins(state) {
+  return { ...state, data: state.data.slice(), written: state.written.slice() };
+}
+
 /**
  * Max-pools query rows into `state`: `rows` holds rows.length / keyCount consecutive rows from
  * query position `startRow`, each `keyCount` weights over keys 0..keyCount-1 (keys past a row's
@@ -268,6 +273,24 @@ export class AttentionMap {
     this._dirty = this._dirty
       ? [Math.min(this._dirty[0], touched[0]), Math.max(this._dirty[1], touched[1])]
       : touched;
+    this._schedule();
+  }
+
+  /** What the map holds, for `restore` (a compared result keeps its own map). */
+  snapshot() {
+    this.flush();
+    return { state: copyBins(this.state), rowsSeen: this._rowsSeen, label: this.label };
+  }
+
+  /** Shows what `snapshot` kept; `reset` and `addRows` afterwards leave the snapshot alone. */
+  restore(snapshot) {
+    // addRows writes into state.data: the map gets its own copy, the snapshot stays as it was.
+    this.state = copyBins(snapshot.state);
+    this._rowsSeen = snapshot.rowsSeen;
+    this.label = snapshot.label;
+    this._painted = false;
+    this._allocateImage();
+    this._describe();
     this._schedule();
   }
 

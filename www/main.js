@@ -7,6 +7,7 @@ import { PianoRoll } from './roll.js';
 import { AttentionMap, drawTemplate } from './attention.js';
 import { Piano, START_DELAY } from './audio.js';
 import { encodeShare, decodeShare } from './share.js';
+import { Comparison, defaultPartner, partnerChoices, sideLabel } from './compare.js';
 import { initTuning } from './tune.js';
 import {
   fetchModel,
@@ -262,6 +263,8 @@ function setPiece(piece, { undoable = true, keepView = false } = {}) {
     app.undo.push(app.piece);
     if (app.undo.length > 50) app.undo.shift();
   }
+  // An edit while comparing stays with the result it was made on.
+  if (undoable && app.compare) app.compare.edited(piece);
   app.piece = piece;
   if (keepView) roll.update();
   roll.setPiece(piece);
@@ -320,7 +323,7 @@ function updateButtons() {
   $('regen-bars').disabled = $('generate').disabled || !selectedBars()
     || (settings().task === 'accompaniment' ? !hasPiano(app.piece) : !hasNotes(app.piece));
   $('cancel').disabled = !busy;
-  $('compare').disabled = !has || busy || !status.backend;
+  $('compare').disabled = !has || busy || !status.backend || !$('compare-model').value;
   tuning?.updateButtons();
   $('example').disabled = busy;
   $('file-input').disabled = busy;
@@ -461,10 +464,20 @@ function currentEntry() {
   return app.manifest.find((m) => m.name === $('model').value);
 }
 
-/** The model a fine-tuned `entry` started from, when it is in the list. */
-function baseOf(entry) {
-  const base = entry?.user ? entry.training?.base : null;
-  return base ? app.manifest.find((m) => m.name === base) ?? null : null;
+function entryNamed(name) {
+  return app.manifest.find((m) => m.name === name) ?? null;
+}
+
+/** Lists the models the chosen one can be compared with (its task's others). */
+function showPartners() {
+  const entry = currentEntry();
+  const select = $('compare-model');
+  const previous = select.dataset.picked || null; // the person's own last choice
+  const choices = partnerChoices(app.manifest, entry);
+  select.replaceChildren(...choices.map((m) => new Option(sideLabel(m, entry), m.name)));
+  const pick = defaultPartner(app.manifest, entry, previous);
+  if (pick) select.value = pick.name;
+  $('compare-group').hidden = choices.length === 0;
 }
 
 function showModelAbout() {
@@ -473,7 +486,7 @@ function showModelAbout() {
   $('model-about').textContent = entry
     ? `${entry.description} ${c ? `${c.layers} layers × ${c.heads} heads, ${(entry.parameters / 1e6).toFixed(2)} M parameters, ${(entry.bytes / 1e6).toFixed(1)} MB.` : ''}`
     : 'No model for this task.';
-  $('compare').hidden = !baseOf(entry);
+  showPartners();
   const layers = c?.layers ?? 1;
   const heads = c?.heads ?? 1;
   fillNumbers($('att-layer'), layers);
@@ -771,41 +784,64 @@ async function generate({ entry = currentEntry(), comparing = false, region = nu
   return null;
 }
 
-// A fine-tuned model against the model it started from: both write from the same piece with
-// the same seed, and two buttons switch between the results.
+// Two models on the same piece with the same seed (the chosen one, then the one picked beside
+// Compare): two buttons switch between the results, each with its own attention map, while
+// playback goes on; a share link carries both.
 async function compare() {
-  const tuned = currentEntry();
-  const base = baseOf(tuned);
-  if (!app.piece || !base || app.generating) return;
+  const first = currentEntry();
+  const second = entryNamed($('compare-model').value);
+  if (!app.piece || !first || !second || app.generating) return;
   const start = app.piece;
-  const a = await generate({ entry: tuned, comparing: true });
+  const seed = settings().seed;
+  const a = await generate({ entry: first, comparing: true });
   if (!a) return;
+  const attentionA = attention.snapshot();
   setPiece(start, { undoable: false, keepView: true });
-  const b = await generate({ entry: base, comparing: true });
+  const b = await generate({ entry: second, comparing: true });
+  // Both runs put the same starting piece on the undo stack: one Undo goes back to it.
+  if (app.undo.length > 1 && app.undo.at(-1) === app.undo.at(-2)) app.undo.pop();
   if (!b) {
     setPiece(a, { undoable: false, keepView: true });
+    attention.restore(attentionA);
     return;
   }
-  app.compare = { a: { label: tuned.name, piece: a }, b: { label: base.name, piece: b } };
-  $('compare-a').textContent = `${tuned.name} (fine-tuned)`;
-  $('compare-b').textContent = `${base.name} (base)`;
-  $('compare-bar').hidden = false;
-  showCompared('a');
-  $('gen-status').textContent += ` Compare: same piece, seed ${settings().seed}, two models.`;
+  showComparison(new Comparison(
+    { model: first.name, piece: a, attention: attentionA },
+    { model: second.name, piece: b, attention: attention.snapshot() },
+    seed,
+  ));
+  $('gen-status').textContent += ` Compared with ${second.name}: same piece, seed ${seed}.`;
 }
 
-function showCompared(which) {
-  if (!app.compare) return;
-  setPiece(app.compare[which].piece, { undoable: false, keepView: true });
+// `draw`: draw a side's attention that was not kept (a shared link's) when it is shown; off when
+// a link opens, so that opening one downloads no model.
+function showComparison(comparison, { draw = true } = {}) {
+  app.compare = comparison;
+  const [a, b] = [entryNamed(comparison.a.model), entryNamed(comparison.b.model)];
+  $('compare-a').textContent = a ? sideLabel(a, b) : comparison.a.model ?? 'first';
+  $('compare-b').textContent = b ? sideLabel(b, a) : comparison.b.model;
+  $('compare-bar').hidden = false;
+  status.compared = [comparison.a.model, comparison.b.model];
+  showCompared('a', { draw });
+}
+
+function showCompared(which, { draw = true } = {}) {
+  if (!app.compare || app.generating) return;
+  const side = app.compare.show(which);
+  setPiece(side.piece, { undoable: false, keepView: true });
   $('compare-a').setAttribute('aria-pressed', String(which === 'a'));
   $('compare-b').setAttribute('aria-pressed', String(which === 'b'));
   status.comparing = which;
+  if (side.attention) attention.restore(side.attention);
+  else if (draw) refreshAttention();
+  else attention.reset(1);
   if (piano.playing) startPlayback();
 }
 
 function hideCompare() {
   app.compare = null;
   status.comparing = null;
+  status.compared = null;
   $('compare-bar').hidden = true;
 }
 
@@ -840,8 +876,18 @@ function onProgress(p, job, track, live, from, started) {
  * layer or head changes), with the selected model if it is loaded.
  */
 async function refreshAttention() {
-  const entry = currentEntry();
-  if (!app.piece || app.generating || !entry || !app.loaded.has(entry.name)) return;
+  // While comparing, the map belongs to the result on show.
+  const entry = app.compare ? entryNamed(app.compare.shown.model) : currentEntry();
+  if (!app.piece || app.generating || !entry) return;
+  if (!app.loaded.has(entry.name)) {
+    if (!app.compare) return;
+    try {
+      await ensureModel(entry);
+    } catch (e) {
+      $('gen-status').textContent = `Attention: ${e.message}`;
+      return;
+    }
+  }
   if (app.attentionJob !== undefined && app.attentionJob !== null) {
     app.worker.postMessage({ type: 'cancel', id: app.attentionJob });
   }
@@ -1201,6 +1247,8 @@ async function share() {
       seed: s.seed,
       task: s.task,
       settings: s,
+      ...(app.compare ? app.compare.forShare() : {}),
+      ...(app.compare?.seed != null ? { seed: app.compare.seed } : {}),
     });
     const link = `${location.origin}${location.pathname}#${fragment}`;
     status.shareLink = link;
@@ -1223,9 +1271,16 @@ async function openShared() {
   try {
     const shared = await decodeShare(fragment);
     await call('checkPiece', { piece: shared.piece });
+    if (shared.compare) await call('checkPiece', { piece: shared.compare.piece });
     applySettings({ ...shared.settings, task: shared.task, model: shared.model, seed: shared.seed });
     setPiece(shared.piece);
-    notice(`Opened a shared piece (${shared.model ?? 'no model'}, seed ${shared.seed ?? '–'}). Press Play (Space) to hear it.`);
+    const comparison = Comparison.fromShare(shared);
+    if (comparison) {
+      if (entryNamed(comparison.b.model)) $('compare-model').value = comparison.b.model;
+      showComparison(comparison, { draw: false });
+    }
+    const what = comparison ? `${shared.model ?? 'no model'} against ${comparison.b.model}` : shared.model ?? 'no model';
+    notice(`Opened a shared piece (${what}, seed ${shared.seed ?? '–'}). Press Play (Space) to hear it.`);
     return true;
   } catch (e) {
     showError(`This share link could not be opened: ${e.message}`);
@@ -1295,6 +1350,10 @@ function wire() {
     if (region) generate({ region });
   });
   $('compare').addEventListener('click', compare);
+  $('compare-model').addEventListener('change', (e) => {
+    e.target.dataset.picked = e.target.value;
+    updateButtons();
+  });
   $('compare-a').addEventListener('click', () => showCompared('a'));
   $('compare-b').addEventListener('click', () => showCompared('b'));
   $('cancel').addEventListener('click', cancel);
@@ -1346,6 +1405,7 @@ function wire() {
 
 function undo() {
   if (!app.undo.length || app.generating) return;
+  hideCompare();
   const previous = app.undo.pop();
   setPiece(previous, { undoable: false, keepView: true });
   notice('Undone.');

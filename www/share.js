@@ -1,9 +1,14 @@
 // Share links with no server: the whole piece (and the model, seed and settings that made it)
 // travels in the URL fragment, which browsers never send to a server.
 //
-// A fragment is `v1.<base64url>`. The version sits outside the compressed data so that a later
-// pianoformer can still read v1 links, and an older one can say "made by a newer pianoformer"
-// instead of "damaged".
+// A fragment is `v1.<base64url>` or `v2.<base64url>`. The version sits outside the compressed
+// data so that a later pianoformer can still read older links, and an older one can say "made by
+// a newer pianoformer" instead of "damaged".
+//
+// v2 is v1 with a comparison: the header's `compare` is `{ model, piece }`, the other model's
+// result on the same piece and seed, and that piece's bars and tracks are packed after the first
+// piece's, the same way. A link without a comparison is still written as v1, so pages from before
+// v2 open it.
 //
 // v1 payload, compressed with deflate-raw (CompressionStream), all integers LEB128 varints:
 //   headerLength, header      UTF-8 JSON: { piece, model, seed, task, settings }, where the
@@ -22,7 +27,8 @@
 // encodeShare normalises note order: each track's notes come back sorted by
 // (start, pitch, end, velocity); `normalizePiece` applies the same order for comparisons.
 
-export const SHARE_VERSION = 1;
+/** The newest format this page reads and writes (see the top of this file). */
+export const SHARE_VERSION = 2;
 /** Longest fragment encodeShare makes: URLs much longer break in chat apps and some browsers. */
 export const MAX_SHARE_CHARS = 60000;
 /** Most bytes a link may decompress to: a deflate bomb in a link must not exhaust memory. */
@@ -102,8 +108,14 @@ function shapeProblem(piece) {
   return null;
 }
 
-function extrasProblem({ model, seed, task, settings }) {
+function extrasProblem({ model, seed, task, settings, compare }) {
   if (model != null && typeof model !== 'string') return 'the model id is not a string';
+  if (compare != null) {
+    if (!isObject(compare)) return 'the comparison is not an object';
+    if (typeof compare.model !== 'string') return 'the compared model id is not a string';
+    const problem = shapeProblem(compare.piece);
+    if (problem) return `the compared piece is malformed: ${problem}`;
+  }
   if (seed != null && !Number.isSafeInteger(seed)) return 'the seed is not a whole number';
   if (task != null && typeof task !== 'string') return 'the task is not a string';
   if (settings != null && !isObject(settings)) return 'the settings are not an object';
@@ -240,31 +252,51 @@ function unpackNotes(r) {
 
 // ---------------------------------------------------------------- payload
 
-function buildPayload(piece, extras) {
+// What of `piece` packs as columns: { header (the piece with those parts null), pack(w) }.
+function packing(piece) {
   const packBarsToo = Array.isArray(piece.bars) && piece.bars.every(packable);
   const packTrack = piece.tracks.map((t) =>
     t.notes.every((n) => n.length === 4 && n.every(packable)),
   );
-  const header = {
-    ...extras,
-    piece: {
+  return {
+    header: {
       ...piece,
       ...(packBarsToo ? { bars: null } : {}),
       tracks: piece.tracks.map((t, i) => ({ ...t, notes: packTrack[i] ? null : t.notes })),
     },
+    pack(w) {
+      if (packBarsToo) packBars(w, piece.bars);
+      piece.tracks.forEach((t, i) => packTrack[i] && packNotes(w, t.notes));
+    },
   };
+}
+
+// The parts of a piece `packing` left null, read back in the same order.
+function unpackPiece(r, piece) {
+  if (piece.bars === null) piece.bars = unpackBars(r);
+  for (const track of piece.tracks) {
+    if (isObject(track) && track.notes === null) track.notes = unpackNotes(r);
+  }
+}
+
+function buildPayload(piece, extras) {
+  const pieces = [packing(piece)];
+  const header = { ...extras, piece: pieces[0].header };
+  if (extras.compare) {
+    pieces.push(packing(extras.compare.piece));
+    header.compare = { ...extras.compare, piece: pieces[1].header };
+  }
   const w = new Writer();
   const json = new TextEncoder().encode(JSON.stringify(header));
   w.uint(json.length);
   w.raw(json);
-  if (packBarsToo) packBars(w, piece.bars);
-  piece.tracks.forEach((t, i) => packTrack[i] && packNotes(w, t.notes));
+  for (const p of pieces) p.pack(w);
   const crc = crc32(w.result());
   w.raw([crc >>> 24, (crc >>> 16) & 255, (crc >>> 8) & 255, crc & 255]);
   return w.result();
 }
 
-function readPayload(bytes) {
+function readPayload(bytes, version) {
   if (bytes.length < 5) throw damaged('it is too short');
   const body = bytes.subarray(0, bytes.length - 4);
   const t = bytes.subarray(bytes.length - 4);
@@ -282,10 +314,14 @@ function readPayload(bytes) {
   if (!isObject(header) || !isObject(header.piece) || !Array.isArray(header.piece.tracks)) {
     throw wrongShape('there is no piece');
   }
-  const piece = header.piece;
-  if (piece.bars === null) piece.bars = unpackBars(r);
-  for (const track of piece.tracks) {
-    if (isObject(track) && track.notes === null) track.notes = unpackNotes(r);
+  unpackPiece(r, header.piece);
+  if (header.compare !== undefined) {
+    if (version < 2) throw damaged('a v1 link holds no comparison');
+    const compared = header.compare?.piece;
+    if (!isObject(compared) || !Array.isArray(compared.tracks)) {
+      throw wrongShape('the comparison has no piece');
+    }
+    unpackPiece(r, compared);
   }
   if (r.left !== 0) throw damaged('it has data left over');
   return header;
@@ -401,13 +437,17 @@ export function crc32(bytes) {
 
 /**
  * The fragment (without '#') of a link that opens `piece` as it is, with the model, seed, task
- * and settings that made it. Notes come back in normalizePiece order.
+ * and settings that made it, and optionally `compare: { model, piece }`, another model's result
+ * on the same piece and seed. Notes come back in normalizePiece order.
  */
-export async function encodeShare({ piece, model, seed, task, settings }) {
-  const problem = shapeProblem(piece) ?? extrasProblem({ model, seed, task, settings });
+export async function encodeShare({ piece, model, seed, task, settings, compare }) {
+  const problem = shapeProblem(piece) ?? extrasProblem({ model, seed, task, settings, compare });
   if (problem) throw new ShareError('shape', `This piece cannot be shared: ${problem}.`);
-  const payload = buildPayload(normalizePiece(piece), { model, seed, task, settings });
-  const fragment = `v${SHARE_VERSION}.${toBase64Url(await compress(payload))}`;
+  const extras = { model, seed, task, settings };
+  if (compare) extras.compare = { model: compare.model, piece: normalizePiece(compare.piece) };
+  const payload = buildPayload(normalizePiece(piece), extras);
+  const version = compare ? 2 : 1;
+  const fragment = `v${version}.${toBase64Url(await compress(payload))}`;
   if (fragment.length > MAX_SHARE_CHARS) {
     throw new ShareError(
       'too-large',
@@ -418,7 +458,10 @@ export async function encodeShare({ piece, model, seed, task, settings }) {
   return fragment;
 }
 
-/** What encodeShare packed: `{ piece, model, seed, task, settings }`; throws a ShareError. */
+/**
+ * What encodeShare packed: `{ piece, model, seed, task, settings }`, and `compare` when the link
+ * holds a comparison; throws a ShareError.
+ */
 export async function decodeShare(fragment) {
   const text = String(fragment).replace(/^#/, '').replace(/\s+/g, '');
   const match = /^v(\d{1,6})\.(.*)$/s.exec(text);
@@ -431,12 +474,14 @@ export async function decodeShare(fragment) {
         `reads format v${SHARE_VERSION}; reload the page to get the newest version.`,
     );
   }
-  if (version !== SHARE_VERSION) throw damaged(`format v${version} does not exist`);
+  if (version < 1) throw damaged(`format v${version} does not exist`);
   const compressed = fromBase64Url(match[2]);
   if (!compressed || compressed.length === 0) throw damaged('it holds characters a link cannot');
-  const header = readPayload(await decompress(compressed, MAX_DECODED_BYTES));
+  const header = readPayload(await decompress(compressed, MAX_DECODED_BYTES), version);
   const problem = shapeProblem(header.piece) ?? extrasProblem(header);
   if (problem) throw wrongShape(problem);
-  const { piece, model, seed, task, settings } = header;
-  return { piece, model, seed, task, settings };
+  const { piece, model, seed, task, settings, compare } = header;
+  return compare
+    ? { piece, model, seed, task, settings, compare: { model: compare.model, piece: compare.piece } }
+    : { piece, model, seed, task, settings };
 }

@@ -2,7 +2,8 @@
 // project's own code (the wasm's exampleMidi, run in Node) is dropped on the page; a shipped
 // model accompanies it on WebGPU and then on the CPU; notes and the attention map appear;
 // playback starts; a share link restores the identical notes; a corrupt file gives a plain
-// error. Screenshots go to $E2E_OUT (default target/e2e/). Needs pkg/ (make wasm).
+// error. On the CPU: chord edits, regenerating bars for both tasks, and comparing two models.
+// Screenshots go to $E2E_OUT (default target/e2e/). Needs pkg/ (make wasm).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
@@ -275,6 +276,49 @@ test('with WebGPU disabled the same accompaniment runs on the CPU', { timeout: 2
       JSON.stringify(whole.tracks.map((t) => t.notes)),
     );
     console.log(`CPU continuation of bars 5–8: ${(re.ms / 1000).toFixed(1)} s`);
+
+    // Compare: the default continuation model and APE write the same piece with the same seed;
+    // the two results switch back and forth, each with its attention map; the share link
+    // carries both, and opens as a comparison.
+    const start = await page.evaluate(() => window.pianoformer.piece);
+    await page.selectOption('#compare-model', 'continuation-ape');
+    const k = await page.evaluate(() => window.pianoformer.generations.length);
+    await page.click('#compare');
+    await page.waitForFunction(
+      (k) => window.pianoformer.generations.length >= k + 2 || !document.getElementById('error').hidden,
+      k,
+      { timeout: 300_000 },
+    );
+    const [ca, cb2] = await page.evaluate((k) => window.pianoformer.generations.slice(k), k);
+    assert.equal(cb2?.model, 'continuation-ape', await page.evaluate(() => window.pianoformer.error));
+    assert.equal(ca.model, await page.inputValue('#model'));
+    assert.equal(ca.seed, cb2.seed);
+    assert.deepEqual(await page.evaluate(() => window.pianoformer.compared), [ca.model, 'continuation-ape']);
+    const sideA = await page.evaluate(() => window.pianoformer.piece);
+    assert.equal(await page.evaluate(() => window.pianoformer.attentionBlank()), false);
+    await page.click('#compare-b');
+    assert.equal(await page.evaluate(() => window.pianoformer.comparing), 'b');
+    const sideB = await page.evaluate(() => window.pianoformer.piece);
+    assert.notDeepEqual(sideB.tracks.map((t) => t.notes), sideA.tracks.map((t) => t.notes), 'two results');
+    assert.equal(await page.evaluate(() => window.pianoformer.attentionBlank()), false, "B's own map");
+    await page.click('#compare-a');
+    assert.deepEqual(await page.evaluate(() => window.pianoformer.piece), sideA);
+    await page.click('#share');
+    await page.waitForFunction(() => /#v2\./.test(window.pianoformer.shareLink), null, { timeout: 30_000 });
+    const opened = await browser.newPage();
+    await opened.goto(await page.evaluate(() => window.pianoformer.shareLink));
+    await opened.waitForFunction(() => window.pianoformer.compared, null, { timeout: SLOW });
+    assert.deepEqual(await opened.evaluate(() => window.pianoformer.compared), [ca.model, 'continuation-ape']);
+    const notes = (p) => normalizePiece(p).tracks.map((t) => t.notes);
+    assert.deepEqual(notes(await opened.evaluate(() => window.pianoformer.piece)), notes(sideA));
+    await opened.click('#compare-b');
+    assert.deepEqual(notes(await opened.evaluate(() => window.pianoformer.piece)), notes(sideB));
+    await opened.close();
+    // Undo leaves the comparison and goes back to the piece before it.
+    await page.click('#undo');
+    assert.equal(await page.isVisible('#compare-bar'), false);
+    assert.deepEqual(notes(await page.evaluate(() => window.pianoformer.piece)), notes(start));
+    console.log(`CPU compare: ${ca.model} ${ca.notes} notes, continuation-ape ${cb2.notes} notes`);
     assert.deepEqual(await cspViolations(page, log), [], 'nothing was blocked by the CSP');
   } finally {
     await browser.close();

@@ -178,6 +178,7 @@ test('a link from a future version says so', async () => {
   const v7 = `v7${fragment.slice(2)}`;
   await rejectsWith(decodeShare(v7), 'version', /newer pianoformer \(format v7\)/);
   await rejectsWith(decodeShare('v12.AAAA'), 'version', /format v12/);
+  await rejectsWith(decodeShare('v0.AAAA'), 'damaged', /format v0 does not exist/);
 });
 
 test('a piece too large for a link says how large and what to do instead', async () => {
@@ -196,8 +197,9 @@ test('a piece too large for a link says how large and what to do instead', async
   assert.equal(MAX_SHARE_CHARS, 60000);
 });
 
-// Builds a v1 fragment around any payload, the way a hostile or buggy encoder could.
-async function forge(payload) {
+// Builds a v1 (or `version`) fragment around any payload, the way a hostile or buggy encoder
+// could.
+async function forge(payload, version = 1) {
   let c = 0xffffffff;
   for (const byte of payload) {
     c ^= byte;
@@ -206,7 +208,7 @@ async function forge(payload) {
   c = (c ^ 0xffffffff) >>> 0;
   const withCrc = new Uint8Array([...payload, c >>> 24, (c >>> 16) & 255, (c >>> 8) & 255, c & 255]);
   const stream = new Blob([withCrc]).stream().pipeThrough(new CompressionStream('deflate-raw'));
-  return `v1.${toBase64Url(new Uint8Array(await new Response(stream).arrayBuffer()))}`;
+  return `v${version}.${toBase64Url(new Uint8Array(await new Response(stream).arrayBuffer()))}`;
 }
 
 function jsonPayload(header, tail = []) {
@@ -245,6 +247,38 @@ test('a well-formed link holding the wrong shapes says it cannot be opened', asy
   // One packed note: start +1, duration 2, pitch 60, velocity 50, all zigzagged.
   const ok = await open({ piece: { tracks: [{ notes: null }] } }, [1, 2, 4, 120, 100]);
   assert.deepEqual(ok.piece.tracks[0].notes, [[60, 1, 3, 50]]);
+});
+
+test('a comparison (v2) carries both results; a link without one stays v1', async () => {
+  const piece = realisticPiece(11);
+  const other = realisticPiece(12);
+  other.tracks[2].notes = other.tracks[2].notes.slice(0, 100); // a sparser piano
+  const compare = { model: 'continuation-ape', piece: other };
+  const fragment = await encodeShare({ piece, ...extras, compare });
+  assert.match(fragment, /^v2\.[A-Za-z0-9_-]+$/);
+  const decoded = await decodeShare(fragment);
+  assert.deepEqual(decoded, {
+    piece: normalizePiece(piece),
+    ...extras,
+    compare: { model: 'continuation-ape', piece: normalizePiece(other) },
+  });
+  const single = await encodeShare({ piece, ...extras });
+  assert.match(single, /^v1\./);
+  // The second piece shares most of the first's notes: deflate finds them, so a comparison
+  // costs far less than two links.
+  const message = `comparison link: ${fragment.length} characters; one piece: ${single.length}`;
+  console.log(message);
+  assert.ok(fragment.length < 2 * single.length);
+  // Bad comparisons: refused when sharing, a sentence when opening.
+  await rejectsWith(encodeShare({ piece, compare: { model: 7, piece: other } }), 'shape', /compared model/);
+  await rejectsWith(encodeShare({ piece, compare: { model: 'x', piece: { tracks: 1 } } }), 'shape', /compared piece/);
+  const open = async (header, tail, version) => decodeShare(await forge(jsonPayload(header, tail), version));
+  const base = { piece: { tracks: [] } };
+  await rejectsWith(open({ ...base, compare: { model: 'x', piece: { tracks: [] } } }, [], 1), 'damaged', /v1 link holds no comparison/);
+  await rejectsWith(open({ ...base, compare: 'x' }, [], 2), 'shape', /comparison has no piece/);
+  await rejectsWith(open({ ...base, compare: { piece: { tracks: [] } } }, [], 2), 'shape', /compared model/);
+  const ok = await open({ ...base, compare: { model: 'm', piece: { tracks: [{ notes: null }] } } }, [1, 2, 4, 120, 100], 2);
+  assert.deepEqual(ok.compare, { model: 'm', piece: { tracks: [{ notes: [[60, 1, 3, 50]] }] } });
 });
 
 test('encodeShare refuses what is not a piece', async () => {
