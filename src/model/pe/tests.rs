@@ -157,6 +157,49 @@ fn conv_codes_of_any_window_match_the_whole_sequence() {
     }
 }
 
+/// Natively, long windows are filtered through FFTs: the same codes and the same filter
+/// gradients as the direct convolution, and the same codes as decoding one position at a time.
+#[cfg(not(target_arch = "wasm32"))]
+#[test]
+fn conv_codes_through_ffts_match_the_direct_convolution_and_its_gradients() {
+    let device = Device::flex().autodiff();
+    let (h, d, taps, len, r) = (2, 3, 24, 41, 5); // len + taps − 1 = 64: the FFT has no slack
+    assert!(len >= conv_spe::FFT_FROM_LEN);
+    let spe = conv_spe::ConvSpe::new(h, d, taps, &mut rng(), &device);
+    let noise = spe.seeded_noise(r, 3, 0, len, &device);
+    let weights = |seed: u64| {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let v: Vec<f32> = (0..r * h * d * len)
+            .map(|_| crate::model::features::normal(&mut rng) as f32)
+            .collect();
+        Tensor::<3>::from_data(TensorData::new(v, vec![r, h * d, len]), &device)
+    };
+    let (wq, wk) = (weights(1), weights(2));
+    let run = |(q, k): (Tensor<3>, Tensor<3>)| {
+        let values = (to_vec(q.clone()), to_vec(k.clone()));
+        let loss = (q * wq.clone()).sum() + (k * wk.clone()).sum();
+        let grads = loss.backward();
+        let grad = |f: &burn::module::Param<Tensor<3>>| to_vec(f.val().grad(&grads).unwrap());
+        (values, grad(&spe.filter_q), grad(&spe.filter_k))
+    };
+    let (direct, dq, dk) = run(spe.correlate_direct(noise.clone()));
+    let (fft, fq, fk) = run(spe.correlate_fft(noise, len));
+    assert!(close(&direct.0, &fft.0, 1e-4), "query codes");
+    assert!(close(&direct.1, &fft.1, 1e-4), "key codes");
+    assert!(close(&dq, &fq, 1e-3), "query filter gradient");
+    assert!(close(&dk, &fk, 1e-3), "key filter gradient");
+    // The whole window (FFTs) against a decoder's one position at a time (direct).
+    let whole = spe.codes(spe.seeded_noise(r, 3, 0, len, &device)).0;
+    let mut cache = conv_spe::NoiseColumns::default();
+    for m in [0, 17, len - 1] {
+        let one = spe.codes(spe.noise(r, 3, m, 1, &mut cache, &device)).0;
+        assert!(
+            close(&to_vec(whole.clone().narrow(1, m, 1)), &to_vec(one), 1e-4),
+            "position {m}"
+        );
+    }
+}
+
 fn coordinates(rows: &[[f32; 2]], device: &Device) -> Tensor<3> {
     let values: Vec<f32> = rows.iter().flatten().copied().collect();
     Tensor::from_data(TensorData::new(values, vec![1, rows.len(), 2]), device)
