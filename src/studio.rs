@@ -56,6 +56,9 @@ pub struct Options {
     /// Continuation: the prompt's last this-many tokens are read (trained on 256-token windows,
     /// the shipped models stay flat to about 4 times that).
     pub max_prompt_tokens: usize,
+    /// Continuation: the most tokens the model reads at once (see [`Length::context`]; `None`:
+    /// all of them).
+    pub context: Option<usize>,
     /// The attention to capture while generating.
     pub watch: Option<WatchOptions>,
 }
@@ -80,6 +83,7 @@ impl Default for Options {
             bars: None,
             may_end: false,
             max_prompt_tokens: 1024,
+            context: None,
             watch: None,
         }
     }
@@ -117,6 +121,9 @@ impl Options {
         }
         if self.tokens == 0 || self.tokens > 20_000 {
             return bad("the length must be between 1 and 20 000 tokens");
+        }
+        if self.context.is_some_and(|c| c < 32) {
+            return bad("the model must read at least 32 tokens at once");
         }
         Ok(())
     }
@@ -364,11 +371,13 @@ where
             tokens: options.tokens,
             bars: options.bars,
             may_end: options.may_end,
+            context: options.context,
         },
         Some((from, to, _)) => Length {
             tokens: options.tokens.max(256 * (to - from)).min(20_000),
             bars: Some(to - from),
             may_end: false,
+            context: options.context,
         },
     };
     // Notes the model adds to the bar before a region are not kept, and notes in it end
@@ -470,11 +479,7 @@ where
         .map_err(|e| GenerateError::Read(e.to_string()))?;
     let whole = prompt_tokens(&piece.to_song())?;
     let (prompt, _) = cut_prompt(&whole, options.max_prompt_tokens.max(16));
-    let length = Length {
-        tokens: 0,
-        bars: None,
-        may_end: false,
-    };
+    let length = Length::tokens(0);
     let sampling = Sampling {
         temperature: 1.0,
         top_p: 1.0,
@@ -940,9 +945,8 @@ mod tests {
         let prompt = prompt_tokens(&piece.to_song()).unwrap();
         let dm = Chord::parse_any("Dm").unwrap();
         let length = Length {
-            tokens: 400,
             bars: Some(1),
-            may_end: false,
+            ..Length::tokens(400)
         };
         let added = pollster::block_on(continue_tokens(
             &model,

@@ -156,6 +156,12 @@ if [ "$what" = all ] || [ "$what" = continuation-long ]; then
         "$BIN" eval --task continuation --sample --model "$RUNS/$name" --data "$POP909" \
           2>>"$RUNS/$name/stderr.log"
       fi
+      # As the page and `generate` play it: never reading more than the training window.
+      if [ ! "$RUNS/$name/samples-context.json" -nt "$RUNS/$name/model.bpk" ]; then
+        "$BIN" eval --task continuation --sample --model "$RUNS/$name" --data "$POP909" \
+          --context "$LONG_CONT_WINDOW" --out "$RUNS/$name/samples-context.json" \
+          2>>"$RUNS/$name/stderr.log"
+      fi
     done
   done
   "$BIN" report "$RUNS"/cont512-*-seed* --svg "$RUNS/continuation512-loss.svg" \

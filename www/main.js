@@ -697,6 +697,8 @@ async function generate({ entry = currentEntry(), comparing = false, region = nu
       region,
       temperature: s.temperature,
       tokens: s.length,
+      // A continuation model reads at most the window it was trained on (studio Options).
+      context: task === 'continuation' ? (entry.training?.options?.window ?? null) : null,
       bars: s.maxBars,
       watch: { layer: s.layer, head: s.head },
     };

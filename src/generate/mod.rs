@@ -432,6 +432,100 @@ pub struct Length {
     pub bars: Option<usize>,
     /// Let the model end the piece (`Eos`) before that.
     pub may_end: bool,
+    /// The most tokens the model reads at once (`None`: all of them). When its context would
+    /// pass this, it starts again from the music's first bars and its last ones
+    /// ([`View::of`]): a model trained on windows of N tokens then never reads past N, at the
+    /// price of one prefill every N/4 or so new tokens. What it forgets is the music between.
+    pub context: Option<usize>,
+}
+
+impl Length {
+    /// `tokens` new tokens, no bar limit, no end, every token read.
+    pub fn tokens(tokens: usize) -> Self {
+        Self {
+            tokens,
+            bars: None,
+            may_end: false,
+            context: None,
+        }
+    }
+}
+
+/// What a model reads of a longer sequence: its first `anchor` tokens, then (after `gap`
+/// skipped ones) its end. Both parts meet at a bar line, so the view is grammatical.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct View {
+    pub ids: Vec<u32>,
+    pub anchor: usize,
+    pub gap: usize,
+}
+
+impl View {
+    /// The whole of `ids`.
+    pub fn all(ids: &[u32]) -> Self {
+        Self {
+            ids: ids.to_vec(),
+            anchor: ids.len(),
+            gap: 0,
+        }
+    }
+
+    /// The view of `ids` for a model that reads `context` tokens at most: the bars that begin
+    /// within its first `context / 4` tokens (the prompt's start: its meter, tempo and key,
+    /// which the model would otherwise lose), then the music from the first bar line among its
+    /// last `context / 2`. Everything when that leaves nothing out.
+    pub fn of(ids: &[u32], context: usize) -> Self {
+        let bar = Token::Bar.id();
+        let from = ids.len().saturating_sub(context / 2);
+        let Some(recent) = ids[from..]
+            .iter()
+            .position(|&id| id == bar)
+            .map(|i| from + i)
+        else {
+            return Self::all(ids);
+        };
+        let anchor = ids[..(context / 4).min(recent) + 1]
+            .iter()
+            .rposition(|&id| id == bar)
+            .unwrap_or(0);
+        if anchor >= recent {
+            return Self::all(ids);
+        }
+        let mut view = ids[..anchor].to_vec();
+        view.extend_from_slice(&ids[recent..]);
+        Self {
+            ids: view,
+            anchor,
+            gap: recent - anchor,
+        }
+    }
+
+    /// Attention rows over the view's positions, placed over the whole sequence: zeros for
+    /// the keys in the gap. Rows of queries in the anchor are left out when the block
+    /// reaches past it (a block is one run of positions).
+    fn place(&self, rows: Option<AttentionRows>) -> Option<AttentionRows> {
+        let rows = rows?;
+        if self.gap == 0 || rows.keys == 0 {
+            return Some(rows);
+        }
+        let count = rows.values.len() / rows.keys;
+        let skip = self.anchor.saturating_sub(rows.start).min(count);
+        if skip == count {
+            return Some(rows);
+        }
+        let keys = rows.keys + self.gap;
+        let mut values = Vec::with_capacity((count - skip) * keys);
+        for row in rows.values.chunks(rows.keys).skip(skip) {
+            values.extend_from_slice(&row[..self.anchor.min(rows.keys)]);
+            values.extend(std::iter::repeat_n(0.0, self.gap));
+            values.extend_from_slice(&row[self.anchor.min(rows.keys)..]);
+        }
+        Some(AttentionRows {
+            start: rows.start + skip + self.gap,
+            keys,
+            values,
+        })
+    }
 }
 
 /// What a continuation reports: the prompt's attention once prefilled (`token` is `None`),
@@ -487,9 +581,21 @@ where
             .advance(token)
             .map_err(|e| GenerateError::Tokens(e.to_string()))?;
     }
-    let mut state = model.start(sampling.seed, watch.is_some(), device);
-    state.capture_layer = watch.map(|w| w.layer);
-    let mut logits = prefill(model, &mut state, &prompt, watch, device, &mut on_token).await?;
+    // What the model reads (`view`) may leave out part of the music (`history`): see
+    // `Length::context`.
+    let context = length.context.map(|c| c.max(32));
+    let start = |device: &Device| {
+        let mut state = model.start(sampling.seed, watch.is_some(), device);
+        state.capture_layer = watch.map(|w| w.layer);
+        state
+    };
+    let mut history = prompt.clone();
+    let mut view = match context {
+        Some(c) if prompt.len() > c => View::of(&prompt, c),
+        _ => View::all(&prompt),
+    };
+    let mut state = start(device);
+    let mut logits = prefill(model, &mut state, &view, watch, device, &mut on_token).await?;
     let mut rng = StdRng::seed_from_u64(sampling.seed ^ 0x5A17);
     let mut out = Vec::new();
     let mut new_bars = 0;
@@ -541,9 +647,26 @@ where
             .await;
             break;
         }
+        history.push(id);
         let position = state.position;
-        logits = step_logits(model, &mut state, &[id], device).await?;
-        let attention = watched_rows(&state, watch, position).await?;
+        // Starting again: only when bar lines leave something out.
+        let again = context
+            .filter(|&c| position >= c)
+            .map(|c| View::of(&history, c))
+            .filter(|v| v.gap > 0);
+        let attention = match again {
+            Some(next) => {
+                view = next;
+                state = start(device);
+                let mut quiet = |_: TokenProgress| std::future::ready(true);
+                logits = prefill(model, &mut state, &view, None, device, &mut quiet).await?;
+                None
+            }
+            None => {
+                logits = step_logits(model, &mut state, &[id], device).await?;
+                view.place(watched_rows(&state, watch, position).await?)
+            }
+        };
         let go_on = on_token(TokenProgress {
             token: Some(id),
             added: out.len(),
@@ -593,11 +716,12 @@ pub fn cut_prompt(prompt: &[u32], max_tokens: usize) -> (Vec<u32>, usize) {
     (kept, bars_before)
 }
 
-/// Runs `ids` through the model in chunks and returns the last position's logits.
+/// Runs `view` through the model in chunks and returns the last position's logits; attention
+/// rows are reported placed over the whole sequence.
 async fn prefill<F, Fut>(
     model: &Performer,
     state: &mut State,
-    ids: &[u32],
+    view: &View,
     watch: Option<Watch>,
     device: &Device,
     on_token: &mut F,
@@ -607,10 +731,10 @@ where
     Fut: std::future::Future<Output = bool>,
 {
     let mut last = Vec::new();
-    for chunk in ids.chunks(512) {
+    for chunk in view.ids.chunks(512) {
         let position = state.position;
         last = step_logits(model, state, chunk, device).await?;
-        let attention = watched_rows(state, watch, position).await?;
+        let attention = view.place(watched_rows(state, watch, position).await?);
         let go_on = on_token(TokenProgress {
             token: None,
             added: 0,
@@ -655,4 +779,136 @@ pub fn song_from_tokens(ids: &[u32]) -> Result<Song, GenerateError> {
             notes: decoded.notes,
         }],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::config::PerformerConfig;
+    use crate::model::pe::{PeConfig, PeKind};
+    use Token as T;
+
+    /// `Bos`, then `bars` bars of `per_bar` notes each (4 tokens a note plus `Bar`).
+    fn bars(bars: usize, per_bar: usize) -> Vec<u32> {
+        let mut ids = vec![T::Bos.id()];
+        for b in 0..bars {
+            ids.push(T::Bar.id());
+            for k in 0..per_bar {
+                ids.extend([
+                    T::Position(k as u8).id(),
+                    T::Pitch(60 + (b % 12) as u8).id(),
+                    T::Velocity(4).id(),
+                    T::Duration(1).id(),
+                ]);
+            }
+        }
+        ids
+    }
+
+    #[test]
+    fn a_view_keeps_the_first_bars_and_the_last_ones_from_bar_lines() {
+        let ids = bars(40, 3); // 13 tokens a bar
+        let view = View::of(&ids, 128);
+        // The anchor: the bars that begin within the first 32 tokens (Bos and two bars).
+        assert_eq!(view.anchor, 27);
+        assert_eq!(view.ids[..view.anchor], ids[..27]);
+        // The end: from the first bar line among the last 64 tokens.
+        let recent = view.anchor + view.gap;
+        assert_eq!(ids[recent], T::Bar.id());
+        assert!(ids.len() - recent <= 64 && ids.len() - recent > 64 - 13);
+        assert_eq!(view.ids[view.anchor..], ids[recent..]);
+        assert!(view.ids.len() <= 128 / 4 + 128 / 2 + 1);
+        // Short music: all of it.
+        assert_eq!(View::of(&ids[..60], 128), View::all(&ids[..60]));
+        // No bar line among the last tokens: all of it, whatever the length.
+        let mut long_bar = vec![T::Bos.id(), T::Bar.id()];
+        long_bar.extend(std::iter::repeat_n(T::Position(0).id(), 300));
+        assert_eq!(View::of(&long_bar, 128).gap, 0);
+    }
+
+    #[test]
+    fn attention_rows_of_a_view_are_placed_over_the_whole_sequence() {
+        let view = View {
+            ids: vec![],
+            anchor: 2,
+            gap: 3,
+        };
+        // Two rows (view queries 3 and 4) over 5 keys: keys 0–1 stay, then 3 zeros, then 2–4.
+        let rows = AttentionRows {
+            start: 3,
+            keys: 5,
+            values: (0..10).map(|v| v as f32).collect(),
+        };
+        let placed = view.place(Some(rows)).unwrap();
+        assert_eq!(placed.start, 6);
+        assert_eq!(placed.keys, 8);
+        assert_eq!(
+            placed.values,
+            [
+                0., 1., 0., 0., 0., 2., 3., 4., 5., 6., 0., 0., 0., 7., 8., 9.
+            ]
+        );
+        // A block that starts in the anchor: its rows there are left out.
+        let rows = AttentionRows {
+            start: 1,
+            keys: 3,
+            values: (0..6).map(|v| v as f32).collect(),
+        };
+        let placed = view.place(Some(rows)).unwrap();
+        assert_eq!((placed.start, placed.keys), (5, 6));
+        assert_eq!(placed.values, [3., 4., 0., 0., 0., 5.]);
+        assert_eq!(View::all(&[1, 2]).place(None), None);
+    }
+
+    /// With a context, the model starts again (its positions never pass the context), the
+    /// grammar still holds, and the watched rows stay placed in order over the whole music.
+    #[test]
+    fn a_continuation_with_a_context_never_reads_past_it() {
+        let device = Device::flex();
+        let config = PerformerConfig::tiny(
+            Task::Continuation,
+            tokens::VOCAB_SIZE,
+            PeConfig::new(PeKind::SineSpe),
+        );
+        let model = Performer::new(&config, 4, &device).unwrap();
+        let prompt = bars(8, 4);
+        let length = Length {
+            context: Some(64),
+            ..Length::tokens(300)
+        };
+        let watch = Some(Watch { layer: 0, head: 0 });
+        let mut last_row = 0;
+        let mut starts = Vec::new();
+        let added = pollster::block_on(continue_tokens(
+            &model,
+            &prompt,
+            length,
+            Sampling {
+                seed: 5,
+                ..Sampling::default()
+            },
+            &[],
+            watch,
+            &device,
+            |p| {
+                if let (Some(_), Some(rows)) = (p.token, &p.attention) {
+                    assert_eq!(rows.values.len(), rows.keys, "one row a token");
+                    assert!(rows.start >= last_row, "rows move forward");
+                    assert!(rows.keys <= rows.start + 1);
+                    last_row = rows.start;
+                    starts.push(rows.start);
+                }
+                std::future::ready(true)
+            },
+        ))
+        .unwrap();
+        assert_eq!(added.len(), 300);
+        let mut grammar = Grammar::new();
+        for &id in prompt.iter().chain(&added) {
+            grammar.advance(Token::from_id(id).unwrap()).unwrap();
+        }
+        // Rows went missing where the model started again, and reached past the context.
+        assert!(starts.len() < 300, "some restarts");
+        assert!(last_row > 64 + prompt.len());
+    }
 }

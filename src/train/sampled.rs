@@ -20,6 +20,11 @@
 //!   kept beside it). Forbidden means against the grammar: `Eos` and `Meter`, which the
 //!   sampler leaves out by choice (a continuation runs its full length in the prompt's meter),
 //!   count as grammatical.
+//!
+//! Key consistency and density have no ideal value of 1: a song's chorus is denser than its
+//! intro, and a bridge may modulate. So each sample also scores the song's own continuation
+//! (the same number of tokens after the prompt) the same way, as the human reference
+//! (`song_key_consistency`, `song_density_ratio`).
 
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
@@ -40,6 +45,11 @@ pub const LONGEST_GAP_BARS: f64 = 2.0;
 /// `Bos`): `bars` bars from the first bar that holds a note, with `Bos` and the meter in force
 /// in front. `None` when the song does not have `bars` bars and one more after them.
 pub fn song_prompt(song: &[u32], bars: usize) -> Option<Vec<u32>> {
+    song_prompt_at(song, bars).map(|(prompt, _)| prompt)
+}
+
+/// [`song_prompt`], and where in `song` the music after the prompt starts.
+fn song_prompt_at(song: &[u32], bars: usize) -> Option<(Vec<u32>, usize)> {
     let bar = Token::Bar.id();
     let starts: Vec<usize> = (0..song.len()).filter(|&i| song[i] == bar).collect();
     let has_note = |k: usize| {
@@ -51,7 +61,7 @@ pub fn song_prompt(song: &[u32], bars: usize) -> Option<Vec<u32>> {
     let first = (0..starts.len()).find(|&k| has_note(k))?;
     let end = *starts.get(first + bars)?;
     let (prompt, _) = cut_prompt(&song[..end], end - starts[first]);
-    Some(prompt)
+    Some((prompt, end))
 }
 
 /// One sample's scores (the module's documentation says what each one is).
@@ -74,6 +84,12 @@ pub struct SampleScores {
     pub grammatical_bars: Option<f64>,
     /// Mean probability on forbidden tokens per draw.
     pub forbidden_mass: Option<f64>,
+    /// The same two figures for the song's own continuation (as many tokens after the prompt),
+    /// the human reference; `None` in [`score`], filled by [`sample_song`].
+    #[serde(default)]
+    pub song_key_consistency: Option<f64>,
+    #[serde(default)]
+    pub song_density_ratio: Option<f64>,
 }
 
 /// Scores `generated` (ids after `prompt`; `forbidden[i]` is the probability the model put on
@@ -119,6 +135,8 @@ pub fn score(
         grammatical_bars: None,
         forbidden_mass: (!forbidden.is_empty())
             .then(|| forbidden.iter().map(|&p| p as f64).sum::<f64>() / forbidden.len() as f64),
+        song_key_consistency: None,
+        song_density_ratio: None,
     };
     if complete == 0 || prompt_bars == 0 {
         return Ok(empty);
@@ -217,17 +235,19 @@ fn grammatical_bars(generated: &[u32], forbidden: &[f32], complete: usize) -> Op
 
 /// Samples a continuation of `song`'s first `prompt_bars` bars (from its first bar with a
 /// note) until prompt and continuation hold `total` tokens, and scores it. `None` when the
-/// song is too short for the prompt.
+/// song is too short for the prompt. `context`: see [`Length::context`].
+#[allow(clippy::too_many_arguments)]
 pub async fn sample_song(
     model: &Performer,
     name: &str,
     song: &[u32],
     prompt_bars: usize,
     total: usize,
+    context: Option<usize>,
     sampling: Sampling,
     device: &Device,
 ) -> Result<Option<SampleScores>, GenerateError> {
-    let Some(prompt) = song_prompt(song, prompt_bars) else {
+    let Some((prompt, end)) = song_prompt_at(song, prompt_bars) else {
         return Ok(None);
     };
     if prompt.len() >= total {
@@ -235,9 +255,8 @@ pub async fn sample_song(
     }
     let mut forbidden = Vec::new();
     let length = Length {
-        tokens: total - prompt.len(),
-        bars: None,
-        may_end: false,
+        context,
+        ..Length::tokens(total - prompt.len())
     };
     let generated = continue_tokens(model, &prompt, length, sampling, &[], None, device, |p| {
         if p.token.is_some() {
@@ -246,9 +265,15 @@ pub async fn sample_song(
         std::future::ready(true)
     })
     .await?;
-    score(name, song, &prompt, &generated, &forbidden)
-        .map(Some)
-        .map_err(GenerateError::Tokens)
+    let mut scores =
+        score(name, song, &prompt, &generated, &forbidden).map_err(GenerateError::Tokens)?;
+    // The song's own continuation, as long (an `Eos` ends it early).
+    let own = &song[end..(end + generated.len()).min(song.len())];
+    if let Ok(reference) = score(name, song, &prompt, own, &[]) {
+        scores.song_key_consistency = reference.key_consistency;
+        scores.song_density_ratio = reference.density_ratio;
+    }
+    Ok(Some(scores))
 }
 
 /// Mean and spread of samples' scores, with the figures the SPE paper's Figure 5 reads.
@@ -267,6 +292,11 @@ pub struct SampledSummary {
     /// Share of samples whose key consistency is at least [`KEY_CONSISTENT`].
     pub key_consistent_share: f64,
     pub density_ratio: f64,
+    /// The songs' own continuations (see the module's documentation).
+    #[serde(default)]
+    pub song_key_consistency: f64,
+    #[serde(default)]
+    pub song_density_ratio: f64,
     pub longest_silence_bars: f64,
     /// Share of samples with no silence longer than [`LONGEST_GAP_BARS`] bars.
     pub no_long_silence_share: f64,
@@ -308,6 +338,8 @@ impl SampledSummary {
                 s.key_consistency.is_some_and(|k| k >= KEY_CONSISTENT)
             }),
             density_ratio: stat(&|s| s.density_ratio).0,
+            song_key_consistency: stat(&|s| s.song_key_consistency).0,
+            song_density_ratio: stat(&|s| s.song_density_ratio).0,
             longest_silence_bars: stat(&|s| (s.bars > 0).then_some(s.longest_silence_bars)).0,
             no_long_silence_share: share(&|s| {
                 s.bars > 0 && s.longest_silence_bars <= LONGEST_GAP_BARS
@@ -474,24 +506,20 @@ mod tests {
             ..Sampling::default()
         };
         let s = pollster::block_on(sample_song(
-            &model, "tiny", &song, 2, 200, sampling, &device,
+            &model, "tiny", &song, 2, 200, None, sampling, &device,
         ))
         .unwrap()
         .expect("the song holds the prompt");
         assert_eq!(s.prompt_tokens + s.generated_tokens, 200);
         assert_eq!(s.onset_duration.len(), QUARTERS);
-        let too_long = sample_song(&model, "tiny", &song, 8, 200, sampling, &device);
+        let too_long = sample_song(&model, "tiny", &song, 8, 200, None, sampling, &device);
         assert!(pollster::block_on(too_long).unwrap().is_none());
 
         // An untrained model puts some of its mass on tokens the grammar forbids, and the
         // progress says how much at every draw.
         let prompt = song_prompt(&song, 2).unwrap();
         let mut seen = Vec::new();
-        let length = Length {
-            tokens: 40,
-            bars: None,
-            may_end: false,
-        };
+        let length = Length::tokens(40);
         pollster::block_on(continue_tokens(
             &model,
             &prompt,

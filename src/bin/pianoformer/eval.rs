@@ -64,6 +64,10 @@ pub struct Args {
     /// Continuation: windows at most.
     #[arg(long, default_value_t = 64)]
     pub windows: usize,
+    /// Continuation with --sample: the most tokens the model reads at once; past it, it starts
+    /// again from the last half, cut at a bar line (0: it reads everything).
+    #[arg(long, default_value_t = 0)]
+    pub context: usize,
     /// Step-by-step accompaniment: the sampling temperatures tried on 16-bar validation
     /// excerpts: of those that play 0.8-1.25x as many notes as the pianist there, the one
     /// with the best chroma similarity is kept (else the density nearest the pianist's).

@@ -63,6 +63,11 @@ pub struct Args {
     /// Continuation: use only the prompt's last this-many tokens.
     #[arg(long)]
     pub prompt_tokens: Option<usize>,
+    /// Continuation: the most tokens the model reads at once; past it, it starts again from
+    /// the music's first bars and its last ones (default: the window it was trained on; 0: it
+    /// reads everything, however long).
+    #[arg(long)]
+    pub context: Option<usize>,
     /// Sampling temperature (default: 1 for continuation; for a step-by-step accompaniment
     /// model, the one chosen on validation data).
     #[arg(long)]
@@ -242,6 +247,7 @@ pub fn run(args: Args) -> Result<(), String> {
                     tokens: args.tokens,
                     bars: new_bars,
                     may_end: args.may_end,
+                    context: context(&args, &loaded),
                 },
                 sampling,
                 &[],
@@ -273,6 +279,16 @@ pub fn run(args: Args) -> Result<(), String> {
 
 /// `--bars A-B`: the prompt file as the page holds it, its bars `region` rewritten the way the
 /// page's "Regenerate these bars" does it (`pianoformer::studio`), written back as MIDI.
+/// The most tokens a continuation model reads at once: `--context` (0: no limit), else the
+/// window it was trained on.
+fn context(args: &Args, loaded: &crate::models::Loaded) -> Option<usize> {
+    match args.context {
+        Some(0) => None,
+        Some(n) => Some(n),
+        None => loaded.trained_window,
+    }
+}
+
 fn regenerate(
     args: &Args,
     task: Task,
@@ -312,6 +328,7 @@ fn regenerate(
         max_prompt_tokens: args
             .prompt_tokens
             .unwrap_or(Options::default().max_prompt_tokens),
+        context: context(args, loaded),
         ..Options::default()
     };
     let model = &loaded.model;

@@ -98,6 +98,7 @@ pub fn run(args: Args) -> Result<(), String> {
             &p.tokens,
             args.prompt_bars,
             length,
+            (args.context > 0).then_some(args.context),
             sampling,
             device,
         ))
@@ -131,8 +132,8 @@ pub fn run(args: Args) -> Result<(), String> {
     };
     eprintln!(
         "{} songs, {}-bar prompts, {length} tokens: onset-duration {} (last quarter {:.2}x the \
-         first), time-pitch {} ({:.2}x); key consistency {:.3} (>= {KEY_CONSISTENT} in {:.0} %); \
-         density {:.2}x the prompt's; no silence over {LONGEST_GAP_BARS} bars in {:.0} %; \
+         first), time-pitch {} ({:.2}x); key consistency {:.3} (>= {KEY_CONSISTENT} in {:.0} %; \
+         the songs' own {:.3}); density {:.2}x the prompt's (the songs' own {:.2}x); no silence over {LONGEST_GAP_BARS} bars in {:.0} %; \
          grammatical bars without the mask {:.3} ({:.3} of each draw's probability on \
          forbidden tokens) ({:.0} s)",
         summary.samples,
@@ -143,7 +144,9 @@ pub fn run(args: Args) -> Result<(), String> {
         summary.time_pitch_kept,
         summary.key_consistency,
         100.0 * summary.key_consistent_share,
+        summary.song_key_consistency,
         summary.density_ratio,
+        summary.song_density_ratio,
         100.0 * summary.no_long_silence_share,
         summary.grammatical_bars,
         summary.forbidden_mass,
@@ -157,6 +160,7 @@ pub fn run(args: Args) -> Result<(), String> {
         "trained_window": trained,
         "length": length,
         "prompt_bars": args.prompt_bars,
+        "context": (args.context > 0).then_some(args.context),
         "split": if test { "test" } else { "validation" },
         "sampling": {"temperature": args.temperature, "top_p": args.top_p, "seed": args.seed},
         "data": data.description,
@@ -195,8 +199,11 @@ fn quarters(v: &[Option<f64>]) -> String {
 /// plot of both style similarities by quarter (one line per run name, seeds averaged).
 pub fn report(runs: &[PathBuf], svg: Option<&Path>) -> Result<String, String> {
     let mut groups: Vec<(String, Vec<serde_json::Value>)> = Vec::new();
-    for r in runs {
-        let path = r.join("samples.json");
+    // samples.json reads everything; samples-context.json (`--context`) is as the page plays.
+    let files = runs
+        .iter()
+        .flat_map(|r| ["samples.json", "samples-context.json"].map(|f| (r, r.join(f))));
+    for (r, path) in files {
         if !path.is_file() {
             continue;
         }
@@ -204,7 +211,10 @@ pub fn report(runs: &[PathBuf], svg: Option<&Path>) -> Result<String, String> {
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let v: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        let name = crate::report::group_name(&crate::report::run_name(r));
+        let mut name = crate::report::group_name(&crate::report::run_name(r));
+        if let Some(c) = v["context"].as_u64() {
+            name = format!("{name}, context {c}");
+        }
         match groups.iter_mut().find(|(n, _)| *n == name) {
             Some((_, vs)) => vs.push(v),
             None => groups.push((name, vec![v])),
@@ -232,8 +242,9 @@ pub fn report(runs: &[PathBuf], svg: Option<&Path>) -> Result<String, String> {
         "\nSampled from the first bars of held-out songs to 4× the training window \
          (style similarity to the song by quarter of the new part)\n\n| run | seeds | songs | \
          onset–duration, quarters 1–4 | kept | time–pitch, quarters 1–4 | kept | key ↑ | key ≥ \
-         0.8 | density × prompt | no silence > 2 bars | grammatical bars | forbidden mass |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+         0.8 | density × prompt | no silence > 2 bars | grammatical bars | forbidden mass | the \
+         songs' own key, density |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let mut lines = Vec::new();
     for (name, vs) in &groups {
@@ -247,7 +258,7 @@ pub fn report(runs: &[PathBuf], svg: Option<&Path>) -> Result<String, String> {
         let m = |key: &str| mean(vs, key, None);
         let _ = writeln!(
             out,
-            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} % | {} | {} % | {} | {} |",
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} % | {} | {} % | {} | {} | {}, {} |",
             vs.len(),
             vs[0]["summary"]["samples"],
             join(&od),
@@ -260,6 +271,8 @@ pub fn report(runs: &[PathBuf], svg: Option<&Path>) -> Result<String, String> {
             num(100.0 * m("no_long_silence_share"), 0),
             num(m("grammatical_bars"), 3),
             num(m("forbidden_mass"), 3),
+            num(m("song_key_consistency"), 3),
+            num(m("song_density_ratio"), 2),
         );
         lines.push((name.clone(), od, tp));
     }

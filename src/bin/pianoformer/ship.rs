@@ -82,19 +82,27 @@ pub fn run(args: Args) -> Result<(), String> {
         obj.remove("hold_temperature");
         obj.remove("model");
     }
-    // What a continuation plays when sampled (`eval --sample`), where the run has it.
-    if let (Some(obj), Ok(text)) = (
-        metrics.as_object_mut(),
-        std::fs::read_to_string(args.run.join("samples.json")),
-    ) {
+    // What a continuation plays when sampled (`eval --sample`), where the run has it: reading
+    // everything, and reading at most its window (`--context`), as the page and CLI play it.
+    for (file, key) in [
+        ("samples.json", "sampled"),
+        ("samples-context.json", "sampled_in_context"),
+    ] {
+        let (Some(obj), Ok(text)) = (
+            metrics.as_object_mut(),
+            std::fs::read_to_string(args.run.join(file)),
+        ) else {
+            continue;
+        };
         let sampled: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| format!("{}/samples.json: {e}", args.run.display()))?;
+            .map_err(|e| format!("{}/{file}: {e}", args.run.display()))?;
         obj.insert(
-            "sampled".into(),
+            key.into(),
             serde_json::json!({
                 "split": sampled["split"],
                 "length": sampled["length"],
                 "prompt_bars": sampled["prompt_bars"],
+                "context": sampled["context"],
                 "sampling": sampled["sampling"],
                 "summary": sampled["summary"],
             }),
