@@ -61,6 +61,20 @@ fn every_shipped_model_loads_and_each_task_has_a_default() {
     let quarters = sampled["summary"]["onset_duration"].as_array().unwrap();
     assert_eq!(quarters.len(), 4, "{sampled}");
     assert!(quarters.iter().all(|q| q.as_f64().is_some_and(|v| v > 0.0)));
+    // As the page and `generate` play it (reading at most its window), it keeps its style to
+    // 4x the window, in its key, never silent for 2 bars (issue 16's figures).
+    let played = &cont.metrics["sampled_in_context"];
+    assert_eq!(played["split"], "test", "{played}");
+    assert_eq!(
+        played["context"], cont.training["options"]["window"],
+        "{played}"
+    );
+    let s = &played["summary"];
+    let figure = |key: &str| s[key].as_f64().unwrap_or(f64::NAN);
+    assert!(figure("onset_duration_kept") >= 0.9, "{s}");
+    assert!(figure("time_pitch_kept") >= 0.9, "{s}");
+    assert!(figure("key_consistency") >= 0.8, "{s}");
+    assert!(figure("no_long_silence_share") >= 0.95, "{s}");
     for task in [Task::Accompaniment, Task::Continuation] {
         let defaults = manifest
             .models

@@ -64,9 +64,13 @@ export class Comparison {
     return this.shown;
   }
 
-  /** An edit of the shown piece stays with its side, so switching back and forth keeps it. */
+  /**
+   * An edit of the shown piece stays with its side, so switching back and forth keeps it; the
+   * side's attention map was of the piece before the edit, and is drawn again when shown.
+   */
   edited(piece) {
     this.shown.piece = piece;
+    this.shown.attention = null;
   }
 
   /** What a share link carries: the shown side as the piece, the other as `compare`. */

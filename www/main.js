@@ -258,13 +258,15 @@ const roll = new PianoRoll($('roll'), {
 const attention = new AttentionMap($('attention'));
 
 /** Makes `piece` the current piece; the previous one goes on the undo stack. */
-function setPiece(piece, { undoable = true, keepView = false } = {}) {
+// `fresh`: another piece (a file, a link, the last visit), which ends a comparison.
+function setPiece(piece, { undoable = true, keepView = false, fresh = false } = {}) {
+  if (fresh) hideCompare();
   if (undoable && app.piece) {
     app.undo.push(app.piece);
     if (app.undo.length > 50) app.undo.shift();
   }
   // An edit while comparing stays with the result it was made on.
-  if (undoable && app.compare) app.compare.edited(piece);
+  else if (undoable && app.compare) app.compare.edited(piece);
   app.piece = piece;
   if (keepView) roll.update();
   roll.setPiece(piece);
@@ -350,7 +352,7 @@ async function openFile(file) {
   try {
     const bytes = await file.arrayBuffer();
     const piece = await call('readMidi', { bytes, name: file.name }, { transfer: [bytes] });
-    setPiece(piece);
+    setPiece(piece, { fresh: true });
     $('error').hidden = true;
     notice(`Opened ${file.name}: ${describeRoles(piece)}.`);
   } catch (e) {
@@ -370,7 +372,7 @@ async function openExample() {
     const bytes = await call('exampleMidi', { key: 0, bars: 16 });
     const buffer = bytes.buffer;
     const piece = await call('readMidi', { bytes: buffer, name: 'example.mid' }, { transfer: [buffer] });
-    setPiece(piece);
+    setPiece(piece, { fresh: true });
     notice('The example: a melody on a I–V–vi–IV progression, written by pianoformer itself.');
   } catch (e) {
     showError(e.message);
@@ -462,6 +464,16 @@ function showModels(selected) {
 
 function currentEntry() {
   return app.manifest.find((m) => m.name === $('model').value);
+}
+
+/**
+ * The most tokens a continuation model reads at once: the window it (or, fine-tuned, its base)
+ * was trained on; null (everything) when no entry says.
+ */
+function contextOf(entry) {
+  const trained = entry?.user ? entryNamed(entry.training?.base) : entry;
+  const w = trained?.training?.options?.window;
+  return Number.isInteger(w) && w >= 32 ? w : null;
 }
 
 function entryNamed(name) {
@@ -645,11 +657,12 @@ function hasPiano(piece) {
  * from the music before the bars; the model stops where the kept music resumes, but it reads
  * left to right and cannot hear what comes after.
  */
-async function generate({ entry = currentEntry(), comparing = false, region = null } = {}) {
+async function generate({ entry = currentEntry(), comparing = false, region = null, seed = null } = {}) {
   if (!app.piece || app.generating) return null;
   if (!entry) return null;
   if (!comparing) hideCompare();
   const s = settings();
+  if (seed !== null) s.seed = seed;
   const task = s.task;
   const before = app.piece;
   const started = performance.now();
@@ -698,7 +711,7 @@ async function generate({ entry = currentEntry(), comparing = false, region = nu
       temperature: s.temperature,
       tokens: s.length,
       // A continuation model reads at most the window it was trained on (studio Options).
-      context: task === 'continuation' ? (entry.training?.options?.window ?? null) : null,
+      context: task === 'continuation' ? contextOf(entry) : null,
       bars: s.maxBars,
       watch: { layer: s.layer, head: s.head },
     };
@@ -781,7 +794,7 @@ async function generate({ entry = currentEntry(), comparing = false, region = nu
     } catch {
       return null;
     }
-    return generate({ entry, comparing, region });
+    return generate({ entry, comparing, region, seed: s.seed });
   }
   return null;
 }
@@ -793,13 +806,14 @@ async function compare() {
   const first = currentEntry();
   const second = entryNamed($('compare-model').value);
   if (!app.piece || !first || !second || app.generating) return;
+  hideCompare();
   const start = app.piece;
-  const seed = settings().seed;
-  const a = await generate({ entry: first, comparing: true });
+  const seed = settings().seed; // both runs use it, whatever happens to the field meanwhile
+  const a = await generate({ entry: first, comparing: true, seed });
   if (!a) return;
   const attentionA = attention.snapshot();
   setPiece(start, { undoable: false, keepView: true });
-  const b = await generate({ entry: second, comparing: true });
+  const b = await generate({ entry: second, comparing: true, seed });
   // Both runs put the same starting piece on the undo stack: one Undo goes back to it.
   if (app.undo.length > 1 && app.undo.at(-1) === app.undo.at(-2)) app.undo.pop();
   if (!b) {
@@ -829,6 +843,10 @@ function showComparison(comparison, { draw = true } = {}) {
 
 function showCompared(which, { draw = true } = {}) {
   if (!app.compare || app.generating) return;
+  if (app.attentionJob !== undefined && app.attentionJob !== null) {
+    app.worker.postMessage({ type: 'cancel', id: app.attentionJob });
+    app.attentionJob = null;
+  }
   const side = app.compare.show(which);
   setPiece(side.piece, { undoable: false, keepView: true });
   $('compare-a').setAttribute('aria-pressed', String(which === 'a'));
@@ -879,16 +897,19 @@ function onProgress(p, job, track, live, from, started) {
  */
 async function refreshAttention() {
   // While comparing, the map belongs to the result on show.
-  const entry = app.compare ? entryNamed(app.compare.shown.model) : currentEntry();
+  const side = app.compare?.shown ?? null;
+  const entry = side ? entryNamed(side.model) : currentEntry();
   if (!app.piece || app.generating || !entry) return;
   if (!app.loaded.has(entry.name)) {
-    if (!app.compare) return;
+    if (!side) return;
     try {
       await ensureModel(entry);
     } catch (e) {
       $('gen-status').textContent = `Attention: ${e.message}`;
       return;
     }
+    // Switched sides (or left the comparison) while the model loaded: that side draws its own.
+    if ((app.compare?.shown ?? null) !== side || app.generating) return;
   }
   if (app.attentionJob !== undefined && app.attentionJob !== null) {
     app.worker.postMessage({ type: 'cancel', id: app.attentionJob });
@@ -1275,7 +1296,7 @@ async function openShared() {
     await call('checkPiece', { piece: shared.piece });
     if (shared.compare) await call('checkPiece', { piece: shared.compare.piece });
     applySettings({ ...shared.settings, task: shared.task, model: shared.model, seed: shared.seed });
-    setPiece(shared.piece);
+    setPiece(shared.piece, { fresh: true });
     const comparison = Comparison.fromShare(shared);
     if (comparison) {
       if (entryNamed(comparison.b.model)) $('compare-model').value = comparison.b.model;
@@ -1334,6 +1355,8 @@ function wire() {
   });
   for (const id of ['att-layer', 'att-head']) {
     $(id).addEventListener('change', () => {
+      // Compared results kept the old head's maps: each draws the new one when shown.
+      if (app.compare) app.compare.a.attention = app.compare.b.attention = null;
       showTemplate();
       refreshAttention();
       save();
@@ -1520,7 +1543,7 @@ async function start() {
       try {
         await call('checkPiece', { piece: work.piece });
         applySettings(work.settings);
-        setPiece(work.piece, { undoable: false });
+        setPiece(work.piece, { undoable: false, fresh: true });
         notice(`Restored ${work.piece.name} from your last visit.`);
       } catch (e) {
         notice(`The piece saved from your last visit could not be restored (${e.message}).`);

@@ -112,6 +112,7 @@ function extrasProblem({ model, seed, task, settings, compare }) {
   if (model != null && typeof model !== 'string') return 'the model id is not a string';
   if (compare != null) {
     if (!isObject(compare)) return 'the comparison is not an object';
+    if (typeof model !== 'string') return 'the model id of a comparison is not a string';
     if (typeof compare.model !== 'string') return 'the compared model id is not a string';
     const problem = shapeProblem(compare.piece);
     if (problem) return `the compared piece is malformed: ${problem}`;

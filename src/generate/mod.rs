@@ -452,7 +452,9 @@ impl Length {
 }
 
 /// What a model reads of a longer sequence: its first `anchor` tokens, then (after `gap`
-/// skipped ones) its end. Both parts meet at a bar line, so the view is grammatical.
+/// skipped ones) its end. Both parts meet at a bar line. Like a training window, the end part
+/// starts at a bar line without restating the meter or tempo in force there (the sampler's
+/// grammar follows the whole sequence).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct View {
     pub ids: Vec<u32>,
@@ -470,10 +472,11 @@ impl View {
         }
     }
 
-    /// The view of `ids` for a model that reads `context` tokens at most: the bars that begin
-    /// within its first `context / 4` tokens (the prompt's start: its meter, tempo and key,
-    /// which the model would otherwise lose), then the music from the first bar line among its
-    /// last `context / 2`. Everything when that leaves nothing out.
+    /// The view of `ids` for a model that reads `context` tokens at most: the whole bars within
+    /// its first `context / 4` tokens (the prompt's start: its meter, tempo and key, which the
+    /// model would otherwise lose; only `Bos` when the first bar is longer), then the music
+    /// from the first bar line among its last `context / 2`. Everything when that leaves
+    /// nothing out.
     pub fn of(ids: &[u32], context: usize) -> Self {
         let bar = Token::Bar.id();
         let from = ids.len().saturating_sub(context / 2);
@@ -809,7 +812,7 @@ mod tests {
     fn a_view_keeps_the_first_bars_and_the_last_ones_from_bar_lines() {
         let ids = bars(40, 3); // 13 tokens a bar
         let view = View::of(&ids, 128);
-        // The anchor: the bars that begin within the first 32 tokens (Bos and two bars).
+        // The anchor: the whole bars within the first 32 tokens (Bos and two bars).
         assert_eq!(view.anchor, 27);
         assert_eq!(view.ids[..view.anchor], ids[..27]);
         // The end: from the first bar line among the last 64 tokens.

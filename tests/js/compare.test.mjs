@@ -47,7 +47,9 @@ test('a comparison switches sides, keeps edits with their side, and travels in a
   const c = new Comparison({ model: 'x', piece: p('a') }, { model: 'y', piece: p('b') }, 7);
   assert.equal(c.shown.piece.name, 'a');
   assert.equal(c.a.attention, null);
+  c.a.attention = { state: 'a map' };
   c.edited(p('a edited'));
+  assert.equal(c.a.attention, null, 'the map of the piece before the edit is dropped');
   assert.equal(c.show('b').piece.name, 'b');
   assert.deepEqual(c.forShare(), { piece: p('b'), model: 'y', compare: { model: 'x', piece: p('a edited') } });
   assert.throws(() => c.show('c'), /no side called c/);

@@ -270,14 +270,16 @@ test('a comparison (v2) carries both results; a link without one stays v1', asyn
   console.log(message);
   assert.ok(fragment.length < 2 * single.length);
   // Bad comparisons: refused when sharing, a sentence when opening.
-  await rejectsWith(encodeShare({ piece, compare: { model: 7, piece: other } }), 'shape', /compared model/);
-  await rejectsWith(encodeShare({ piece, compare: { model: 'x', piece: { tracks: 1 } } }), 'shape', /compared piece/);
+  await rejectsWith(encodeShare({ piece, model: 'a', compare: { model: 7, piece: other } }), 'shape', /compared model/);
+  await rejectsWith(encodeShare({ piece, model: 'a', compare: { model: 'x', piece: { tracks: 1 } } }), 'shape', /compared piece/);
+  await rejectsWith(encodeShare({ piece, compare: { model: 'x', piece: other } }), 'shape', /model id of a comparison/);
   const open = async (header, tail, version) => decodeShare(await forge(jsonPayload(header, tail), version));
   const base = { piece: { tracks: [] } };
   await rejectsWith(open({ ...base, compare: { model: 'x', piece: { tracks: [] } } }, [], 1), 'damaged', /v1 link holds no comparison/);
   await rejectsWith(open({ ...base, compare: 'x' }, [], 2), 'shape', /comparison has no piece/);
-  await rejectsWith(open({ ...base, compare: { piece: { tracks: [] } } }, [], 2), 'shape', /compared model/);
-  const ok = await open({ ...base, compare: { model: 'm', piece: { tracks: [{ notes: null }] } } }, [1, 2, 4, 120, 100], 2);
+  await rejectsWith(open({ ...base, model: 'x', compare: { piece: { tracks: [] } } }, [], 2), 'shape', /compared model/);
+  await rejectsWith(open({ ...base, compare: { model: 'y', piece: { tracks: [] } } }, [], 2), 'shape', /model id of a comparison/);
+  const ok = await open({ ...base, model: 'n', compare: { model: 'm', piece: { tracks: [{ notes: null }] } } }, [1, 2, 4, 120, 100], 2);
   assert.deepEqual(ok.compare, { model: 'm', piece: { tracks: [{ notes: [[60, 1, 3, 50]] }] } });
 });
 

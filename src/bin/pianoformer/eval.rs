@@ -64,8 +64,9 @@ pub struct Args {
     /// Continuation: windows at most.
     #[arg(long, default_value_t = 64)]
     pub windows: usize,
-    /// Continuation with --sample: the most tokens the model reads at once; past it, it starts
-    /// again from the last half, cut at a bar line (0: it reads everything).
+    /// Continuation with --sample: the most tokens the model reads at once, as `generate` and
+    /// the page play it; past it, it starts again from the piece's first bars and its last
+    /// ones (0: it reads everything). The scores then go to samples-context.json.
     #[arg(long, default_value_t = 0)]
     pub context: usize,
     /// Step-by-step accompaniment: the sampling temperatures tried on 16-bar validation

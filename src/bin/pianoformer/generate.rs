@@ -247,7 +247,7 @@ pub fn run(args: Args) -> Result<(), String> {
                     tokens: args.tokens,
                     bars: new_bars,
                     may_end: args.may_end,
-                    context: context(&args, &loaded),
+                    context: context(&args, &loaded)?,
                 },
                 sampling,
                 &[],
@@ -277,17 +277,21 @@ pub fn run(args: Args) -> Result<(), String> {
     Ok(())
 }
 
-/// `--bars A-B`: the prompt file as the page holds it, its bars `region` rewritten the way the
-/// page's "Regenerate these bars" does it (`pianoformer::studio`), written back as MIDI.
 /// The most tokens a continuation model reads at once: `--context` (0: no limit), else the
 /// window it was trained on.
-fn context(args: &Args, loaded: &crate::models::Loaded) -> Option<usize> {
+fn context(args: &Args, loaded: &crate::models::Loaded) -> Result<Option<usize>, String> {
     match args.context {
-        Some(0) => None,
-        Some(n) => Some(n),
-        None => loaded.trained_window,
+        Some(0) => Ok(None),
+        Some(n) if n < 32 => Err(format!(
+            "--context {n}: the model must read at least 32 tokens at once (0 reads everything)"
+        )),
+        Some(n) => Ok(Some(n)),
+        None => Ok(loaded.trained_window),
     }
 }
+
+/// `--bars A-B`: the prompt file as the page holds it, its bars `region` rewritten the way the
+/// page's "Regenerate these bars" does it (`pianoformer::studio`), written back as MIDI.
 
 fn regenerate(
     args: &Args,
@@ -328,7 +332,7 @@ fn regenerate(
         max_prompt_tokens: args
             .prompt_tokens
             .unwrap_or(Options::default().max_prompt_tokens),
-        context: context(args, loaded),
+        context: context(args, loaded)?,
         ..Options::default()
     };
     let model = &loaded.model;

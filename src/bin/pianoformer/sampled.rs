@@ -29,6 +29,18 @@ pub fn run(args: Args) -> Result<(), String> {
     if args.prompt_bars == 0 {
         return Err("--prompt-bars must be positive".into());
     }
+    if (1..32).contains(&args.context) {
+        return Err(format!(
+            "--context {}: the model must read at least 32 tokens at once (0 reads everything)",
+            args.context
+        ));
+    }
+    // What `ship` reads: samples.json reading everything, samples-context.json as played.
+    let default_file = if args.context > 0 {
+        "samples-context.json"
+    } else {
+        "samples.json"
+    };
     if !(args.temperature > 0.0 && args.temperature <= 10.0) {
         return Err("--temperature must be above 0 and at most 10".into());
     }
@@ -43,7 +55,7 @@ pub fn run(args: Args) -> Result<(), String> {
     let spec = args.model.display().to_string();
     let out = match (&args.out, args.model.join("model.bpk").is_file()) {
         (Some(out), _) => out.clone(),
-        (None, true) => args.model.join("samples.json"),
+        (None, true) => args.model.join(default_file),
         (None, false) => {
             return Err(format!(
                 "{spec} is not a training run's folder: say where the scores go with --out"
