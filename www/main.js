@@ -594,6 +594,7 @@ function settings() {
     temperature: Number($('temperature').value) || 1,
     length: Number($('length').value) || 512,
     maxBars: $('max-bars').value === '' ? null : Number($('max-bars').value),
+    readAll: $('read-all').checked,
     layer: Number($('att-layer').value) || 0,
     head: Number($('att-head').value) || 0,
     tempo: Number($('tempo').value) || 100,
@@ -613,6 +614,7 @@ function applySettings(s) {
   set('temperature', s.temperature);
   set('length', s.length);
   set('max-bars', s.maxBars);
+  if (typeof s.readAll === 'boolean') $('read-all').checked = s.readAll;
   set('att-layer', s.layer);
   set('att-head', s.head);
   set('tempo', s.tempo);
@@ -711,7 +713,7 @@ async function generate({ entry = currentEntry(), comparing = false, region = nu
       temperature: s.temperature,
       tokens: s.length,
       // A continuation model reads at most the window it was trained on (studio Options).
-      context: task === 'continuation' ? contextOf(entry) : null,
+      context: task === 'continuation' && !s.readAll ? contextOf(entry) : null,
       bars: s.maxBars,
       watch: { layer: s.layer, head: s.head },
     };
@@ -1362,7 +1364,7 @@ function wire() {
       save();
     });
   }
-  for (const id of ['seed', 'threshold', 'piano-temperature', 'temperature', 'length', 'max-bars']) {
+  for (const id of ['seed', 'threshold', 'piano-temperature', 'temperature', 'length', 'max-bars', 'read-all']) {
     $(id).addEventListener('change', save);
   }
   $('reseed').addEventListener('click', () => {
