@@ -292,7 +292,6 @@ fn context(args: &Args, loaded: &crate::models::Loaded) -> Result<Option<usize>,
 
 /// `--bars A-B`: the prompt file as the page holds it, its bars `region` rewritten the way the
 /// page's "Regenerate these bars" does it (`pianoformer::studio`), written back as MIDI.
-
 fn regenerate(
     args: &Args,
     task: Task,
