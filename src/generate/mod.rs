@@ -784,7 +784,8 @@ pub fn song_from_tokens(ids: &[u32]) -> Result<Song, GenerateError> {
     })
 }
 
-#[cfg(test)]
+// Native only: the browser tests build the library's tests for wasm, without pollster.
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
     use crate::model::config::PerformerConfig;

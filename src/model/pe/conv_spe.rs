@@ -159,6 +159,8 @@ impl ConvSpe {
         if len >= FFT_FROM_LEN {
             return self.correlate_fft(noise, len);
         }
+        #[cfg(target_arch = "wasm32")]
+        let _ = len; // the page filters directly
         self.correlate_direct(noise)
     }
 
