@@ -28,6 +28,10 @@ pub struct Args {
     /// The manifest to update.
     #[arg(long, default_value = crate::models::MANIFEST)]
     pub manifest: PathBuf,
+    /// Ship a run that stopped before its planned steps (the manifest says how far it got:
+    /// `training.steps` of `training.options.steps`); it cannot be the default.
+    #[arg(long)]
+    pub unfinished: bool,
 }
 
 fn read(path: &Path) -> Result<String, String> {
@@ -45,9 +49,13 @@ pub fn run(args: Args) -> Result<(), String> {
     }
     let state: RunState = serde_json::from_str(&read(&args.run.join("run.json"))?)
         .map_err(|e| format!("{}/run.json: {e}", args.run.display()))?;
-    if state.step < state.options.steps {
+    if args.unfinished && args.default {
+        return Err("an --unfinished run cannot be the default".into());
+    }
+    if state.step < state.options.steps && !args.unfinished {
         return Err(format!(
-            "{} stopped at step {} of {}: finish it with `pianoformer train --resume` first",
+            "{} stopped at step {} of {}: finish it with `pianoformer train --resume` first \
+             (or ship it as it is with --unfinished)",
             args.run.display(),
             state.step,
             state.options.steps
