@@ -587,8 +587,11 @@ where
     // What the model reads (`view`) may leave out part of the music (`history`): see
     // `Length::context`.
     let context = length.context.map(|c| c.max(32));
+    let filters = model.step_filters().await?;
     let start = |device: &Device| {
-        let mut state = model.start(sampling.seed, watch.is_some(), device);
+        let mut state = model
+            .start(sampling.seed, watch.is_some(), device)
+            .stepping(&filters);
         state.capture_layer = watch.map(|w| w.layer);
         state
     };

@@ -220,7 +220,10 @@ where
         });
         (inputs, coords)
     };
-    let mut state = model.start(sampling.seed, watch.is_some(), device);
+    let filters = model.step_filters().await?;
+    let mut state = model
+        .start(sampling.seed, watch.is_some(), device)
+        .stepping(&filters);
     state.capture_layer = watch.map(|w| w.layer);
     let mut rng = StdRng::seed_from_u64(sampling.seed ^ 0x9_1A40);
     // What comes before the region is known: one parallel pass fills the attention state.

@@ -15,12 +15,14 @@ use burn::tensor::activation::gelu;
 use burn::tensor::{Bytes, Device, Int, Tensor, TensorData};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
+use std::sync::Arc;
 
 use super::attention::{KvCache, LinearState, attention_rows, recurrent_step, softmax_rows};
 use super::config::{AttentionKind, PerformerConfig, Task};
 use super::features::{FeatureMap, normal};
 use super::kernels::causal_linear_fast;
 use super::pe::ape::sinusoids;
+use super::pe::conv_spe::StepFilters;
 use super::pe::{Codes, Draw, PeKind, PositionalEncoding, Span};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -114,6 +116,15 @@ pub struct State {
     pub rows: Vec<Option<Tensor<4>>>,
 }
 
+impl State {
+    /// This state with the filters from [`Performer::step_filters`], so that one-position
+    /// calls take the CPU path for convSPE codes (the same codes).
+    pub fn stepping(mut self, filters: &Option<Arc<StepFilters>>) -> Self {
+        self.draw.conv_filters = filters.clone();
+        self
+    }
+}
+
 /// A linear layer initialised from `rng` (uniform ±1/sqrt(d_in), as PyTorch does), so a seed
 /// gives the same model on every backend.
 fn seeded_linear(rng: &mut StdRng, d_in: usize, d_out: usize, device: &Device) -> Linear {
@@ -191,6 +202,33 @@ impl Performer {
     /// Number of trainable numbers.
     pub fn parameters(&self) -> usize {
         self.num_params()
+    }
+
+    /// What decoding one position a step reads once per generation, asynchronously (the
+    /// browser cannot read a WebGPU tensor synchronously): convSPE's filters, so that each
+    /// step's codes come from the cached noise on the CPU. `None` for other encodings. Put it
+    /// in a state with [`State::stepping`].
+    pub async fn step_filters(&self) -> Result<Option<Arc<StepFilters>>, ModelError> {
+        let Some(conv) = &self.pe.conv else {
+            return Ok(None);
+        };
+        let read = |t: Tensor<3>| async move {
+            t.into_data_async()
+                .await
+                .map_err(|e| format!("{e:?}"))?
+                .convert::<f32>()
+                .try_into_vec::<f32>()
+                .map_err(|e| format!("{e:?}"))
+        };
+        let failed = |e: String| ModelError::Weights(format!("the convSPE filters: {e}"));
+        let q = read(conv.filter_q.val()).await.map_err(failed)?;
+        let k = read(conv.filter_k.val()).await.map_err(failed)?;
+        Ok(Some(Arc::new(StepFilters::new(
+            &q,
+            &k,
+            conv.heads * conv.dim,
+            conv.taps(),
+        ))))
     }
 
     /// A new sequence: its noise drawn from `seed` (SPE codes and gating noise, one random

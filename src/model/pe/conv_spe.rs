@@ -28,6 +28,68 @@ pub struct NoiseColumns {
     columns: std::collections::VecDeque<Vec<f32>>,
 }
 
+impl NoiseColumns {
+    /// Makes the cache hold the columns of positions `start .. start + width`, drawing only
+    /// those it does not have.
+    fn cover(
+        &mut self,
+        conv: &ConvSpe,
+        realizations: usize,
+        seed: u64,
+        start: usize,
+        width: usize,
+    ) {
+        if self.seed != seed || start < self.first || start > self.first + self.columns.len() {
+            *self = NoiseColumns {
+                seed,
+                first: start,
+                columns: Default::default(),
+            };
+        }
+        while self.first < start {
+            self.columns.pop_front();
+            self.first += 1;
+        }
+        while self.columns.len() < width {
+            let position = self.first + self.columns.len();
+            self.columns
+                .push_back(conv.column(realizations, seed, position));
+        }
+    }
+}
+
+/// Both filters as plain numbers, tap-major ([taps][heads · dim]), read once per generation
+/// so that decoding computes each position's codes on the CPU ([`ConvSpe::step_codes`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepFilters {
+    q: Vec<f32>,
+    k: Vec<f32>,
+    channels: usize,
+    taps: usize,
+}
+
+impl StepFilters {
+    /// From the filters' values as stored, [heads · dim, 1, taps] each.
+    pub fn new(q: &[f32], k: &[f32], channels: usize, taps: usize) -> Self {
+        let tap_major = |f: &[f32]| {
+            assert_eq!(f.len(), channels * taps, "convSPE filter size");
+            let mut out = vec![0f32; f.len()];
+            for c in 0..channels {
+                for p in 0..taps {
+                    out[p * channels + c] = f[c * taps + p];
+                }
+            }
+            out
+        };
+        Self {
+            q: tap_major(q),
+            k: tap_major(k),
+            channels,
+            taps,
+        }
+    }
+}
+
 #[derive(Module, Debug)]
 pub struct ConvSpe {
     /// Query filters [heads · dim, 1, taps].
@@ -85,23 +147,7 @@ impl ConvSpe {
     ) -> Tensor<3> {
         let channels = self.heads * self.dim;
         let width = len + self.taps() - 1;
-        if cache.seed != seed || start < cache.first || start > cache.first + cache.columns.len() {
-            *cache = NoiseColumns {
-                seed,
-                first: start,
-                columns: Default::default(),
-            };
-        }
-        while cache.first < start {
-            cache.columns.pop_front();
-            cache.first += 1;
-        }
-        while cache.columns.len() < width {
-            let position = cache.first + cache.columns.len();
-            cache
-                .columns
-                .push_back(self.column(realizations, seed, position));
-        }
+        cache.cover(self, realizations, seed, start, width);
         let mut values = vec![0f32; realizations * channels * width];
         for (t, col) in cache.columns.iter().take(width).enumerate() {
             for (rc, v) in col.iter().enumerate() {
@@ -112,6 +158,62 @@ impl ConvSpe {
             TensorData::new(values, vec![realizations, channels, width]),
             device,
         )
+    }
+
+    /// The codes of the one position `position`, computed on the CPU from `filters` (read
+    /// once per generation) and the noise columns in `cache`: (Qbar, Kbar), each [heads, 1,
+    /// dim, realizations], equal to [`Self::codes`] of that position.
+    ///
+    /// A decoder pays `2 · taps · realizations · heads · dim` multiply-adds a token (4 M for
+    /// the shipped model), where the convolution over a fresh [R, heads · dim, taps] noise
+    /// tensor cost 29 ms natively.
+    pub fn step_codes(
+        &self,
+        filters: &StepFilters,
+        realizations: usize,
+        seed: u64,
+        position: usize,
+        cache: &mut NoiseColumns,
+        device: &Device,
+    ) -> (Tensor<4>, Tensor<4>) {
+        let channels = self.heads * self.dim;
+        let taps = self.taps();
+        assert_eq!(
+            (filters.channels, filters.taps),
+            (channels, taps),
+            "convSPE step filters of another model"
+        );
+        cache.cover(self, realizations, seed, position, taps);
+        let mut q = vec![0f32; realizations * channels];
+        let mut k = vec![0f32; realizations * channels];
+        for (p, column) in cache.columns.iter().take(taps).enumerate() {
+            let fq = &filters.q[p * channels..(p + 1) * channels];
+            let fk = &filters.k[p * channels..(p + 1) * channels];
+            for ((z, oq), ok) in column
+                .chunks_exact(channels)
+                .zip(q.chunks_exact_mut(channels))
+                .zip(k.chunks_exact_mut(channels))
+            {
+                for ((((oq, ok), z), fq), fk) in oq.iter_mut().zip(ok).zip(z).zip(fq).zip(fk) {
+                    *oq += fq * z;
+                    *ok += fk * z;
+                }
+            }
+        }
+        // [R, heads · dim] → [heads, 1, dim, R], as `codes` lays them out.
+        let lay = |v: Vec<f32>| {
+            let mut out = vec![0f32; v.len()];
+            for (r, row) in v.chunks_exact(channels).enumerate() {
+                for (c, x) in row.iter().enumerate() {
+                    out[c * realizations + r] = *x;
+                }
+            }
+            Tensor::from_data(
+                TensorData::new(out, vec![self.heads, 1, self.dim, realizations]),
+                device,
+            )
+        };
+        (lay(q), lay(k))
     }
 
     /// [`Self::noise`] without a cache.

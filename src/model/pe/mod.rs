@@ -201,6 +201,9 @@ pub struct Draw {
     pub eps: Vec<Tensor<3>>,
     /// convSPE's noise columns of the current window.
     pub conv_noise: conv_spe::NoiseColumns,
+    /// convSPE's filters as plain numbers, when read for decoding one position a step
+    /// (`Performer::step_filters`).
+    pub conv_filters: Option<std::sync::Arc<conv_spe::StepFilters>>,
 }
 
 /// Codes for a span, shared by all layers.
@@ -313,6 +316,7 @@ impl PositionalEncoding {
             mix,
             eps,
             conv_noise: Default::default(),
+            conv_filters: None,
         }
     }
 
@@ -329,6 +333,19 @@ impl PositionalEncoding {
             }
             PeKind::ConvSpe => {
                 let conv = self.conv.as_ref().expect("conv");
+                if span.len == 1
+                    && let Some(filters) = &draw.conv_filters
+                {
+                    let (qbar, kbar) = conv.step_codes(
+                        filters,
+                        self.config.realizations,
+                        draw.seed,
+                        span.start,
+                        &mut draw.conv_noise,
+                        device,
+                    );
+                    return Codes::Explicit { qbar, kbar };
+                }
                 let noise = conv.noise(
                     self.config.realizations,
                     draw.seed,

@@ -157,6 +157,35 @@ fn conv_codes_of_any_window_match_the_whole_sequence() {
     }
 }
 
+/// A decoder's codes on the CPU, from the filters read once, are the convolution's, position
+/// by position, after a jump back (a restart) and with another seed.
+#[test]
+fn conv_step_codes_on_the_cpu_match_the_convolution() {
+    let device = Device::flex();
+    let (h, d, taps, r) = (2, 3, 7, 5);
+    let spe = conv_spe::ConvSpe::new(h, d, taps, &mut rng(), &device);
+    let filters = conv_spe::StepFilters::new(
+        &to_vec(spe.filter_q.val()),
+        &to_vec(spe.filter_k.val()),
+        h * d,
+        taps,
+    );
+    let mut cache = conv_spe::NoiseColumns::default();
+    for (seed, m) in [(9, 0), (9, 1), (9, 2), (9, 9), (9, 3), (4, 3), (4, 4)] {
+        let (q, k) = spe.codes(spe.seeded_noise(r, seed, m, 1, &device));
+        let (sq, sk) = spe.step_codes(&filters, r, seed, m, &mut cache, &device);
+        assert_eq!(sq.dims(), q.dims());
+        assert!(
+            close(&to_vec(q), &to_vec(sq), 1e-5),
+            "query, seed {seed}, {m}"
+        );
+        assert!(
+            close(&to_vec(k), &to_vec(sk), 1e-5),
+            "key, seed {seed}, {m}"
+        );
+    }
+}
+
 /// Natively, long windows are filtered through FFTs: the same codes and the same filter
 /// gradients as the direct convolution, and the same codes as decoding one position at a time.
 #[cfg(not(target_arch = "wasm32"))]

@@ -47,6 +47,48 @@ fn every_encoding() -> Vec<PeConfig> {
     out
 }
 
+/// convSPE decoding with its filters read once (codes on the CPU) gives the logits of the
+/// plain recurrent form, gated and ungated.
+#[cfg(not(target_arch = "wasm32"))]
+#[test]
+fn conv_spe_steps_with_filters_read_once_agree() {
+    let device = Device::flex();
+    let len = 9;
+    for gated in [false, true] {
+        let pe = PeConfig::new(PeKind::ConvSpe).with_gate(gated);
+        let config = PerformerConfig::tiny(Task::Continuation, VOCAB, pe);
+        let model = Performer::new(&config, 1, &device).unwrap();
+        let filters = pollster::block_on(model.step_filters()).unwrap();
+        assert!(filters.is_some());
+        let toks = tokens(len, &device);
+        let run = |state: &mut State| {
+            // A prefill of 3 (the convolution), then steps.
+            let mut parts = vec![
+                model
+                    .forward(
+                        Inputs::Tokens(toks.clone().narrow(1, 0, 3)),
+                        None,
+                        state,
+                        None,
+                    )
+                    .unwrap(),
+            ];
+            for t in 3..len {
+                let one = Inputs::Tokens(toks.clone().narrow(1, t, 1));
+                parts.push(model.forward(one, None, state, None).unwrap());
+            }
+            to_vec(Tensor::cat(parts, 1))
+        };
+        let plain = run(&mut model.start(9, false, &device));
+        let fast = run(&mut model.start(9, false, &device).stepping(&filters));
+        assert!(close(&plain, &fast, 1e-4), "gated {gated}");
+    }
+    // Other encodings read nothing.
+    let sine = PerformerConfig::tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::SineSpe));
+    let model = Performer::new(&sine, 1, &device).unwrap();
+    assert!(pollster::block_on(model.step_filters()).unwrap().is_none());
+}
+
 /// Token by token (the recurrent form), a prefill then steps, and the whole sequence at once
 /// (the chunked parallel form) give the same logits, for every encoding and feature map.
 #[test]
