@@ -10,7 +10,7 @@
 //   Model files are left to the page's model cache.
 // - On activate: caches of other versions of this worker are deleted.
 // Bump VERSION when the list of cached files changes shape.
-import { MODEL_CACHE, fetchModel } from './www/store.js';
+import { fetchModel } from './www/store.js';
 import { SAMPLES } from './www/audio.js';
 
 export const VERSION = 2;
@@ -72,11 +72,17 @@ async function install() {
   await self.skipWaiting();
 }
 
+/**
+ * The caches an activating worker deletes: older versions of the app shell. The model cache
+ * stays (its files are checked by sha256), and so does anything another app on this origin
+ * keeps.
+ */
+export function staleCaches(names) {
+  return names.filter((name) => name.startsWith('pianoformer-shell-') && name !== SHELL_CACHE);
+}
+
 async function activate() {
-  const keep = new Set([SHELL_CACHE, MODEL_CACHE]);
-  for (const name of await caches.keys()) {
-    if (name.startsWith('pianoformer-shell-') && !keep.has(name)) await caches.delete(name);
-  }
+  for (const name of staleCaches(await caches.keys())) await caches.delete(name);
   await self.clients.claim();
 }
 

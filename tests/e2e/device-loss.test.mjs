@@ -4,7 +4,7 @@
 // Needs pkg/ (make wasm) and Chromium (make setup).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { launch, serveApp } from './browser.mjs';
+import { cspViolations, launch, serveApp } from './browser.mjs';
 
 let server;
 let base;
@@ -54,6 +54,7 @@ test('a GPU device lost mid-generation: the page finishes on the CPU with the pi
     assert.deepEqual(piece.tracks.find((t) => t.role === 'melody').notes, melody, 'the melody is intact');
     assert.ok(piece.tracks.some((t) => t.role === 'generated' && t.notes.length > 0));
     assert.deepEqual(log.filter((l) => l.startsWith('[pageerror]')), []);
+    assert.deepEqual(await cspViolations(page, log), []);
   } finally {
     await browser.close();
   }

@@ -3,7 +3,7 @@
 // undo history stays bounded. Needs pkg/ (make wasm) and Chromium (make setup).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { launch, serveApp } from './browser.mjs';
+import { cspViolations, launch, serveApp } from './browser.mjs';
 
 let server;
 let base;
@@ -52,6 +52,8 @@ test('fifty generate/undo rounds: the wasm memory stops growing', { timeout: 900
     assert.ok(memory[1] > 0);
     // Warm-up may grow it; after that, 40 more rounds add at most 2 % (allocator slack).
     assert.ok(memory[50] <= memory[10] * 1.02, `grew from ${mb(memory[10])} to ${mb(memory[50])} MiB`);
+    assert.deepEqual(log.filter((l) => l.startsWith('[pageerror]')), [], 'no uncaught exception');
+    assert.deepEqual(await cspViolations(page, log), []);
   } finally {
     await browser.close();
   }

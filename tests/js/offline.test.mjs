@@ -3,8 +3,9 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { SAMPLE_FILES, SHELL_CACHE, SHELL_FILES } from '../../sw.js';
+import { SAMPLE_FILES, SHELL_CACHE, SHELL_FILES, VERSION, staleCaches } from '../../sw.js';
 import { SAMPLES } from '../../www/audio.js';
+import { MODEL_CACHE } from '../../www/store.js';
 import { startServer } from '../../tools/serve.mjs';
 
 const root = new URL('../../', import.meta.url);
@@ -20,6 +21,13 @@ test('the shell holds every module and style of the page, and each one exists', 
   assert.match(worker, /import\('\.\.\/pkg\/pianoformer\.js'\)/);
   assert.ok(SHELL_FILES.includes('pkg/pianoformer.js') && SHELL_FILES.includes('pkg/pianoformer_bg.wasm'));
   assert.match(SHELL_CACHE, /^pianoformer-shell-v\d+$/);
+});
+
+test('a new version deletes the older shells, and keeps the models and other apps\' caches', () => {
+  const older = [`pianoformer-shell-v${VERSION - 1}`, 'pianoformer-shell-v0'];
+  const kept = [SHELL_CACHE, MODEL_CACHE, 'some-other-app'];
+  assert.deepEqual(staleCaches([...kept, ...older]), older);
+  assert.deepEqual(staleCaches(kept), []);
 });
 
 test('every piano sample is kept', () => {
