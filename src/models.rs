@@ -302,6 +302,30 @@ mod tests {
                 .to_string()
                 .contains("cut short")
         );
+        // A description promising a model far larger than the app runs is refused before
+        // anything is allocated, dimension by dimension and as a whole.
+        let refused = |change: &dyn Fn(&mut ModelEntry)| {
+            let mut e = good.clone();
+            change(&mut e);
+            let err = unpack_model(&pack_model(&e, &bytes))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("more than this app runs"), "{err}");
+        };
+        refused(&|e| e.config.d_model = 1 << 40);
+        refused(&|e| e.config.layers = 1000);
+        refused(&|e| e.config.pe.realizations = usize::MAX);
+        refused(&|e| {
+            (e.config.d_model, e.config.d_ff, e.config.layers) = (4096, 16384, 64);
+        });
+        if let Some(dir) = std::env::var_os("PIANOFORMER_MODEL_SEED") {
+            // The seed of the cargo-fuzz target `model_file` (see reports/robustness.md).
+            std::fs::write(
+                std::path::Path::new(&dir).join("tiny.pfmodel"),
+                pack_model(&good, &bytes),
+            )
+            .unwrap();
+        }
     }
 
     #[test]

@@ -209,6 +209,56 @@ impl PerformerConfig {
         if self.input_dim == 0 || self.output_dim == 0 {
             return Err("input and output sizes must be positive".into());
         }
+        // A config is also what a model file brings: sizes far beyond any model this app can
+        // run are refused before anything is allocated (a forged file would otherwise ask the
+        // page for terabytes).
+        let p = &self.pe;
+        for (name, value, most) in [
+            ("input_dim", self.input_dim, LIMIT_WIDTH),
+            ("output_dim", self.output_dim, LIMIT_WIDTH),
+            ("d_model", self.d_model, LIMIT_WIDTH),
+            ("d_ff", self.d_ff, 4 * LIMIT_WIDTH),
+            ("d_head", self.d_head, LIMIT_WIDTH),
+            ("layers", self.layers, 64),
+            ("heads", self.heads, 64),
+            ("features", self.features, LIMIT_WIDTH),
+            ("chunk", self.chunk, LIMIT_WIDTH),
+            ("realizations", p.realizations, 1024),
+            ("sines", p.sines, 256),
+            ("taps", p.taps, LIMIT_WIDTH),
+        ] {
+            if value > most {
+                return Err(format!(
+                    "{name} is {value}, more than this app runs ({most} at most)"
+                ));
+            }
+        }
+        if self.numbers() > LIMIT_NUMBERS {
+            return Err(format!(
+                "the model would hold about {} million numbers, more than this app runs ({} \
+                 million at most)",
+                self.numbers() / 1_000_000,
+                LIMIT_NUMBERS / 1_000_000
+            ));
+        }
         Ok(())
     }
+
+    /// About how many numbers the model and one sequence's draw hold (its weights, the feature
+    /// maps, the codes' noise): an upper estimate, for [`Self::validate`].
+    pub fn numbers(&self) -> u128 {
+        let n = |v: usize| v as u128;
+        let (d, h, dh, p) = (n(self.d_model), n(self.heads), n(self.d_head), &self.pe);
+        let qk = n(p.realizations).max(dh * (2 * n(p.sines) + 1));
+        let per_layer = 4 * d * h * dh + 2 * d * n(self.d_ff) + h * qk * n(self.features);
+        (n(self.input_dim) + n(self.output_dim)) * d
+            + n(self.layers) * per_layer
+            + 2 * h * dh * n(p.taps)
+            + h * dh * 2 * n(p.sines) * n(p.realizations)
+    }
 }
+
+/// The widest size a config may give (see [`PerformerConfig::validate`]).
+const LIMIT_WIDTH: usize = 4096;
+/// The most numbers a model may hold (`PerformerConfig::numbers`): 512 MiB of f32.
+const LIMIT_NUMBERS: u128 = 1 << 27;
