@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use burn::tensor::Device;
 use pianoformer::model::config::Task;
+use pianoformer::model::pe::PeKind;
 use pianoformer::models::{Manifest, load_entry};
 
 fn models_dir() -> PathBuf {
@@ -75,6 +76,24 @@ fn every_shipped_model_loads_and_each_task_has_a_default() {
     assert!(figure("time_pitch_kept") >= 0.9, "{s}");
     assert!(figure("key_consistency") >= 0.8, "{s}");
     assert!(figure("no_long_silence_share") >= 0.95, "{s}");
+    // convSPE, the SPE paper's extrapolator, is shipped finished: its loss in the last quarter
+    // of 4x its window stays within 0.4 nats of the first, and it was sampled like the default.
+    let conv = manifest
+        .models
+        .iter()
+        .find(|m| m.task == Task::Continuation && m.config.pe.kind == PeKind::ConvSpe)
+        .expect("a convSPE continuation model");
+    assert_eq!(
+        conv.training["steps"], conv.training["options"]["steps"],
+        "{}: unfinished",
+        conv.name
+    );
+    let q = conv.metrics["quarters"].as_array().unwrap();
+    let (first, last) = (q[0].as_f64().unwrap(), q[3].as_f64().unwrap());
+    assert!(last - first <= 0.4, "{}: {q:?}", conv.name);
+    for key in ["sampled", "sampled_in_context"] {
+        assert_eq!(conv.metrics[key]["split"], "test", "{}: {key}", conv.name);
+    }
     for task in [Task::Accompaniment, Task::Continuation] {
         let defaults = manifest
             .models
