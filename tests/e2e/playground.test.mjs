@@ -277,11 +277,13 @@ test('with WebGPU disabled the same accompaniment runs on the CPU', { timeout: 2
     );
     console.log(`CPU continuation of bars 5–8: ${(re.ms / 1000).toFixed(1)} s`);
 
-    // Compare: the default continuation model and APE write the same piece with the same seed;
-    // the two results switch back and forth, each with its attention map; the share link
-    // carries both, and opens as a comparison.
+    // Compare: the default continuation model (sineSPE) and convSPE write the same piece with
+    // the same seed (convSPE decoding from its filters read once, in wasm); the two results
+    // switch back and forth, each with its attention map; the share link carries both, and
+    // opens as a comparison.
+    const partner = 'continuation-convspe';
     const start = await page.evaluate(() => window.pianoformer.piece);
-    await page.selectOption('#compare-model', 'continuation-ape');
+    await page.selectOption('#compare-model', partner);
     const k = await page.evaluate(() => window.pianoformer.generations.length);
     await page.click('#compare');
     await page.waitForFunction(
@@ -290,10 +292,10 @@ test('with WebGPU disabled the same accompaniment runs on the CPU', { timeout: 2
       { timeout: 300_000 },
     );
     const [ca, cb2] = await page.evaluate((k) => window.pianoformer.generations.slice(k), k);
-    assert.equal(cb2?.model, 'continuation-ape', await page.evaluate(() => window.pianoformer.error));
+    assert.equal(cb2?.model, partner, await page.evaluate(() => window.pianoformer.error));
     assert.equal(ca.model, await page.inputValue('#model'));
     assert.equal(ca.seed, cb2.seed);
-    assert.deepEqual(await page.evaluate(() => window.pianoformer.compared), [ca.model, 'continuation-ape']);
+    assert.deepEqual(await page.evaluate(() => window.pianoformer.compared), [ca.model, partner]);
     const sideA = await page.evaluate(() => window.pianoformer.piece);
     assert.equal(await page.evaluate(() => window.pianoformer.attentionBlank()), false);
     await page.click('#compare-b');
@@ -308,7 +310,7 @@ test('with WebGPU disabled the same accompaniment runs on the CPU', { timeout: 2
     const opened = await browser.newPage();
     await opened.goto(await page.evaluate(() => window.pianoformer.shareLink));
     await opened.waitForFunction(() => window.pianoformer.compared, null, { timeout: SLOW });
-    assert.deepEqual(await opened.evaluate(() => window.pianoformer.compared), [ca.model, 'continuation-ape']);
+    assert.deepEqual(await opened.evaluate(() => window.pianoformer.compared), [ca.model, partner]);
     const notes = (p) => normalizePiece(p).tracks.map((t) => t.notes);
     assert.deepEqual(notes(await opened.evaluate(() => window.pianoformer.piece)), notes(sideA));
     await opened.click('#compare-b');
@@ -318,7 +320,7 @@ test('with WebGPU disabled the same accompaniment runs on the CPU', { timeout: 2
     await page.click('#undo');
     assert.equal(await page.isVisible('#compare-bar'), false);
     assert.deepEqual(notes(await page.evaluate(() => window.pianoformer.piece)), notes(start));
-    console.log(`CPU compare: ${ca.model} ${ca.notes} notes, continuation-ape ${cb2.notes} notes`);
+    console.log(`CPU compare: ${ca.model} ${ca.notes} notes in ${(ca.ms / 1000).toFixed(1)} s, ${partner} ${cb2.notes} notes in ${(cb2.ms / 1000).toFixed(1)} s`);
     assert.deepEqual(await cspViolations(page, log), [], 'nothing was blocked by the CSP');
   } finally {
     await browser.close();
