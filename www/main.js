@@ -1125,6 +1125,7 @@ async function toggleRecording() {
     while (next * beat <= ahead) {
       const at = (startMs - performance.now()) / 1000 + (next - countIn) * beat;
       piano.click(at, (next - countIn) % 4 === 0);
+      status.clicks = (status.clicks ?? 0) + 1;
       next++;
     }
   }, 50);

@@ -2,7 +2,9 @@
 // requestMIDIAccess, installed before the page's scripts) plays four quarter notes into an
 // empty page after the count-in; they land on the beats of a new piece's melody, chords are
 // detected, and the default model accompanies them. A second take from the computer keyboard
-// replaces the first while the accompaniment plays along, and Undo brings the first back. Without Web MIDI, connecting says why.
+// replaces the first while the accompaniment plays along, and Undo brings the first back; the
+// metronome clicks, and keys played outside a take sound without touching the piece. Without
+// Web MIDI, connecting says why.
 // Needs pkg/ (make wasm), the samples (make samples) and Chromium (make setup).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -70,6 +72,8 @@ test('a MIDI keyboard and the computer keyboard record a melody that the model a
     await playBeats(page, 'midi', [[60, 0, 0.9], [64, 1, 0.9], [67, 2, 0.9], [72, 3, 1.9]]);
     await page.click('#record');
     await page.waitForFunction(() => window.pianoformer.piece?.name === 'recording.mid', null, { timeout: 30_000 });
+    // The metronome clicked the count-in and the beats of the take (4 + 4 at least).
+    assert.ok(await page.evaluate(() => window.pianoformer.clicks >= 8), `clicks: ${await page.evaluate(() => window.pianoformer.clicks)}`);
     const first = await page.evaluate(() => window.pianoformer.piece);
     assert.deepEqual(melody(first), [[60, 0, 480], [64, 480, 960], [67, 960, 1440], [72, 1440, 2400]]);
     assert.ok(first.chords.length >= 2 && first.chords.some((c) => c), `chords detected: ${first.chords}`);
@@ -99,6 +103,18 @@ test('a MIDI keyboard and the computer keyboard record a melody that the model a
     await page.click('#undo');
     assert.deepEqual(melody(await page.evaluate(() => window.pianoformer.piece)), melody(accompanied), 'Undo brings the first take back');
     assert.ok(await page.evaluate(() => window.pianoformer.keysPlayed >= 8), 'the keys were heard');
+    // Playing without recording: the keys sound, and the piece stays as it is.
+    const kept = await page.evaluate(() => window.pianoformer.piece);
+    const heard = await page.evaluate(() => window.pianoformer.keysPlayed);
+    await page.evaluate(() => {
+      window.__midiSend([0x90, 67, 90]);
+      window.__midiSend([0x80, 67, 0]);
+      document.body.dispatchEvent(new KeyboardEvent('keydown', { key: 'a', bubbles: true }));
+      document.body.dispatchEvent(new KeyboardEvent('keyup', { key: 'a', bubbles: true }));
+    });
+    assert.equal(await page.evaluate(() => window.pianoformer.keysPlayed), heard + 2, 'both keys sounded');
+    assert.equal(await page.evaluate(() => window.pianoformer.recording ?? null), null, 'no take');
+    assert.deepEqual(await page.evaluate(() => window.pianoformer.piece), kept, 'the piece is unchanged');
     assert.deepEqual(log.filter((l) => l.startsWith('[pageerror]')), []);
     assert.deepEqual(await cspViolations(page, log), []);
   } finally {
