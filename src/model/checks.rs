@@ -11,14 +11,7 @@ use super::performer::{Inputs, Performer};
 
 const VOCAB: usize = 20;
 
-/// A tensor's values, read asynchronously (sync reads panic on WebGPU in wasm).
-pub(crate) async fn read<const D: usize>(t: Tensor<D>) -> Result<Vec<f32>, String> {
-    t.into_data_async()
-        .await
-        .map_err(|e| format!("{e:?}"))?
-        .try_to_vec::<f32>()
-        .map_err(|e| format!("{e:?}"))
-}
+pub(crate) use super::read;
 
 fn tokens(len: usize, device: &Device) -> Tensor<2, Int> {
     let ids: Vec<i64> = (0..len).map(|i| ((i * 7 + 3) % VOCAB) as i64).collect();

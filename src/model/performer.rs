@@ -212,14 +212,7 @@ impl Performer {
         let Some(conv) = &self.pe.conv else {
             return Ok(None);
         };
-        let read = |t: Tensor<3>| async move {
-            t.into_data_async()
-                .await
-                .map_err(|e| format!("{e:?}"))?
-                .convert::<f32>()
-                .try_into_vec::<f32>()
-                .map_err(|e| format!("{e:?}"))
-        };
+        let read = super::read::<3>;
         let failed = |e: String| ModelError::Weights(format!("the convSPE filters: {e}"));
         let q = read(conv.filter_q.val()).await.map_err(failed)?;
         let k = read(conv.filter_k.val()).await.map_err(failed)?;
