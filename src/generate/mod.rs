@@ -15,7 +15,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
 use crate::model::config::Task;
-use crate::model::performer::{Inputs, ModelError, Performer, State};
+use crate::model::performer::{Inputs, ModelError, Performer, State, StepInput};
 use crate::music::chords::Chord;
 use crate::music::grid::Grid;
 use crate::music::labels::{StepLabels, detect_structure};
@@ -587,11 +587,11 @@ where
     // What the model reads (`view`) may leave out part of the music (`history`): see
     // `Length::context`.
     let context = length.context.map(|c| c.max(32));
-    let filters = model.step_filters().await?;
+    let stepping = model.stepping(device).await?;
     let start = |device: &Device| {
         let mut state = model
             .start(sampling.seed, watch.is_some(), device)
-            .stepping(&filters);
+            .stepping(&stepping);
         state.capture_layer = watch.map(|w| w.layer);
         state
     };
@@ -762,10 +762,23 @@ async fn step_logits(
     device: &Device,
 ) -> Result<Vec<f32>, GenerateError> {
     let len = ids.len();
+    if let [id] = ids {
+        let logits = model
+            .step(StepInput::Token(*id), None, state, device)
+            .await?;
+        return Ok(log_softmax_values(&logits));
+    }
     let data: Vec<i64> = ids.iter().map(|&t| t as i64).collect();
     let input = Tensor::<2, Int>::from_data(TensorData::new(data, vec![1, len]), device);
     let logits = model.forward(Inputs::Tokens(input), None, state, None)?;
     read_f32(log_softmax(logits.narrow(1, len - 1, 1), 2)).await
+}
+
+/// `log_softmax` of plain logits.
+pub fn log_softmax_values(logits: &[f32]) -> Vec<f32> {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let log_total = logits.iter().map(|l| (l - max).exp()).sum::<f32>().ln() + max;
+    logits.iter().map(|l| l - log_total).collect()
 }
 
 /// A song from token ids (prompt and continuation together), one piano track.

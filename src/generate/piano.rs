@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{AttentionRows, GenerateError, Watch, read_f32, watched_rows};
 use crate::model::config::{ACCOMPANIMENT_INPUTS, LABEL_FEATURES, Task};
-use crate::model::performer::{Inputs, Performer};
+use crate::model::performer::{Inputs, Performer, StepInput};
 use crate::music::roll::{PITCHES, PianoRoll};
 use crate::train::data::Example;
 
@@ -199,9 +199,9 @@ where
     }
     let coords_width = e.coordinates.len() / len.max(1);
     let structural = model.config.pe.is_structural();
-    // Inputs of steps `range`, with the previous piano step taken from `roll`.
-    let rows = |range: Range<usize>, roll: &PianoRoll| -> (Tensor<3>, Option<Tensor<3>>) {
-        let n = range.len();
+    // Inputs of steps `range` [len, width], with the previous piano step taken from `roll`,
+    // and their structure coordinates when the encoding reads them.
+    let values = |range: Range<usize>, roll: &PianoRoll| -> (Vec<f32>, Option<Vec<f32>>) {
         let mut x = e.inputs[range.start * width..range.end * width].to_vec();
         for (i, t) in range.clone().enumerate() {
             let row = &mut x[i * width + offset..i * width + offset + 2 * PITCHES];
@@ -213,17 +213,22 @@ where
                 }
             }
         }
+        let coords = (structural && coords_width > 0)
+            .then(|| e.coordinates[range.start * coords_width..range.end * coords_width].to_vec());
+        (x, coords)
+    };
+    let rows = |range: Range<usize>, roll: &PianoRoll| -> (Tensor<3>, Option<Tensor<3>>) {
+        let n = range.len();
+        let (x, coords) = values(range, roll);
         let inputs = Tensor::<3>::from_data(TensorData::new(x, vec![1, n, width]), device);
-        let coords = (structural && coords_width > 0).then(|| {
-            let c = e.coordinates[range.start * coords_width..range.end * coords_width].to_vec();
-            Tensor::<3>::from_data(TensorData::new(c, vec![1, n, coords_width]), device)
-        });
+        let coords = coords
+            .map(|c| Tensor::<3>::from_data(TensorData::new(c, vec![1, n, coords_width]), device));
         (inputs, coords)
     };
-    let filters = model.step_filters().await?;
+    let stepping = model.stepping(device).await?;
     let mut state = model
         .start(sampling.seed, watch.is_some(), device)
-        .stepping(&filters);
+        .stepping(&stepping);
     state.capture_layer = watch.map(|w| w.layer);
     let mut rng = StdRng::seed_from_u64(sampling.seed ^ 0x9_1A40);
     // What comes before the region is known: one parallel pass fills the attention state.
@@ -236,9 +241,10 @@ where
     // The watched head's row of every step since the last report (each over its own keys).
     let mut watched: Vec<Vec<f32>> = Vec::new();
     for t in region.clone() {
-        let (inputs, coords) = rows(t..t + 1, &roll);
-        let logits = model.forward(Inputs::Rolls(inputs), coords, &mut state, None)?;
-        let values = read_f32(logits).await?;
+        let (x, coords) = values(t..t + 1, &roll);
+        let values = model
+            .step(StepInput::Roll(&x), coords.as_deref(), &mut state, device)
+            .await?;
         let (on, sus) = values.split_at(PITCHES);
         draw_step(&mut roll, t, on, sus, &sampling, &mut rng);
         if let Some(row) = watched_rows(&state, watch, t).await? {

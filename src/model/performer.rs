@@ -91,8 +91,52 @@ pub struct Performer {
 #[derive(Clone, Debug)]
 enum LayerState {
     Empty,
-    Linear(LinearState),
-    Softmax(KvCache),
+    Linear(Box<LinearState>),
+    /// The same sums as plain numbers, S [heads, m, d_v] and z [heads, m] (batch 1), while
+    /// the plain-slice decoder steps.
+    Plain {
+        s: Vec<f32>,
+        z: Vec<f32>,
+    },
+    Softmax(Box<KvCache>),
+}
+
+/// A captured layer's feature-mapped keys so far.
+#[derive(Clone, Debug)]
+enum Keys {
+    /// [batch, heads, n, m].
+    Tensor(Box<Tensor<4>>),
+    /// Per head, [n · m] (batch 1).
+    Plain(Vec<Vec<f32>>),
+}
+
+impl Keys {
+    /// Per head, as plain numbers (the CPU backend reads synchronously).
+    fn plain(t: Tensor<4>) -> Vec<Vec<f32>> {
+        let [_, heads, n, m] = t.dims();
+        let v = t
+            .narrow(0, 0, 1)
+            .into_data()
+            .convert::<f32>()
+            .try_into_vec::<f32>();
+        let v = v.expect("f32 keys");
+        (0..heads)
+            .map(|h| v[h * n * m..(h + 1) * n * m].to_vec())
+            .collect()
+    }
+
+    /// As a tensor; `features` is m.
+    fn tensor(self, features: usize, device: &Device) -> Tensor<4> {
+        match self {
+            Keys::Tensor(t) => *t,
+            Keys::Plain(heads) => {
+                let h = heads.len();
+                let n = heads.first().map_or(0, Vec::len) / features.max(1);
+                let values: Vec<f32> = heads.into_iter().flatten().collect();
+                Tensor::from_data(TensorData::new(values, vec![1, h, n, features]), device)
+            }
+        }
+    }
 }
 
 /// Everything a sequence carries from one `forward` call to the next.
@@ -112,15 +156,20 @@ pub struct State {
     capture: bool,
     /// Capture only this layer (rows cost len × n per head: a long prefill shows one layer).
     pub capture_layer: Option<usize>,
-    keys: Vec<Option<Tensor<4>>>,
+    keys: Vec<Option<Keys>>,
     pub rows: Vec<Option<Tensor<4>>>,
+    /// The plain-slice decoder [`Performer::step`] uses, if any, and the draws it has read.
+    decoder: Option<Arc<Decoder>>,
+    plain_draw: Option<step::PlainDraw>,
 }
 
 impl State {
-    /// This state with the filters from [`Performer::step_filters`], so that one-position
-    /// calls take the CPU path for convSPE codes (the same codes).
-    pub fn stepping(mut self, filters: &Option<Arc<StepFilters>>) -> Self {
-        self.draw.conv_filters = filters.clone();
+    /// This state with what [`Performer::stepping`] read: one-position calls then take the
+    /// CPU path for convSPE codes (the same codes), and [`Performer::step`] the plain-slice
+    /// decoder where there is one.
+    pub fn stepping(mut self, stepping: &Stepping) -> Self {
+        self.draw.conv_filters = stepping.filters.clone();
+        self.decoder = stepping.decoder.clone();
         self
     }
 }
@@ -252,6 +301,8 @@ impl Performer {
             capture_layer: None,
             keys: vec![None; c.layers],
             rows: Vec::new(),
+            decoder: None,
+            plain_draw: None,
         }
     }
 
@@ -379,13 +430,23 @@ impl Performer {
                 let phi_q = map.apply(qh, true);
                 let phi_k = map.apply(kh, false);
                 let prior = match std::mem::replace(&mut state.layers[layer], LayerState::Empty) {
-                    LayerState::Linear(s) => s,
+                    LayerState::Linear(s) => *s,
+                    LayerState::Plain { s, z } => {
+                        let (h, m, dv) = (c.heads, c.features, c.d_head);
+                        LinearState {
+                            s: Tensor::from_data(TensorData::new(s, vec![1, h, m, dv]), &device),
+                            z: Tensor::from_data(TensorData::new(z, vec![1, h, m, 1]), &device),
+                        }
+                    }
                     _ => LinearState::zeros(b, c.heads, c.features, c.d_head, &device),
                 };
                 if capture {
-                    let keys = append(state.keys[layer].take(), phi_k.clone());
+                    let old = state.keys[layer]
+                        .take()
+                        .map(|k| k.tensor(c.features, &device));
+                    let keys = append(old, phi_k.clone());
                     row = Some(attention_rows(phi_q.clone(), keys.clone()));
-                    state.keys[layer] = Some(keys);
+                    state.keys[layer] = Some(Keys::Tensor(Box::new(keys)));
                 }
                 let (out, next) = if l == 1 {
                     recurrent_step(phi_q, phi_k, v, prior)
@@ -394,13 +455,13 @@ impl Performer {
                     // `causal_linear` (the reference) everywhere else, training included.
                     causal_linear_fast(phi_q, phi_k, v, c.chunk, prior)
                 };
-                state.layers[layer] = LayerState::Linear(next);
+                state.layers[layer] = LayerState::Linear(Box::new(next));
                 out
             }
             AttentionKind::Softmax => {
                 let mut cache = match std::mem::replace(&mut state.layers[layer], LayerState::Empty)
                 {
-                    LayerState::Softmax(cache) => cache,
+                    LayerState::Softmax(cache) => *cache,
                     _ => KvCache::new(),
                 };
                 let out = cache.attend(qh.clone(), kh, v, 1.0);
@@ -408,7 +469,7 @@ impl Performer {
                     let keys = cache.k.clone().expect("just filled");
                     row = Some(softmax_rows(qh, keys, 1.0));
                 }
-                state.layers[layer] = LayerState::Softmax(cache);
+                state.layers[layer] = LayerState::Softmax(Box::new(cache));
                 out
             }
         };
@@ -522,6 +583,9 @@ fn append(old: Option<Tensor<4>>, new: Tensor<4>) -> Tensor<4> {
         None => new,
     }
 }
+
+mod step;
+pub use step::{Decoder, StepInput, Stepping};
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;

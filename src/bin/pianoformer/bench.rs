@@ -1,14 +1,20 @@
-//! `pianoformer bench decode`: per-token decoding time at several positions for the recurrent
-//! Performer and for the softmax baseline with a KV cache, at the same size, measured in one
-//! run. A Performer token should cost the same at position 8192 as at 512; a softmax token
-//! grows with the cache.
+//! `pianoformer bench decode`: per-token decoding time at several positions, measured in one
+//! run, for whole tokens as generation pays them: the model's step, log-softmax, the grammar's
+//! mask and top-p sampling. Rows: the shipped default continuation model (what the page runs)
+//! on the plain-slice decoder and through tensor ops; the headline-size Performer the same two
+//! ways; and the softmax baseline with a KV cache at that size. A Performer token should cost
+//! the same at position 8192 as at 512; a softmax token grows with the cache.
 
 use std::time::Instant;
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use pianoformer::device::{self, Preference};
+use pianoformer::generate::{Sampling, log_softmax_values, sample_token};
 use pianoformer::model::config::{AttentionKind, PerformerConfig};
-use pianoformer::model::performer::{Inputs, Performer, State};
+use pianoformer::model::performer::{Inputs, Performer, State, StepInput, Stepping};
+use pianoformer::music::tokens::{Grammar, Token};
+use rand::SeedableRng;
+use rand::rngs::StdRng;
 
 /// Prefill in chunks of this many tokens (keeps the softmax score matrix small).
 const PREFILL_CHUNK: usize = 1024;
@@ -49,26 +55,77 @@ fn prefill(
     Ok(())
 }
 
-/// Median milliseconds per decoded token over `steps` tokens from the current position
-/// (each step reads its logits, as sampling does).
+/// Median milliseconds per generated token over `steps` tokens from the current position:
+/// each token is the model's step (plain-slice or tensor, as the state says), log-softmax, the
+/// grammar's mask and a top-p draw, the drawn token being the next input.
 fn decode(
     model: &Performer,
     state: &mut State,
     steps: usize,
     device: &Device,
 ) -> Result<f64, String> {
+    let mut grammar = Grammar::new();
+    grammar.advance(Token::Bos).map_err(|e| e.to_string())?;
+    let mut rng = StdRng::seed_from_u64(state.position as u64);
+    let sampling = Sampling {
+        temperature: 1.0,
+        top_p: 0.95,
+        seed: 0,
+    };
+    let mut id = Token::Bos.id();
     let mut times = Vec::with_capacity(steps);
     for _ in 0..steps {
-        let ids = token_ids(state.position, 1, model.config.input_dim, device);
         let started = Instant::now();
-        let out = model
-            .forward(Inputs::Tokens(ids), None, state, None)
+        let logits = pollster::block_on(model.step(StepInput::Token(id), None, state, device))
             .map_err(|e| e.to_string())?;
-        let _ = out.into_data();
+        let logp = log_softmax_values(&logits);
+        let mut allowed = grammar.allowed();
+        for t in [Token::Pad, Token::Bos, Token::Eos] {
+            allowed[t.id() as usize] = false;
+        }
+        id = sample_token(&logp, &allowed, sampling, &mut rng);
+        grammar
+            .advance(Token::from_id(id).unwrap_or(Token::Eos))
+            .map_err(|e| e.to_string())?;
         times.push(started.elapsed().as_secs_f64() * 1e3);
     }
     times.sort_by(f64::total_cmp);
     Ok(times[times.len() / 2])
+}
+
+/// The rows of `bench decode`: (name, ms per token at each position).
+fn decode_rows(
+    model: &Performer,
+    name: &str,
+    positions: &[usize],
+    steps: usize,
+    device: &Device,
+    rows: &mut Vec<(String, Vec<f64>)>,
+) -> Result<(), String> {
+    let stepping = pollster::block_on(model.stepping(device)).map_err(|e| e.to_string())?;
+    let plain = stepping.decoder.is_some();
+    let forms: &[(&str, bool)] = if plain {
+        &[("plain-slice steps", true), ("tensor steps", false)]
+    } else {
+        &[("tensor steps", false)]
+    };
+    for &(form, use_plain) in forms {
+        let bare = Stepping {
+            filters: stepping.filters.clone(),
+            decoder: None,
+        };
+        let with = if use_plain { &stepping } else { &bare };
+        let mut state = model.start(0, false, device).stepping(with);
+        // One warm-up token (first-call allocations, kernel compilation on a GPU).
+        decode(model, &mut state, 1, device)?;
+        let mut times = Vec::new();
+        for &p in positions {
+            prefill(model, &mut state, p, device)?;
+            times.push(decode(model, &mut state, steps, device)?);
+        }
+        rows.push((format!("{name}, {form}"), times));
+    }
+    Ok(())
 }
 
 /// Milliseconds per training step of the small accompaniment preset (sineSPE, gated) on
@@ -367,31 +424,48 @@ pub fn run(what: &str, options: Options) -> Result<(), String> {
     let backend = pollster::block_on(device::init(preference)).map_err(|e| format!("{e}"))?;
     let device = backend.device.clone();
     let mut rows = Vec::new();
+    let shipped = crate::models::load(
+        "default",
+        pianoformer::model::config::Task::Continuation,
+        None,
+        &device,
+    )?;
+    let shipped_name = shipped
+        .source
+        .split_whitespace()
+        .next()
+        .unwrap_or("default")
+        .to_string();
+    let shipped_params = shipped.model.parameters();
+    decode_rows(
+        &shipped.model,
+        &shipped_name,
+        &positions,
+        options.steps,
+        &device,
+        &mut rows,
+    )?;
     let mut params = 0;
     for attention in [AttentionKind::Linear, AttentionKind::Softmax] {
         let config = PerformerConfig::bench().with_attention(attention);
         let model = Performer::new(&config, 0, &device).map_err(|e| e.to_string())?;
         params = model.parameters();
-        let mut state = model.start(0, false, &device);
-        // One warm-up token (first-call allocations, kernel compilation on a GPU).
-        decode(&model, &mut state, 1, &device)?;
-        let mut times = Vec::new();
-        for &p in &positions {
-            prefill(&model, &mut state, p, &device)?;
-            times.push(decode(&model, &mut state, options.steps, &device)?);
-        }
-        rows.push((attention, times));
+        let name = match attention {
+            AttentionKind::Linear => "bench Performer",
+            AttentionKind::Softmax => "bench softmax + KV cache",
+        };
+        decode_rows(&model, name, &positions, options.steps, &device, &mut rows)?;
     }
     let ratio = |t: &[f64]| t[t.len() - 1] / t[0];
     if options.json {
         let value = serde_json::json!({
             "backend": backend.info,
-            "model": PerformerConfig::bench(),
-            "parameters": params,
+            "shipped": { "name": shipped_name, "parameters": shipped_params, "config": shipped.model.config },
+            "bench": { "parameters": params, "config": PerformerConfig::bench() },
             "positions": positions,
             "steps": options.steps,
-            "ms_per_token": rows.iter().map(|(a, t)| (format!("{a:?}").to_lowercase(), t.clone())).collect::<std::collections::BTreeMap<_, _>>(),
-            "ratio_last_to_first": rows.iter().map(|(a, t)| (format!("{a:?}").to_lowercase(), ratio(t))).collect::<std::collections::BTreeMap<_, _>>(),
+            "ms_per_token": rows.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
+            "ratio_last_to_first": rows.iter().map(|(n, t)| (n.clone(), ratio(t))).collect::<std::collections::BTreeMap<_, _>>(),
         });
         println!(
             "{}",
@@ -400,26 +474,27 @@ pub fn run(what: &str, options: Options) -> Result<(), String> {
         return Ok(());
     }
     println!(
-        "decode, {} ({} parameters: vocab 333, d_model 256, 4 layers, 4 heads × 64, gated sineSPE K 5, R 64, 128 features)",
-        backend.info.label(),
-        params
+        "decode, {}; whole tokens (step, log-softmax, grammar mask, top-p draw)",
+        backend.info.label()
+    );
+    println!(
+        "{shipped_name}: {shipped_params} parameters (the page's default); bench: {params} \
+         parameters (vocab 333, d_model 256, 4 layers, 4 heads × 64, gated sineSPE K 5, R 64, \
+         128 features)"
     );
     println!(
         "median ms per token over {} tokens at each position",
         options.steps
     );
-    print!("{:<22}", "position");
+    let width = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(10) + 2;
+    print!("{:<width$}", "position");
     for p in &positions {
         print!("{p:>10}");
     }
     let last = positions[positions.len() - 1];
     println!("{:>16}", format!("t({last})/t({})", positions[0]));
-    for (attention, times) in &rows {
-        let name = match attention {
-            AttentionKind::Linear => "Performer (recurrent)",
-            AttentionKind::Softmax => "softmax + KV cache",
-        };
-        print!("{name:<22}");
+    for (name, times) in &rows {
+        print!("{name:<width$}");
         for t in times {
             print!("{t:>10.2}");
         }

@@ -48,6 +48,12 @@ impl CapeAugment {
 /// `positions` is [batch · len], the result [batch, len, d_model].
 pub fn sinusoids(positions: &[f32], batch: usize, d_model: usize, device: &Device) -> Tensor<3> {
     let len = positions.len() / batch.max(1);
+    let values = sinusoid_values(positions, d_model);
+    Tensor::from_data(TensorData::new(values, vec![batch, len, d_model]), device)
+}
+
+/// The values of [`sinusoids`], [positions, d_model].
+pub fn sinusoid_values(positions: &[f32], d_model: usize) -> Vec<f32> {
     let mut values = Vec::with_capacity(positions.len() * d_model);
     for &t in positions {
         for i in 0..d_model {
@@ -56,7 +62,7 @@ pub fn sinusoids(positions: &[f32], batch: usize, d_model: usize, device: &Devic
             values.push(if i % 2 == 0 { angle.sin() } else { angle.cos() } as f32);
         }
     }
-    Tensor::from_data(TensorData::new(values, vec![batch, len, d_model]), device)
+    values
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]

@@ -176,6 +176,21 @@ impl ConvSpe {
         cache: &mut NoiseColumns,
         device: &Device,
     ) -> (Tensor<4>, Tensor<4>) {
+        let (q, k) = self.step_values(filters, realizations, seed, position, cache);
+        let shape = vec![self.heads, 1, self.dim, realizations];
+        let t = |v: Vec<f32>| Tensor::from_data(TensorData::new(v, shape.clone()), device);
+        (t(q), t(k))
+    }
+
+    /// The values of [`Self::step_codes`], [heads, dim, R] each.
+    pub fn step_values(
+        &self,
+        filters: &StepFilters,
+        realizations: usize,
+        seed: u64,
+        position: usize,
+        cache: &mut NoiseColumns,
+    ) -> (Vec<f32>, Vec<f32>) {
         let channels = self.heads * self.dim;
         let taps = self.taps();
         assert_eq!(
@@ -200,7 +215,7 @@ impl ConvSpe {
                 }
             }
         }
-        // [R, heads · dim] → [heads, 1, dim, R], as `codes` lays them out.
+        // [R, heads · dim] → [heads, dim, R], as `codes` lays them out.
         let lay = |v: Vec<f32>| {
             let mut out = vec![0f32; v.len()];
             for (r, row) in v.chunks_exact(channels).enumerate() {
@@ -208,10 +223,7 @@ impl ConvSpe {
                     out[c * realizations + r] = *x;
                 }
             }
-            Tensor::from_data(
-                TensorData::new(out, vec![self.heads, 1, self.dim, realizations]),
-                device,
-            )
+            out
         };
         (lay(q), lay(k))
     }

@@ -375,7 +375,7 @@ impl PositionalEncoding {
     }
 
     /// `sqrt(1 − δ)` and `sqrt(δ)` of `layer`'s gate, [1, heads, 1, dim].
-    fn gate(&self, layer: usize) -> Option<(Tensor<4>, Tensor<4>)> {
+    pub(crate) fn gate(&self, layer: usize) -> Option<(Tensor<4>, Tensor<4>)> {
         let g = self.gates.get(layer)?;
         let delta = sigmoid(g.val()).reshape([1, self.heads, 1, self.dim]);
         Some((delta.clone().neg().add_scalar(1.0).sqrt(), delta.sqrt()))

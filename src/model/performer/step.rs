@@ -1,0 +1,652 @@
+//! Decoding one position at a time on the CPU over plain slices: what generation does after
+//! its prompt, a token or a sixteenth at a time. It is `Performer::forward` with a length of
+//! one in linear attention, but each matrix is one pass over a `Vec<f32>` instead of a tensor
+//! op (a dozen small ops per layer cost more than their arithmetic, above all in wasm), and
+//! each layer's state update `S += φ(k) vᵀ, z += φ(k)` and read-out `φ(q)ᵀS / φ(q)ᵀz` is one
+//! pass per head. The weights are read once per generation ([`Performer::stepping`]); the
+//! tensor form stays the reference (the tests compare them) and runs everything else:
+//! training, prefill, WebGPU, softmax attention.
+//!
+//! The recurrent state moves between the two forms in [`State`]: the first plain step reads
+//! the tensors a prefill left, and a later tensor call takes the plain state back.
+
+use std::sync::Arc;
+
+use burn::nn::{LayerNorm, Linear};
+use burn::tensor::activation::softplus;
+use burn::tensor::{Device, Tensor, TensorData};
+
+use super::{Keys, LayerState, ModelError, Performer, State};
+use crate::model::attention::{EPS, LinearState};
+use crate::model::config::AttentionKind;
+use crate::model::features::FeatureKind;
+use crate::model::pe::ape::sinusoid_values;
+use crate::model::pe::conv_spe::StepFilters;
+use crate::model::pe::{Codes, PeKind, Span};
+
+/// What one step reads: a token id (continuation) or a row of the input roll (accompaniment).
+#[derive(Clone, Copy, Debug)]
+pub enum StepInput<'a> {
+    Token(u32),
+    Roll(&'a [f32]),
+}
+
+/// What decoding a position a step reads once per generation; put it in a state with
+/// [`State::stepping`].
+#[derive(Clone, Debug, Default)]
+pub struct Stepping {
+    /// convSPE's filters as plain numbers (for the tensor form's steps too).
+    pub filters: Option<Arc<StepFilters>>,
+    /// The model's weights as plain numbers, when steps run on the CPU.
+    pub decoder: Option<Arc<Decoder>>,
+}
+
+/// A linear layer: `x W + b`, `W` [d_in, d_out] as Burn stores it.
+#[derive(Debug)]
+struct Dense {
+    w: Vec<f32>,
+    b: Vec<f32>,
+}
+
+impl Dense {
+    async fn read(l: &Linear) -> Result<Self, String> {
+        let w = crate::model::read(l.weight.val()).await?;
+        let b = match &l.bias {
+            Some(b) => crate::model::read(b.val()).await?,
+            None => vec![0.0; l.weight.dims()[1]],
+        };
+        Ok(Self { w, b })
+    }
+
+    fn apply(&self, x: &[f32], out: &mut Vec<f32>) {
+        out.clear();
+        out.extend_from_slice(&self.b);
+        // Row by row (`out += x_i W_i`): vectorises without reordering sums, and skips the
+        // zeros of a piano roll's input.
+        for (&xi, row) in x.iter().zip(self.w.chunks_exact(self.b.len())) {
+            if xi != 0.0 {
+                axpy(xi, row, out);
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Norm {
+    gamma: Vec<f32>,
+    beta: Vec<f32>,
+}
+
+impl Norm {
+    async fn read(n: &LayerNorm) -> Result<Self, String> {
+        let gamma = crate::model::read(n.gamma.val()).await?;
+        let beta = match &n.beta {
+            Some(b) => crate::model::read(b.val()).await?,
+            None => vec![0.0; gamma.len()],
+        };
+        Ok(Self { gamma, beta })
+    }
+
+    /// Layer norm with Burn's default epsilon (the model never sets another).
+    fn apply(&self, x: &[f32], out: &mut Vec<f32>) {
+        let n = x.len() as f32;
+        let mean = x.iter().sum::<f32>() / n;
+        let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / n;
+        let inv = 1.0 / (var + 1e-5).sqrt();
+        out.clear();
+        out.extend(
+            x.iter()
+                .zip(self.gamma.iter().zip(&self.beta))
+                .map(|(v, (g, b))| (v - mean) * inv * g + b),
+        );
+    }
+}
+
+#[derive(Debug)]
+struct Block {
+    norm1: Norm,
+    wq: Dense,
+    wk: Dense,
+    wv: Dense,
+    wo: Dense,
+    norm2: Norm,
+    ff1: Dense,
+    ff2: Dense,
+}
+
+/// sineSPE's parameters as the tensor form computes them: frequencies in cycles per step,
+/// query offsets and gains (after softplus), each [heads, dim, sines].
+#[derive(Debug)]
+struct Sine {
+    freqs: Vec<f32>,
+    offsets: Vec<f32>,
+    gains: Vec<f32>,
+    sines: usize,
+}
+
+/// A model's weights as plain numbers, for [`Performer::step`] on the CPU.
+#[derive(Debug)]
+pub struct Decoder {
+    embedding: Option<Vec<f32>>,
+    input: Option<Dense>,
+    blocks: Vec<Block>,
+    norm: Norm,
+    head: Dense,
+    sine: Option<Sine>,
+    /// Per layer, `sqrt(1 − δ)` and `sqrt(δ)` [heads · dim] of the gate.
+    gates: Vec<(Vec<f32>, Vec<f32>)>,
+    filters: Option<Arc<StepFilters>>,
+}
+
+/// A sequence's draws as plain numbers, read at its first plain step.
+#[derive(Clone, Debug)]
+pub(super) struct PlainDraw {
+    /// Z [heads, dim · J, R] of sine and SFF codes.
+    mix: Option<Vec<f32>>,
+    /// ε per layer [heads, dim, R].
+    eps: Vec<Vec<f32>>,
+    /// Feature-map directions per layer [heads, qk_dim, directions].
+    maps: Vec<Vec<f32>>,
+}
+
+/// Where a step's codes leave queries and keys before the feature map.
+enum StepCodes {
+    /// As they are (scaled).
+    None,
+    /// Codes `Qbar`, `Kbar` [heads, dim, R], mixed with ε where gated.
+    Bars(Vec<f32>, Vec<f32>),
+    /// F-StrIPE's exact features Ω [heads, dim, J] (and J), concatenated over dimensions.
+    Exact(Vec<f32>, Vec<f32>, usize),
+}
+
+fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
+    for (y, x) in y.iter_mut().zip(x) {
+        *y += a * x;
+    }
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    // Eight running sums, so that the compiler can keep them in SIMD lanes.
+    let mut acc = [0f32; 8];
+    let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ac
+        .remainder()
+        .iter()
+        .zip(bc.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in ac.zip(bc) {
+        for i in 0..8 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
+fn gelu(x: f32) -> f32 {
+    0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2))
+}
+
+fn sync<const D: usize>(t: Tensor<D>) -> Vec<f32> {
+    t.into_data()
+        .convert::<f32>()
+        .try_into_vec::<f32>()
+        .expect("f32 values")
+}
+
+impl Performer {
+    /// What decoding a position a step reads once per generation: convSPE's filters, and on
+    /// the CPU backend (`Device::flex()`) the weights for the plain-slice decoder. Softmax
+    /// attention and other devices decode through tensors.
+    pub async fn stepping(&self, device: &Device) -> Result<Stepping, ModelError> {
+        let filters = self.step_filters().await?;
+        let plain = *device == Device::flex() && self.config.attention == AttentionKind::Linear;
+        let decoder = if plain {
+            let read = self.read_decoder(filters.clone());
+            Some(Arc::new(read.await.map_err(ModelError::Weights)?))
+        } else {
+            None
+        };
+        Ok(Stepping { filters, decoder })
+    }
+
+    async fn read_decoder(&self, filters: Option<Arc<StepFilters>>) -> Result<Decoder, String> {
+        use crate::model::read;
+        let mut blocks = Vec::with_capacity(self.blocks.len());
+        for b in &self.blocks {
+            blocks.push(Block {
+                norm1: Norm::read(&b.norm1).await?,
+                wq: Dense::read(&b.wq).await?,
+                wk: Dense::read(&b.wk).await?,
+                wv: Dense::read(&b.wv).await?,
+                wo: Dense::read(&b.wo).await?,
+                norm2: Norm::read(&b.norm2).await?,
+                ff1: Dense::read(&b.ff1).await?,
+                ff2: Dense::read(&b.ff2).await?,
+            });
+        }
+        let sine = match &self.pe.sine {
+            Some(s) => Some(Sine {
+                freqs: read(s.frequencies()).await?,
+                offsets: read(s.offsets.val()).await?,
+                gains: read(softplus(s.gains.val(), 1.0)).await?,
+                sines: s.sines(),
+            }),
+            None => None,
+        };
+        let mut gates = Vec::new();
+        for layer in 0..self.pe.gates.len() {
+            let (a, g) = self.pe.gate(layer).expect("a gate per layer");
+            gates.push((read(a).await?, read(g).await?));
+        }
+        Ok(Decoder {
+            embedding: match &self.embedding {
+                Some(e) => Some(read(e.weight.val()).await?),
+                None => None,
+            },
+            input: match &self.input {
+                Some(l) => Some(Dense::read(l).await?),
+                None => None,
+            },
+            blocks,
+            norm: Norm::read(&self.norm).await?,
+            head: Dense::read(&self.head).await?,
+            sine,
+            gates,
+            filters,
+        })
+    }
+
+    /// One position of `state`'s sequence, returning its logits [output_dim]: on the
+    /// plain-slice decoder when the state has one (see [`Self::stepping`]) and holds one row,
+    /// otherwise through [`Self::forward`]. `labels` are the position's structure coordinates
+    /// (F-StrIPE).
+    pub async fn step(
+        &self,
+        input: StepInput<'_>,
+        labels: Option<&[f32]>,
+        state: &mut State,
+        device: &Device,
+    ) -> Result<Vec<f32>, ModelError> {
+        let c = &self.config;
+        match input {
+            StepInput::Token(id) if id as usize >= c.input_dim || self.embedding.is_none() => {
+                return Err(ModelError::Input {
+                    expected: self.expects(),
+                    given: format!("token {id}"),
+                });
+            }
+            StepInput::Roll(r) if r.len() != c.input_dim || self.input.is_none() => {
+                return Err(ModelError::Input {
+                    expected: self.expects(),
+                    given: format!("a row of {} features", r.len()),
+                });
+            }
+            _ => {}
+        }
+        let coords = c.pe.coordinates();
+        let labels = match (self.pe.config.is_structural(), labels) {
+            (false, _) => None,
+            (true, None) => return Err(ModelError::MissingLabels),
+            (true, Some(l)) if l.len() != coords => {
+                return Err(ModelError::Input {
+                    expected: format!("{coords} structure coordinates"),
+                    given: format!("{}", l.len()),
+                });
+            }
+            (true, Some(l)) => Some(l),
+        };
+        match state.decoder.clone() {
+            Some(d) if state.batch.unwrap_or(1) == 1 => {
+                state.batch = Some(1);
+                Ok(self.step_plain(&d, input, labels, state, device))
+            }
+            _ => {
+                let inputs = match input {
+                    StepInput::Token(id) => super::Inputs::Tokens(Tensor::from_data(
+                        TensorData::new(vec![id as i64], vec![1, 1]),
+                        device,
+                    )),
+                    StepInput::Roll(r) => super::Inputs::Rolls(Tensor::from_data(
+                        TensorData::new(r.to_vec(), vec![1, 1, r.len()]),
+                        device,
+                    )),
+                };
+                let labels = labels.map(|l| {
+                    Tensor::from_data(TensorData::new(l.to_vec(), vec![1, 1, l.len()]), device)
+                });
+                let logits = self.forward(inputs, labels, state, None)?;
+                crate::model::read(logits)
+                    .await
+                    .map_err(|e| ModelError::Weights(format!("the logits could not be read: {e}")))
+            }
+        }
+    }
+
+    fn expects(&self) -> String {
+        match (&self.embedding, &self.input) {
+            (Some(_), _) => format!("token ids below {}", self.config.input_dim),
+            _ => format!("piano-roll rows of {} features", self.config.input_dim),
+        }
+    }
+
+    fn step_plain(
+        &self,
+        d: &Decoder,
+        input: StepInput<'_>,
+        labels: Option<&[f32]>,
+        state: &mut State,
+        device: &Device,
+    ) -> Vec<f32> {
+        let c = &self.config;
+        let (heads, dh, dm) = (c.heads, c.d_head, c.d_model);
+        let position = state.position;
+        let draw = state.plain_draw.get_or_insert_with(|| PlainDraw {
+            mix: state.draw.mix.clone().map(sync),
+            eps: state.draw.eps.iter().cloned().map(sync).collect(),
+            maps: state.maps.iter().map(|m| sync(m.w.clone())).collect(),
+        });
+        let draw = draw.clone();
+        let mut x = Vec::with_capacity(dm);
+        match (input, &d.embedding, &d.input) {
+            (StepInput::Token(id), Some(e), _) => {
+                x.extend_from_slice(&e[id as usize * dm..(id as usize + 1) * dm]);
+            }
+            (StepInput::Roll(r), _, Some(l)) => l.apply(r, &mut x),
+            _ => unreachable!("checked in step"),
+        }
+        if matches!(c.pe.kind, PeKind::Ape | PeKind::Cape) {
+            axpy(1.0, &sinusoid_values(&[position as f32], dm), &mut x);
+        }
+        let codes = self.step_codes(d, &draw, labels, state, device);
+        let r = c.pe.realizations;
+        let qk_dim = self.pe.qk_dim();
+        let directions = draw.maps.first().map_or(0, |m| m.len() / (heads * qk_dim));
+        let m = c.features;
+        let (mut h, mut q, mut k, mut v) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut tmp, mut ff) = (Vec::new(), Vec::new());
+        let mut merged = vec![0f32; heads * dh];
+        let (mut hat_q, mut hat_k) = (vec![0f32; qk_dim], vec![0f32; qk_dim]);
+        let (mut phi_q, mut phi_k) = (vec![0f32; m], vec![0f32; m]);
+        let mut rows: Vec<Option<Tensor<4>>> = Vec::new();
+        for (layer, block) in d.blocks.iter().enumerate() {
+            block.norm1.apply(&x, &mut h);
+            block.wq.apply(&h, &mut q);
+            block.wk.apply(&h, &mut k);
+            block.wv.apply(&h, &mut v);
+            let (mut s, mut z) = self.plain_layer(state, layer);
+            let capture = state.capture && state.capture_layer.is_none_or(|l| l == layer);
+            let mut row = capture.then(Vec::new);
+            let mut keys = capture.then(|| match state.keys[layer].take() {
+                Some(Keys::Plain(k)) => k,
+                Some(Keys::Tensor(t)) => Keys::plain(*t),
+                None => vec![Vec::new(); heads],
+            });
+            for head in 0..heads {
+                let span = head * dh..(head + 1) * dh;
+                let gate = d
+                    .gates
+                    .get(layer)
+                    .map(|(a, g)| (&a[span.clone()], &g[span.clone()]));
+                let eps = draw
+                    .eps
+                    .get(layer)
+                    .map(|e| &e[head * dh * r..(head + 1) * dh * r]);
+                let one = |x: &[f32], side: usize, out: &mut [f32]| {
+                    qk_plain(&codes, x, side, head, dh, r, gate, eps, out)
+                };
+                one(&q[span.clone()], 0, &mut hat_q);
+                one(&k[span.clone()], 1, &mut hat_k);
+                let w = &draw.maps[layer][head * qk_dim * directions..][..qk_dim * directions];
+                features(c.feature_kind, w, &hat_q, true, m, &mut phi_q);
+                features(c.feature_kind, w, &hat_k, false, m, &mut phi_k);
+                // The state update and the read-out in one pass over the head's S and z.
+                let s = &mut s[head * m * dh..(head + 1) * m * dh];
+                let z = &mut z[head * m..(head + 1) * m];
+                let out = &mut merged[head * dh..(head + 1) * dh];
+                out.fill(0.0);
+                let mut den = 0.0;
+                for f in 0..m {
+                    let row = &mut s[f * dh..(f + 1) * dh];
+                    axpy(phi_k[f], &v[head * dh..(head + 1) * dh], row);
+                    z[f] += phi_k[f];
+                    axpy(phi_q[f], row, out);
+                    den += phi_q[f] * z[f];
+                }
+                let inv = 1.0 / (den + EPS as f32);
+                out.iter_mut().for_each(|o| *o *= inv);
+                if let (Some(row), Some(keys)) = (row.as_mut(), keys.as_mut()) {
+                    captured_row(&mut keys[head], &phi_k, &phi_q, row);
+                }
+            }
+            state.layers[layer] = LayerState::Plain { s, z };
+            if let Some(keys) = keys {
+                state.keys[layer] = Some(Keys::Plain(keys));
+            }
+            if let Some(row) = row {
+                let n = row.len() / heads;
+                rows.push(Some(Tensor::from_data(
+                    TensorData::new(row, vec![1, heads, 1, n]),
+                    device,
+                )));
+            } else {
+                rows.push(None);
+            }
+            block.wo.apply(&merged, &mut tmp);
+            axpy(1.0, &tmp, &mut x);
+            block.norm2.apply(&x, &mut h);
+            block.ff1.apply(&h, &mut ff);
+            ff.iter_mut().for_each(|f| *f = gelu(*f));
+            block.ff2.apply(&ff, &mut tmp);
+            axpy(1.0, &tmp, &mut x);
+        }
+        state.position += 1;
+        if state.capture {
+            state.rows = rows;
+        }
+        d.norm.apply(&x, &mut h);
+        let mut logits = Vec::new();
+        d.head.apply(&h, &mut logits);
+        logits
+    }
+
+    /// Takes layer `layer`'s S [heads, m, d_head] and z [heads, m] out of the state as plain
+    /// numbers, read from the tensors a prefill left if need be.
+    fn plain_layer(&self, state: &mut State, layer: usize) -> (Vec<f32>, Vec<f32>) {
+        let c = &self.config;
+        match std::mem::replace(&mut state.layers[layer], LayerState::Empty) {
+            LayerState::Plain { s, z } => (s, z),
+            LayerState::Linear(state) => {
+                let LinearState { s, z } = *state;
+                (sync(s), sync(z))
+            }
+            _ => (
+                vec![0.0; c.heads * c.features * c.d_head],
+                vec![0.0; c.heads * c.features],
+            ),
+        }
+    }
+
+    /// The codes of the state's position for one step.
+    fn step_codes(
+        &self,
+        d: &Decoder,
+        draw: &PlainDraw,
+        labels: Option<&[f32]>,
+        state: &mut State,
+        device: &Device,
+    ) -> StepCodes {
+        let c = &self.config.pe;
+        let (heads, dim, r) = (self.config.heads, self.config.d_head, c.realizations);
+        let position = state.position;
+        // Ω [heads, dim, J] → codes [heads, dim, R] through Z.
+        let bars = |omega: &[f32], j: usize| -> Vec<f32> {
+            let mix = draw.mix.as_ref().expect("a draw with codes");
+            let mut out = vec![0f32; heads * dim * r];
+            for (hd, o) in out.chunks_exact_mut(r).enumerate() {
+                let z = &mix[hd * j * r..(hd + 1) * j * r];
+                for (w, zr) in omega[hd * j..(hd + 1) * j].iter().zip(z.chunks_exact(r)) {
+                    axpy(*w, zr, o);
+                }
+            }
+            out
+        };
+        match c.kind {
+            PeKind::SineSpe => {
+                let s = d.sine.as_ref().expect("sine");
+                let j = 2 * s.sines;
+                let scale = 1.0 / (j as f32).sqrt();
+                let mut oq = vec![0f32; heads * dim * j];
+                let mut ok = vec![0f32; heads * dim * j];
+                let two_pi = (2.0 * std::f64::consts::PI) as f32;
+                for i in 0..heads * dim * s.sines {
+                    let phase_k = (s.freqs[i] * position as f32) * two_pi;
+                    let phase_q = phase_k + s.offsets[i];
+                    let g = s.gains[i];
+                    let (hd, kk) = (i / s.sines, i % s.sines);
+                    let at = hd * j + 2 * kk;
+                    oq[at] = phase_q.cos() * g * scale;
+                    oq[at + 1] = phase_q.sin() * g * scale;
+                    ok[at] = phase_k.cos() * g * scale;
+                    ok[at + 1] = phase_k.sin() * g * scale;
+                }
+                StepCodes::Bars(bars(&oq, j), bars(&ok, j))
+            }
+            PeKind::ConvSpe => {
+                let conv = self.pe.conv.as_ref().expect("conv");
+                let filters = d
+                    .filters
+                    .as_ref()
+                    .expect("convSPE filters read with the weights");
+                let (q, k) = conv.step_values(
+                    filters,
+                    r,
+                    state.draw.seed,
+                    position,
+                    &mut state.draw.conv_noise,
+                );
+                StepCodes::Bars(q, k)
+            }
+            PeKind::Fstripe | PeKind::FstripeSff => {
+                // Ω from the labels through the tensor form (a few ops a step).
+                let labels = labels.expect("checked in step").to_vec();
+                let n = labels.len();
+                let span = Span {
+                    start: position,
+                    len: 1,
+                    labels: Some(Tensor::from_data(
+                        TensorData::new(labels, vec![1, 1, n]),
+                        device,
+                    )),
+                };
+                match self.pe.codes(&span, &mut state.draw, device) {
+                    Codes::Factored { omega_q, omega_k } => {
+                        let j = omega_q.dims()[4];
+                        StepCodes::Bars(bars(&sync(omega_q), j), bars(&sync(omega_k), j))
+                    }
+                    Codes::Exact { omega_q, omega_k } => {
+                        let j = omega_q.dims()[4];
+                        StepCodes::Exact(sync(omega_q), sync(omega_k), j)
+                    }
+                    _ => unreachable!("F-StrIPE codes"),
+                }
+            }
+            _ => StepCodes::None,
+        }
+    }
+}
+
+/// One head's query or key (`side` 0 or 1) through the codes, as `PositionalEncoding::qk`
+/// computes it: the feature map's input, written to `out` [qk_dim].
+#[allow(clippy::too_many_arguments)]
+fn qk_plain(
+    codes: &StepCodes,
+    x: &[f32],
+    side: usize,
+    head: usize,
+    dim: usize,
+    r: usize,
+    gate: Option<(&[f32], &[f32])>,
+    eps: Option<&[f32]>,
+    out: &mut [f32],
+) {
+    let d = dim as f32;
+    let a = |i: usize| gate.map_or(1.0, |(a, _)| a[i]);
+    match codes {
+        StepCodes::None => {
+            let s = d.powf(-0.25);
+            out.iter_mut().zip(x).for_each(|(o, x)| *o = x * s);
+        }
+        StepCodes::Bars(q, k) => {
+            let bar = if side == 0 { q } else { k };
+            let bar = &bar[head * dim * r..(head + 1) * dim * r];
+            out.fill(0.0);
+            for (i, (&xi, b)) in x.iter().zip(bar.chunks_exact(r)).enumerate() {
+                axpy(xi * a(i), b, out);
+            }
+            if let (Some((_, g)), Some(eps)) = (gate, eps) {
+                for (i, (&xi, e)) in x.iter().zip(eps.chunks_exact(r)).enumerate() {
+                    axpy(xi * g[i], e, out);
+                }
+            }
+            let rr = r as f32;
+            let s = (d * rr).powf(-0.25) * rr.powf(-0.25);
+            out.iter_mut().for_each(|o| *o *= s);
+        }
+        StepCodes::Exact(q, k, j) => {
+            let j = *j;
+            let omega = if side == 0 { q } else { k };
+            let omega = &omega[head * dim * j..(head + 1) * dim * j];
+            let s = d.powf(-0.25);
+            for (i, &xi) in x.iter().enumerate() {
+                for jj in 0..j {
+                    out[i * j + jj] = xi * a(i) * omega[i * j + jj] * s;
+                }
+            }
+            if let Some((_, g)) = gate {
+                for (i, &xi) in x.iter().enumerate() {
+                    out[dim * j + i] = xi * g[i] * s;
+                }
+            }
+        }
+    }
+}
+
+/// The feature map of one head's `x` [qk_dim] with its directions `w` [qk_dim, directions],
+/// as `FeatureMap::apply` computes it, into `out` [features].
+fn features(kind: FeatureKind, w: &[f32], x: &[f32], is_query: bool, m: usize, out: &mut [f32]) {
+    let directions = w.len() / x.len().max(1);
+    let proj = &mut out[..directions];
+    proj.fill(0.0);
+    for (&xi, row) in x.iter().zip(w.chunks_exact(directions)) {
+        axpy(xi, row, proj);
+    }
+    let scale = 1.0 / (m as f32).sqrt();
+    match kind {
+        FeatureKind::Relu => out.iter_mut().for_each(|o| *o = o.max(0.0) * scale),
+        FeatureKind::Favor => {
+            let half_norm = 0.5 * x.iter().map(|v| v * v).sum::<f32>();
+            let (pos, neg) = out.split_at_mut(directions);
+            for (n, p) in neg.iter_mut().zip(pos.iter_mut()) {
+                *n = -*p - half_norm;
+                *p -= half_norm;
+            }
+            let shift = if is_query {
+                out.iter().copied().fold(f32::NEG_INFINITY, f32::max)
+            } else {
+                0.0
+            };
+            out.iter_mut().for_each(|o| *o = (*o - shift).exp() * scale);
+        }
+    }
+}
+
+/// Appends this step's key to a head's captured keys [n · m] and writes the query's
+/// normalised attention over every key so far to `row` (as `attention_rows` does).
+fn captured_row(keys: &mut Vec<f32>, phi_k: &[f32], phi_q: &[f32], row: &mut Vec<f32>) {
+    keys.extend_from_slice(phi_k);
+    let start = row.len();
+    row.extend(keys.chunks_exact(phi_k.len()).map(|key| dot(phi_q, key)));
+    let total: f32 = row[start..].iter().sum::<f32>() + EPS as f32;
+    row[start..].iter_mut().for_each(|v| *v /= total);
+}
