@@ -36,17 +36,22 @@ setup:
 samples: setup
 	node tools/samples.mjs
 
-# Release wasm for the page, in pkg/ (wasm-pack --target web), and the piano samples.
+# Release wasm for the page (wasm-pack --target web) in two bundles: pkg/cpu/ without WebGPU
+# (the page starts on it) and pkg/ with it (fetched when WebGPU may be used); and the samples.
 wasm: setup samples
 	@start=$$(date +%s); \
 	wasm-pack build --release --target web --no-opt --no-pack --out-dir pkg; \
-	raw=$$(stat -c %s pkg/pianoformer_bg.wasm); \
-	if [ "$(WASM_OPT)" = 1 ]; then \
-	  wasm-opt -Oz --strip-debug --strip-producers pkg/pianoformer_bg.wasm -o pkg/pianoformer_bg.wasm.opt; \
-	  mv pkg/pianoformer_bg.wasm.opt pkg/pianoformer_bg.wasm; \
-	fi; \
-	size=$$(stat -c %s pkg/pianoformer_bg.wasm); gz=$$(gzip -9c pkg/pianoformer_bg.wasm | wc -c); \
-	echo "wasm: $$((raw / 1024)) KiB built, $$((size / 1024)) KiB shipped ($$((gz / 1024)) KiB gzipped) in $$(( $$(date +%s) - start )) s"
+	wasm-pack build --release --target web --no-opt --no-pack --out-dir pkg/cpu -- --no-default-features --features ml; \
+	for dir in pkg pkg/cpu; do \
+	  raw=$$(stat -c %s $$dir/pianoformer_bg.wasm); \
+	  if [ "$(WASM_OPT)" = 1 ]; then \
+	    wasm-opt -Oz --enable-simd --strip-debug --strip-producers $$dir/pianoformer_bg.wasm -o $$dir/pianoformer_bg.wasm.opt; \
+	    mv $$dir/pianoformer_bg.wasm.opt $$dir/pianoformer_bg.wasm; \
+	  fi; \
+	  size=$$(stat -c %s $$dir/pianoformer_bg.wasm); gz=$$(gzip -9c $$dir/pianoformer_bg.wasm | wc -c); \
+	  echo "wasm $$dir/: $$((raw / 1024)) KiB built, $$((size / 1024)) KiB shipped ($$((gz / 1024)) KiB gzipped)"; \
+	done; \
+	echo "wasm: both bundles in $$(( $$(date +%s) - start )) s"
 
 POP909_DIR ?= $(CURDIR)/../shared/data/pop909
 

@@ -13,7 +13,7 @@
 import { fetchModel } from './www/store.js';
 import { SAMPLES } from './www/audio.js';
 
-export const VERSION = 2;
+export const VERSION = 3;
 export const SHELL_CACHE = `pianoformer-shell-v${VERSION}`;
 
 /** What the page cannot start without, relative to this worker. */
@@ -35,8 +35,10 @@ export const SHELL_FILES = [
   'www/store.js',
   'www/tune.js',
   'www/worker.js',
-  'pkg/pianoformer.js',
-  'pkg/pianoformer_bg.wasm',
+  // The CPU bundle, which the page starts on; the WebGPU bundle (pkg/) is kept when a visit
+  // with WebGPU fetches it (networkFirst below).
+  'pkg/cpu/pianoformer.js',
+  'pkg/cpu/pianoformer_bg.wasm',
   'www/models/manifest.json',
 ];
 

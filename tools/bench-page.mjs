@@ -1,80 +1,145 @@
-// The page's performance, measured in one run (a benchmark, not a test): time from page load to
-// ready, download sizes, and generation speed on WebGPU and on the CPU in the same Chromium
-// build, for an accompaniment of a whole song (64 bars unless --bars) and a 512-token
-// continuation with the default models.
-// Usage: make wasm && node tools/bench-page.mjs [--skip-gpu] [--bars 64] [--gpu-bars 4]
-//        [--tokens 512] [--gpu-tokens 32]
-// On a machine without a GPU, WebGPU is SwiftShader (software): far slower, so on WebGPU the
-// accompaniment is timed on fewer bars (--gpu-bars) and the continuation over fewer tokens
-// (--gpu-tokens), and both are compared per step or token.
-import { readFileSync, statSync } from 'node:fs';
+// The page's performance, measured in one run (a benchmark, not a test), against the same work
+// natively in the same run: the bundles' sizes, the time from page load to ready, and on the
+// CPU backend and on WebGPU in one Chromium build an accompaniment (16 bars, and a whole 64-bar
+// song on the CPU), a 512-token continuation, and fine-tuning steps, all with the default
+// models and the bundled example song.
+// Usage: make wasm && node tools/bench-page.mjs [--skip-gpu] [--bars 16] [--long-bars 64]
+//        [--gpu-bars 4] [--tokens 512] [--gpu-tokens 32] [--tune-steps 8] [--gpu-tune-steps 2]
+// Native figures come from the release CLI (`cargo run --release`): `generate` on the same
+// MIDI file with the same options, and `bench tune`. On a machine without a GPU, WebGPU is
+// SwiftShader (software): far slower, so on WebGPU the work is smaller and compared per step,
+// token or optimiser step.
+import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { chromium } from 'playwright-core';
 import { startServer } from './serve.mjs';
-import { CHROMIUM, FLAGS } from '../tests/e2e/browser.mjs';
+import { launch } from '../tests/e2e/browser.mjs';
 
 const args = process.argv.slice(2);
 const skipGpu = args.includes('--skip-gpu');
 const option = (name, fallback) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : fallback);
 const tokens = option('--tokens', 512);
 const gpuTokens = option('--gpu-tokens', 32);
-const bars = option('--bars', 64);
+const bars = option('--bars', 16);
+const longBars = option('--long-bars', 64);
 const gpuBars = option('--gpu-bars', 4);
-const LIMIT = 1_800_000;
+const tuneSteps = option('--tune-steps', 8);
+const gpuTuneSteps = option('--gpu-tune-steps', 2);
+const LIMIT = 3_600_000;
 
-const wasmBytes = readFileSync('pkg/pianoformer_bg.wasm');
+const bundles = ['pkg/cpu', 'pkg'].map((dir) => {
+  const bytes = readFileSync(`${dir}/pianoformer_bg.wasm`);
+  return { dir, raw: bytes.length, gz: gzipSync(bytes, { level: 9 }).length };
+});
 const manifest = JSON.parse(readFileSync('www/models/manifest.json', 'utf8'));
 const defaults = manifest.models.filter((m) => m.default);
 const mod = await import('../pkg/pianoformer.js');
-mod.initSync({ module: wasmBytes });
-const midiOf = (n) => [...mod.exampleMidi(0, n)];
+mod.initSync({ module: readFileSync('pkg/pianoformer_bg.wasm') });
+const midiOf = (n, key = 0) => Buffer.from(mod.exampleMidi(key, n));
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+// ------------------------------------------------------------------ natively
+
+// The release CLI: its stdout (`bench tune --json`) or its report line on stderr (`generate`).
+// The Makefile's target dir, so that a run outside make reuses its build.
+const env = { ...process.env, CARGO_TARGET_DIR: process.env.CARGO_TARGET_DIR ?? join(homedir(), '.cache/pianoformer/target') };
+function pianoformer(rest, stream) {
+  const r = spawnSync('cargo', ['run', '--release', '--quiet', '--', ...rest], { encoding: 'utf8', env });
+  if (r.status !== 0) throw new Error(`pianoformer ${rest.join(' ')} failed:\n${r.stderr}`);
+  return r[stream];
+}
+process.stderr.write('measuring natively (cargo run --release)…\n');
+const dir = mkdtempSync(join(tmpdir(), 'bench-page-'));
+// Run twice and read the second report (the first warms the file caches).
+const nativeReport = (rest) => {
+  pianoformer(rest, 'stderr');
+  return pianoformer(rest, 'stderr');
+};
+const native = {};
+for (const [name, n] of [['short', bars], ['long', longBars]]) {
+  const file = join(dir, `${name}.mid`);
+  writeFileSync(file, midiOf(n));
+  const acc = nativeReport(['generate', '--task', 'accompaniment', '-o', join(dir, 'a.mid'), file]);
+  const secs = Number(/accompanied by .* in ([\d.]+) s/.exec(acc)?.[1]);
+  native[`acc${name}`] = (secs * 1000) / (n * 16);
+  if (name === 'short') {
+    const cont = nativeReport(['generate', '--task', 'continuation', '--tokens', String(tokens), '-o', join(dir, 'c.mid'), file]);
+    native.token = Number(/\(([\d.]+) ms a token\)/.exec(cont)?.[1]);
+  }
+}
+native.tune = JSON.parse(pianoformer(['bench', 'tune', '--json', '--steps', String(tuneSteps)], 'stdout'));
+
+// ------------------------------------------------------------------ in Chromium
 
 const server = await startServer({ port: 0, quiet: true });
 const base = `http://127.0.0.1:${server.address().port}/`;
 
 async function measure(backend) {
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: backend === 'gpu' ? [...FLAGS, '--enable-unsafe-webgpu'] : [...FLAGS, '--disable-webgpu'],
-  });
+  const gpu = backend === 'gpu';
+  const { browser, page } = await launch({ webgpu: gpu, url: `${base}?backend=${backend}` });
   try {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     const start = Date.now();
-    await page.goto(`${base}?backend=${backend}`);
-    await page.waitForFunction(() => window.pianoformer.backend, null, { timeout: LIMIT });
-    const backendMs = await page.evaluate(() => window.pianoformer.readyMs);
     await page.waitForFunction(() => ['ready', 'error'].includes(document.body.dataset.state), null, { timeout: LIMIT });
     const readyMs = Date.now() - start;
     const label = await page.evaluate(() => window.pianoformer.backend.label);
-    await page.evaluate((data) => {
-      const dt = new DataTransfer();
-      dt.items.add(new File([new Uint8Array(data)], 'bench.mid'));
-      document.querySelector('main').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
-    }, midiOf(backend === 'gpu' ? gpuBars : bars));
-    await page.waitForFunction(() => window.pianoformer.piece, null, { timeout: 60_000 });
-    const run = async (task) => {
-      await page.selectOption('#task', task);
-      if (task === 'continuation') await page.fill('#length', String(backend === 'gpu' ? gpuTokens : tokens));
-      const n = await page.evaluate(() => window.pianoformer.generations.length);
-      await page.click('#generate');
-      await page.waitForFunction(
-        (n) => window.pianoformer.generations.length > n || !document.getElementById('error').hidden,
-        n,
-        { timeout: LIMIT },
+    const drop = async (data, name) => {
+      await page.evaluate(
+        ({ data, name }) => {
+          const dt = new DataTransfer();
+          dt.items.add(new File([new Uint8Array(data)], name));
+          document.querySelector('main').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+        },
+        { data: [...data], name },
       );
-      const g = await page.evaluate(() => window.pianoformer.generations.at(-1) ?? { error: window.pianoformer.error });
-      if (g.error) throw new Error(g.error);
-      // The first run includes the model download and load; run again for the steady speed.
-      const n2 = n + 1;
-      await page.click('#generate');
-      await page.waitForFunction((n) => window.pianoformer.generations.length > n, n2, { timeout: LIMIT });
-      const warm = await page.evaluate(() => window.pianoformer.generations.at(-1));
-      return { first: g, warm };
+      await page.waitForFunction((name) => window.pianoformer.piece?.name === name, name, { timeout: 60_000 });
     };
+    // A run, then a second one for the steady speed (the first includes the model's download
+    // and load).
+    const run = async (task, length) => {
+      await page.selectOption('#task', task);
+      if (length) await page.fill('#length', String(length));
+      const times = [];
+      for (let i = 0; i < 2; i++) {
+        const n = await page.evaluate(() => window.pianoformer.generations.length);
+        await page.click('#generate');
+        await page.waitForFunction(
+          (n) => window.pianoformer.generations.length > n || !document.getElementById('error').hidden,
+          n,
+          { timeout: LIMIT },
+        );
+        const g = await page.evaluate(() => window.pianoformer.generations.at(-1) ?? { error: window.pianoformer.error });
+        if (g.error || !g.ms) throw new Error(`${backend} ${task}: ${g.error ?? 'no generation'}`);
+        times.push(g);
+      }
+      return { first: times[0], warm: times[1] };
+    };
+    const n = gpu ? gpuBars : bars;
+    await drop(midiOf(n), 'bench.mid');
     const acc = await run('accompaniment');
-    const cont = await run('continuation');
-    return { backend, label, backendMs, readyMs, acc, cont, bars: backend === 'gpu' ? gpuBars : bars };
+    const cont = await run('continuation', gpu ? gpuTokens : tokens);
+    let long = null;
+    if (!gpu && longBars) {
+      await drop(midiOf(longBars), 'long.mid');
+      long = await run('accompaniment');
+    }
+    // Fine-tuning: five 16-bar songs, the panel's defaults, one more step than timed (the
+    // first compiles kernels and allocates).
+    const files = [0, 7, 2, 9, 4].map((key, k) => ({ name: `song${k}.mid`, mimeType: 'audio/midi', buffer: midiOf(16, key) }));
+    await page.setInputFiles('#tune-files', files);
+    await page.waitForFunction(
+      () => window.pianoformer.tune.files.length === 5 && window.pianoformer.tune.files.every((f) => f.trainBars),
+      null,
+      { timeout: LIMIT },
+    );
+    await page.fill('#tune-steps', String((gpu ? gpuTuneSteps : tuneSteps) + 1));
+    await page.click('#tune-start');
+    await page.waitForFunction(() => window.pianoformer.tune.lastRun, null, { timeout: LIMIT });
+    const tuneRun = await page.evaluate(() => window.pianoformer.tune.lastRun);
+    if (tuneRun.state !== 'done') throw new Error(`${backend}: the fine-tuning run ended ${tuneRun.state}`);
+    const tune = median(tuneRun.times.slice(1));
+    return { backend, label, readyMs, acc, cont, long, tune, bars: n };
   } finally {
     await browser.close();
   }
@@ -82,30 +147,41 @@ async function measure(backend) {
 
 const results = [];
 for (const backend of skipGpu ? ['cpu'] : ['cpu', 'gpu']) {
-  process.stderr.write(`measuring ${backend}…\n`);
+  process.stderr.write(`measuring ${backend} in Chromium…\n`);
   results.push(await measure(backend));
 }
 server.close();
 
-const kb = (n) => `${(n / 1024).toFixed(0)} KiB`;
-console.log(`wasm: ${kb(wasmBytes.length)} (${kb(gzipSync(wasmBytes, { level: 9 }).length)} gzipped)`);
+// ------------------------------------------------------------------ the report
+
+const kib = (n) => `${(n / 1024).toFixed(0)} KiB`;
+for (const b of bundles) {
+  const what = b.dir === 'pkg' ? 'with WebGPU' : 'CPU only, what the page starts on';
+  console.log(`wasm ${b.dir}/ (${what}): ${kib(b.raw)} (${kib(b.gz)} gzipped)`);
+}
 for (const m of defaults) console.log(`model ${m.name}: ${(m.bytes / 1e6).toFixed(2)} MB`);
 console.log('');
-console.log('| backend | backend up | ready (self-check done) | accompaniment (first / warm) | steps/s | ' +
-  'continuation (first / warm) | tokens/s |');
+const s = (ms) => `${(ms / 1000).toFixed(2)} s`;
+const x = (a, b) => `${(a / b).toFixed(1)}×`;
+console.log('| backend | ready | accompaniment, first / warm | ms a step (vs native) | continuation, first / warm | ms a token (vs native) | fine-tune ms a step (vs native) |');
 console.log('|---|---|---|---|---|---|---|');
+console.log(
+  `| native CLI (${native.tune.backend.kind === 'cpu' ? 'CPU' : native.tune.backend.kind}) | — | ${bars} bars | ${native.accshort.toFixed(2)} | ${tokens} tokens | ${native.token.toFixed(2)} | ${native.tune.ms_per_step.toFixed(0)} |`,
+);
 for (const r of results) {
-  const s = (ms) => `${(ms / 1000).toFixed(2)} s`;
+  const step = r.acc.warm.ms / (r.bars * 16);
+  const token = r.cont.warm.ms / r.cont.warm.tokens;
   console.log(
-    `| ${r.label} | ${s(r.backendMs)} | ${s(r.readyMs)} | ${r.bars} bars: ${s(r.acc.first.ms)} / ${s(r.acc.warm.ms)} | ` +
-      `${((r.bars * 16) / (r.acc.warm.ms / 1000)).toPrecision(3)} | ${r.cont.warm.tokens} tokens: ${s(r.cont.first.ms)} / ${s(r.cont.warm.ms)} | ` +
-      `${(r.cont.warm.tokens / (r.cont.warm.ms / 1000)).toPrecision(2)} |`,
+    `| ${r.label} | ${s(r.readyMs)} | ${r.bars} bars: ${s(r.acc.first.ms)} / ${s(r.acc.warm.ms)} | ${step.toFixed(2)} (${x(step, native.accshort)}) | ` +
+      `${r.cont.warm.tokens} tokens: ${s(r.cont.first.ms)} / ${s(r.cont.warm.ms)} | ${token.toFixed(2)} (${x(token, native.token)}) | ` +
+      `${r.tune.toFixed(0)} (${x(r.tune, native.tune.ms_per_step)}) |`,
   );
 }
-if (results.length === 2) {
-  const [cpu, gpu] = results;
-  const perToken = (r) => r.cont.warm.ms / r.cont.warm.tokens;
-  const perStep = (r) => r.acc.warm.ms / (r.bars * 16);
-  console.log(`\nWebGPU / CPU time: accompaniment per step ${(perStep(gpu) / perStep(cpu)).toFixed(1)}×, ` +
-    `continuation per token ${(perToken(gpu) / perToken(cpu)).toFixed(1)}×`);
+const cpu = results.find((r) => r.backend === 'cpu');
+if (cpu?.long) {
+  const step = cpu.long.warm.ms / (longBars * 16);
+  console.log(
+    `\nA whole ${longBars}-bar song on the CPU in the page: ${s(cpu.long.first.ms)} first, ${s(cpu.long.warm.ms)} warm ` +
+      `(${step.toFixed(2)} ms a step; natively ${native.acclong.toFixed(2)}, ${x(step, native.acclong)}).`,
+  );
 }

@@ -7,6 +7,7 @@
 // peak resident memory. WebGPU buffers live outside the wasm memory and are not counted.
 import { readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
+import { homedir } from 'node:os';
 import { startServer } from './serve.mjs';
 import { launch } from '../tests/e2e/browser.mjs';
 
@@ -30,6 +31,8 @@ const native = JSON.parse(
   execFileSync('cargo', ['run', '--release', '--quiet', '--', 'bench', 'tune', '--json', '--steps', String(steps)], {
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'inherit'],
+    // The Makefile's target dir, so that a run outside make reuses its build.
+    env: { ...process.env, CARGO_TARGET_DIR: process.env.CARGO_TARGET_DIR ?? `${homedir()}/.cache/pianoformer/target` },
   }),
 );
 

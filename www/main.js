@@ -62,6 +62,8 @@ const app = {
   playhead: 0,
   restored: false,
   attentionJob: null, // the Worker request drawing attention without generating
+  backendUp: false, // the Worker's session is up
+  startedUp: false, // the page has restored what it restores (the last piece, a link)
 };
 
 // ------------------------------------------------------------------ messages
@@ -121,11 +123,16 @@ function startWorker(backend) {
     } else if (data.type === 'check') {
       showCheck(data.report, data.ms);
     } else if (data.type === 'moved') {
-      app.loaded.clear();
+      // The Worker loaded the page's models into the session it moved to.
       const ready = status.readyMs;
       showBackend(data.backend, 0);
       status.readyMs = ready;
-      notice(`Running on the CPU: ${data.backend.fallback_reason}.`);
+      if (data.report) showCheck(data.report, data.ms);
+      notice(
+        data.backend.kind === 'gpu'
+          ? `Now on ${data.backend.label}: it warmed up in the background and measured faster than the CPU.`
+          : `Running on the CPU: ${data.backend.fallback_reason}.`,
+      );
     } else if (data.type === 'error') {
       rejectStarted(new Error(data.message));
       showError(data.message, { fatal: true });
@@ -188,7 +195,15 @@ function showBackend(backend, ms) {
   $('check-backend').textContent = text;
   $('check-ready').textContent =
     `${status.readyMs.toFixed(0)} ms after page load (${ms.toFixed(0)} ms in the Worker)`;
-  if (status.state === 'loading') setState('checking');
+  app.backendUp = true;
+  whenReady();
+  updateButtons();
+}
+
+// Ready once the backend is up and the last visit's piece is back: the self-check's result
+// follows (and stops the page if it fails).
+function whenReady() {
+  if (status.state === 'loading' && app.backendUp && app.startedUp) setState('ready');
   updateButtons();
 }
 
@@ -211,7 +226,6 @@ function showCheck(report, ms) {
     });
     return;
   }
-  setState('ready');
   updateButtons();
   keepOffline();
 }
@@ -1561,4 +1575,7 @@ window.addEventListener('error', (e) => showError(`Unexpected error: ${e.message
 window.addEventListener('unhandledrejection', (e) =>
   showError(`Unexpected error: ${e.reason?.message ?? e.reason}`),
 );
-start();
+start().finally(() => {
+  app.startedUp = true;
+  whenReady();
+});

@@ -9,7 +9,13 @@
 //      {type: 'cancel', id}
 // Out: {type: 'ready', backend, ms} · {type: 'check', report, ms} · {type: 'error', message}
 //      {type: 'device-lost', message}  (the GPU device is gone: the page moves to the CPU)
-//      {type: 'moved', backend}  (auto moved to the CPU after measuring)
+//      {type: 'moved', backend, report?, ms?}  (auto moved to WebGPU, warmed and measured faster,
+//      with WebGPU's self-check; or stays on the CPU, with the reason)
+//
+// Two bundles: pkg/cpu/ (no WebGPU code, a fraction of the size) makes the page ready on the
+// CPU; on "auto" with a hardware adapter, pkg/ (with WebGPU) is fetched afterwards, checked and
+// measured in the background, and the session moves to it only if it is faster. "WebGPU only"
+// loads pkg/ alone and is ready once WebGPU is up; its self-check follows, in the background.
 //      {type: 'reply', id, ok, value | message} · {type: 'progress', id, done, total, notes?,
 //      attention?}
 
@@ -17,18 +23,26 @@ let wasm = null;
 let session = null;
 let wasmMemory = null;
 let tuner = null; // the fine-tuning run in progress (the page calls tuneStep once per step)
+let tunerSession = null; // the session it runs in (a later move leaves it there)
 const cancelled = new Set();
+// The models loaded into the session, {entry, bytes} by name: a move to the other bundle loads
+// them there too, so the page's requests go on as before.
+const models = new Map();
 
 // Every GPUDevice wgpu asks for, so that a drill (the page's `?drill` mode, for tests) can
 // destroy them mid-generation, as a driver reset or a lost GPU would.
 const devices = [];
+let deviceLost = false;
 if (globalThis.GPUAdapter?.prototype.requestDevice) {
   const request = GPUAdapter.prototype.requestDevice;
   GPUAdapter.prototype.requestDevice = async function (...args) {
     const device = await request.apply(this, args);
     devices.push(device);
     // A lost device fails every later GPU call: the page moves to the CPU at once.
-    device.lost?.then((info) => postMessage({ type: 'device-lost', message: info?.message || info?.reason || 'lost' }));
+    device.lost?.then((info) => {
+      deviceLost = true;
+      postMessage({ type: 'device-lost', message: info?.message || info?.reason || 'lost' });
+    });
     return device;
   };
 }
@@ -38,13 +52,21 @@ function fail(error, context) {
   postMessage({ type: 'error', message: context ? `${context}: ${message}` : message });
 }
 
-async function loadWasm() {
+const BUNDLES = { cpu: '../pkg/cpu/pianoformer.js', gpu: '../pkg/pianoformer.js' };
+
+// Loads a bundle: {module, memory} (the wasm's linear memory only grows: its size is the peak).
+// A host that serves only pkg/ still works: the CPU then runs from the WebGPU bundle.
+async function loadWasm(bundle) {
   try {
-    const module = await import('../pkg/pianoformer.js');
+    let module;
+    try {
+      module = await import(BUNDLES[bundle]);
+    } catch (e) {
+      if (bundle !== 'cpu') throw e;
+      module = await import(BUNDLES.gpu);
+    }
     const exports = await module.default();
-    // The wasm's linear memory only grows: its size is the peak so far.
-    wasmMemory = exports.memory;
-    return module;
+    return { module, memory: exports.memory };
   } catch (e) {
     throw new Error(
       `the app's WebAssembly could not be loaded (${e.message || e}). ` +
@@ -72,58 +94,106 @@ async function webGpuAdapter() {
   }
 }
 
-async function init(preference) {
-  const t0 = performance.now();
-  wasm = await loadWasm();
-  const adapter = await webGpuAdapter();
-  // A software WebGPU adapter (SwiftShader) runs these small models about 40 times slower
-  // than the CPU backend: "auto" takes the CPU there and says why.
-  let softwareFallback = false;
-  if (preference === 'auto' && adapter?.software) {
-    preference = 'cpu';
-    softwareFallback = true;
-  }
-  session = await wasm.Session.create(preference);
-  const backend = session.backend();
+function use(bundle) {
+  wasm = bundle.module;
+  wasmMemory = bundle.memory;
+}
+
+function passes(report) {
+  const { matmul, cumsum, softmax } = report.ops;
+  const losses = report.fit.losses;
+  return Math.max(matmul, cumsum, softmax) <= 1e-4 && losses.at(-1) < losses[0];
+}
+
+function labelled(backend, adapter) {
   if (backend.kind === 'gpu' && adapter?.name) {
     backend.adapter = adapter.name;
     backend.label = `WebGPU · ${adapter.name}${adapter.software ? ' (software adapter)' : ''}`;
   }
-  if (softwareFallback) {
-    backend.fallback_reason = `the only WebGPU adapter is a software renderer (${adapter.name})`;
-    backend.fallback_detail =
-      'It runs these models about 40 times slower than the CPU. Choose "WebGPU only" to use it anyway.';
+  return backend;
+}
+
+async function init(preference) {
+  const t0 = performance.now();
+  const adapter = preference === 'cpu' ? null : await webGpuAdapter();
+  if (preference === 'gpu') {
+    // "WebGPU only": the WebGPU bundle, usable as soon as WebGPU is up.
+    use(await loadWasm('gpu'));
+    session = await wasm.Session.create('gpu');
+    postMessage({ type: 'ready', backend: labelled(session.backend(), adapter), ms: performance.now() - t0 });
+    const t1 = performance.now();
+    try {
+      const report = await session.selfCheck();
+      postMessage({ type: 'check', report, ms: performance.now() - t1 });
+    } catch (e) {
+      // A device lost meanwhile is the page's to handle (it moves to the CPU); the news of
+      // the loss may come a moment after the failed read.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      if (!deviceLost) fail(e, 'The WebGPU self-check failed');
+    }
+    return;
+  }
+  use(await loadWasm('cpu'));
+  session = await wasm.Session.create('cpu');
+  const backend = session.backend();
+  // A software WebGPU adapter (SwiftShader) runs these small models far slower than the CPU
+  // backend: "auto" stays on the CPU there and says why.
+  const warm = preference === 'auto' && adapter && !adapter.software;
+  if (preference === 'auto' && !warm) {
+    if (adapter?.software) {
+      backend.fallback_reason = `the only WebGPU adapter is a software renderer (${adapter.name})`;
+      backend.fallback_detail =
+        'It runs these models hundreds of times slower than the CPU. Choose "WebGPU only" to use it anyway.';
+    } else {
+      backend.fallback_reason = navigator.gpu
+        ? 'this browser offers no WebGPU adapter (WebGPU is off, blocked or unsupported here)'
+        : 'this browser has no WebGPU';
+      backend.fallback_detail = 'The CPU backend runs the same models.';
+    }
   }
   postMessage({ type: 'ready', backend, ms: performance.now() - t0 });
   const t1 = performance.now();
   const report = await session.selfCheck();
-  postMessage({ type: 'check', report, ms: performance.now() - t1 });
-  if (preference === 'auto' && backend.kind === 'gpu') await measureFirstRun(backend);
+  const cpuCheckMs = performance.now() - t1;
+  postMessage({ type: 'check', report, ms: cpuCheckMs });
+  if (warm) await warmGpu(adapter);
 }
 
-// On "auto" with a hardware adapter: a quick first-run measurement. The self-check runs once
-// more on WebGPU (its kernels compiled now) and once on the CPU; if the CPU is faster, the
-// session moves there and the badge says so.
-async function measureFirstRun(backend) {
+// On "auto" with a hardware adapter, in the background while the page works on the CPU: the
+// WebGPU bundle is fetched and started, passes its self-check, then a first-run measurement
+// (the self-check once more on WebGPU, its kernels compiled now, and once on the CPU) decides.
+async function warmGpu(adapter) {
+  let candidate = null;
   try {
+    const bundle = await loadWasm('gpu');
+    candidate = await bundle.module.Session.create('gpu');
+    const backend = labelled(candidate.backend(), adapter);
     let t = performance.now();
-    await session.selfCheck();
-    const gpuMs = performance.now() - t;
-    const cpu = await wasm.Session.create('cpu');
+    const report = await candidate.selfCheck();
+    const checkMs = performance.now() - t;
+    if (!passes(report)) throw new Error(`WebGPU failed its self-check on ${backend.label}`);
     t = performance.now();
-    await cpu.selfCheck();
+    await candidate.selfCheck();
+    const gpuMs = performance.now() - t;
+    t = performance.now();
+    await session.selfCheck();
     const cpuMs = performance.now() - t;
     if (cpuMs < gpuMs) {
-      session = cpu;
-      const moved = cpu.backend();
-      moved.fallback_reason = `a first-run measurement found the CPU faster here (${cpuMs.toFixed(0)} ms against ${gpuMs.toFixed(0)} ms on ${backend.label})`;
-      moved.fallback_detail = 'Choose "WebGPU only" to use WebGPU anyway.';
-      postMessage({ type: 'moved', backend: moved });
-    } else {
-      cpu.free();
+      throw new Error(
+        `a first-run measurement found the CPU faster here (${cpuMs.toFixed(0)} ms against ${gpuMs.toFixed(0)} ms on ${backend.label})`,
+      );
     }
-  } catch {
-    // The measurement is an optimisation; WebGPU stays when it cannot be made.
+    for (const { entry, bytes } of models.values()) candidate.loadModel(entry, bytes);
+    session = candidate;
+    candidate = null;
+    use(bundle);
+    postMessage({ type: 'moved', backend, report, ms: checkMs });
+  } catch (e) {
+    candidate?.free();
+    const stay = session.backend();
+    stay.fallback_reason = e instanceof Error ? e.message : String(e);
+    stay.fallback_detail = 'Choose "WebGPU only" to use WebGPU anyway.';
+    postMessage({ type: 'moved', backend: stay });
   }
 }
 
@@ -164,12 +234,21 @@ const methods = {
   // Bytes of the wasm's linear memory (it only grows: the peak so far).
   memory: () => wasmMemory?.buffer.byteLength ?? null,
   checkPiece: ({ piece }) => wasm.checkPiece(JSON.stringify(piece)),
-  loadModel: ({ entry, bytes }) => session.loadModel(JSON.stringify(entry), new Uint8Array(bytes)),
+  loadModel: ({ entry, bytes }) => {
+    const text = JSON.stringify(entry);
+    const data = new Uint8Array(bytes);
+    const info = session.loadModel(text, data);
+    models.set(entry.name, { entry: text, bytes: data });
+    return info;
+  },
   hasModel: ({ name }) => session.hasModel(name),
   template: ({ model, layer, head, lags }) => session.template(model, layer, head, lags),
   attention: ({ model, piece, options }, id) =>
     session.attention(model, JSON.stringify(piece), JSON.stringify(options), progressHandler(id)),
-  unloadModel: ({ name }) => session.unloadModel(name),
+  unloadModel: ({ name }) => {
+    models.delete(name);
+    return session.unloadModel(name);
+  },
   tuneInspect: ({ pieces, task, holdout }) =>
     wasm.inspectTuneFiles(JSON.stringify(pieces), task, holdout),
   // Starts a run on this Worker's backend; returns what it reads and the base model's
@@ -179,6 +258,7 @@ const methods = {
     tuner = null;
     const run = await session.tuner(base, JSON.stringify(pieces), JSON.stringify(options));
     tuner = run;
+    tunerSession = session;
     const info = tuner.info();
     info.baseValidLoss = await tuner.validate();
     return info;
@@ -191,7 +271,11 @@ const methods = {
   },
   tuneKeep: async ({ name, description }) => {
     if (!tuner) throw new Error('no fine-tuned model to keep');
-    const out = await session.keepTuned(tuner, name, description ?? '');
+    const out = await tunerSession.keepTuned(tuner, name, description ?? '');
+    const kept = { entry: out.entry, bytes: new Uint8Array(out.weights) };
+    models.set(name, kept);
+    // Moved to the other bundle meanwhile: the new model is loaded where requests now go.
+    if (tunerSession !== session) session.loadModel(kept.entry, kept.bytes);
     return { entry: JSON.parse(out.entry), weights: out.weights };
   },
   tuneDrop: () => {

@@ -170,9 +170,19 @@ pub fn cpu() -> Backend {
     }
 }
 
+#[cfg(feature = "gpu")]
 type GpuSlot = Option<Result<Backend, DeviceError>>;
 
-#[cfg(target_arch = "wasm32")]
+/// A build without the `gpu` feature (the page's CPU bundle) has no GPU backend.
+#[cfg(not(feature = "gpu"))]
+async fn gpu() -> Result<Backend, DeviceError> {
+    Err(DeviceError::NoGpu(GpuUnavailable {
+        reason: "this build has no GPU backend (the page's CPU bundle)".into(),
+        detail: "built without the `gpu` feature".into(),
+    }))
+}
+
+#[cfg(all(feature = "gpu", target_arch = "wasm32"))]
 async fn gpu() -> Result<Backend, DeviceError> {
     use std::cell::RefCell;
     thread_local! {
@@ -190,7 +200,7 @@ async fn gpu() -> Result<Backend, DeviceError> {
     result
 }
 
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
 async fn gpu() -> Result<Backend, DeviceError> {
     use std::sync::Mutex;
     static GPU: Mutex<GpuSlot> = Mutex::new(None);
@@ -216,6 +226,7 @@ async fn gpu() -> Result<Backend, DeviceError> {
     result
 }
 
+#[cfg(feature = "gpu")]
 fn backend_from_setup(device: Device, setup: &burn::tensor::wgpu::WgpuSetup) -> Backend {
     let info = setup.adapter.get_info();
     Backend {

@@ -145,11 +145,12 @@ impl PerformerConfig {
             .with_pe(pe)
     }
 
-    /// The decode benchmark's headline size: vocab 333, d_model 256, 4 layers, 4 heads × 64,
-    /// R = 64, 128 FAVOR+ features, gated sineSPE with K = 5 and one shared code.
+    /// The decode benchmark's headline size: the token vocabulary, d_model 256, 4 layers, 4
+    /// heads × 64, R = 64, 128 FAVOR+ features, gated sineSPE with K = 5 and one shared code.
     pub fn bench() -> Self {
         let pe = PeConfig::new(PeKind::SineSpe).with_gate(true);
-        Self::new(Task::Continuation, 333, 333, 256, 4, 4, 64, 1024)
+        let vocab = crate::music::tokens::VOCAB_SIZE;
+        Self::new(Task::Continuation, vocab, vocab, 256, 4, 4, 64, 1024)
             .with_features(128)
             .with_pe(pe)
     }

@@ -6,6 +6,7 @@ pub mod checks;
 pub mod config;
 pub mod features;
 /// The fused WGSL kernel for causal linear attention (`shaders/`), used on wgpu for inference.
+#[cfg(feature = "gpu")]
 pub mod kernels;
 pub mod pe;
 pub mod performer;

@@ -17,9 +17,12 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use std::sync::Arc;
 
+#[cfg(not(feature = "gpu"))]
+use super::attention::causal_linear as causal_linear_fast;
 use super::attention::{KvCache, LinearState, attention_rows, recurrent_step, softmax_rows};
 use super::config::{AttentionKind, PerformerConfig, Task};
 use super::features::{FeatureMap, normal};
+#[cfg(feature = "gpu")]
 use super::kernels::causal_linear_fast;
 use super::pe::ape::sinusoids;
 use super::pe::conv_spe::StepFilters;

@@ -16,10 +16,10 @@ test('the shell holds every module and style of the page, and each one exists', 
   for (const f of SHELL_FILES.filter((f) => f !== './' && !f.startsWith('pkg/'))) {
     assert.ok(existsSync(new URL(f, root)), `${f} is listed but missing`);
   }
-  // The wasm and its loader are what the Worker imports.
+  // The bundles and their loaders are what the Worker imports: the CPU one is kept offline.
   const worker = readFileSync(new URL('www/worker.js', root), 'utf8');
-  assert.match(worker, /import\('\.\.\/pkg\/pianoformer\.js'\)/);
-  assert.ok(SHELL_FILES.includes('pkg/pianoformer.js') && SHELL_FILES.includes('pkg/pianoformer_bg.wasm'));
+  assert.match(worker, /cpu: '\.\.\/pkg\/cpu\/pianoformer\.js', gpu: '\.\.\/pkg\/pianoformer\.js'/);
+  assert.ok(SHELL_FILES.includes('pkg/cpu/pianoformer.js') && SHELL_FILES.includes('pkg/cpu/pianoformer_bg.wasm'));
   assert.match(SHELL_CACHE, /^pianoformer-shell-v\d+$/);
 });
 

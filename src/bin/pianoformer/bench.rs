@@ -285,6 +285,12 @@ fn tune(options: &Options) -> Result<(), String> {
 /// each length in `--positions` (e.g. `--positions 1024,4096`), on the GPU (`--backend gpu`).
 /// Median ms over `--steps` runs after a warm-up, and how much the device's memory pools grew
 /// over one run from a cleaned-up start.
+#[cfg(not(feature = "gpu"))]
+fn attention(_: &Options) -> Result<(), String> {
+    Err("this build has no GPU backend: build with the `gpu` feature (the default)".into())
+}
+
+#[cfg(feature = "gpu")]
 fn attention(options: &Options) -> Result<(), String> {
     use pianoformer::model::attention::{LinearState, causal_linear};
     use pianoformer::model::kernels::{causal_linear_fused, gpu_memory, gpu_memory_cleanup};
@@ -479,8 +485,9 @@ pub fn run(what: &str, options: Options) -> Result<(), String> {
     );
     println!(
         "{shipped_name}: {shipped_params} parameters (the page's default); bench: {params} \
-         parameters (vocab 333, d_model 256, 4 layers, 4 heads × 64, gated sineSPE K 5, R 64, \
-         128 features)"
+         parameters (vocab {}, d_model 256, 4 layers, 4 heads × 64, gated sineSPE K 5, R 64, \
+         128 features)",
+        PerformerConfig::bench().input_dim
     );
     println!(
         "median ms per token over {} tokens at each position",

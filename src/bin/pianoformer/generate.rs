@@ -211,7 +211,7 @@ pub fn run(args: Args) -> Result<(), String> {
             let notes = out.tracks.last().map_or(0, |t| t.notes.len());
             let ratio = chord_tone_ratio(&piano, &input.chords, input.grid.steps_per_beat);
             eprintln!(
-                "{} bars accompanied by {} in {:.1} s: {notes} piano notes{}; written to {}",
+                "{} bars accompanied by {} in {:.2} s: {notes} piano notes{}; written to {}",
                 input.grid.num_bars(),
                 loaded.source,
                 started.elapsed().as_secs_f64(),
@@ -262,7 +262,7 @@ pub fn run(args: Args) -> Result<(), String> {
             write(&args.out, &write_midi(&out))?;
             let secs = started.elapsed().as_secs_f64();
             eprintln!(
-                "{} prompt tokens, {} new tokens by {} in {:.1} s ({:.1} ms a token), up to \
+                "{} prompt tokens, {} new tokens by {} in {:.2} s ({:.2} ms a token), up to \
                  position {}; written to {}",
                 prompt.len(),
                 added.len(),
