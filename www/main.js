@@ -31,6 +31,7 @@ const status = {
   state: 'loading',
   backend: null,
   readyMs: null,
+  modelReadyMs: null, // when the chosen model was first loaded (ms after page load)
   check: null,
   error: null,
   generations: [],
@@ -62,6 +63,7 @@ const app = {
   playhead: 0,
   restored: false,
   attentionJob: null, // the Worker request drawing attention without generating
+  loading: new Map(), // model name -> the promise of its load into the Worker
   backendUp: false, // the Worker's session is up
   startedUp: false, // the page has restored what it restores (the last piece, a link)
 };
@@ -97,6 +99,7 @@ function startWorker(backend) {
   for (const pending of app.calls.values()) pending.reject(new Error('the model Worker restarted'));
   app.calls.clear();
   app.loaded.clear();
+  app.loading.clear();
   app.workerBackend = backend;
   let resolveStarted;
   let rejectStarted;
@@ -203,7 +206,20 @@ function showBackend(backend, ms) {
 // Ready once the backend is up and the last visit's piece is back: the self-check's result
 // follows (and stops the page if it fails).
 function whenReady() {
-  if (status.state === 'loading' && app.backendUp && app.startedUp) setState('ready');
+  if (status.state === 'loading' && app.backendUp && app.startedUp) {
+    setState('ready');
+    // The chosen model comes in now, so that the first Generate does not wait for it.
+    const entry = currentEntry();
+    if (entry) {
+      ensureModel(entry)
+        .then(() => {
+          status.modelReadyMs ??= performance.now() - t0;
+        })
+        .catch(() => {
+          // Said again, in words, when Generate needs it.
+        });
+    }
+  }
   updateButtons();
 }
 
@@ -526,8 +542,18 @@ function fillNumbers(select, n) {
 }
 
 /** Downloads (or takes from the cache) and loads `entry` in the Worker. */
-async function ensureModel(entry) {
-  if (app.loaded.has(entry.name)) return;
+/** Loads `entry` into the Worker unless it is there or on its way. */
+function ensureModel(entry) {
+  if (app.loaded.has(entry.name)) return Promise.resolve();
+  let loading = app.loading.get(entry.name);
+  if (!loading) {
+    loading = loadModel(entry).finally(() => app.loading.delete(entry.name));
+    app.loading.set(entry.name, loading);
+  }
+  return loading;
+}
+
+async function loadModel(entry) {
   const label = $('model-status');
   if (entry.user) {
     // A model fine-tuned here (or imported): its weights are in this tab or in IndexedDB.
