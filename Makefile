@@ -37,10 +37,11 @@ samples: setup
 	node tools/samples.mjs
 
 # Release wasm for the page (wasm-pack --target web) in two bundles: pkg/cpu/ without WebGPU
-# (the page starts on it) and pkg/ with it (fetched when WebGPU may be used); and the samples.
+# (the page starts on it; profile release, for speed) and pkg/ with it (fetched when WebGPU may
+# be used; profile page: opt-level z, fat LTO, one codegen unit, for size); and the samples.
 wasm: setup samples
 	@start=$$(date +%s); \
-	wasm-pack build --release --target web --no-opt --no-pack --out-dir pkg; \
+	wasm-pack build --profile page --target web --no-opt --no-pack --out-dir pkg; \
 	wasm-pack build --release --target web --no-opt --no-pack --out-dir pkg/cpu -- --no-default-features --features ml; \
 	for dir in pkg pkg/cpu; do \
 	  raw=$$(stat -c %s $$dir/pianoformer_bg.wasm); \

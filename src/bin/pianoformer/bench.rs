@@ -363,6 +363,22 @@ fn attention(options: &Options) -> Result<(), String> {
             let (_, after) = gpu_memory(&phi_q)?;
             Some(after.saturating_sub(before) as f64 / (1024.0 * 1024.0))
         };
+        // The two must agree: a timing of a kernel that did not run would be no timing.
+        let read = |t: Tensor<4>| t.into_data().try_to_vec::<f32>().unwrap_or_default();
+        let (g, f) = (read(generic().0), read(fused().0));
+        let diff = g.iter().zip(&f).map(|(a, b)| (a - b).abs()).fold(
+            if g.len() == f.len() {
+                0.0
+            } else {
+                f32::INFINITY
+            },
+            f32::max,
+        );
+        if !(diff <= 1e-3) {
+            return Err(format!(
+                "at length {len} the fused kernel's output is {diff} from the generic one's"
+            ));
+        }
         let (generic_ms, fused_ms) = (median_ms(&generic), median_ms(&fused));
         let (generic_mib, fused_mib) = (growth_mib(&generic), growth_mib(&fused));
         rows.push((len, generic_ms, fused_ms, generic_mib, fused_mib));
