@@ -374,7 +374,7 @@ fn attention(options: &Options) -> Result<(), String> {
             },
             f32::max,
         );
-        if !(diff <= 1e-3) {
+        if diff.is_nan() || diff > 1e-3 {
             return Err(format!(
                 "at length {len} the fused kernel's output is {diff} from the generic one's"
             ));
