@@ -37,8 +37,9 @@ samples: setup
 	node tools/samples.mjs
 
 # Release wasm for the page (wasm-pack --target web) in two bundles: pkg/cpu/ without WebGPU
-# (the page starts on it; profile release, for speed) and pkg/ with it (fetched when WebGPU may
-# be used; profile page: opt-level z, fat LTO, one codegen unit, for size); and the samples.
+# (the page starts on it; profile release and wasm-opt -O3, for speed) and pkg/ with it
+# (fetched when WebGPU may be used; profile page — opt-level z, fat LTO, one codegen unit — and
+# wasm-opt -Oz, for size); and the samples.
 wasm: setup samples
 	@start=$$(date +%s); \
 	wasm-pack build --profile page --target web --no-opt --no-pack --out-dir pkg; \
@@ -46,7 +47,8 @@ wasm: setup samples
 	for dir in pkg pkg/cpu; do \
 	  raw=$$(stat -c %s $$dir/pianoformer_bg.wasm); \
 	  if [ "$(WASM_OPT)" = 1 ]; then \
-	    wasm-opt -Oz --enable-simd --strip-debug --strip-producers $$dir/pianoformer_bg.wasm -o $$dir/pianoformer_bg.wasm.opt; \
+	    level=$$([ $$dir = pkg ] && echo -Oz || echo -O3); \
+	    wasm-opt $$level --enable-simd --strip-debug --strip-producers $$dir/pianoformer_bg.wasm -o $$dir/pianoformer_bg.wasm.opt; \
 	    mv $$dir/pianoformer_bg.wasm.opt $$dir/pianoformer_bg.wasm; \
 	  fi; \
 	  size=$$(stat -c %s $$dir/pianoformer_bg.wasm); gz=$$(gzip -9c $$dir/pianoformer_bg.wasm | wc -c); \

@@ -64,6 +64,7 @@ const app = {
   restored: false,
   attentionJob: null, // the Worker request drawing attention without generating
   loading: new Map(), // model name -> the promise of its load into the Worker
+  prefetched: null, // {name, bytes: promise of fetchModel} started with the page
   backendUp: false, // the Worker's session is up
   startedUp: false, // the page has restored what it restores (the last piece, a link)
 };
@@ -570,11 +571,14 @@ async function loadModel(entry) {
     return;
   }
   label.textContent = `Fetching ${entry.name}…`;
-  const { bytes, cached } = await fetchModel(entry, {
-    onProgress: ({ loaded, total }) => {
-      label.textContent = `Downloading ${entry.name}: ${(loaded / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB`;
-    },
-  });
+  const prefetched = app.prefetched?.name === entry.name ? app.prefetched.bytes : null;
+  app.prefetched = null;
+  const { bytes, cached } = await (prefetched ??
+    fetchModel(entry, {
+      onProgress: ({ loaded, total }) => {
+        label.textContent = `Downloading ${entry.name}: ${(loaded / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB`;
+      },
+    }));
   label.textContent = `Loading ${entry.name}…`;
   await call('loadModel', { entry, bytes: bytes.buffer }, { transfer: [bytes.buffer] });
   app.loaded.add(entry.name);
@@ -1571,6 +1575,14 @@ async function start() {
   });
   startWorker(preference);
   await loadManifest();
+  // The chosen model's bytes come while the Worker starts; it loads them once it is up.
+  const chosen = currentEntry();
+  if (chosen && !chosen.user) {
+    app.prefetched = { name: chosen.name, bytes: fetchModel(chosen) };
+    app.prefetched.bytes.catch(() => {
+      app.prefetched = null;
+    });
+  }
   await tuning.restore();
   const shared = await openShared().catch(() => false);
   if (!shared) {
