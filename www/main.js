@@ -171,7 +171,9 @@ function startWorker(backend) {
     app.calls.clear();
     showError(message);
   };
-  worker.postMessage({ type: 'init', backend });
+  // `?drill=warm`: tests treat a software adapter as a hardware one (warmed in the background);
+  // `?drill=move`: and move to it whatever the measurement says.
+  worker.postMessage({ type: 'init', backend, drill: params.get('drill') });
 }
 
 /** Sends a request to the Worker; resolves with its reply. */

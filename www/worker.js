@@ -113,7 +113,7 @@ function labelled(backend, adapter) {
   return backend;
 }
 
-async function init(preference) {
+async function init(preference, drill) {
   const t0 = performance.now();
   const adapter = preference === 'cpu' ? null : await webGpuAdapter();
   if (preference === 'gpu') {
@@ -138,7 +138,7 @@ async function init(preference) {
   const backend = session.backend();
   // A software WebGPU adapter (SwiftShader) runs these small models far slower than the CPU
   // backend: "auto" stays on the CPU there and says why.
-  const warm = preference === 'auto' && adapter && !adapter.software;
+  const warm = preference === 'auto' && adapter && (!adapter.software || ['warm', 'move'].includes(drill));
   if (preference === 'auto' && !warm) {
     if (adapter?.software) {
       backend.fallback_reason = `the only WebGPU adapter is a software renderer (${adapter.name})`;
@@ -156,13 +156,13 @@ async function init(preference) {
   const report = await session.selfCheck();
   const cpuCheckMs = performance.now() - t1;
   postMessage({ type: 'check', report, ms: cpuCheckMs });
-  if (warm) await warmGpu(adapter);
+  if (warm) await warmGpu(adapter, drill === 'move');
 }
 
 // On "auto" with a hardware adapter, in the background while the page works on the CPU: the
 // WebGPU bundle is fetched and started, passes its self-check, then a first-run measurement
 // (the self-check once more on WebGPU, its kernels compiled now, and once on the CPU) decides.
-async function warmGpu(adapter) {
+async function warmGpu(adapter, always = false) {
   let candidate = null;
   try {
     const bundle = await loadWasm('gpu');
@@ -178,7 +178,7 @@ async function warmGpu(adapter) {
     t = performance.now();
     await session.selfCheck();
     const cpuMs = performance.now() - t;
-    if (cpuMs < gpuMs) {
+    if (cpuMs < gpuMs && !always) {
       throw new Error(
         `a first-run measurement found the CPU faster here (${cpuMs.toFixed(0)} ms against ${gpuMs.toFixed(0)} ms on ${backend.label})`,
       );
@@ -330,7 +330,7 @@ async function call({ id, method, args }) {
 
 self.onmessage = ({ data }) => {
   if (data?.type === 'init') {
-    init(data.backend ?? 'auto').catch((e) => fail(e, 'The compute backend could not start'));
+    init(data.backend ?? 'auto', data.drill).catch((e) => fail(e, 'The compute backend could not start'));
   } else if (data?.type === 'call') {
     call(data);
   } else if (data?.type === 'cancel') {

@@ -11,9 +11,10 @@ const READY_TIMEOUT = 240_000;
 
 let server;
 let base;
+let wasm;
 
 before(async () => {
-  ({ server, base } = await serveApp());
+  ({ server, base, wasm } = await serveApp({ wasm: true }));
 });
 
 after(() => server?.close());
@@ -76,6 +77,45 @@ test('on auto, a software WebGPU adapter (SwiftShader) gives way to the CPU, say
     } else {
       assert.equal(status.backend.kind, 'gpu', 'a hardware adapter is used on auto');
     }
+  } finally {
+    await browser.close();
+  }
+});
+
+test('on auto, WebGPU warms up behind the CPU: ready at once, then the session moves with its model', { timeout: 900_000 }, async () => {
+  // `drill=move` treats SwiftShader as a hardware adapter and moves whatever the measurement
+  // says (on SwiftShader the CPU is faster, and auto would stay).
+  const { browser, page, log } = await openPage({ webgpu: true, query: '?backend=auto&drill=move' });
+  try {
+    const status = await waitSettled(page, log);
+    assert.equal(status.state, 'ready', `${status.error}\n${log.join('\n')}`);
+    assert.equal(status.backend.kind, 'cpu', 'ready on the CPU bundle, before WebGPU is warm');
+    await page.waitForFunction(() => window.pianoformer.modelReadyMs, null, { timeout: READY_TIMEOUT });
+    await page.waitForFunction(() => window.pianoformer.backend.kind === 'gpu', null, { timeout: READY_TIMEOUT });
+    const moved = await page.evaluate(() => window.pianoformer);
+    assert.ok(moved.check.ops.matmul <= 1e-4, JSON.stringify(moved.check.ops));
+    assert.match(await page.textContent('#backend-badge'), /WebGPU/);
+    assert.match(await page.textContent('#notice'), /warmed up in the background/);
+    // The model loaded on the CPU went with the session: the accompaniment runs on WebGPU.
+    const song = [...wasm.exampleMidi(2, 2)];
+    await page.evaluate((data) => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([new Uint8Array(data)], 'song.mid', { type: 'audio/midi' }));
+      document.querySelector('main').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    }, song);
+    await page.waitForFunction(() => window.pianoformer.piece?.name === 'song.mid', null, { timeout: 30_000 });
+    await page.selectOption('#task', 'accompaniment');
+    await page.click('#generate');
+    await page.waitForFunction(
+      () => window.pianoformer.generations.length > 0 || !document.getElementById('error').hidden,
+      null,
+      { timeout: 600_000 },
+    );
+    const run = await page.evaluate(() => window.pianoformer.generations.at(-1) ?? { error: window.pianoformer.error });
+    assert.equal(run.backend, 'gpu', JSON.stringify(run));
+    assert.ok(run.notes > 0);
+    assert.deepEqual(log.filter((l) => l.startsWith('[pageerror]')), []);
+    assert.deepEqual(await cspViolations(page, log), []);
   } finally {
     await browser.close();
   }
