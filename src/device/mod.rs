@@ -148,6 +148,7 @@ pub enum DeviceError {
 /// Obtains a backend. The wgpu runtime can be initialised only once per process (per page), so
 /// the first GPU initialisation (success or failure) is remembered and reused.
 pub async fn init(preference: Preference) -> Result<Backend, DeviceError> {
+    run_constructors();
     match preference {
         Preference::Cpu => Ok(cpu()),
         Preference::Gpu => gpu().await,
@@ -163,6 +164,27 @@ pub async fn init(preference: Preference) -> Result<Backend, DeviceError> {
 }
 
 /// The CPU backend (never fails).
+#[cfg(target_arch = "wasm32")]
+unsafe extern "C" {
+    /// The constructors wasm-ld gathers (the `inventory` registrations of Burn's and CubeCL's
+    /// crates, which CubeCL's IR needs).
+    fn __wasm_call_ctors();
+}
+
+/// Runs the wasm module's constructors, once; natively the loader already did. The page's
+/// start function and [`init`] call it (the browser tests reach the backends through `init`
+/// alone). With a call of its own in the module, wasm-ld no longer links it "command-style",
+/// which ran every constructor again at the start of every export — every call into the wasm,
+/// every resolved promise: half of the page's time per continuation token.
+pub fn run_constructors() {
+    #[cfg(target_arch = "wasm32")]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        // SAFETY: the linker's constructor list, run once, before any backend is made.
+        ONCE.call_once(|| unsafe { __wasm_call_ctors() });
+    }
+}
+
 pub fn cpu() -> Backend {
     Backend {
         device: Device::flex(),

@@ -20,19 +20,9 @@ use crate::music::piece::{Piece, PieceNote};
 use crate::studio::{self, Options, Progress};
 use crate::tune::{self, FineTune, TuneOptions};
 
-unsafe extern "C" {
-    /// The constructors wasm-ld gathers (the `inventory` registrations of Burn's and CubeCL's
-    /// crates).
-    fn __wasm_call_ctors();
-}
-
 #[wasm_bindgen(start)]
 fn start() {
-    // Runs the constructors once, at instantiation. Without a call of its own, wasm-ld links
-    // the module "command-style" and runs them again at the start of every export: every call
-    // into the wasm, every resolved promise, every JS value handed over. That was half of the
-    // page's time per continuation token.
-    unsafe { __wasm_call_ctors() };
+    crate::device::run_constructors();
     console_error_panic_hook::set_once();
 }
 
