@@ -163,7 +163,6 @@ pub async fn init(preference: Preference) -> Result<Backend, DeviceError> {
     }
 }
 
-/// The CPU backend (never fails).
 #[cfg(target_arch = "wasm32")]
 unsafe extern "C" {
     /// The constructors wasm-ld gathers (the `inventory` registrations of Burn's and CubeCL's
@@ -185,6 +184,7 @@ pub fn run_constructors() {
     }
 }
 
+/// The CPU backend (never fails).
 pub fn cpu() -> Backend {
     Backend {
         device: Device::flex(),
