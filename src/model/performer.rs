@@ -163,7 +163,7 @@ pub struct State {
     pub rows: Vec<Option<Tensor<4>>>,
     /// The plain-slice decoder [`Performer::step`] uses, if any, and the draws it has read.
     decoder: Option<Arc<Decoder>>,
-    plain_draw: Option<step::PlainDraw>,
+    plain_draw: Option<Arc<step::PlainDraw>>,
 }
 
 impl State {

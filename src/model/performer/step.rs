@@ -139,7 +139,7 @@ pub struct Decoder {
 }
 
 /// A sequence's draws as plain numbers, read at its first plain step.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(super) struct PlainDraw {
     /// Z [heads, dim · J, R] of sine and SFF codes.
     mix: Option<Vec<f32>>,
@@ -341,12 +341,15 @@ impl Performer {
         let c = &self.config;
         let (heads, dh, dm) = (c.heads, c.d_head, c.d_model);
         let position = state.position;
-        let draw = state.plain_draw.get_or_insert_with(|| PlainDraw {
-            mix: state.draw.mix.clone().map(sync),
-            eps: state.draw.eps.iter().cloned().map(sync).collect(),
-            maps: state.maps.iter().map(|m| sync(m.w.clone())).collect(),
+        // Read once a sequence; each step takes a reference count, not a copy.
+        let draw = state.plain_draw.get_or_insert_with(|| {
+            Arc::new(PlainDraw {
+                mix: state.draw.mix.clone().map(sync),
+                eps: state.draw.eps.iter().cloned().map(sync).collect(),
+                maps: state.maps.iter().map(|m| sync(m.w.clone())).collect(),
+            })
         });
-        let draw = draw.clone();
+        let draw = Arc::clone(draw);
         let mut x = Vec::with_capacity(dm);
         match (input, &d.embedding, &d.input) {
             (StepInput::Token(id), Some(e), _) => {
