@@ -5,6 +5,7 @@
 // models and the bundled example song.
 // Usage: make wasm && node tools/bench-page.mjs [--skip-gpu] [--bars 16] [--long-bars 64]
 //        [--gpu-bars 4] [--tokens 512] [--gpu-tokens 32] [--tune-steps 8] [--gpu-tune-steps 2]
+//        [--repeats 3]
 // Native figures come from the release CLI (`cargo run --release`): `generate` on the same
 // MIDI file with the same options, and `bench tune`. On a machine without a GPU, WebGPU is
 // SwiftShader (software): far slower, so on WebGPU the work is smaller and compared per step,
@@ -27,6 +28,9 @@ const longBars = option('--long-bars', 64);
 const gpuBars = option('--gpu-bars', 4);
 const tuneSteps = option('--tune-steps', 8);
 const gpuTuneSteps = option('--gpu-tune-steps', 2);
+// Warm runs of each measurement (page and native), of which the median is reported: this
+// machine is shared and one run moves by a third.
+const repeats = option('--repeats', 3);
 const LIMIT = 3_600_000;
 
 const bundles = ['pkg/cpu', 'pkg'].map((dir) => {
@@ -52,21 +56,21 @@ function pianoformer(rest, stream) {
 }
 process.stderr.write('measuring natively (cargo run --release)…\n');
 const dir = mkdtempSync(join(tmpdir(), 'bench-page-'));
-// Run twice and read the second report (the first warms the file caches).
-const nativeReport = (rest) => {
+// One run to warm the file caches, then `repeats` more: their reports, for the median.
+const nativeReports = (rest) => {
   pianoformer(rest, 'stderr');
-  return pianoformer(rest, 'stderr');
+  return Array.from({ length: repeats }, () => pianoformer(rest, 'stderr'));
 };
 const native = {};
 for (const [name, n] of [['short', bars], ['long', longBars]]) {
   const file = join(dir, `${name}.mid`);
   writeFileSync(file, midiOf(n));
-  const acc = nativeReport(['generate', '--task', 'accompaniment', '-o', join(dir, 'a.mid'), file]);
-  const secs = Number(/accompanied by .* in ([\d.]+) s/.exec(acc)?.[1]);
+  const acc = nativeReports(['generate', '--task', 'accompaniment', '-o', join(dir, 'a.mid'), file]);
+  const secs = median(acc.map((r) => Number(/accompanied by .* in ([\d.]+) s/.exec(r)?.[1])));
   native[`acc${name}`] = (secs * 1000) / (n * 16);
   if (name === 'short') {
-    const cont = nativeReport(['generate', '--task', 'continuation', '--tokens', String(tokens), '-o', join(dir, 'c.mid'), file]);
-    native.token = Number(/\(([\d.]+) ms a token\)/.exec(cont)?.[1]);
+    const cont = nativeReports(['generate', '--task', 'continuation', '--tokens', String(tokens), '-o', join(dir, 'c.mid'), file]);
+    native.token = median(cont.map((r) => Number(/\(([\d.]+) ms a token\)/.exec(r)?.[1])));
   }
 }
 native.tune = JSON.parse(pianoformer(['bench', 'tune', '--json', '--steps', String(tuneSteps)], 'stdout'));
@@ -98,13 +102,13 @@ async function measure(backend) {
       );
       await page.waitForFunction((name) => window.pianoformer.piece?.name === name, name, { timeout: 60_000 });
     };
-    // A run, then a second one for the steady speed (the first includes the model's download
-    // and load).
+    // A first run (it includes the model's download and load, and the wasm's tier-up), then
+    // `repeats` more: warm is their median.
     const run = async (task, length) => {
       await page.selectOption('#task', task);
       if (length) await page.fill('#length', String(length));
       const times = [];
-      for (let i = 0; i < 2; i++) {
+      for (let i = 0; i < 1 + repeats; i++) {
         const n = await page.evaluate(() => window.pianoformer.generations.length);
         await page.click('#generate');
         await page.waitForFunction(
@@ -116,7 +120,8 @@ async function measure(backend) {
         if (g.error || !g.ms) throw new Error(`${backend} ${task}: ${g.error ?? 'no generation'}`);
         times.push(g);
       }
-      return { first: times[0], warm: times[1] };
+      const warm = times.slice(1).sort((a, b) => a.ms - b.ms);
+      return { first: times[0], warm: warm[Math.floor(warm.length / 2)] };
     };
     const n = gpu ? gpuBars : bars;
     await drop(midiOf(n), 'bench.mid');

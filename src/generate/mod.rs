@@ -602,6 +602,8 @@ where
     };
     let mut state = start(device);
     let mut logits = prefill(model, &mut state, &view, watch, device, &mut on_token).await?;
+    // The state after the view's anchor (the music's first bars), with the anchor's tokens.
+    let mut anchored: Option<(Vec<u32>, State)> = None;
     let mut rng = StdRng::seed_from_u64(sampling.seed ^ 0x5A17);
     let mut out = Vec::new();
     let mut new_bars = 0;
@@ -663,9 +665,7 @@ where
         let attention = match again {
             Some(next) => {
                 view = next;
-                state = start(device);
-                let mut quiet = |_: TokenProgress| std::future::ready(true);
-                logits = prefill(model, &mut state, &view, None, device, &mut quiet).await?;
+                (state, logits) = restart(model, &view, &mut anchored, &start, device).await?;
                 None
             }
             None => {
@@ -751,6 +751,45 @@ where
         if !go_on {
             return Err(GenerateError::Cancelled);
         }
+    }
+    Ok(last)
+}
+
+/// A fresh state (from `start`) that has read `view`, and its last logits. The anchor is the
+/// same tokens at the same positions at every restart, so the state after it is too: it is
+/// read once, kept in `anchored` with its tokens, and copied at the next restarts.
+async fn restart(
+    model: &Performer,
+    view: &View,
+    anchored: &mut Option<(Vec<u32>, State)>,
+    start: &impl Fn(&Device) -> State,
+    device: &Device,
+) -> Result<(State, Vec<f32>), GenerateError> {
+    let anchor = &view.ids[..view.anchor];
+    let mut state = match anchored.as_ref() {
+        Some((ids, after)) if ids == anchor => after.clone(),
+        _ => {
+            let mut after = start(device);
+            quiet_prefill(model, &mut after, anchor, device).await?;
+            *anchored = Some((anchor.to_vec(), after.clone()));
+            after
+        }
+    };
+    let logits = quiet_prefill(model, &mut state, &view.ids[view.anchor..], device).await?;
+    Ok((state, logits))
+}
+
+/// Runs `ids` through the model in chunks, reporting nothing, and returns the last position's
+/// logits (none for no ids).
+async fn quiet_prefill(
+    model: &Performer,
+    state: &mut State,
+    ids: &[u32],
+    device: &Device,
+) -> Result<Vec<f32>, GenerateError> {
+    let mut last = Vec::new();
+    for chunk in ids.chunks(512) {
+        last = step_logits(model, state, chunk, device).await?;
     }
     Ok(last)
 }
@@ -930,5 +969,45 @@ mod tests {
         // Rows went missing where the model started again, and reached past the context.
         assert!(starts.len() < 300, "some restarts");
         assert!(last_row > 64 + prompt.len());
+    }
+
+    /// A restart reads the anchor once: later restarts copy the state after it, and their
+    /// logits and state match reading the whole view afresh (plain steps after each too).
+    #[test]
+    fn a_restart_reuses_the_anchor_and_matches_a_fresh_read() {
+        let device = Device::flex();
+        for kind in [PeKind::SineSpe, PeKind::Ape] {
+            let config =
+                PerformerConfig::tiny(Task::Continuation, tokens::VOCAB_SIZE, PeConfig::new(kind));
+            let model = Performer::new(&config, 4, &device).unwrap();
+            let stepping = pollster::block_on(model.stepping(&device)).unwrap();
+            let start = |device: &Device| model.start(9, false, device).stepping(&stepping);
+            let music = bars(30, 4);
+            let mut anchored = None;
+            for end in [200, 240, 300] {
+                let view = View::of(&music[..end], 128);
+                assert!(view.anchor > 0 && view.gap > 0);
+                let (mut state, logits) =
+                    pollster::block_on(restart(&model, &view, &mut anchored, &start, &device))
+                        .unwrap();
+                let mut fresh = start(&device);
+                let expected =
+                    pollster::block_on(quiet_prefill(&model, &mut fresh, &view.ids, &device))
+                        .unwrap();
+                let close = |a: &[f32], b: &[f32]| {
+                    a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-4) && a.len() == b.len()
+                };
+                assert!(close(&logits, &expected), "{kind:?} logits at {end}");
+                assert_eq!(state.position, fresh.position);
+                let id = T::Bar.id();
+                let a =
+                    pollster::block_on(step_logits(&model, &mut state, &[id], &device)).unwrap();
+                let b =
+                    pollster::block_on(step_logits(&model, &mut fresh, &[id], &device)).unwrap();
+                assert!(close(&a, &b), "{kind:?} a step after the restart at {end}");
+                let kept = anchored.as_ref().map(|(ids, _)| ids.clone());
+                assert_eq!(kept.as_deref(), Some(&view.ids[..view.anchor]));
+            }
+        }
     }
 }
