@@ -13,7 +13,7 @@
 import { fetchModel } from './www/store.js';
 import { SAMPLES } from './www/audio.js';
 
-export const VERSION = 3;
+export const VERSION = 4;
 export const SHELL_CACHE = `pianoformer-shell-v${VERSION}`;
 
 /** What the page cannot start without, relative to this worker. */
@@ -31,6 +31,9 @@ export const SHELL_FILES = [
   'www/main.js',
   'www/piece.js',
   'www/roll.js',
+  'www/roll-draw.js',
+  'www/roll-geometry.js',
+  'www/roll-input.js',
   'www/share.js',
   'www/store.js',
   'www/tune.js',
