@@ -13,7 +13,7 @@
 import { fetchModel } from './www/store.js';
 import { SAMPLES } from './www/audio.js';
 
-export const VERSION = 4;
+export const VERSION = 5;
 export const SHELL_CACHE = `pianoformer-shell-v${VERSION}`;
 
 /** What the page cannot start without, relative to this worker. */
@@ -23,20 +23,35 @@ export const SHELL_FILES = [
   'manifest.webmanifest',
   'www/icon.svg',
   'www/style.css',
+  'www/attention-panel.js',
   'www/attention.js',
-  'www/compare.js',
-  'www/keys.js',
   'www/audio.js',
+  'www/backend-card.js',
+  'www/compare-panel.js',
+  'www/compare.js',
+  'www/generate.js',
+  'www/generation-plan.js',
+  'www/keys.js',
+  'www/labels.js',
+  'www/lanes.js',
   'www/loss-curve.js',
   'www/main.js',
+  'www/models.js',
+  'www/page-text.js',
+  'www/page.js',
+  'www/piece-view.js',
   'www/piece.js',
-  'www/roll.js',
+  'www/play-in.js',
+  'www/playback.js',
   'www/roll-draw.js',
   'www/roll-geometry.js',
   'www/roll-input.js',
+  'www/roll.js',
   'www/share.js',
+  'www/sharing.js',
   'www/store.js',
   'www/tune.js',
+  'www/worker-client.js',
   'www/worker.js',
   // The CPU bundle, which the page starts on; the WebGPU bundle (pkg/) is kept when a visit
   // with WebGPU fetches it (networkFirst below).

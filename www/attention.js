@@ -220,6 +220,18 @@ function axisTicks(ctx, plot, values, at, vertical) {
   }
 }
 
+/**
+ * The positional template `t` ({values, dims, lags}: dims rows of lags values, from the
+ * Worker's `template`) averaged over its dimensions: one value per lag.
+ */
+export function meanTemplate(t) {
+  const mean = new Float32Array(t.lags);
+  for (let d = 0; d < t.dims; d++) {
+    for (let k = 0; k < t.lags; k++) mean[k] += t.values[d * t.lags + k] / t.dims;
+  }
+  return mean;
+}
+
 // ---------------------------------------------------------------------------------------------
 
 export class AttentionMap {

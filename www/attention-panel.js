@@ -1,0 +1,95 @@
+// The Attention card: the live map (filled by generate.js while a model writes, or here for the
+// current piece when the layer or head changes), the positional-template plot, and stopping a
+// map request when a generation or another result takes over.
+import { $, app } from './page.js';
+import { call, cancelCall } from './worker-client.js';
+import { AttentionMap, drawTemplate, meanTemplate } from './attention.js';
+import { noTemplateText } from './page-text.js';
+import { currentEntry, entryNamed, ensureModel } from './models.js';
+import { settings } from './generate.js';
+
+export const attention = new AttentionMap($('attention'));
+
+/** Stops the map request running, if one is (a generation or another result takes the map). */
+export function stopAttention() {
+  if (app.attentionJob !== undefined && app.attentionJob !== null) {
+    cancelCall(app.attentionJob);
+    app.attentionJob = null;
+  }
+}
+
+/**
+ * Draws the chosen head's attention over the current piece without generating (after the
+ * layer or head changes), with the selected model if it is loaded.
+ */
+export async function refreshAttention() {
+  // While comparing, the map belongs to the result on show.
+  const side = app.compare?.shown ?? null;
+  const entry = side ? entryNamed(side.model) : currentEntry();
+  if (!app.piece || app.generating || !entry) return;
+  if (!app.loaded.has(entry.name)) {
+    if (!side) return;
+    try {
+      await ensureModel(entry);
+    } catch (e) {
+      $('gen-status').textContent = `Attention: ${e.message}`;
+      return;
+    }
+    // Switched sides (or left the comparison) while the model loaded: that side draws its own.
+    if ((app.compare?.shown ?? null) !== side || app.generating) return;
+  }
+  if (app.attentionJob !== undefined && app.attentionJob !== null) {
+    cancelCall(app.attentionJob);
+  }
+  const s = settings();
+  attention.reset(1);
+  attention.setLabel(`Attention of layer ${s.layer + 1}, head ${s.head + 1}`);
+  const options = { seed: s.seed, threshold: s.threshold, watch: { layer: s.layer, head: s.head } };
+  let mine = null;
+  try {
+    await call(
+      'attention',
+      { model: entry.name, piece: app.piece, options },
+      {
+        onProgress: (p) => {
+          if (p.started) {
+            mine = p.id;
+            app.attentionJob = p.id;
+          } else if (p.attention && app.attentionJob === mine) {
+            attention.addRows(p.attention.start, p.attention.values, p.attention.keys);
+          }
+        },
+      },
+    );
+  } catch (e) {
+    if (!/cancelled/.test(e.message)) $('gen-status').textContent = `Attention: ${e.message}`;
+  } finally {
+    if (app.attentionJob === mine) app.attentionJob = null;
+  }
+}
+
+/** Plots the chosen model's positional template for the chosen layer and head. */
+export async function showTemplate() {
+  const entry = currentEntry();
+  const canvas = $('template');
+  const caption = $('template-caption');
+  if (!entry || !app.loaded.has(entry.name)) {
+    caption.textContent = 'The positional template appears once the model is loaded.';
+    return;
+  }
+  const layer = Number($('att-layer').value);
+  const head = Number($('att-head').value);
+  try {
+    const t = await call('template', { model: entry.name, layer, head, lags: 256 });
+    if (!t) {
+      canvas.getContext('2d').clearRect(0, 0, canvas.width, canvas.height);
+      caption.textContent = noTemplateText(entry.pe);
+      return;
+    }
+    const mean = meanTemplate(t);
+    drawTemplate(canvas, mean, t.lags, { label: `P_d of layer ${layer + 1}, head ${head + 1}` });
+    caption.textContent = `Layer ${layer + 1}, head ${head + 1}: the positional template P_d(τ), averaged over its ${t.dims} dimensions — how much a query favours keys τ steps back.`;
+  } catch (e) {
+    caption.textContent = `The template could not be computed: ${e.message}`;
+  }
+}

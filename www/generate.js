@@ -1,0 +1,196 @@
+// The Generate panel: its settings (read, restored), Generate and "Regenerate these bars", the
+// notes and attention streamed in while a model writes, Cancel, and the move to the CPU when
+// WebGPU fails mid-way. The pure parts (options, counting, status lines) are in
+// generation-plan.js.
+import { $, app, status, showError, notice } from './page.js';
+import { call, cancelCall, startWorker, fallBackToCpu } from './worker-client.js';
+import {
+  contextOf, regionTicks, draftPiece, writesFrom, generateOptions, unflattenNotes, notesWritten,
+  progressText, doneText,
+} from './generation-plan.js';
+import { currentEntry, ensureModel, showModels } from './models.js';
+import { roll, setPiece, showPiece, updateButtons } from './piece-view.js';
+import { attention, stopAttention } from './attention-panel.js';
+import { hideCompare } from './compare-panel.js';
+import { stopPlayback } from './playback.js';
+
+/** The panel's settings (also what is saved with the piece and put in a share link). */
+export function settings() {
+  return {
+    task: $('task').value,
+    model: $('model').value,
+    seed: Number($('seed').value) || 0,
+    threshold: $('threshold').value === '' ? null : Number($('threshold').value),
+    pianoTemperature: $('piano-temperature').value === '' ? null : Number($('piano-temperature').value),
+    temperature: Number($('temperature').value) || 1,
+    length: Number($('length').value) || 512,
+    maxBars: $('max-bars').value === '' ? null : Number($('max-bars').value),
+    readAll: $('read-all').checked,
+    layer: Number($('att-layer').value) || 0,
+    head: Number($('att-head').value) || 0,
+    tempo: Number($('tempo').value) || 100,
+  };
+}
+
+/** Puts saved settings (from `settings()`, a link or the last visit) back in the panel. */
+export function applySettings(s) {
+  if (!s) return;
+  if (s.task) $('task').value = s.task;
+  showModels(s.model);
+  const set = (id, v) => {
+    if (v !== undefined && v !== null) $(id).value = v;
+  };
+  set('seed', s.seed);
+  set('threshold', s.threshold);
+  set('piano-temperature', s.pianoTemperature);
+  set('temperature', s.temperature);
+  set('length', s.length);
+  set('max-bars', s.maxBars);
+  if (typeof s.readAll === 'boolean') $('read-all').checked = s.readAll;
+  set('att-layer', s.layer);
+  set('att-head', s.head);
+  set('tempo', s.tempo);
+  $('tempo-value').textContent = `${$('tempo').value} %`;
+}
+
+/**
+ * Generates with `entry` (the chosen model by default); resolves to the new piece, or null.
+ * `region`: bars [from, to) to rewrite, the rest kept. Accompaniment: the piano there (the
+ * melody stays). Continuation: every note there, written from the music before the bars; the
+ * model stops where the kept music resumes, but it reads left to right and cannot hear what
+ * comes after. `comparing`: a run of a comparison (compare-panel.js), which stays on show.
+ */
+export async function generate({ entry = currentEntry(), comparing = false, region = null, seed = null } = {}) {
+  if (!app.piece || app.generating) return null;
+  if (!entry) return null;
+  if (!comparing) hideCompare();
+  const s = settings();
+  if (seed !== null) s.seed = seed;
+  const task = s.task;
+  const before = app.piece;
+  const started = performance.now();
+  const job = { id: null, task, cancelled: false };
+  let retry = false;
+  app.generating = job;
+  stopAttention();
+  updateButtons();
+  stopPlayback();
+  $('gen-progress').hidden = false;
+  $('gen-progress').value = 0;
+  $('gen-status').textContent = 'Preparing…';
+  $('error').hidden = true;
+  notice('');
+  attention.reset(1);
+  attention.setLabel(`Attention of layer ${s.layer + 1}, head ${s.head + 1}`);
+  // The piece as it is being written: the previous result's tracks give way to a live one.
+  const ticks = regionTicks(before, region);
+  const { live, track } = draftPiece(before, task, ticks);
+  try {
+    await ensureModel(entry);
+    if (job.cancelled) throw new Error('generation was cancelled');
+    app.piece = live;
+    roll.setPiece(live);
+    const options = generateOptions(s, { task, region, context: contextOf(entry, app.manifest) });
+    const from = writesFrom(before, task, ticks);
+    $('gen-status').textContent = `Running ${entry.name} on ${status.backend?.kind === 'gpu' ? 'WebGPU' : 'the CPU'}…`;
+    const result = await call(
+      'generate',
+      { task, model: entry.name, piece: before, options },
+      {
+        onProgress: (p) => {
+          if (p.started) {
+            job.id = p.id;
+            if (job.cancelled) cancelCall(job.id);
+            return;
+          }
+          onProgress(p, job, track, live, from, started);
+        },
+      },
+    );
+    roll.setGenerating(null);
+    const ms = performance.now() - started;
+    const notes = notesWritten(before, result, { task, trackName: track.name, ticks });
+    setPiece(result, { undoable: false });
+    app.undo.push(before);
+    $('gen-status').textContent =
+      doneText({ task, region, notes, ms, gpu: status.backend?.kind === 'gpu', seed: s.seed });
+    status.generations.push({
+      task,
+      model: entry.name,
+      backend: status.backend?.kind,
+      ms,
+      notes,
+      tokens: job.tokens ?? null,
+      seed: s.seed,
+      region,
+    });
+    return result;
+  } catch (e) {
+    roll.setGenerating(null);
+    app.piece = before;
+    roll.setPiece(before);
+    const onGpu = app.workerBackend !== 'cpu' && status.backend?.kind === 'gpu';
+    if (onGpu && !app.deviceLost && !/cancelled/.test(e.message)) {
+      // The failed read may arrive before the news that the device is gone: wait a moment.
+      await new Promise((resolve) => {
+        app.onDeviceLost = resolve;
+        setTimeout(resolve, 1000);
+      });
+      app.onDeviceLost = null;
+    }
+    if (/cancelled/.test(e.message)) {
+      $('gen-status').textContent = 'Cancelled; the piece is as it was.';
+    } else if ((e.fatal || app.deviceLost) && onGpu) {
+      $('gen-status').textContent = 'WebGPU stopped working; writing it again on the CPU…';
+      fallBackToCpu(app.deviceLost ? `the GPU device was lost: ${app.deviceLost}` : e.message);
+      retry = true;
+    } else {
+      $('gen-status').textContent = '';
+      showError(`Generation failed: ${e.message}`);
+      if (e.fatal) startWorker(app.workerBackend);
+    }
+  } finally {
+    app.generating = null;
+    $('gen-progress').hidden = true;
+    showPiece();
+  }
+  if (retry) {
+    // The same request, on the CPU Worker once it is up.
+    try {
+      await app.started;
+    } catch {
+      return null;
+    }
+    return generate({ entry, comparing, region, seed: s.seed });
+  }
+  return null;
+}
+
+/** One progress message of a generation: the bar, the line, the notes so far, attention rows. */
+function onProgress(p, job, track, live, from, started) {
+  $('gen-progress').value = p.total ? p.done / p.total : 0;
+  const seconds = (performance.now() - started) / 1000;
+  $('gen-status').textContent = progressText(p, job.task, seconds);
+  job.tokens = p.done;
+  if (p.notes) {
+    const notes = unflattenNotes(p.notes);
+    track.notes = notes;
+    const end = notes.reduce((m, n) => Math.max(m, n[2]), from);
+    live.endTick = Math.max(live.endTick, end);
+    roll.setGenerating({ fromTick: from, toTick: end, progress: p.total ? p.done / p.total : 0 });
+    roll.update();
+  }
+  if (p.attention) {
+    const a = p.attention;
+    attention.addRows(a.start, a.values, a.keys);
+  }
+}
+
+/** Cancels the generation running (the Worker stops between steps). */
+export function cancel() {
+  const job = app.generating;
+  if (!job) return;
+  job.cancelled = true;
+  $('gen-status').textContent = 'Cancelling…';
+  if (job.id !== null) cancelCall(job.id);
+}

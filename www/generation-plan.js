@@ -1,0 +1,132 @@
+// What a generation asks for and how its result is counted, pure: the bars under a selection,
+// the piece shown while a model writes, the options sent to the Worker, the streamed notes, the
+// status lines. No DOM: generate.js runs the generation with these, and
+// tests/js/generation-plan.test.mjs checks them under Node.
+import { clonePiece } from './piece.js';
+
+/** The bars `[from, to)` under the tick range `range` ([fromTick, toTick]), or null. */
+export function barsUnder(bars, range) {
+  if (!range || !bars?.length) return null;
+  let from = 0;
+  while (from + 1 < bars.length && bars[from + 1] <= range[0]) from++;
+  let to = from + 1;
+  while (to < bars.length && bars[to] < range[1]) to++;
+  return [from, to];
+}
+
+/** The start tick of bar `b` (from 0); past the last entry, bars of the last bar's length. */
+export function barTick(piece, b) {
+  const bars = piece.bars;
+  if (b < bars.length) return bars[b];
+  const last = bars.length - 1;
+  const len = bars.length >= 2 ? bars[last] - bars[last - 1] : 4 * piece.ppq;
+  return (bars[last] ?? 0) + len * (b - last);
+}
+
+/** Whether the piece holds any note. */
+export function hasNotes(piece) {
+  return !!piece?.tracks.some((t) => t.notes.length);
+}
+
+/** Whether the piece has a piano part (the pianist's or a generated one) to keep around bars. */
+export function hasPiano(piece) {
+  return !!piece?.tracks.some((t) => (t.role === 'generated' || t.role === 'piano') && t.notes.length);
+}
+
+/**
+ * The most tokens a continuation model reads at once: the window it (or, fine-tuned, its base
+ * in `manifest`) was trained on; null (everything) when no entry says.
+ */
+export function contextOf(entry, manifest) {
+  const trained = entry?.user ? (manifest.find((m) => m.name === entry.training?.base) ?? null) : entry;
+  const w = trained?.training?.options?.window;
+  return Number.isInteger(w) && w >= 32 ? w : null;
+}
+
+/** The tick range of bars `region` ([from, to)) in `piece`, or null for the whole piece. */
+export function regionTicks(piece, region) {
+  return region ? [barTick(piece, region[0]), barTick(piece, region[1])] : null;
+}
+
+/** Whether note `n` starts inside the tick range `ticks`. */
+export function startsIn(n, ticks) {
+  return n[1] >= ticks[0] && n[1] < ticks[1];
+}
+
+/**
+ * The piece shown while a model writes into `before`: accompaniment drops the previous piano
+ * and generated tracks; a continuation of a region drops every note starting in it. `track` is
+ * the empty track the streamed notes go into (already in `live`).
+ */
+export function draftPiece(before, task, ticks) {
+  const live = clonePiece(before);
+  const track = {
+    name: task === 'accompaniment' ? 'PIANO' : 'CONTINUATION',
+    role: 'generated',
+    program: 0,
+    notes: [],
+  };
+  if (task === 'accompaniment') {
+    live.tracks = live.tracks.filter((t) => t.role !== 'piano' && t.role !== 'generated');
+  } else if (ticks) {
+    for (const t of live.tracks) t.notes = t.notes.filter((n) => !startsIn(n, ticks));
+  }
+  live.tracks.push(track);
+  return { live, track };
+}
+
+/** The tick a generation writes from: the region's start, 0, or the last prompt bar's start. */
+export function writesFrom(before, task, ticks) {
+  return ticks ? ticks[0] : task === 'accompaniment' ? 0 : before.bars[Math.max(0, before.promptBars - 1)];
+}
+
+/** The `generate` request's options from the panel's settings `s`. */
+export function generateOptions(s, { task, region, context }) {
+  return {
+    seed: s.seed,
+    threshold: s.threshold,
+    pianoTemperature: s.pianoTemperature,
+    region,
+    temperature: s.temperature,
+    tokens: s.length,
+    // A continuation model reads at most the window it was trained on (studio Options).
+    context: task === 'continuation' && !s.readAll ? context : null,
+    bars: s.maxBars,
+    watch: { layer: s.layer, head: s.head },
+  };
+}
+
+/** Notes streamed as a flat [pitch, start, end, velocity, ...] array, as [[p, s, e, v], ...]. */
+export function unflattenNotes(flat) {
+  const notes = new Array(flat.length / 4);
+  for (let i = 0; i < notes.length; i++) {
+    notes[i] = [flat[4 * i], flat[4 * i + 1], flat[4 * i + 2], flat[4 * i + 3]];
+  }
+  return notes;
+}
+
+/** How many notes a generation wrote: into `result` and not in `before` (or inside the region). */
+export function notesWritten(before, result, { task, trackName, ticks }) {
+  const written = (p) => p.tracks.filter((t) => t.name === trackName && t.role === 'generated')
+    .reduce((n, t) => n + t.notes.length, 0);
+  return ticks && task === 'continuation'
+    ? result.tracks.filter((t) => t.role === 'generated')
+      .reduce((n, t) => n + t.notes.filter((note) => startsIn(note, ticks)).length, 0)
+    : written(result) - (task === 'continuation' ? written(before) : 0);
+}
+
+/** The progress line: "120 of 512 tokens · 85 tokens/s", or the prompt being read. */
+export function progressText(p, task, seconds) {
+  const unit = task === 'accompaniment' ? 'steps' : 'tokens';
+  return p.done
+    ? `${p.done} of ${p.total} ${unit} · ${(p.done / seconds).toFixed(0)} ${unit}/s`
+    : 'Reading the prompt…';
+}
+
+/** The line a finished generation leaves. */
+export function doneText({ task, region, notes, ms, gpu, seed }) {
+  const what = region
+    ? `Bars ${region[0] + 1}–${region[1]} rewritten; ${task}`
+    : task === 'continuation' ? 'Continuation' : 'Accompaniment';
+  return `${what}: ${notes} notes in ${(ms / 1000).toFixed(1)} s on ${gpu ? 'WebGPU' : 'the CPU'} (seed ${seed}).`;
+}

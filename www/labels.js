@@ -1,0 +1,46 @@
+// The chord and phrase labels a person types in the lanes' dialog, pure: what is accepted, how a
+// chord cell is written, the dialog's words, the chords offered as suggestions, and the number of
+// planned bars. No DOM: lanes.js shows the dialog, tests/js/labels.test.mjs checks these.
+
+/** One chord symbol the importer and the models read (or N, no chord). */
+export const CHORD_TOKEN =
+  /^(N|[A-G][#b]?(|m|7|m7|maj7|M7|dim|dim7|aug|\+|sus2|sus4|m7b5|6|m6|mM7|m\(maj7\))|[A-G][#b]?:[a-z0-9()]+)$/;
+
+/** The chords the dialog suggests (the datalist under its input). */
+export const CHORD_CHOICES = ['C', 'Cm', 'C7', 'Cmaj7', 'Cm7', 'Cdim', 'Csus4', 'D', 'Dm', 'Dm7', 'E', 'Em', 'E7', 'F', 'Fmaj7', 'G', 'G7', 'Gsus4', 'A', 'Am', 'Am7', 'Bb', 'Bdim', 'Bm7b5', 'N'];
+
+/** The dialog's help for a `kind` ('chord' or 'phrase') of label. */
+export const LABEL_HELP = {
+  chord: 'A chord such as C, Am, F#7, Bbmaj7, Gsus4; two or more share the bar evenly ("C G"); empty or N for none.',
+  phrase: 'A letter: the same capital letter for repeats of a melodic phrase (A, B, …); i for an intro, o for an outro, b for a bridge, x for a transition.',
+};
+
+/** The dialog's title for bar `bar` (from 0); `planned`: past the music. */
+export function labelTitle(kind, bar, planned) {
+  const where = planned ? ' (planned, past the music)' : '';
+  return kind === 'chord' ? `Chord of bar ${bar + 1}${where}` : `Phrase at bar ${bar + 1}${where}`;
+}
+
+/** What is wrong with `value` (already trimmed) as a `kind` label: the bad parts, [] if none. */
+export function labelProblems(kind, value) {
+  return kind === 'chord'
+    ? value.split(/\s+/).filter((s) => s && !CHORD_TOKEN.test(s))
+    : /^[A-Za-z]$/.test(value)
+      ? []
+      : [value || '(empty)'];
+}
+
+/** The sentence the dialog shows for `bad` (from labelProblems). */
+export function labelError(kind, bad) {
+  return kind === 'chord' ? `Not a chord: ${bad.join(', ')}` : 'A phrase is one letter, A–Z or a–z.';
+}
+
+/** A chord cell as the piece keeps it: the symbols typed, one space apart ('' for none). */
+export function chordCell(value) {
+  return value.trim().split(/\s+/).filter((s) => s).join(' ');
+}
+
+/** The planned bars asked for in the field: a whole number from 0 to 256 (0 when unreadable). */
+export function plannedBars(value) {
+  return Math.max(0, Math.min(256, Math.round(Number(value) || 0)));
+}

@@ -1,0 +1,152 @@
+// The piece on the page: the piano roll (roll.js) and the track list under it, making a piece
+// the current one (with undo), saving it for the next visit, opening a MIDI file or the example,
+// and which of the page's buttons can be pressed.
+import { $, app, status, MAX_FILE_BYTES, showError, notice } from './page.js';
+import { call } from './worker-client.js';
+import { clonePiece } from './piece.js';
+import { PianoRoll } from './roll.js';
+import { saveWork } from './store.js';
+import { barsUnder, hasNotes, hasPiano } from './generation-plan.js';
+import { describeRoles, pieceTitle } from './page-text.js';
+import { editLabel } from './lanes.js';
+import { seek } from './playback.js';
+import { settings } from './generate.js';
+import { hideCompare } from './compare-panel.js';
+
+export const roll = new PianoRoll($('roll'), {
+  onChordClick: (bar) => editLabel('chord', bar),
+  onPhraseClick: (bar) => editLabel('phrase', bar),
+  onSeek: (tick) => seek(tick),
+  onSelect: () => updateButtons(),
+});
+
+/**
+ * Makes `piece` the current piece; the previous one goes on the undo stack.
+ * `fresh`: another piece (a file, a link, the last visit), which ends a comparison.
+ */
+export function setPiece(piece, { undoable = true, keepView = false, fresh = false } = {}) {
+  if (fresh) hideCompare();
+  if (undoable && app.piece) {
+    app.undo.push(app.piece);
+    if (app.undo.length > 50) app.undo.shift();
+  }
+  // An edit while comparing stays with the result it was made on.
+  else if (undoable && app.compare) app.compare.edited(piece);
+  app.piece = piece;
+  if (keepView) roll.update();
+  roll.setPiece(piece);
+  showPiece();
+  save();
+}
+
+export function showPiece() {
+  const p = app.piece;
+  $('empty').hidden = !!p;
+  $('roll').hidden = !p;
+  $('roll-tools').hidden = !p;
+  $('piece-name').textContent = pieceTitle(p);
+  $('plan-bars').value = p ? p.bars.length - p.promptBars : 0;
+  showTracks();
+  updateButtons();
+}
+
+function showTracks() {
+  const list = $('tracks');
+  list.replaceChildren();
+  for (const [i, track] of (app.piece?.tracks ?? []).entries()) {
+    const li = document.createElement('li');
+    li.className = `track role-${track.role}`;
+    const swatch = document.createElement('span');
+    swatch.className = 'swatch';
+    swatch.setAttribute('aria-hidden', 'true');
+    const name = document.createElement('span');
+    name.textContent = `${track.name} (${track.notes.length} notes)`;
+    const select = document.createElement('select');
+    select.setAttribute('aria-label', `Role of track ${track.name}`);
+    for (const role of ['melody', 'bridge', 'piano', 'generated', 'other']) {
+      const o = new Option(role === 'piano' ? 'accompaniment' : role, role);
+      select.add(o);
+    }
+    select.value = track.role;
+    select.addEventListener('change', () => {
+      const next = clonePiece(app.piece);
+      next.tracks[i].role = select.value;
+      setPiece(next, { keepView: true });
+    });
+    li.append(swatch, name, select);
+    list.append(li);
+  }
+}
+
+/** The bars `[from, to)` under the roll's loop selection, or null. */
+export function selectedBars() {
+  return barsUnder(app.piece?.bars, roll.getSelection());
+}
+
+export function updateButtons() {
+  const has = !!app.piece;
+  const busy = !!app.generating;
+  $('download-midi').disabled = !has;
+  $('export-wav').disabled = !has;
+  $('share').disabled = !has;
+  $('play').disabled = !has;
+  $('undo').disabled = app.undo.length === 0 || busy;
+  $('generate').disabled = !has || busy || !status.backend || !$('model').value;
+  $('regen-bars').disabled = $('generate').disabled || !selectedBars()
+    || (settings().task === 'accompaniment' ? !hasPiano(app.piece) : !hasNotes(app.piece));
+  $('cancel').disabled = !busy;
+  $('compare').disabled = !has || busy || !status.backend || !$('compare-model').value;
+  app.tuning?.updateButtons();
+  $('example').disabled = busy;
+  $('file-input').disabled = busy;
+}
+
+/** Keeps the piece and the panel's settings for the next visit (store.js). */
+export function save() {
+  if (!app.piece) return;
+  saveWork({ piece: app.piece, settings: settings() });
+}
+
+export function undo() {
+  if (!app.undo.length || app.generating) return;
+  hideCompare();
+  const previous = app.undo.pop();
+  setPiece(previous, { undoable: false, keepView: true });
+  notice('Undone.');
+}
+
+export async function openFile(file) {
+  if (app.generating) {
+    notice('A generation is running: cancel it (Esc) before opening another file.');
+    return;
+  }
+  if (!/\.(mid|midi|kar|smf)$/i.test(file.name) && !/midi/.test(file.type)) {
+    showError(`${file.name} is not a MIDI file (.mid or .midi).`);
+    return;
+  }
+  if (file.size > MAX_FILE_BYTES) {
+    showError(`${file.name} is ${(file.size / 1e6).toFixed(1)} MB; pianoformer opens MIDI files up to 8 MB.`);
+    return;
+  }
+  try {
+    const bytes = await file.arrayBuffer();
+    const piece = await call('readMidi', { bytes, name: file.name }, { transfer: [bytes] });
+    setPiece(piece, { fresh: true });
+    $('error').hidden = true;
+    notice(`Opened ${file.name}: ${describeRoles(piece)}.`);
+  } catch (e) {
+    showError(e.message);
+  }
+}
+
+export async function openExample() {
+  try {
+    const bytes = await call('exampleMidi', { key: 0, bars: 16 });
+    const buffer = bytes.buffer;
+    const piece = await call('readMidi', { bytes: buffer, name: 'example.mid' }, { transfer: [buffer] });
+    setPiece(piece, { fresh: true });
+    notice('The example: a melody on a I–V–vi–IV progression, written by pianoformer itself.');
+  } catch (e) {
+    showError(e.message);
+  }
+}

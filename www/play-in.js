@@ -1,0 +1,214 @@
+// Playing in: the computer keyboard and MIDI keyboards heard through the piano, and recording
+// a take into the melody from the playhead's bar (a count-in, a metronome, the music already
+// there playing along). The take's maths (timing, grid, merging into the piece) is keys.js's.
+import { $, app, status, showError, notice } from './page.js';
+import { call } from './worker-client.js';
+import { noteCount, barAt, secondsAt, fitPhrases } from './piece.js';
+import { Take, computerKeyPitch, emptyPiece, noteMessage, recordInto } from './keys.js';
+import { START_DELAY } from './audio.js';
+import { piano, stopPlayback } from './playback.js';
+import { setPiece } from './piece-view.js';
+
+export const keys = {
+  octave: 4,
+  computer: false, // the computer keyboard plays notes (the toggle, or during a take)
+  midi: null, // the MIDIAccess once connected
+  down: new Map(), // computer key → pitch held
+  take: null, // the recording in progress: { take, fromTick, clicks }
+};
+
+/** One key pressed (MIDI or computer): heard, and recorded when a take is running. */
+function keyOn(pitch, velocity) {
+  if (!piano.loaded) piano.load().catch((e) => showError(e.message));
+  piano.noteOn(pitch, velocity);
+  keys.take?.take.on(pitch, velocity, performance.now());
+  status.keysPlayed = (status.keysPlayed ?? 0) + 1;
+}
+
+function keyOff(pitch) {
+  piano.noteOff(pitch);
+  keys.take?.take.off(pitch, performance.now());
+}
+
+export function setComputerKeys(on) {
+  keys.computer = on;
+  $('keys-toggle').setAttribute('aria-pressed', String(on));
+  if (!on) {
+    for (const pitch of keys.down.values()) keyOff(pitch);
+    keys.down.clear();
+  }
+  showKeys();
+}
+
+function showKeys() {
+  const midi = keys.midi ? [...keys.midi.inputs.values()].map((i) => i.name || 'MIDI input') : [];
+  const parts = [];
+  if (midi.length) parts.push(`MIDI: ${midi.join(', ')}`);
+  if (keys.computer || keys.take) {
+    const c = keys.octave - 1;
+    parts.push(`computer keys on: A W S E D F T G Y H U J K play C${c + 1}–C${c + 2}, Z / X octave, Esc ends`);
+  }
+  if (keys.take) parts.push('recording — press Record again (or R) to stop');
+  $('keys-status').textContent = parts.join(' · ') ||
+    'Keys: A W S E D F T G Y H U J K (C to C), Z / X octave down / up';
+}
+
+/** Asks for the MIDI keyboards (the browser may ask the person first). */
+async function connectMidi() {
+  if (!navigator.requestMIDIAccess) {
+    showError('This browser has no Web MIDI, so a MIDI keyboard cannot be used here (Chromium-based browsers and Firefox have it); the computer keyboard works: press "Computer keys".');
+    return;
+  }
+  try {
+    keys.midi = await navigator.requestMIDIAccess();
+  } catch (e) {
+    showError(`The MIDI keyboard could not be used: ${e.message || 'access was refused'}.`);
+    return;
+  }
+  const listen = () => {
+    for (const input of keys.midi.inputs.values()) {
+      input.onmidimessage = (event) => {
+        const m = noteMessage(event.data);
+        if (!m) return;
+        if (m.on) keyOn(m.pitch, m.velocity);
+        else keyOff(m.pitch);
+      };
+    }
+    showKeys();
+  };
+  keys.midi.onstatechange = listen;
+  listen();
+  const n = keys.midi.inputs.size;
+  notice(n ? `MIDI keyboard connected: ${[...keys.midi.inputs.values()].map((i) => i.name).join(', ')}.` : 'No MIDI keyboard is connected yet: plug one in and it is used at once.');
+  $('midi-connect').textContent = 'MIDI connected';
+}
+
+/** Starts a take at the playhead's bar (after a bar of count-in), or stops the one running. */
+export async function toggleRecording() {
+  if (keys.take) return stopRecording();
+  if (app.generating) {
+    notice('A generation is running: cancel it (Esc) before recording.');
+    return;
+  }
+  stopPlayback();
+  const piece = app.piece ?? emptyPiece();
+  const fromBar = app.piece ? barAt(piece, Math.min(app.playhead, piece.bars.at(-1))) : 0;
+  const fromTick = piece.bars[fromBar];
+  const beat = secondsAt(piece, fromTick + piece.ppq) - secondsAt(piece, fromTick);
+  const countIn = $('count-in').checked ? 4 : 0;
+  if (!piano.loaded) {
+    $('keys-status').textContent = 'Loading the piano…';
+    try {
+      await piano.load();
+    } catch (e) {
+      showError(e.message);
+      showKeys();
+      return;
+    }
+  }
+  const grid = Number($('quantise').value) > 0 ? piece.ppq / Number($('quantise').value) : 0;
+  const startMs = performance.now() + (countIn * beat + 0.1) * 1000;
+  const take = new Take({ piece, startTick: fromTick, startMs, grid });
+  // The metronome: the count-in, then every beat while recording, scheduled a little ahead.
+  let next = 0;
+  const clicks = setInterval(() => {
+    const ahead = (performance.now() - startMs) / 1000 + countIn * beat + 0.3;
+    while (next * beat <= ahead) {
+      const at = (startMs - performance.now()) / 1000 + (next - countIn) * beat;
+      piano.click(at, (next - countIn) % 4 === 0);
+      status.clicks = (status.clicks ?? 0) + 1;
+      next++;
+    }
+  }, 50);
+  // The music already there plays along from the take's start, its melody muted (the take
+  // replaces it).
+  const playAlong = app.piece && noteCount(app.piece) > 0
+    ? setTimeout(() => {
+      if (keys.take?.take !== take) return;
+      piano.play(piece, { fromTick, tempo: 1, mute: { melody: true, accompaniment: $('mute-accompaniment').checked } });
+      status.playingAlong = true;
+    }, startMs - performance.now() - START_DELAY * 1000)
+    : null;
+  keys.take = { take, fromTick, piece, clicks, playAlong, fresh: !app.piece };
+  status.recording = { fromTick, startMs };
+  status.recordingBpm = 60 / beat;
+  $('record').textContent = '■ Stop recording';
+  $('record').classList.add('recording');
+  showKeys();
+}
+
+async function stopRecording() {
+  const { take, fromTick, piece, clicks, playAlong, fresh } = keys.take;
+  keys.take = null;
+  clearInterval(clicks);
+  clearTimeout(playAlong);
+  if (piano.playing) piano.stop();
+  piano.setMute({ melody: $('mute-melody').checked });
+  status.playingAlong = false;
+  status.recording = null;
+  $('record').textContent = '● Record';
+  $('record').classList.remove('recording');
+  for (const pitch of keys.down.values()) piano.noteOff(pitch);
+  keys.down.clear();
+  showKeys();
+  const notes = take.notes(performance.now());
+  if (!notes.length) {
+    notice('Nothing was played: the piece is as it was.');
+    return;
+  }
+  let next = recordInto(piece, notes, fromTick, Math.max(...notes.map((n) => n[2])));
+  if (fresh) {
+    // A new piece: its chords and phrases detected from what was played, as for a file (the
+    // whole bars kept: the importer would cut the last one at the last note).
+    try {
+      const bytes = await call('writeMidi', { piece: next });
+      const buffer = bytes.buffer;
+      const detected = await call('readMidi', { bytes: buffer, name: next.name }, { transfer: [buffer] });
+      const chordAt = new Map(detected.bars.map((tick, i) => [tick, detected.chords[i]]));
+      next.chords = next.bars.map((tick, i) => chordAt.get(tick) ?? next.chords[i]);
+      next.phrases = detected.phrases;
+      fitPhrases(next);
+    } catch (e) {
+      notice(`Recorded; the chords could not be detected (${e.message}): set them in the chord lane.`);
+    }
+  }
+  setPiece(next);
+  notice(`Recorded ${notes.length} notes into the melody from bar ${barAt(next, fromTick) + 1}. Undo (Ctrl+Z) takes the take back.`);
+}
+
+export function wirePlayIn() {
+  $('record').addEventListener('click', toggleRecording);
+  $('keys-toggle').addEventListener('click', () => setComputerKeys(!keys.computer));
+  $('midi-connect').addEventListener('click', connectMidi);
+  addEventListener('keydown', (e) => {
+    if (!(keys.computer || keys.take) || e.ctrlKey || e.altKey || e.metaKey) return;
+    if ($('label-dialog').open || e.target.closest?.('input, select, textarea, [contenteditable]')) return;
+    const key = e.key.toLowerCase();
+    if (key === 'escape' && keys.computer && !keys.take && !app.generating) {
+      setComputerKeys(false);
+    } else if (key === 'z' || key === 'x') {
+      keys.octave = Math.max(0, Math.min(8, keys.octave + (key === 'z' ? -1 : 1)));
+      showKeys();
+    } else {
+      const pitch = computerKeyPitch(key, keys.octave);
+      if (pitch === null) return;
+      if (!e.repeat && !keys.down.has(key)) {
+        keys.down.set(key, pitch);
+        keyOn(pitch, 90);
+      }
+    }
+    e.preventDefault();
+    e.stopImmediatePropagation();
+  }, { capture: true });
+  addEventListener('keyup', (e) => {
+    const key = e.key.toLowerCase();
+    const pitch = keys.down.get(key);
+    if (pitch === undefined) return;
+    keys.down.delete(key);
+    keyOff(pitch);
+  }, { capture: true });
+  addEventListener('blur', () => {
+    for (const pitch of keys.down.values()) keyOff(pitch);
+    keys.down.clear();
+  });
+}

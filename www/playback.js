@@ -1,0 +1,98 @@
+// Listening: the sampled piano (audio.js) playing the piece from the playhead or around the loop
+// selection, at the panel's tempo and mutes, the playhead following the sound, and the WAV
+// export with the same voices.
+import { $, app, status, showError, download } from './page.js';
+import { Piano } from './audio.js';
+import { exportName } from './page-text.js';
+import { roll } from './piece-view.js';
+
+export const piano = new Piano();
+let playFrame = 0;
+
+/** The mute checkboxes, as the piano takes them. */
+export function mutes() {
+  return { melody: $('mute-melody').checked, accompaniment: $('mute-accompaniment').checked };
+}
+
+/** Moves the playhead to `tick` (playback, if on, goes on from there). */
+export function seek(tick) {
+  app.playhead = tick;
+  roll.setPlayhead(tick);
+  if (piano.playing) startPlayback();
+}
+
+export async function togglePlayback() {
+  if (piano.playing) stopPlayback();
+  else await startPlayback();
+}
+
+/** (Re)starts playback: the loop selection if Loop is on, else from the playhead to the end. */
+export async function startPlayback() {
+  if (!app.piece) return;
+  try {
+    if (!piano.loaded) {
+      $('play-status').textContent = 'Loading the piano…';
+      await piano.load((loaded, total) => {
+        $('play-status').textContent = `Loading the piano: ${loaded} of ${total} samples`;
+      });
+      $('play-status').textContent = '';
+    }
+    const selection = roll.getSelection();
+    const loop = $('loop').checked && !!selection;
+    const [fromTick, toTick] = loop ? selection : [app.playhead >= app.piece.endTick ? 0 : app.playhead, Infinity];
+    piano.play(app.piece, {
+      fromTick,
+      toTick,
+      loop,
+      tempo: Number($('tempo').value) / 100,
+      mute: mutes(),
+      onEnd: () => {
+        app.playhead = 0;
+        stopPlayback();
+      },
+    });
+    $('play').textContent = '■ Stop';
+    status.playing = true;
+    cancelAnimationFrame(playFrame);
+    const follow = () => {
+      const tick = piano.positionTick();
+      if (tick !== null) {
+        roll.setPlayhead(tick);
+        app.playhead = tick;
+        playFrame = requestAnimationFrame(follow);
+      }
+    };
+    playFrame = requestAnimationFrame(follow);
+  } catch (e) {
+    $('play-status').textContent = '';
+    showError(e.message);
+  }
+}
+
+export function stopPlayback() {
+  if (piano.playing) piano.stop();
+  cancelAnimationFrame(playFrame);
+  $('play').textContent = '▶ Play';
+  status.playing = false;
+}
+
+/** Renders the piece, at the tempo and without the muted parts, into a WAV download. */
+export async function exportWav() {
+  const button = $('export-wav');
+  button.disabled = true;
+  $('play-status').textContent = 'Rendering the WAV file…';
+  try {
+    if (!piano.loaded) await piano.load();
+    const blob = await piano.renderWav(app.piece, {
+      tempo: Number($('tempo').value) / 100,
+      mute: mutes(),
+    });
+    download(blob, exportName(app.piece, 'wav'));
+    $('play-status').textContent = `WAV: ${(blob.size / 1e6).toFixed(1)} MB.`;
+  } catch (e) {
+    $('play-status').textContent = '';
+    showError(e.message);
+  } finally {
+    button.disabled = !app.piece;
+  }
+}
