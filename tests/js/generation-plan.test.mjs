@@ -1,0 +1,145 @@
+// What a generation asks for and how its result is counted (www/generation-plan.js), under Node.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  barsUnder, barTick, hasNotes, hasPiano, contextOf, regionTicks, startsIn, draftPiece, writesFrom,
+  generateOptions, unflattenNotes, notesWritten, progressText, doneText,
+} from '../../www/generation-plan.js';
+
+const PPQ = 480;
+
+function piece(overrides = {}) {
+  return {
+    version: 1, name: 't', ppq: PPQ, tempos: [[0, 500000]], timeSignatures: [[0, 4, 4]],
+    bars: [0, 1920, 3840, 5760], endTick: 7680, chords: ['C', 'Am', 'F', 'G'],
+    phrases: [['A', 4]], promptBars: 4,
+    tracks: [
+      { name: 'MELODY', role: 'melody', program: 0, notes: [[72, 0, 480, 90], [74, 1920, 2400, 90], [76, 4000, 4400, 90]] },
+      { name: 'PIANO', role: 'generated', program: 0, notes: [[48, 0, 1920, 70], [45, 1920, 3840, 70], [41, 3840, 5760, 70]] },
+    ],
+    ...overrides,
+  };
+}
+
+test('the bars under a selection: from the bar holding its start to the bar holding its end', () => {
+  const bars = [0, 1920, 3840, 5760];
+  assert.deepEqual(barsUnder(bars, [0, 1920]), [0, 1]);
+  assert.deepEqual(barsUnder(bars, [1920, 5760]), [1, 3]);
+  assert.deepEqual(barsUnder(bars, [2000, 2100]), [1, 2], 'inside one bar: that bar');
+  assert.deepEqual(barsUnder(bars, [3000, 4000]), [1, 3], 'across a bar line: both bars');
+  assert.deepEqual(barsUnder(bars, [6000, 9000]), [3, 4], 'past the last bar: the last one');
+  assert.equal(barsUnder(bars, null), null);
+  assert.equal(barsUnder([], [0, 100]), null);
+  assert.equal(barsUnder(undefined, [0, 100]), null, 'no piece');
+});
+
+test('bar ticks go on past the last bar at its length', () => {
+  const p = piece();
+  assert.equal(barTick(p, 0), 0);
+  assert.equal(barTick(p, 3), 5760);
+  assert.equal(barTick(p, 4), 7680);
+  assert.equal(barTick(p, 6), 11520);
+  assert.equal(barTick(piece({ bars: [0] }), 2), 2 * 4 * PPQ, 'one bar: 4/4 bars after it');
+  assert.equal(barTick(piece({ bars: [] }), 1), 4 * PPQ * 2, 'no bars: from tick 0');
+  assert.deepEqual(regionTicks(p, [1, 3]), [1920, 5760]);
+  assert.equal(regionTicks(p, null), null);
+});
+
+test('notes and piano parts are found, and missing pieces have neither', () => {
+  assert.ok(hasNotes(piece()) && hasPiano(piece()));
+  const melodyOnly = piece();
+  melodyOnly.tracks = melodyOnly.tracks.slice(0, 1);
+  assert.ok(hasNotes(melodyOnly) && !hasPiano(melodyOnly));
+  const pianist = piece();
+  pianist.tracks[1].role = 'piano';
+  assert.ok(hasPiano(pianist));
+  const empty = piece({ tracks: [{ name: 'x', role: 'piano', notes: [] }] });
+  assert.ok(!hasNotes(empty) && !hasPiano(empty));
+  assert.equal(hasNotes(null), false);
+  assert.equal(hasPiano(undefined), false);
+});
+
+test('a continuation model reads the window it (or its base) was trained on', () => {
+  const manifest = [
+    { name: 'base', training: { options: { window: 512 } } },
+    { name: 'tiny', training: { options: { window: 16 } } },
+    { name: 'free', training: {} },
+  ];
+  assert.equal(contextOf(manifest[0], manifest), 512);
+  assert.equal(contextOf(manifest[1], manifest), null, 'below 32 tokens: no limit');
+  assert.equal(contextOf(manifest[2], manifest), null);
+  assert.equal(contextOf({ name: 'mine', user: true, training: { base: 'base', options: { window: 64 } } }, manifest), 512,
+    'fine-tuned: its base\'s window');
+  assert.equal(contextOf({ name: 'mine', user: true, training: { base: 'gone' } }, manifest), null);
+  assert.equal(contextOf(undefined, manifest), null);
+});
+
+test('the live piece: accompaniment drops the old piano, a continuation region drops its notes', () => {
+  const before = piece();
+  const acc = draftPiece(before, 'accompaniment', null);
+  assert.deepEqual(acc.live.tracks.map((t) => t.name), ['MELODY', 'PIANO']);
+  assert.equal(acc.live.tracks[1], acc.track, 'the streamed track is in the live piece');
+  assert.deepEqual(acc.track, { name: 'PIANO', role: 'generated', program: 0, notes: [] });
+  const ticks = [1920, 3840];
+  const cont = draftPiece(before, 'continuation', ticks);
+  assert.deepEqual(cont.live.tracks.map((t) => t.name), ['MELODY', 'PIANO', 'CONTINUATION']);
+  assert.deepEqual(cont.live.tracks[0].notes.map((n) => n[1]), [0, 4000]);
+  assert.deepEqual(cont.live.tracks[1].notes.map((n) => n[1]), [0, 3840]);
+  assert.equal(before.tracks[0].notes.length, 3, 'the piece before is untouched');
+  assert.equal(draftPiece(before, 'continuation', null).live.tracks[0].notes.length, 3);
+  assert.ok(startsIn([60, 1920, 2000, 80], ticks) && !startsIn([60, 3840, 4000, 80], ticks));
+});
+
+test('where a generation writes from', () => {
+  const p = piece({ promptBars: 3 });
+  assert.equal(writesFrom(p, 'accompaniment', null), 0);
+  assert.equal(writesFrom(p, 'continuation', null), 3840, 'the last prompt bar');
+  assert.equal(writesFrom(piece({ promptBars: 0 }), 'continuation', null), 0);
+  assert.equal(writesFrom(p, 'continuation', [1920, 3840]), 1920);
+});
+
+test('the options sent to the Worker follow the settings', () => {
+  const s = {
+    seed: 7, threshold: 0.4, pianoTemperature: null, temperature: 1.2, length: 256, maxBars: 8,
+    readAll: false, layer: 1, head: 2,
+  };
+  const cont = generateOptions(s, { task: 'continuation', region: [1, 2], context: 512 });
+  assert.deepEqual(cont, {
+    seed: 7, threshold: 0.4, pianoTemperature: null, region: [1, 2], temperature: 1.2, tokens: 256,
+    context: 512, bars: 8, watch: { layer: 1, head: 2 },
+  });
+  assert.equal(generateOptions({ ...s, readAll: true }, { task: 'continuation', region: null, context: 512 }).context, null,
+    'reading past the window: no limit');
+  assert.equal(generateOptions(s, { task: 'accompaniment', region: null, context: 512 }).context, null);
+});
+
+test('streamed notes unflatten in fours', () => {
+  assert.deepEqual(unflattenNotes([60, 0, 10, 90, 62, 10, 20, 80]), [[60, 0, 10, 90], [62, 10, 20, 80]]);
+  assert.deepEqual(unflattenNotes(new Int32Array([1, 2, 3, 4])), [[1, 2, 3, 4]]);
+  assert.deepEqual(unflattenNotes([]), []);
+});
+
+test('the notes a generation wrote', () => {
+  const before = piece();
+  const result = piece();
+  result.tracks[1].notes = result.tracks[1].notes.concat([[50, 6000, 6400, 70]]);
+  assert.equal(notesWritten(before, result, { task: 'accompaniment', trackName: 'PIANO', ticks: null }), 4,
+    'accompaniment: every note of the new track');
+  assert.equal(notesWritten(before, result, { task: 'continuation', trackName: 'PIANO', ticks: null }), 1,
+    'continuation: the notes added');
+  assert.equal(notesWritten(before, result, { task: 'continuation', trackName: 'PIANO', ticks: [3840, 7680] }), 2,
+    'a region: the generated notes starting in it');
+  assert.equal(notesWritten(before, result, { task: 'accompaniment', trackName: 'OTHER', ticks: null }), 0);
+});
+
+test('progress and result lines', () => {
+  assert.equal(progressText({ done: 0, total: 512 }, 'continuation', 1), 'Reading the prompt…');
+  assert.equal(progressText({ done: 100, total: 512 }, 'continuation', 2), '100 of 512 tokens · 50 tokens/s');
+  assert.equal(progressText({ done: 30, total: 64 }, 'accompaniment', 3), '30 of 64 steps · 10 steps/s');
+  assert.equal(doneText({ task: 'accompaniment', region: null, notes: 12, ms: 1500, gpu: false, seed: 3 }),
+    'Accompaniment: 12 notes in 1.5 s on the CPU (seed 3).');
+  assert.equal(doneText({ task: 'continuation', region: null, notes: 5, ms: 250, gpu: true, seed: 0 }),
+    'Continuation: 5 notes in 0.3 s on WebGPU (seed 0).');
+  assert.equal(doneText({ task: 'continuation', region: [4, 8], notes: 9, ms: 1000, gpu: false, seed: 1 }),
+    'Bars 5–8 rewritten; continuation: 9 notes in 1.0 s on the CPU (seed 1).');
+});

@@ -1,0 +1,50 @@
+// The chord and phrase labels typed in the lanes' dialog (www/labels.js), under Node.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  CHORD_TOKEN, CHORD_CHOICES, LABEL_HELP, labelTitle, labelProblems, labelError, chordCell, plannedBars,
+} from '../../www/labels.js';
+
+test('chord symbols: the importer\'s qualities, N, and root:quality forms', () => {
+  for (const ok of ['C', 'Am', 'F#7', 'Bbmaj7', 'Gsus4', 'Ebdim7', 'C+', 'Dm7b5', 'Am(maj7)', 'N', 'C:maj', 'G:min7']) {
+    assert.ok(CHORD_TOKEN.test(ok), ok);
+  }
+  for (const bad of ['H', 'c', 'Cmaj9', 'C#b', 'N7', '', 'C G', 'C:']) assert.ok(!CHORD_TOKEN.test(bad), bad);
+  for (const c of CHORD_CHOICES) assert.ok(CHORD_TOKEN.test(c), `suggested ${c} is accepted`);
+});
+
+test('what the dialog refuses, and says', () => {
+  assert.deepEqual(labelProblems('chord', 'C G'), []);
+  assert.deepEqual(labelProblems('chord', ''), [], 'empty: no chord');
+  assert.deepEqual(labelProblems('chord', 'C Hm x'), ['Hm', 'x']);
+  assert.deepEqual(labelProblems('phrase', 'A'), []);
+  assert.deepEqual(labelProblems('phrase', 'i'), []);
+  assert.deepEqual(labelProblems('phrase', 'AB'), ['AB']);
+  assert.deepEqual(labelProblems('phrase', ''), ['(empty)']);
+  assert.deepEqual(labelProblems('phrase', '1'), ['1']);
+  assert.equal(labelError('chord', ['Hm', 'x']), 'Not a chord: Hm, x');
+  assert.equal(labelError('phrase', ['AB']), 'A phrase is one letter, A–Z or a–z.');
+});
+
+test('chord cells keep the symbols one space apart', () => {
+  assert.equal(chordCell('  C   G7 '), 'C G7');
+  assert.equal(chordCell('Am'), 'Am');
+  assert.equal(chordCell('   '), '');
+});
+
+test('titles say which bar, and when it is planned', () => {
+  assert.equal(labelTitle('chord', 0, false), 'Chord of bar 1');
+  assert.equal(labelTitle('chord', 4, true), 'Chord of bar 5 (planned, past the music)');
+  assert.equal(labelTitle('phrase', 2, false), 'Phrase at bar 3');
+  assert.match(LABEL_HELP.chord, /C, Am, F#7/);
+  assert.match(LABEL_HELP.phrase, /one|letter/i);
+});
+
+test('planned bars: whole, from 0 to 256', () => {
+  assert.equal(plannedBars('4'), 4);
+  assert.equal(plannedBars('2.6'), 3);
+  assert.equal(plannedBars('-3'), 0);
+  assert.equal(plannedBars('999'), 256);
+  assert.equal(plannedBars(''), 0);
+  assert.equal(plannedBars('many'), 0);
+});
