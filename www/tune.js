@@ -1,12 +1,15 @@
-// The Fine-tune panel: the files a person teaches a model with (what was understood of each,
-// with the melody track to fix), the run (one Worker request per step, so pause, resume and
-// cancel act between steps and the page stays responsive), its live curve, and the models kept
-// in IndexedDB (use, export, import, delete). The Worker runs the steps on its backend.
+// The Fine-tune panel: the files a person teaches a model with (tune-files.js), the run (one
+// Worker request per step, so pause, resume and cancel act between steps and the page stays
+// responsive), its live curve, and the models kept in IndexedDB (tune-mine.js: use, export,
+// import, delete). The Worker runs the steps on its backend; the panel's words and option
+// checks are tune-text.js's.
 import { drawTuneCurve } from './loss-curve.js';
-import { saveUserModel, listUserModels, loadUserModel, deleteUserModel } from './store.js';
+import { saveUserModel } from './store.js';
+import { formatSeconds, tuneOptions, progressText, heldOutSummary, runRecord, keepName } from './tune-text.js';
+import { tuneFiles } from './tune-files.js';
+import { tuneMine } from './tune-mine.js';
 
-export const MAX_FILES = 50;
-const HOLDOUT = 0.2;
+export { MAX_FILES, formatSeconds } from './tune-text.js';
 const $ = (id) => document.getElementById(id);
 
 /**
@@ -20,6 +23,8 @@ export function initTuning(ctx) {
     files: [], // {name, piece, report}
     run: null, // the run in progress, see start()
     kept: new Map(), // name → weights kept in this tab (what storage refused still exports)
+    pending: null, // a finished run waiting to be kept or discarded
+    lastDrawn: null, // the last run, whose curve stays on show
   };
   ctx.status.tune = {
     get state() {
@@ -39,148 +44,8 @@ export function initTuning(ctx) {
   };
 
   const task = () => $('task').value;
-
-  // -------------------------------------------------------------- files
-
-  async function addFiles(list) {
-    const files = [...list];
-    const room = MAX_FILES - tune.files.length;
-    if (files.length > room) {
-      ctx.showError(`Fine-tuning reads at most ${MAX_FILES} files; ${files.length - room} were left out.`);
-    }
-    const problems = [];
-    for (const file of files.slice(0, Math.max(0, room))) {
-      if (!/\.(mid|midi|kar|smf)$/i.test(file.name) && !/midi/.test(file.type)) {
-        problems.push(`${file.name} is not a MIDI file`);
-        continue;
-      }
-      if (file.size > ctx.maxFileBytes) {
-        problems.push(`${file.name} is larger than 8 MB`);
-        continue;
-      }
-      try {
-        const bytes = await file.arrayBuffer();
-        const piece = await ctx.call('readMidi', { bytes, name: file.name }, { transfer: [bytes] });
-        addPiece(piece);
-      } catch (e) {
-        problems.push(e.message);
-      }
-    }
-    if (problems.length) ctx.showError(`Some files were not added: ${problems.join('; ')}.`);
-    await inspect();
-  }
-
-  function addPiece(piece) {
-    // The same name twice: the newer file replaces the older.
-    tune.files = tune.files.filter((f) => f.name !== piece.name);
-    tune.files.push({ name: piece.name, piece: structuredClone(piece), report: null });
-  }
-
-  async function inspect() {
-    if (!tune.files.length) {
-      showFiles();
-      return;
-    }
-    try {
-      const reports = await ctx.call('tuneInspect', {
-        pieces: tune.files.map((f) => f.piece),
-        task: task(),
-        holdout: HOLDOUT,
-      });
-      reports.forEach((r, i) => (tune.files[i].report = r));
-    } catch (e) {
-      ctx.showError(`The files could not be read for fine-tuning: ${e.message}`);
-    }
-    showFiles();
-  }
-
-  // The melody-track choice: the chosen track becomes the melody; the former melody becomes
-  // accompaniment (piano).
-  function setMelody(file, index) {
-    for (const [i, t] of file.piece.tracks.entries()) {
-      if (i === index) t.role = 'melody';
-      else if (t.role === 'melody') t.role = 'piano';
-    }
-    inspect();
-  }
-
-  function accompanimentTracks(piece) {
-    const names = piece.tracks.filter((t) => t.role === 'piano').map((t, i) => t.name || `track ${i + 1}`);
-    return names.length ? names.join(', ') : 'none';
-  }
-
-  function chordsSummary(piece) {
-    const distinct = [];
-    for (const cell of piece.chords) {
-      for (const c of cell.split(/\s+/).filter(Boolean)) {
-        if (distinct.at(-1) !== c) distinct.push(c);
-      }
-    }
-    const chords = distinct.length
-      ? `${distinct.slice(0, 6).join(' ')}${distinct.length > 6 ? ' …' : ''}`
-      : 'no chords';
-    const phrases = piece.phrases.map(([letter, bars]) => `${letter}${bars}`).join(' ');
-    return `${chords} · phrases ${phrases || 'none'}`;
-  }
-
-  function showFiles() {
-    const table = $('tune-table');
-    const body = table.tBodies[0];
-    table.hidden = !tune.files.length;
-    body.replaceChildren(
-      ...tune.files.map((file, fi) => {
-        const r = file.report;
-        const row = document.createElement('tr');
-        const cell = (text, cls) => {
-          const td = document.createElement('td');
-          td.textContent = text;
-          if (cls) td.className = cls;
-          return td;
-        };
-        const melody = document.createElement('select');
-        melody.setAttribute('aria-label', `Melody track of ${file.name}`);
-        melody.append(new Option('none', '-1'));
-        file.piece.tracks.forEach((t, i) => {
-          if (t.role === 'other' && t.channel === 9) return; // drums
-          melody.append(new Option(`${t.name || `track ${i + 1}`} (${t.notes.length} notes)`, String(i)));
-        });
-        melody.value = String(file.piece.tracks.findIndex((t) => t.role === 'melody'));
-        melody.disabled = Boolean(tune.run);
-        melody.addEventListener('change', () => setMelody(file, Number(melody.value)));
-        const melodyCell = document.createElement('td');
-        melodyCell.append(melody);
-        const used = !r
-          ? cell('…')
-          : r.problem
-            ? cell(`not used: ${r.problem}`, 'problem')
-            : cell(
-                `${r.trainBars} bars to train, ${r.heldOutBars} held out · ${r.melodyNotes} melody notes · ` +
-                  `accompaniment: ${accompanimentTracks(file.piece)} (${r.accompanimentNotes} notes)`,
-                'ok',
-              );
-        const remove = document.createElement('button');
-        remove.textContent = 'Remove';
-        remove.setAttribute('aria-label', `Remove ${file.name}`);
-        remove.disabled = Boolean(tune.run);
-        remove.addEventListener('click', () => {
-          tune.files.splice(fi, 1);
-          inspect();
-        });
-        const removeCell = document.createElement('td');
-        removeCell.append(remove);
-        row.append(
-          cell(file.name),
-          melodyCell,
-          cell(String(r && !r.problem ? r.trainBars + r.heldOutBars : file.piece.promptBars)),
-          cell(chordsSummary(file.piece)),
-          used,
-          removeCell,
-        );
-        return row;
-      }),
-    );
-    updateButtons();
-  }
+  const { addFiles, addPiece, inspect, showFiles } = tuneFiles(ctx, tune, { updateButtons });
+  const { restoreMine, showMine, weightsOf, importModel } = tuneMine(ctx, tune, { showBases });
 
   // -------------------------------------------------------------- base models and settings
 
@@ -197,22 +62,11 @@ export function initTuning(ctx) {
   }
 
   function options() {
-    const steps = Math.round(Number($('tune-steps').value));
-    const learningRate = Number($('tune-lr').value);
-    if (!(steps >= 1 && steps <= 20000)) throw new Error('the number of steps must be between 1 and 20 000');
-    if (!(learningRate > 0 && learningRate <= 0.01)) {
-      throw new Error('the learning rate must be above 0 and at most 0.01');
-    }
-    return {
-      steps,
-      learningRate,
-      trainable: $('tune-trainable').value === 'all' ? 'all' : 'top',
-      topLayers: Number($('tune-trainable').value.split('-')[1] ?? 1),
-      batch: 4,
-      holdout: HOLDOUT,
-      seed: 0,
-      evalEvery: Math.max(1, Math.round(steps / 10)),
-    };
+    return tuneOptions({
+      steps: $('tune-steps').value,
+      learningRate: $('tune-lr').value,
+      trainable: $('tune-trainable').value,
+    });
   }
 
   function usable() {
@@ -242,23 +96,6 @@ export function initTuning(ctx) {
 
   function say(text) {
     $('tune-status').textContent = text;
-  }
-
-  function progressText(run, r) {
-    const recent = run.times.slice(-10);
-    const perStep = recent.reduce((a, b) => a + b, 0) / recent.length / 1000;
-    const left = (run.steps - r.step) * perStep;
-    const valid = run.valid.at(-1);
-    const base = run.valid[0];
-    const held = valid && valid !== base
-      ? ` · held-out ${valid[1].toFixed(4)} (base ${base[1].toFixed(4)})`
-      : base
-        ? ` · held-out of the base ${base[1].toFixed(4)}`
-        : '';
-    return (
-      `Step ${r.step} of ${run.steps} · loss ${r.loss.toFixed(4)}${held} · ` +
-      `${(1 / perStep).toFixed(2)} steps/s · about ${formatSeconds(left)} left on ${run.backend}`
-    );
   }
 
   async function start() {
@@ -357,25 +194,9 @@ export function initTuning(ctx) {
     }
   }
 
-  function heldOutSummary(run) {
-    if (run.valid.length < 2) return '';
-    const [, first] = run.valid[0];
-    const [, last] = run.valid.at(-1);
-    return `; held-out loss ${first.toFixed(4)} → ${last.toFixed(4)}`;
-  }
-
   function finish(run, state) {
     run.state = state;
-    ctx.status.tune.lastRun = {
-      state,
-      steps: run.train.length,
-      train: run.train,
-      valid: run.valid,
-      backend: run.backend,
-      msPerStep: run.times.length ? run.times.reduce((a, b) => a + b, 0) / run.times.length : null,
-      times: run.times,
-      wasmBytes: run.wasmBytes ?? null,
-    };
+    ctx.status.tune.lastRun = runRecord(run, state);
     tune.lastDrawn = run;
     tune.run = null;
     run.resume?.();
@@ -383,10 +204,7 @@ export function initTuning(ctx) {
   }
 
   function offerKeep(run) {
-    let n = 1;
-    const taken = new Set(ctx.models().map((m) => m.name));
-    while (taken.has(`${run.base.name}-mine-${n}`)) n++;
-    $('tune-name').value = `${run.base.name}-mine-${n}`;
+    $('tune-name').value = keepName(run.base.name, new Set(ctx.models().map((m) => m.name)));
     $('tune-keep-form').hidden = false;
     tune.pending = run;
   }
@@ -432,110 +250,6 @@ export function initTuning(ctx) {
     $('tune-keep-form').hidden = true;
     await ctx.call('tuneDrop').catch(() => {});
     say('Discarded.');
-  }
-
-  // -------------------------------------------------------------- your models
-
-  async function restoreMine() {
-    for (const { entry } of await listUserModels()) {
-      if (!ctx.models().some((m) => m.name === entry.name)) ctx.addModel({ ...entry, user: true });
-    }
-    await showMine();
-  }
-
-  async function showMine() {
-    const mine = ctx.models().filter((m) => m.user);
-    ctx.status.tune.models = mine.map((m) => m.name);
-    const list = $('my-models');
-    if (!mine.length) {
-      const li = document.createElement('li');
-      li.className = 'hint';
-      li.textContent = 'None yet.';
-      list.replaceChildren(li);
-    } else {
-      list.replaceChildren(
-        ...mine.map((m) => {
-          const li = document.createElement('li');
-          const name = document.createElement('strong');
-          name.textContent = m.name;
-          const about = document.createElement('span');
-          about.className = 'about';
-          const before = m.metrics?.held_out_loss_before;
-          const after = m.metrics?.held_out_loss;
-          about.textContent =
-            `${m.task.toLowerCase()} · from ${m.training?.base ?? '?'} · ${m.training?.steps ?? '?'} steps` +
-            (Number.isFinite(before) && Number.isFinite(after)
-              ? ` · held-out loss ${before.toFixed(4)} → ${after.toFixed(4)}`
-              : '');
-          const button = (text, act, label) => {
-            const b = document.createElement('button');
-            b.textContent = text;
-            b.setAttribute('aria-label', `${label} ${m.name}`);
-            b.addEventListener('click', act);
-            return b;
-          };
-          li.append(
-            name,
-            about,
-            button('Use', () => ctx.useModel(m), 'Generate with'),
-            button('Export', () => exportModel(m), 'Export'),
-            button('Delete', () => remove(m), 'Delete'),
-          );
-          return li;
-        }),
-      );
-    }
-    showBases();
-  }
-
-  async function weightsOf(entry) {
-    return tune.kept.get(entry.name) ?? (await loadUserModel(entry.name))?.weights ?? null;
-  }
-
-  async function exportModel(entry) {
-    try {
-      const weights = await weightsOf(entry);
-      if (!weights) throw new Error('its weights are no longer stored in this browser');
-      const clean = { ...entry };
-      delete clean.user;
-      const copy = new Uint8Array(weights);
-      const file = await ctx.call('packModel', { entry: clean, weights: copy.buffer }, { transfer: [copy.buffer] });
-      ctx.download(new Blob([file], { type: 'application/octet-stream' }), `${entry.name}.pfmodel`);
-    } catch (e) {
-      ctx.showError(`${entry.name} could not be exported: ${e.message}`);
-    }
-  }
-
-  async function importModel(file) {
-    try {
-      if (file.size > 256 * 1024 * 1024) throw new Error('it is larger than 256 MB');
-      const bytes = await file.arrayBuffer();
-      const { entry, weights } = await ctx.call('unpackModel', { bytes }, { transfer: [bytes] });
-      let name = entry.name;
-      for (let n = 2; ctx.models().some((m) => m.name === name); n++) name = `${entry.name}-${n}`;
-      const renamed = { ...entry, name, file: `${name}.bpk`, default: false };
-      tune.kept.set(name, weights);
-      let where = 'and kept in this browser';
-      try {
-        await saveUserModel(renamed, weights);
-      } catch (e) {
-        where = `but not kept after this tab closes (${e.message})`;
-      }
-      ctx.addModel({ ...renamed, user: true });
-      await showMine();
-      ctx.notice(`Imported ${file.name} as ${name} (${renamed.task.toLowerCase()}), checked ${where}.`);
-    } catch (e) {
-      ctx.showError(`${file.name} could not be imported: ${e.message}`);
-    }
-  }
-
-  async function remove(entry) {
-    if (!confirm(`Delete ${entry.name}? This cannot be undone (export it first to keep a copy).`)) return;
-    await deleteUserModel(entry.name);
-    tune.kept.delete(entry.name);
-    await ctx.call('unloadModel', { name: entry.name }).catch(() => {});
-    ctx.removeModel(entry.name);
-    await showMine();
   }
 
   // -------------------------------------------------------------- wiring
@@ -614,11 +328,4 @@ export function initTuning(ctx) {
     /** Weights of a kept model, for the generate panel (null when gone). */
     weightsOf,
   };
-}
-
-export function formatSeconds(s) {
-  if (!Number.isFinite(s)) return '…';
-  if (s < 90) return `${Math.max(0, Math.round(s))} s`;
-  if (s < 5400) return `${Math.round(s / 60)} min`;
-  return `${(s / 3600).toFixed(1)} h`;
 }
