@@ -13,7 +13,7 @@
 import { fetchModel } from './www/store.js';
 import { SAMPLES } from './www/audio.js';
 
-export const VERSION = 5;
+export const VERSION = 6;
 export const SHELL_CACHE = `pianoformer-shell-v${VERSION}`;
 
 /** What the page cannot start without, relative to this worker. */
@@ -25,6 +25,8 @@ export const SHELL_FILES = [
   'www/style.css',
   'www/attention-panel.js',
   'www/attention.js',
+  'www/audio-notes.js',
+  'www/audio-voices.js',
   'www/audio.js',
   'www/backend-card.js',
   'www/compare-panel.js',
@@ -50,6 +52,9 @@ export const SHELL_FILES = [
   'www/share.js',
   'www/sharing.js',
   'www/store.js',
+  'www/tune-files.js',
+  'www/tune-mine.js',
+  'www/tune-text.js',
   'www/tune.js',
   'www/worker-client.js',
   'www/worker.js',

@@ -20,29 +20,18 @@
 // 1.5 s), so pieces with thousands of notes start at once and never block the page; export
 // pauses its offline render every 2 s of audio to do the same (`scheduleNotes` serves both).
 //
-// Importable in Node: nothing touches the Web Audio globals until `load` or `play`, so the pure
-// helpers (`nearestSample`, `noteEvents`, `encodeWav`) are unit-tested there.
-import { secondsAt, tickAtSeconds } from './piece.js';
+// The pure helpers (`nearestSample`, `noteEvents`, `encodeWav`, ...) are in audio-notes.js and
+// re-exported here, the Web Audio graph (voices, the scheduler) in audio-voices.js; this file is
+// the Piano. Importable in Node: nothing touches the Web Audio globals until `load` or `play`.
+import { tickAtSeconds } from './piece.js';
+import { SAMPLES, RELEASE, noteEvents, findOnset, encodeWav } from './audio-notes.js';
+import { createOutput, createBus, attackVoice, scheduleNotes } from './audio-voices.js';
 
-/** The 30 samples, low to high: `name` is the file in www/samples/ without `.mp3`. */
-export const SAMPLES = Array.from({ length: 30 }, (_, i) => {
-  const pitch = 21 + 3 * i; // A0 = MIDI 21, then every minor third up to C8 = 108
-  const letter = { 0: 'C', 3: 'Ds', 6: 'Fs', 9: 'A' }[pitch % 12];
-  return { name: `${letter}${Math.floor(pitch / 12) - 1}`, pitch };
-});
+export { SAMPLES, MELODY_ROLES, nearestSample, groupOf, noteEvents, encodeWav } from './audio-notes.js';
 
-export const MELODY_ROLES = ['melody', 'bridge'];
-
-const ATTACK = 0.005; // s, linear fade-in: keeps the sample's own attack without a click
-const RELEASE = 0.3; // s, exponential fade to -60 dB after the note's end (the damper)
-const MIN_NOTE = 0.02; // s, shortest note sounded (zero-length notes still make a sound)
-// The v8 samples peak at about 0.23: a make-up gain before the compressor that catches chords
-// (a single C4 then peaks at 0.27 at velocity 100, 0.36 at 127).
-const MASTER_GAIN = 1.5;
 const LOOKAHEAD = 1.5; // s scheduled ahead (covers a background tab's 1 s timer throttling)
 const SCHEDULE_EVERY = 100; // ms between two scheduling passes
 export const START_DELAY = 0.06; // s between `play` and the first note, so that it is not late
-const LATE = 0.25; // s: notes found later than this (the page was frozen) are skipped
 const STOP_FADE = 0.01; // s, time constant of the fade-out on `stop` (silent after ~60 ms)
 const MIN_LOOP = 0.1; // s, shorter loop ranges play once
 const MAX_RENDER_SECONDS = 20 * 60;
@@ -50,165 +39,6 @@ const MAX_RENDER_SECONDS = 20 * 60;
 // quantum, even before it starts, so scheduling all notes up front costs notes × length
 // (2000 notes took 200 s). The render pauses every RENDER_STEP s to schedule the next ones.
 const RENDER_STEP = 2;
-const ONSET_THRESHOLD = 1e-3; // -60 dB: where a sample's sound starts (the files begin silent)
-const ONSET_MARGIN = 0.002; // s kept before that onset
-
-/** The sample for MIDI `pitch`: the nearest one (a semitone away at most), clamped to A0–C8. */
-export function nearestSample(pitch) {
-  const i = Math.min(SAMPLES.length - 1, Math.max(0, Math.round((Math.round(pitch) - 21) / 3)));
-  return SAMPLES[i];
-}
-
-/** 'melody' or 'accompaniment': the mute group of a track role. */
-export function groupOf(role) {
-  return MELODY_ROLES.includes(role) ? 'melody' : 'accompaniment';
-}
-
-/** Gain of a note of MIDI velocity 1–127: a curve, so that soft notes are clearly softer. */
-function velocityGain(velocity) {
-  return (Math.min(127, Math.max(1, velocity)) / 127) ** 1.6;
-}
-
-/**
- * The notes of `piece` starting in [fromTick, toTick), as seconds after `fromTick` at the tempo
- * scale `tempo`, sorted by time. Notes are cut at `toTick`; `toTick` = Infinity means the end of
- * the piece (`piece.endTick` or the last note's end, whichever is later).
- * → { fromTick, endTick, start (s of fromTick), length (s to endTick), tail (s until the last
- *     release has faded), events: [{ time, duration, pitch, velocity, group }] }
- */
-export function noteEvents(piece, { fromTick = 0, toTick = Infinity, tempo = 1 } = {}) {
-  if (!(tempo > 0 && Number.isFinite(tempo))) {
-    throw new RangeError(`The tempo scale must be a positive number, not ${tempo}.`);
-  }
-  let pieceEnd = piece.endTick ?? 0;
-  for (const track of piece.tracks) {
-    for (const note of track.notes) pieceEnd = Math.max(pieceEnd, note[2]);
-  }
-  const endTick = Number.isFinite(toTick) ? toTick : pieceEnd;
-  const start = secondsAt(piece, fromTick, tempo);
-  const length = Math.max(0, secondsAt(piece, endTick, tempo) - start);
-  const events = [];
-  let tail = length;
-  for (const track of piece.tracks) {
-    const group = groupOf(track.role);
-    for (const [pitch, on, off, velocity] of track.notes) {
-      if (on < fromTick || on >= endTick || !(velocity > 0)) continue;
-      const time = secondsAt(piece, on, tempo) - start;
-      const stop = secondsAt(piece, Math.min(off, endTick), tempo) - start;
-      const duration = Math.max(MIN_NOTE, stop - time);
-      events.push({ time, duration, pitch, velocity, group });
-      tail = Math.max(tail, time + duration + RELEASE);
-    }
-  }
-  events.sort((a, b) => a.time - b.time);
-  return { fromTick, endTick, start, length, tail, events };
-}
-
-/** master gain → compressor → destination: the output shared by every playback of a context. */
-function createOutput(ctx) {
-  const master = ctx.createGain();
-  master.gain.value = MASTER_GAIN;
-  const compressor = ctx.createDynamicsCompressor();
-  // Measured in Chromium: with its automatic make-up gain, ten notes at velocity 127 at once
-  // peak at -2 dBFS.
-  compressor.threshold.value = -10;
-  compressor.knee.value = 6;
-  compressor.ratio.value = 12;
-  compressor.attack.value = 0.001;
-  compressor.release.value = 0.2;
-  master.connect(compressor).connect(ctx.destination);
-  return master;
-}
-
-/** One playback's gains: one per group (melody, accompaniment) into `output` (faded on stop). */
-function createBus(ctx, destination, mute) {
-  const output = ctx.createGain();
-  output.connect(destination);
-  const groups = {};
-  for (const group of ['melody', 'accompaniment']) {
-    groups[group] = ctx.createGain();
-    groups[group].gain.value = mute[group] ? 0 : 1;
-    groups[group].connect(output);
-  }
-  return { output, groups };
-}
-
-/**
- * The start of one voice: the sample nearest to `pitch`, re-pitched, into `destination` with
- * `velocity`'s gain and a short attack at `when` (context time). The caller ends it.
- */
-function attackVoice(ctx, samples, destination, pitch, velocity, when) {
-  const sample = nearestSample(pitch);
-  const { buffer, onset } = samples.get(sample.name);
-  const source = ctx.createBufferSource();
-  source.buffer = buffer;
-  source.playbackRate.value = 2 ** ((pitch - sample.pitch) / 12);
-  const envelope = ctx.createGain();
-  const peak = velocityGain(velocity);
-  envelope.gain.setValueAtTime(0, when);
-  envelope.gain.linearRampToValueAtTime(peak, when + ATTACK);
-  source.connect(envelope).connect(destination);
-  source.onended = () => envelope.disconnect();
-  source.start(when, onset);
-  return { source, envelope, peak };
-}
-
-/**
- * Sounds one note event into `destination`: attacked at `when` (context time), released after
- * `when + duration`. The one voice of both live playback and export. Returns the source node,
- * already scheduled to stop when the release has faded.
- */
-function startVoice(ctx, samples, destination, { pitch, velocity, duration }, when) {
-  const { source, envelope, peak } = attackVoice(ctx, samples, destination, pitch, velocity, when);
-  const off = when + Math.max(duration, MIN_NOTE);
-  envelope.gain.setValueAtTime(peak, off);
-  envelope.gain.exponentialRampToValueAtTime(peak * 1e-3, off + RELEASE);
-  source.stop(off + RELEASE);
-  return source;
-}
-
-/**
- * Schedules the notes of a playback `cursor` ({ plan, t0, loop, next, round }: `plan` from
- * `noteEvents`, `t0` the context time of its start) that start before `until` (context time),
- * looping over the plan if `cursor.loop`, and advances the cursor past them. A note found more
- * than LATE s behind the context's clock is skipped; a less late one starts at once.
- * `onStart(source)` sees each source node. Used by both live playback and export.
- */
-function scheduleNotes(ctx, samples, bus, cursor, until, onStart) {
-  const now = ctx.currentTime;
-  const { events, length } = cursor.plan;
-  for (;;) {
-    if (cursor.next >= events.length) {
-      if (!cursor.loop || events.length === 0) return;
-      cursor.next = 0;
-      cursor.round++;
-    }
-    const event = events[cursor.next];
-    const when = cursor.t0 + cursor.round * length + event.time;
-    if (when >= until) return;
-    cursor.next++;
-    if (when < now - LATE) continue;
-    const source = startVoice(ctx, samples, bus.groups[event.group], event, Math.max(when, now));
-    onStart?.(source);
-  }
-}
-
-/** Where the sound of `buffer` starts, in seconds: its first sample above -60 dB, less a margin. */
-function findOnset(buffer) {
-  let first = buffer.length;
-  for (let c = 0; c < buffer.numberOfChannels; c++) {
-    const data = buffer.getChannelData(c);
-    const limit = Math.min(first, data.length);
-    for (let i = 0; i < limit; i++) {
-      if (Math.abs(data[i]) > ONSET_THRESHOLD) {
-        first = i;
-        break;
-      }
-    }
-  }
-  if (first === buffer.length) return 0;
-  return Math.max(0, first / buffer.sampleRate - ONSET_MARGIN);
-}
 
 export class Piano {
   #baseUrl;
@@ -489,53 +319,4 @@ export class Piano {
     const channels = [rendered.getChannelData(0), rendered.getChannelData(1)];
     return new Blob([encodeWav(channels, sampleRate)], { type: 'audio/wav' });
   }
-}
-
-/**
- * A RIFF/WAVE file of 16-bit PCM from `channels` (one Float32Array per channel, all the same
- * length, samples in [-1, 1]; beyond is clamped, NaN is silence), interleaved.
- */
-export function encodeWav(channels, sampleRate) {
-  if (channels.length < 1 || channels.length > 0xffff) {
-    throw new RangeError('A WAV file needs 1 to 65535 channels.');
-  }
-  const frames = channels[0].length;
-  if (channels.some((c) => c.length !== frames)) {
-    throw new RangeError('All channels of a WAV file must have the same length.');
-  }
-  if (!(Number.isInteger(sampleRate) && sampleRate > 0)) {
-    throw new RangeError(`A WAV file needs a positive whole sample rate, not ${sampleRate}.`);
-  }
-  const blockAlign = channels.length * 2;
-  const dataBytes = frames * blockAlign;
-  if (44 + dataBytes > 0xffffffff) {
-    throw new RangeError('The audio is too long for a WAV file (4 GiB at most).');
-  }
-  const buffer = new ArrayBuffer(44 + dataBytes);
-  const view = new DataView(buffer);
-  const ascii = (offset, text) => {
-    for (let i = 0; i < text.length; i++) view.setUint8(offset + i, text.charCodeAt(i));
-  };
-  ascii(0, 'RIFF');
-  view.setUint32(4, 36 + dataBytes, true); // everything after this field
-  ascii(8, 'WAVE');
-  ascii(12, 'fmt ');
-  view.setUint32(16, 16, true); // fmt chunk size
-  view.setUint16(20, 1, true); // PCM
-  view.setUint16(22, channels.length, true);
-  view.setUint32(24, sampleRate, true);
-  view.setUint32(28, sampleRate * blockAlign, true); // bytes per second
-  view.setUint16(32, blockAlign, true); // bytes per frame
-  view.setUint16(34, 16, true); // bits per sample
-  ascii(36, 'data');
-  view.setUint32(40, dataBytes, true);
-  let offset = 44;
-  for (let i = 0; i < frames; i++) {
-    for (const channel of channels) {
-      const s = Math.max(-1, Math.min(1, channel[i] || 0));
-      view.setInt16(offset, Math.round(s < 0 ? s * 0x8000 : s * 0x7fff), true);
-      offset += 2;
-    }
-  }
-  return buffer;
 }

@@ -169,3 +169,43 @@ test('noteEvents lists the notes of a range in seconds, cut at its end', () => {
   assert.equal(groupOf('generated'), 'accompaniment');
   assert.equal(groupOf('other'), 'accompaniment');
 });
+
+test('audio.js re-exports the pure helpers of audio-notes.js', async () => {
+  const audio = await import('../../www/audio.js');
+  const notes = await import('../../www/audio-notes.js');
+  for (const name of ['SAMPLES', 'MELODY_ROLES', 'nearestSample', 'groupOf', 'noteEvents', 'encodeWav']) {
+    assert.equal(audio[name], notes[name], name);
+  }
+  assert.deepEqual(Object.keys(audio).sort(),
+    ['MELODY_ROLES', 'Piano', 'SAMPLES', 'START_DELAY', 'encodeWav', 'groupOf', 'nearestSample', 'noteEvents']);
+});
+
+test('velocity gain: a curve from 1 to 127, clamped', async () => {
+  const { velocityGain } = await import('../../www/audio-notes.js');
+  assert.equal(velocityGain(127), 1);
+  assert.equal(velocityGain(200), 1);
+  assert.equal(velocityGain(0), velocityGain(1));
+  assert.ok(Math.abs(velocityGain(64) - (64 / 127) ** 1.6) < 1e-12);
+  assert.ok(velocityGain(64) < 64 / 127, 'soft notes softer than linear');
+});
+
+test('a sample\'s onset: its first sound above -60 dB on any channel, less 2 ms', async () => {
+  const { findOnset } = await import('../../www/audio-notes.js');
+  const buffer = (channels, sampleRate = 1000) => ({
+    length: channels[0].length, numberOfChannels: channels.length, sampleRate,
+    getChannelData: (c) => channels[c],
+  });
+  const silent = new Float32Array(100);
+  const late = new Float32Array(100);
+  late[50] = 0.5;
+  const early = new Float32Array(100);
+  early[20] = -0.01;
+  assert.equal(findOnset(buffer([silent])), 0, 'silence: from the start');
+  assert.ok(Math.abs(findOnset(buffer([late])) - 0.048) < 1e-12);
+  assert.ok(Math.abs(findOnset(buffer([late, early])) - 0.018) < 1e-12, 'the earlier channel');
+  const quiet = new Float32Array(100).fill(5e-4);
+  assert.equal(findOnset(buffer([quiet])), 0, 'below the threshold is silence');
+  const first = new Float32Array(10);
+  first[1] = 1;
+  assert.equal(findOnset(buffer([first])), 0, 'never before the start');
+});
