@@ -69,10 +69,12 @@ test-native:
 	  echo "skipped, having checked nothing: $$(wc -l < "$(SKIP_LOG)") tests"; sort "$(SKIP_LOG)" | sed 's/^/  /'; \
 	else echo "no test skipped"; fi
 
-# Formatting, and clippy with warnings as errors (native targets).
+# Formatting, clippy with warnings as errors (native targets), and no dependency cycle between
+# the library's modules (tools/deps.py: music → model → data → train / generate → eval → ...).
 lint:
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
+	python3 tools/deps.py
 
 # The page's JavaScript modules (share links, storage, audio, roll maths) under Node.
 test-js:

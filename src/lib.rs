@@ -5,7 +5,11 @@
 //! `tune` fine-tunes on a person's files (the page's Fine-tune panel); `web` is the only place with `#[wasm_bindgen]`; the native CLI lives in `src/bin/`.
 
 #[cfg(feature = "ml")]
+pub mod data;
+#[cfg(feature = "ml")]
 pub mod device;
+#[cfg(feature = "ml")]
+pub mod eval;
 #[cfg(feature = "ml")]
 pub mod generate;
 #[cfg(feature = "ml")]

@@ -4,12 +4,11 @@
 
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::generate::PianoSampling;
+use crate::generate::binarize::Binarize;
 use crate::model::config::{PerformerConfig, Task};
 use crate::model::performer::{ModelError, Performer};
-use crate::train::eval::Binarize;
 
 /// One shipped model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -92,13 +91,7 @@ impl Manifest {
     }
 }
 
-/// The sha256 of `bytes`, as lower-case hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
+pub use crate::model::sha256_hex;
 
 /// Builds the model of `entry` from `bytes`, after checking the bytes' size and sha256 and the
 /// config.

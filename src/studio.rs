@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 
+use crate::generate::binarize::{Binarize, binarize};
 use crate::generate::{
     AttentionRows, GenerateError, Length, PianoSampling, Sampling, Watch, accompaniment_input,
     accompany_probs, accompany_steps, continue_tokens, cut_prompt, input_example, prompt_tokens,
@@ -20,7 +21,6 @@ use crate::music::midi::Note;
 use crate::music::piece::{Piece, PieceNote, PieceTrack, TrackRole};
 use crate::music::roll::{PianoRoll, Role};
 use crate::music::tokens::{self, Token};
-use crate::train::eval::{Binarize, binarize};
 
 /// Name of the track an accompaniment is written to.
 pub const ACCOMPANIMENT_TRACK: &str = "PIANO";

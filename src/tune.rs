@@ -9,6 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::data::corpus::{Corpus, Piece as TrainPiece, WindowSpec};
 use crate::generate::song_input;
 use crate::model::config::Task;
 use crate::model::performer::Performer;
@@ -17,7 +18,6 @@ use crate::music::midi::Note;
 use crate::music::piece::{Piece, TrackRole};
 use crate::music::roll::{PianoRoll, Role};
 use crate::music::tokens::{MAX_BAR_BEATS, STEPS_PER_BEAT};
-use crate::train::corpus::{Corpus, Piece as TrainPiece, WindowSpec};
 use crate::train::session::{RunOptions, Session};
 use crate::train::step::TrainError;
 

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 WASM_PACK_VERSION=0.15.1
 # wasm-bindgen-cli must match the wasm-bindgen in Cargo.lock exactly.
 WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/ {getline; gsub(/[^0-9.]/, ""); print; exit}' Cargo.lock)
-APT_PACKAGES=(build-essential pkg-config chromium chromium-driver)
+APT_PACKAGES=(build-essential pkg-config python3 chromium chromium-driver)
 
 say() { printf '\033[1msetup:\033[0m %s\n' "$*"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
@@ -65,7 +65,7 @@ need_lint() {
 need_rust
 need_lint
 if [ "${1:-all}" = native ]; then
-  install_apt build-essential pkg-config
+  install_apt build-essential pkg-config python3
   exit 0
 fi
 

@@ -8,10 +8,10 @@ use std::ops::Range;
 use rand::RngExt;
 use rand::rngs::StdRng;
 
-use super::data::{Example, example};
-use crate::model::config::{Conditioning, PerformerConfig};
+pub use super::example::WindowSpec;
+use super::example::{Example, example};
 use crate::music::grid::Grid;
-use crate::music::labels::{StepLabels, StructureLevel};
+use crate::music::labels::StepLabels;
 use crate::music::midi::{Note, Song};
 use crate::music::roll::{MultiRoll, PianoRoll, Role};
 use crate::music::tokens::{self, STEPS_PER_BEAT, Token};
@@ -183,31 +183,6 @@ pub fn transpose_tokens(ids: &[u32], semitones: i32) -> Option<Vec<u32>> {
             _ => Some(id),
         })
         .collect()
-}
-
-/// What a window of the accompaniment task looks like.
-#[derive(Clone, Debug, PartialEq)]
-pub struct WindowSpec {
-    /// Grid steps (accompaniment) or tokens (continuation) per window.
-    pub len: usize,
-    /// Transpositions are drawn from `-max_shift ..= max_shift` semitones.
-    pub max_shift: i32,
-    /// F-StrIPE's structure levels (their coordinates go with each accompaniment window).
-    pub levels: Vec<StructureLevel>,
-    /// Accompaniment: the lanes and the previous piano step as inputs.
-    pub conditioning: Option<Conditioning>,
-}
-
-impl WindowSpec {
-    /// Windows of `len` steps or tokens as `config`'s model reads them, untransposed.
-    pub fn for_model(config: &PerformerConfig, len: usize) -> Self {
-        Self {
-            len,
-            max_shift: 0,
-            levels: config.pe.structure_levels().to_vec(),
-            conditioning: config.conditioning,
-        }
-    }
 }
 
 /// The pieces a run trains or validates on.

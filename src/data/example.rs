@@ -5,10 +5,35 @@
 use rand::RngExt;
 use rand::rngs::StdRng;
 
-use super::corpus::WindowSpec;
-use crate::model::config::{ACCOMPANIMENT_INPUTS, Conditioning};
+use crate::model::config::{ACCOMPANIMENT_INPUTS, Conditioning, PerformerConfig};
+use crate::model::pe::StructureLevel;
 use crate::music::labels::{LABEL_FEATURES, StepLabels};
 use crate::music::roll::{MultiRoll, PITCHES, PianoRoll};
+
+/// What a window of the accompaniment task looks like.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WindowSpec {
+    /// Grid steps (accompaniment) or tokens (continuation) per window.
+    pub len: usize,
+    /// Transpositions are drawn from `-max_shift ..= max_shift` semitones.
+    pub max_shift: i32,
+    /// F-StrIPE's structure levels (their coordinates go with each accompaniment window).
+    pub levels: Vec<StructureLevel>,
+    /// Accompaniment: the lanes and the previous piano step as inputs.
+    pub conditioning: Option<Conditioning>,
+}
+
+impl WindowSpec {
+    /// Windows of `len` steps or tokens as `config`'s model reads them, untransposed.
+    pub fn for_model(config: &PerformerConfig, len: usize) -> Self {
+        Self {
+            len,
+            max_shift: 0,
+            levels: config.pe.structure_levels().to_vec(),
+            conditioning: config.conditioning,
+        }
+    }
+}
 
 /// One window: inputs [len, 4·128 + extra] (melody onset, melody sustain, bridge onset, bridge
 /// sustain; then, with conditioning, the lanes' features and the piano's previous step),

@@ -116,6 +116,7 @@ pub struct GpuUnavailable {
 }
 
 impl GpuUnavailable {
+    #[cfg(any(feature = "gpu", test))]
     fn from_runtime(detail: String) -> Self {
         let lower = detail.to_ascii_lowercase();
         let reason = if lower.contains("no suitable graphics adapter")

@@ -4,77 +4,28 @@
 //! threshold and a gap merge (both chosen on validation data by onset F1), then F-StrIPE's
 //! scores (CS, SSMD, GS, NDD) compare it with the real piano part. Continuation: cross-entropy
 //! per token position, to see whether a model trained on N-token windows still predicts well
-//! at 2N, 3N, 4N (the SPE paper's Figure 3).
+//! at 2N, 3N, 4N (the SPE paper's Figure 3). `panel` samples whole songs and measures how
+//! they are played; `sampled` continues real prompts and compares the music with the song's.
+
+pub mod panel;
+pub mod sampled;
 
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 
-use super::corpus::{Batch, Corpus, WindowSpec};
-use super::data::{Example, example};
-use super::step::TrainError;
+use crate::data::corpus::{Batch, Corpus, WindowSpec};
+use crate::data::{Example, example};
+use crate::generate::binarize::{Binarize, binarize};
 use crate::model::config::ACCOMPANIMENT_INPUTS;
 use crate::model::performer::Performer;
 use crate::music::labels::LABEL_FEATURES;
 use crate::music::metrics::{AccompanimentScores, accompaniment_scores};
 use crate::music::roll::{PITCHES, PianoRoll};
-
-/// How probabilities become notes.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Binarize {
-    /// A note starts where the onset probability is above this, and lasts while the sustain
-    /// probability stays above it.
-    pub threshold: f32,
-    /// Sustain dips of at most this many steps inside a note are bridged.
-    pub gap: usize,
-}
-
-impl Default for Binarize {
-    fn default() -> Self {
-        Self {
-            threshold: 0.5,
-            gap: 0,
-        }
-    }
-}
+use crate::train::step::TrainError;
 
 /// The thresholds and gaps tried when choosing on validation data.
 pub const THRESHOLDS: [f32; 10] = [0.02, 0.05, 0.08, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5];
 pub const GAPS: [usize; 3] = [0, 1, 2];
-
-/// A piano roll from onset and sustain probabilities, each `[len, 128]` row-major.
-pub fn binarize(onset: &[f32], sustain: &[f32], len: usize, b: Binarize) -> PianoRoll {
-    let mut roll = PianoRoll::new(len);
-    for p in 0..PITCHES {
-        let mut t = 0;
-        while t < len {
-            if onset[t * PITCHES + p] <= b.threshold {
-                t += 1;
-                continue;
-            }
-            // A note from t: extend while sustained, bridging short dips, until a new onset.
-            roll.set(t, p, true, true, 0);
-            let mut end = t + 1;
-            let mut u = t + 1;
-            while u < len && onset[u * PITCHES + p] <= b.threshold {
-                if sustain[u * PITCHES + p] > b.threshold {
-                    end = u + 1;
-                } else if u - end + 1 > b.gap {
-                    break;
-                }
-                u += 1;
-            }
-            for s in t + 1..end {
-                roll.set(s, p, false, true, 0);
-            }
-            t = end.max(t + 1);
-            // Resume the scan where a new onset may be.
-            while t < u && onset[t * PITCHES + p] <= b.threshold {
-                t += 1;
-            }
-        }
-    }
-    roll
-}
 
 /// Precision, recall and F1 of predicted onsets against the target's, per step and pitch.
 pub fn onset_f1(predicted: &PianoRoll, target: &PianoRoll) -> f64 {
@@ -239,9 +190,9 @@ impl Ablations {
         seed: u64,
     ) -> Result<Self, TrainError> {
         let loss = |model: &Performer, windows: Vec<Example>| {
-            let trainer = super::step::Trainer::new(
+            let trainer = crate::train::step::Trainer::new(
                 model.clone(),
-                super::step::Schedule {
+                crate::train::step::Schedule {
                     peak_lr: 0.0,
                     warmup: 0,
                     total: 1,
@@ -331,9 +282,9 @@ pub async fn position_losses(
     batches: &[Batch],
     seed: u64,
 ) -> Result<Vec<f64>, TrainError> {
-    let trainer_like = super::step::Trainer::new(
+    let trainer_like = crate::train::step::Trainer::new(
         model.clone(),
-        super::step::Schedule {
+        crate::train::step::Schedule {
             peak_lr: 0.0,
             warmup: 0,
             total: 1,
@@ -357,66 +308,12 @@ pub async fn position_losses(
     Ok(sum.into_iter().map(|s| s / n.max(1) as f64).collect())
 }
 
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod ablations_tests;
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn planes(len: usize, notes: &[(usize, usize, usize, f32)]) -> (Vec<f32>, Vec<f32>) {
-        let mut on = vec![0.0; len * PITCHES];
-        let mut sus = vec![0.0; len * PITCHES];
-        for &(p, start, end, prob) in notes {
-            on[start * PITCHES + p] = prob;
-            for t in start..end {
-                sus[t * PITCHES + p] = prob;
-            }
-        }
-        (on, sus)
-    }
-
-    #[test]
-    fn binarize_starts_notes_at_onsets_and_bridges_short_gaps() {
-        // Pitch 60: onset at 0, sustained to 4, a dip at 4, sustained 5..8.
-        let (on, mut sus) = planes(10, &[(60, 0, 8, 0.9), (64, 2, 3, 0.3)]);
-        sus[4 * PITCHES + 60] = 0.1;
-        let strict = binarize(
-            &on,
-            &sus,
-            10,
-            Binarize {
-                threshold: 0.5,
-                gap: 0,
-            },
-        );
-        assert!(strict.onset(0, 60));
-        assert!(strict.sustain(3, 60) && !strict.sustain(4, 60) && !strict.sustain(5, 60));
-        assert!(!strict.onset(2, 64), "0.3 is under the threshold");
-        let merged = binarize(
-            &on,
-            &sus,
-            10,
-            Binarize {
-                threshold: 0.5,
-                gap: 1,
-            },
-        );
-        assert!(merged.sustain(4, 60) && merged.sustain(7, 60) && !merged.sustain(8, 60));
-        assert!(!merged.onset(5, 60), "one note, not two");
-        let low = binarize(
-            &on,
-            &sus,
-            10,
-            Binarize {
-                threshold: 0.2,
-                gap: 0,
-            },
-        );
-        assert!(low.onset(2, 64) && !low.sustain(3, 64));
-        // A new onset ends the note before it.
-        let (mut on2, sus2) = planes(6, &[(50, 0, 6, 0.9)]);
-        on2[3 * PITCHES + 50] = 0.9;
-        let two = binarize(&on2, &sus2, 6, Binarize::default());
-        assert!(two.onset(0, 50) && two.onset(3, 50) && two.sustain(5, 50));
-    }
 
     #[test]
     fn onset_f1_counts_hits_and_misses() {

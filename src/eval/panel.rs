@@ -18,9 +18,9 @@
 use burn::tensor::Device;
 use serde::Serialize;
 
-use super::corpus::{Piece, WindowSpec};
-use super::data::example;
-use super::eval::target_roll;
+use super::target_roll;
+use crate::data::corpus::{Piece, WindowSpec};
+use crate::data::example;
 use crate::generate::piano::sample_whole;
 use crate::generate::{GenerateError, PianoSampling};
 use crate::model::performer::Performer;

@@ -18,10 +18,10 @@ use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use super::{AttentionRows, GenerateError, Watch, read_f32, watched_rows};
+use crate::data::Example;
 use crate::model::config::{ACCOMPANIMENT_INPUTS, LABEL_FEATURES, Task};
 use crate::model::performer::{Inputs, Performer, StepInput};
 use crate::music::roll::{PITCHES, PianoRoll};
-use crate::train::data::Example;
 
 /// How the piano's next step is drawn from the model's probabilities.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

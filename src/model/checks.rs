@@ -11,7 +11,7 @@ use super::performer::{Inputs, Performer};
 
 const VOCAB: usize = 20;
 
-pub(crate) use super::read;
+use super::read;
 
 fn tokens(len: usize, device: &Device) -> Tensor<2, Int> {
     let ids: Vec<i64> = (0..len).map(|i| ((i * 7 + 3) % VOCAB) as i64).collect();
@@ -139,5 +139,28 @@ mod tests {
             grads.iter().all(|(_, g)| *g > 0.0 && g.is_finite()),
             "{grads:?}"
         );
+    }
+
+    /// Gradients reach every positional-encoding parameter (frequencies, gains, offsets, filters,
+    /// phases, gates) through a training loss on the autodiff CPU backend; the browser tests run
+    /// the same check on WebGPU.
+    #[test]
+    fn gradients_reach_every_positional_parameter() {
+        let device = Device::flex();
+        for pe in crate::model::performer::tests::every_encoding()
+            .into_iter()
+            .filter(|p| p.acts_on_attention() && p.gated)
+        {
+            let grads = pollster::block_on(positional_gradients(&pe, &device)).unwrap();
+            // The encoding's own parameters and one gate per layer.
+            assert!(grads.len() >= 2 + 2, "{:?}: {grads:?}", pe.kind);
+            for (name, size) in grads {
+                assert!(
+                    size > 0.0 && size.is_finite(),
+                    "{:?}: {name} gradient {size}",
+                    pe.kind
+                );
+            }
+        }
     }
 }

@@ -21,7 +21,7 @@ use burn::cubecl::{CubeCount, CubeDim, MemoryScope, RuntimeId};
 use burn::tensor::{DType, Device, Shape, Tensor, TensorData};
 
 use super::attention::{EPS, LinearState, causal_linear};
-use super::checks::read;
+use super::read;
 
 const CAUSAL_DOT_PRODUCT_WGSL: &str = include_str!("../../shaders/causal_dot_product.wgsl");
 

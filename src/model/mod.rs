@@ -23,3 +23,12 @@ pub(crate) async fn read<const D: usize>(t: burn::tensor::Tensor<D>) -> Result<V
         .try_into_vec::<f32>()
         .map_err(|e| format!("{e:?}"))
 }
+
+/// The sha256 of `bytes` (a model's weights, a checkpoint), as lower-case hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}

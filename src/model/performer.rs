@@ -591,4 +591,4 @@ mod step;
 pub use step::{Decoder, StepInput, Stepping};
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
-mod tests;
+pub(crate) mod tests;

@@ -9,8 +9,8 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use serde::{Deserialize, Serialize};
 
-use super::corpus::{Batch, Corpus, WindowSpec};
 use super::step::{Schedule, TrainError, Trainer, adam};
+use crate::data::corpus::{Batch, Corpus, WindowSpec};
 use crate::model::config::{PerformerConfig, Task};
 use crate::model::performer::{ModelError, Performer};
 use crate::music::tokens::VOCAB_SIZE;
@@ -220,7 +220,7 @@ impl Session {
         ] {
             if sum
                 .as_ref()
-                .is_some_and(|s| *s != crate::models::sha256_hex(bytes))
+                .is_some_and(|s| *s != crate::model::sha256_hex(bytes))
             {
                 return Err(format!(
                     "the checkpoint's {what} weights do not belong to its step {} (saving was \
@@ -324,8 +324,8 @@ impl Session {
                 valid_loss: self.valid_loss,
                 data_path: None,
                 limit: None,
-                model_sha256: Some(crate::models::sha256_hex(&model)),
-                optim_sha256: Some(crate::models::sha256_hex(&optim)),
+                model_sha256: Some(crate::model::sha256_hex(&model)),
+                optim_sha256: Some(crate::model::sha256_hex(&optim)),
             },
             model,
             optim,

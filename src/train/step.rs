@@ -8,12 +8,12 @@ use burn::grad_clipping::GradientClippingConfig;
 use burn::module::Module;
 use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
 use burn::tensor::activation::{log_softmax, relu};
-use burn::tensor::{Device, Int, Tensor, TensorData};
+use burn::tensor::{Int, Tensor};
 use rand::rngs::StdRng;
 use serde::{Deserialize, Serialize};
 
-use super::corpus::Batch;
-use super::data::Example;
+use crate::data::corpus::Batch;
+use crate::data::{stack, stack_tokens};
 use crate::model::performer::{Inputs, ModelError, Performer};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -39,44 +39,6 @@ impl Schedule {
     }
 }
 
-/// Stacks examples (all of one length) into inputs [batch, len, 512], targets
-/// [batch, len, 256] and coordinates [batch, len, c] (`None` when there are none).
-pub fn stack(examples: &[Example], device: &Device) -> (Tensor<3>, Tensor<3>, Option<Tensor<3>>) {
-    let b = examples.len();
-    let len = examples.first().map_or(0, |e| e.len);
-    let cat = |f: fn(&Example) -> &Vec<f32>| -> Vec<f32> {
-        examples.iter().flat_map(|e| f(e).iter().copied()).collect()
-    };
-    let inputs = cat(|e| &e.inputs);
-    let targets = cat(|e| &e.targets);
-    let coords = cat(|e| &e.coordinates);
-    let width = |v: &Vec<f32>| v.len() / (b * len).max(1);
-    let tensor = |v: Vec<f32>| {
-        let w = width(&v);
-        Tensor::<3>::from_data(TensorData::new(v, vec![b, len, w]), device)
-    };
-    let coords = (!coords.is_empty()).then(|| tensor(coords));
-    (tensor(inputs), tensor(targets), coords)
-}
-
-/// Token windows of `len + 1` ids as inputs [batch, len] and targets [batch, len, 1].
-pub fn stack_tokens(windows: &[Vec<u32>], device: &Device) -> (Tensor<2, Int>, Tensor<3, Int>) {
-    let b = windows.len();
-    let len = windows.first().map_or(1, |w| w.len()) - 1;
-    let ids = |range: fn(&Vec<u32>) -> &[u32]| -> Vec<i64> {
-        windows
-            .iter()
-            .flat_map(|w| range(w).iter().map(|&t| t as i64))
-            .collect()
-    };
-    let inputs = ids(|w| &w[..w.len() - 1]);
-    let targets = ids(|w| &w[1..]);
-    (
-        Tensor::from_data(TensorData::new(inputs, vec![b, len]), device),
-        Tensor::from_data(TensorData::new(targets, vec![b, len, 1]), device),
-    )
-}
-
 /// Cross-entropy of `logits` [batch, len, vocab] against target ids [batch, len, 1], per
 /// position [batch, len].
 pub fn token_nll(logits: Tensor<3>, targets: Tensor<3, Int>) -> Tensor<2> {
@@ -100,14 +62,9 @@ pub fn bce_per_step(logits: Tensor<3>, targets: Tensor<3>, pos_weight: f32) -> T
     loss.mean_dim(2).squeeze_dim::<2>(2)
 }
 
-/// A tensor's values as f32, read asynchronously (synchronous reads panic on WebGPU in wasm).
-pub async fn read_vec<const D: usize>(t: Tensor<D>) -> Result<Vec<f32>, TrainError> {
-    t.into_data_async()
-        .await
-        .map_err(|e| TrainError::Read(format!("{e:?}")))?
-        .convert::<f32>()
-        .try_into_vec::<f32>()
-        .map_err(|e| TrainError::Read(format!("{e:?}")))
+/// A tensor's values as f32 ([`crate::model::read`]).
+async fn read_vec<const D: usize>(t: Tensor<D>) -> Result<Vec<f32>, TrainError> {
+    crate::model::read(t).await.map_err(TrainError::Read)
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -5,9 +5,9 @@ use pollster::block_on;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
-use super::corpus::{Batch, WindowSpec};
-use super::data::{crop_starts, random_example};
 use super::step::{Schedule, Trainer, bce_per_step};
+use crate::data::corpus::{Batch, WindowSpec};
+use crate::data::example::{crop_starts, random_example};
 use crate::model::config::{Conditioning, PerformerConfig, Task};
 use crate::model::pe::{PeConfig, PeKind, StructureLevel};
 use crate::model::performer::Performer;
@@ -20,7 +20,7 @@ use crate::music::roll::{MultiRoll, Role};
 
 /// A small song made here: a I–V–vi–IV progression, a melody on the chord tones, the piano
 /// holding each chord for a bar. `key` transposes it.
-fn song(key: u8, bars: u64) -> (Grid, MultiRoll, StepLabels) {
+pub(crate) fn song(key: u8, bars: u64) -> (Grid, MultiRoll, StepLabels) {
     let ppq = 480u64;
     let progression = [
         (0u8, Quality::Maj),
@@ -215,73 +215,4 @@ fn the_positional_encoding_learns_at_its_own_rate() {
         (head10 - head1).abs() <= 1e-6 * head1.max(1e-12) + 1e-9,
         "the head moved {head1} then {head10}"
     );
-}
-
-/// Each ablation takes away only what it names: an F-StrIPE model's loss moves when its
-/// attention is made uniform, when its labels are held at zero and when they come from another
-/// song (even untrained, it reads them); the lanes as inputs count as labels too; a model
-/// that reads no labels reports no label ablation, and its loss as trained is the validation
-/// loss training reports.
-#[test]
-fn the_ablations_take_away_only_what_they_name() {
-    use super::eval::{Ablations, uniform_attention};
-    let device = Device::flex();
-    let windows = |config: &PerformerConfig| -> Vec<_> {
-        let spec = WindowSpec {
-            len: 32,
-            max_shift: 0,
-            ..WindowSpec::for_model(config, 32)
-        };
-        [song(0, 4), song(6, 4), song(3, 4)]
-            .iter()
-            .map(|(_, rolls, labels)| {
-                random_example(rolls, labels, &spec, &[0], &mut StdRng::seed_from_u64(0))
-            })
-            .collect()
-    };
-    let moved = |a: f64, b: f64| (a - b).abs() > 1e-6 * b;
-    let kernel = PeConfig::new(PeKind::Fstripe).with_levels(&[StructureLevel::Chord]);
-    let lanes = PerformerConfig::tiny(Task::Accompaniment, 0, PeConfig::new(PeKind::SineSpe))
-        .with_inputs(Some(Conditioning::AUTOREGRESSIVE));
-    for config in [PerformerConfig::tiny(Task::Accompaniment, 0, kernel), lanes] {
-        let examples = windows(&config);
-        assert_ne!(examples[0].inputs, examples[1].inputs);
-        let model = Performer::new(&config, 3, &device).unwrap();
-        let a = block_on(Ablations::measure(&model, &examples, 2, 11)).unwrap();
-        let (zero, other) = (a.labels_zero.unwrap(), a.labels_other.unwrap());
-        assert!(
-            moved(zero, a.loss) && moved(other, a.loss) && moved(other, zero),
-            "{a:?}"
-        );
-        assert!(moved(a.uniform_attention, a.loss), "{a:?}");
-    }
-    let nope = PerformerConfig::tiny(Task::Accompaniment, 0, PeConfig::new(PeKind::None));
-    let model = Performer::new(&nope, 3, &device).unwrap();
-    let examples = windows(&nope);
-    let a = block_on(Ablations::measure(&model, &examples, 2, 11)).unwrap();
-    assert_eq!((a.labels_zero, a.labels_other), (None, None));
-    let trainer = Trainer::new(
-        model.clone(),
-        Schedule {
-            peak_lr: 0.0,
-            warmup: 0,
-            total: 1,
-            final_ratio: 1.0,
-        },
-        1.0,
-        11,
-    );
-    let whole = block_on(trainer.evaluate(&Batch::Rolls(examples.clone()))).unwrap();
-    assert!(
-        (a.loss - whole as f64).abs() <= 1e-5 * a.loss,
-        "{a:?} {whole}"
-    );
-    // Uniform attention: every query and key projection is zero, the rest untouched.
-    let uniform = uniform_attention(&model);
-    for (u, b) in uniform.blocks.iter().zip(&model.blocks) {
-        let max = |t: burn::tensor::Tensor<2>| t.abs().max().into_scalar::<f32>();
-        assert_eq!(max(u.wq.weight.val()), 0.0);
-        assert_eq!(max(u.wk.weight.val()), 0.0);
-        assert_eq!(max(u.wv.weight.val() - b.wv.weight.val()), 0.0);
-    }
 }

@@ -131,10 +131,10 @@ fn decode_rows(
 /// Milliseconds per training step of the small accompaniment preset (sineSPE, gated) on
 /// synthetic windows as dense as POP909's, after two warm-up steps.
 fn train(options: &Options) -> Result<(), String> {
+    use pianoformer::data::Example;
+    use pianoformer::data::corpus::Batch;
     use pianoformer::model::config::Task;
     use pianoformer::model::pe::{PeConfig, PeKind};
-    use pianoformer::train::corpus::Batch;
-    use pianoformer::train::data::Example;
     use pianoformer::train::step::{Schedule, Trainer};
     use rand::rngs::StdRng;
     use rand::{RngExt, SeedableRng};

@@ -9,15 +9,15 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use pianoformer::data::corpus::{Corpus, WindowSpec};
+use pianoformer::data::sources::{self, Parts};
 use pianoformer::device::{self, Preference};
+use pianoformer::eval::{Ablations, Predictions, excerpts, position_losses};
 use pianoformer::model::config::Task;
 use pianoformer::model::performer::Performer;
 use pianoformer::music::metrics::mean_std;
 use pianoformer::music::tokens::STEPS_PER_BEAT;
-use pianoformer::train::corpus::{Corpus, WindowSpec};
-use pianoformer::train::eval::{Ablations, Predictions, excerpts, position_losses};
 use pianoformer::train::session::RunState;
-use pianoformer::train::sources::{self, Parts};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

@@ -6,10 +6,10 @@
 use std::path::{Path, PathBuf};
 
 use burn::tensor::Device;
+use pianoformer::generate::binarize::Binarize;
 use pianoformer::model::config::{PerformerConfig, Task};
 use pianoformer::model::performer::Performer;
 use pianoformer::models::{Manifest, load_entry};
-use pianoformer::train::eval::Binarize;
 
 /// The shipped models' manifest, relative to the repository root.
 pub const MANIFEST: &str = "www/models/manifest.json";

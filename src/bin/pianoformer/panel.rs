@@ -1,22 +1,22 @@
 //! `eval` for a step-by-step accompaniment model: the temperature and the hold temperature chosen on
 //! validation excerpts (of the settings that strike and hold as many notes as the pianist
 //! there, the best chroma similarity), then, on the test songs, the panel of
-//! `pianoformer::train::panel` on whole songs and F-StrIPE's scores on excerpts, every
+//! `pianoformer::eval::panel` on whole songs and F-StrIPE's scores on excerpts, every
 //! accompaniment sampled as the page samples it. Songs are sampled side by side on threads.
 
 use std::time::Instant;
 
 use burn::tensor::Device;
+use pianoformer::data::Example;
+use pianoformer::data::corpus::WindowSpec;
+use pianoformer::data::sources::Loaded as Data;
+use pianoformer::eval::panel::{Panel, SongResult, song_result};
+use pianoformer::eval::{excerpts, onset_f1, target_roll};
 use pianoformer::generate::PianoSampling;
 use pianoformer::model::performer::Performer;
 use pianoformer::music::metrics::{AccompanimentScores, accompaniment_scores, mean_std};
 use pianoformer::music::playing::{onsets_per_beat, sounding_per_step};
 use pianoformer::music::tokens::STEPS_PER_BEAT;
-use pianoformer::train::corpus::WindowSpec;
-use pianoformer::train::data::Example;
-use pianoformer::train::eval::{excerpts, onset_f1, target_roll};
-use pianoformer::train::panel::{Panel, SongResult, song_result};
-use pianoformer::train::sources::Loaded as Data;
 
 use crate::eval::Args;
 

@@ -1,5 +1,5 @@
 //! `eval --task continuation --sample`: what a continuation model plays when sampled, from the
-//! first bars of every held-out song of a split (`pianoformer::train::sampled` says what is
+//! first bars of every held-out song of a split (`pianoformer::eval::sampled` says what is
 //! scored). Songs are sampled side by side on threads; the scores go to `samples.json` in the
 //! run folder (or `--out`), and `report` draws them.
 
@@ -7,13 +7,13 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use pianoformer::data::sources::{self, Parts};
 use pianoformer::device::{self, Preference};
-use pianoformer::generate::Sampling;
-use pianoformer::model::config::Task;
-use pianoformer::train::sampled::{
+use pianoformer::eval::sampled::{
     KEY_CONSISTENT, LONGEST_GAP_BARS, QUARTERS, SampleScores, SampledSummary, sample_song,
 };
-use pianoformer::train::sources::{self, Parts};
+use pianoformer::generate::Sampling;
+use pianoformer::model::config::Task;
 
 use crate::eval::Args;
 

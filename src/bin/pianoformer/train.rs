@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use pianoformer::data::sources::{self, Parts};
 use pianoformer::device::{self, Preference};
 use pianoformer::model::config::{AttentionKind, Conditioning, PerformerConfig, Task};
 use pianoformer::model::pe::{PeConfig, PeKind, StructureLevel};
 use pianoformer::music::tokens::VOCAB_SIZE;
 use pianoformer::train::session::{Checkpoint, RunOptions, RunState, Session};
-use pianoformer::train::sources::{self, Parts};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

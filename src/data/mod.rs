@@ -1,0 +1,14 @@
+//! What the models read, made from music: accompaniment examples (a song's rolls and lanes
+//! over a window, `example`), corpora of pieces and their windows for training and evaluation
+//! (`corpus`), batches of them as tensors (`batch`), and, natively, where the pieces come from
+//! (`sources`: POP909 or a folder of MIDI files). Used by training, generation and evaluation
+//! alike.
+
+pub mod batch;
+pub mod corpus;
+pub mod example;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod sources;
+
+pub use batch::{stack, stack_tokens};
+pub use example::{Example, example};

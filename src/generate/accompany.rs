@@ -1,0 +1,244 @@
+//! Accompaniment in one parallel pass: what the model reads from a song (its melody and
+//! bridge rolls, chord and phrase labels given or detected), the pass itself with its progress,
+//! and the song with the piano part written back.
+
+use burn::tensor::Device;
+use burn::tensor::activation::sigmoid;
+
+use super::binarize::{Binarize, binarize};
+use super::piano::{self, PianoSampling, accompany_steps};
+use super::{AttentionRows, GenerateError, Watch, read_f32, watched_rows};
+use crate::data::corpus::WindowSpec;
+use crate::data::stack;
+use crate::data::{Example, example};
+use crate::model::config::Task;
+use crate::model::performer::{Inputs, Performer};
+use crate::music::chords::Chord;
+use crate::music::grid::Grid;
+use crate::music::labels::{StepLabels, detect_structure};
+use crate::music::midi::{Note, Song, Track};
+use crate::music::phrases::Segment;
+use crate::music::roll::{MultiRoll, PITCHES, PianoRoll, Role};
+use crate::music::tokens::STEPS_PER_BEAT;
+
+/// What the accompaniment model reads from a song.
+#[derive(Clone, Debug)]
+pub struct AccompanimentInput {
+    pub grid: Grid,
+    pub rolls: MultiRoll,
+    pub labels: StepLabels,
+    /// Chords per beat and phrases, as used (given or detected).
+    pub chords: Vec<Option<Chord>>,
+    pub phrases: Vec<Segment>,
+    /// The tracks kept in the output (melody and bridge).
+    pub kept: Vec<usize>,
+}
+
+/// The melody (tracks named MELODY, else the detected melody track), the bridge (tracks named
+/// BRIDGE) and the labels of `song`. `bar_chords` (per bar from the first bar: one chord, or
+/// several that share the bar's beats evenly, as the page's chord lane writes `C G`) and
+/// `phrases` replace the detected ones where given.
+pub fn accompaniment_input(
+    song: &Song,
+    bar_chords: Option<&[Vec<Option<Chord>>]>,
+    phrases: Option<Vec<Segment>>,
+) -> Result<AccompanimentInput, GenerateError> {
+    song_input(song, bar_chords, phrases, true)
+}
+
+/// As [`accompaniment_input`]; without `need_melody`, a song with no melody track (a piano
+/// piece to continue) gets an empty melody roll instead of an error.
+pub fn song_input(
+    song: &Song,
+    bar_chords: Option<&[Vec<Option<Chord>>]>,
+    phrases: Option<Vec<Segment>>,
+    need_melody: bool,
+) -> Result<AccompanimentInput, GenerateError> {
+    let grid = Grid::for_song(song, STEPS_PER_BEAT);
+    if grid.num_steps() == 0 {
+        return Err(GenerateError::EmptyPrompt);
+    }
+    let detected = detect_structure(song, &grid);
+    let named = |role: Role| -> Vec<usize> {
+        (0..song.tracks.len())
+            .filter(|&i| Role::from_track_name(&song.tracks[i].name) == Some(role))
+            .collect()
+    };
+    let mut melody = named(Role::Melody);
+    if melody.is_empty() {
+        melody.extend(detected.melody_track);
+    }
+    if melody.is_empty() && need_melody {
+        return Err(GenerateError::NoMelody);
+    }
+    let bridge = named(Role::Bridge);
+    let notes = |ids: &[usize]| -> Vec<Note> {
+        ids.iter()
+            .flat_map(|&i| song.tracks[i].notes.iter().copied())
+            .collect()
+    };
+    let mut rolls = MultiRoll::new(grid.num_steps());
+    rolls.melody = PianoRoll::from_notes(&notes(&melody), &grid);
+    rolls.bridge = PianoRoll::from_notes(&notes(&bridge), &grid);
+    let mut chords = detected.chords;
+    if let Some(given) = bar_chords {
+        if given.len() > grid.num_bars() {
+            return Err(GenerateError::TooManyChords {
+                given: given.len(),
+                bars: grid.num_bars(),
+            });
+        }
+        for (bar, cell) in given.iter().enumerate() {
+            for (beat, chord) in grid
+                .bar_beats(bar)
+                .zip(spread(cell, grid.bar_beats(bar).len()))
+            {
+                if let Some(slot) = chords.get_mut(beat) {
+                    *slot = chord;
+                }
+            }
+        }
+    }
+    let phrases = phrases.unwrap_or(detected.phrases);
+    let labels = StepLabels::new(&grid, &rolls.melody, &chords, &phrases);
+    let mut kept = melody;
+    kept.extend(bridge);
+    Ok(AccompanimentInput {
+        grid,
+        rolls,
+        labels,
+        chords,
+        phrases,
+        kept,
+    })
+}
+
+/// The chords of one bar cell over its `beats`: `n` chords take `beats / n` beats each (the
+/// last one what is left); an empty cell is "no chord".
+pub fn spread(cell: &[Option<Chord>], beats: usize) -> Vec<Option<Chord>> {
+    if cell.is_empty() {
+        return vec![None; beats];
+    }
+    let each = (beats / cell.len()).max(1);
+    (0..beats)
+        .map(|b| cell[(b / each).min(cell.len() - 1)])
+        .collect()
+}
+
+/// The piano part for `input`: step by step with `sampling` for a model that reads the piano
+/// it wrote, else the whole song in one pass thresholded by `b` (noise seeded by
+/// `sampling.seed` either way).
+pub async fn accompany_song(
+    model: &Performer,
+    input: &AccompanimentInput,
+    b: Binarize,
+    sampling: PianoSampling,
+    device: &Device,
+) -> Result<PianoRoll, GenerateError> {
+    let len = input.grid.num_steps();
+    let e = input_example(model, input);
+    if model.config.is_autoregressive() {
+        let done = |_: piano::PianoProgress<'_>| async { true };
+        return accompany_steps(model, &e, None, 0..len, sampling, len, None, device, done).await;
+    }
+    let (onset, sustain) =
+        accompany_probs(model, &e, sampling.seed, len, None, device, |_| async {
+            true
+        })
+        .await?;
+    Ok(binarize(&onset, &sustain, len, b))
+}
+
+/// The model's input for the whole of `input`.
+pub fn input_example(model: &Performer, input: &AccompanimentInput) -> Example {
+    let spec = WindowSpec::for_model(&model.config, input.grid.num_steps());
+    example(&input.rolls, &input.labels, &spec, 0, 0)
+}
+
+/// How far an accompaniment has come: probabilities for steps `0 .. done` (onset and sustain,
+/// `done × 128` each), and the watched attention rows of the chunk just computed.
+pub struct AccompanimentProgress<'a> {
+    pub done: usize,
+    pub total: usize,
+    pub onset: &'a [f32],
+    pub sustain: &'a [f32],
+    pub attention: Option<AttentionRows>,
+}
+
+/// Onset and sustain probabilities `[len, 128]` for example `e`, computed `chunk` steps at a time
+/// (each chunk continues the previous one's attention state, so the result is the one-pass
+/// result). `on_chunk` sees every chunk and returns whether to go on: the page streams notes
+/// and attention from it and cancels through it.
+pub async fn accompany_probs<F, Fut>(
+    model: &Performer,
+    e: &Example,
+    seed: u64,
+    chunk: usize,
+    watch: Option<Watch>,
+    device: &Device,
+    mut on_chunk: F,
+) -> Result<(Vec<f32>, Vec<f32>), GenerateError>
+where
+    F: FnMut(AccompanimentProgress<'_>) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    if model.config.task != Task::Accompaniment {
+        return Err(GenerateError::WrongTask {
+            model: model.config.task,
+            wanted: Task::Accompaniment,
+        });
+    }
+    if let Some(w) = watch {
+        w.check(model)?;
+    }
+    let len = e.len;
+    let (inputs, _, coords) = stack(std::slice::from_ref(e), device);
+    let coords = coords.filter(|_| model.config.pe.is_structural());
+    let mut state = model.start(seed, watch.is_some(), device);
+    state.capture_layer = watch.map(|w| w.layer);
+    let (mut onset, mut sustain) = (Vec::with_capacity(len * PITCHES), Vec::new());
+    sustain.reserve(len * PITCHES);
+    let chunk = chunk.max(1);
+    let mut start = 0;
+    while start < len {
+        let n = chunk.min(len - start);
+        let logits = model.forward(
+            Inputs::Rolls(inputs.clone().narrow(1, start, n)),
+            coords.clone().map(|c| c.narrow(1, start, n)),
+            &mut state,
+            None,
+        )?;
+        let probs = read_f32(sigmoid(logits)).await?;
+        for row in probs.chunks(2 * PITCHES) {
+            onset.extend_from_slice(&row[..PITCHES]);
+            sustain.extend_from_slice(&row[PITCHES..]);
+        }
+        let attention = watched_rows(&state, watch, start).await?;
+        start += n;
+        let go_on = on_chunk(AccompanimentProgress {
+            done: start,
+            total: len,
+            onset: &onset,
+            sustain: &sustain,
+            attention,
+        })
+        .await;
+        if !go_on {
+            return Err(GenerateError::Cancelled);
+        }
+    }
+    Ok((onset, sustain))
+}
+
+/// `song` with its melody and bridge tracks and `piano` as a new track named PIANO.
+pub fn with_piano(song: &Song, input: &AccompanimentInput, piano: &PianoRoll) -> Song {
+    let mut out = song.clone();
+    out.tracks = input.kept.iter().map(|&i| song.tracks[i].clone()).collect();
+    out.tracks.push(Track {
+        name: Role::Piano.track_name().to_string(),
+        instrument: String::new(),
+        program: Some(0),
+        notes: piano.to_notes(&input.grid, Role::Piano.channel(), 64),
+    });
+    out
+}

@@ -1,0 +1,544 @@
+//! Continuation: the prompt's tokens prefill the model, then tokens are sampled one at a time
+//! through the recurrent form, masked by the REMI grammar. A model trained on windows of N
+//! tokens reads at most N: past that it starts again from the music's first bars and its last
+//! ones (`View`), reusing the state after the first bars.
+
+use burn::tensor::activation::log_softmax;
+use burn::tensor::{Device, Int, Tensor, TensorData};
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+
+use super::sample::{Sampling, log_softmax_values, sample_token};
+use super::{AttentionRows, GenerateError, Watch, read_f32, watched_rows};
+use crate::model::config::Task;
+use crate::model::performer::{Inputs, Performer, State, StepInput};
+use crate::music::chords::Chord;
+use crate::music::tokens::{self, Grammar, Token};
+
+/// How long a continuation runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Length {
+    /// Tokens to add at most.
+    pub tokens: usize,
+    /// Stop before the bar after this many new bars.
+    pub bars: Option<usize>,
+    /// Let the model end the piece (`Eos`) before that.
+    pub may_end: bool,
+    /// The most tokens the model reads at once (`None`: all of them). When its context would
+    /// pass this, it starts again from the music's first bars and its last ones
+    /// ([`View::of`]): a model trained on windows of N tokens then never reads past N, at the
+    /// price of one prefill every N/4 or so new tokens. What it forgets is the music between.
+    pub context: Option<usize>,
+}
+
+impl Length {
+    /// `tokens` new tokens, no bar limit, no end, every token read.
+    pub fn tokens(tokens: usize) -> Self {
+        Self {
+            tokens,
+            bars: None,
+            may_end: false,
+            context: None,
+        }
+    }
+}
+
+/// What a model reads of a longer sequence: its first `anchor` tokens, then (after `gap`
+/// skipped ones) its end. Both parts meet at a bar line. Like a training window, the end part
+/// starts at a bar line without restating the meter or tempo in force there (the sampler's
+/// grammar follows the whole sequence).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct View {
+    pub ids: Vec<u32>,
+    pub anchor: usize,
+    pub gap: usize,
+}
+
+impl View {
+    /// The whole of `ids`.
+    pub fn all(ids: &[u32]) -> Self {
+        Self {
+            ids: ids.to_vec(),
+            anchor: ids.len(),
+            gap: 0,
+        }
+    }
+
+    /// The view of `ids` for a model that reads `context` tokens at most: the whole bars within
+    /// its first `context / 4` tokens (the prompt's start: its meter, tempo and key, which the
+    /// model would otherwise lose; only `Bos` when the first bar is longer), then the music
+    /// from the first bar line among its last `context / 2`. Everything when that leaves
+    /// nothing out.
+    pub fn of(ids: &[u32], context: usize) -> Self {
+        let bar = Token::Bar.id();
+        let from = ids.len().saturating_sub(context / 2);
+        let Some(recent) = ids[from..]
+            .iter()
+            .position(|&id| id == bar)
+            .map(|i| from + i)
+        else {
+            return Self::all(ids);
+        };
+        let anchor = ids[..(context / 4).min(recent) + 1]
+            .iter()
+            .rposition(|&id| id == bar)
+            .unwrap_or(0);
+        if anchor >= recent {
+            return Self::all(ids);
+        }
+        let mut view = ids[..anchor].to_vec();
+        view.extend_from_slice(&ids[recent..]);
+        Self {
+            ids: view,
+            anchor,
+            gap: recent - anchor,
+        }
+    }
+
+    /// Attention rows over the view's positions, placed over the whole sequence: zeros for
+    /// the keys in the gap. Rows of queries in the anchor are left out when the block
+    /// reaches past it (a block is one run of positions).
+    fn place(&self, rows: Option<AttentionRows>) -> Option<AttentionRows> {
+        let rows = rows?;
+        if self.gap == 0 || rows.keys == 0 {
+            return Some(rows);
+        }
+        let count = rows.values.len() / rows.keys;
+        let skip = self.anchor.saturating_sub(rows.start).min(count);
+        if skip == count {
+            return Some(rows);
+        }
+        let keys = rows.keys + self.gap;
+        let mut values = Vec::with_capacity((count - skip) * keys);
+        for row in rows.values.chunks(rows.keys).skip(skip) {
+            values.extend_from_slice(&row[..self.anchor.min(rows.keys)]);
+            values.extend(std::iter::repeat_n(0.0, self.gap));
+            values.extend_from_slice(&row[self.anchor.min(rows.keys)..]);
+        }
+        Some(AttentionRows {
+            start: rows.start + skip + self.gap,
+            keys,
+            values,
+        })
+    }
+}
+
+/// What a continuation reports: the prompt's attention once prefilled (`token` is `None`),
+/// then every new token with its attention row.
+pub struct TokenProgress {
+    pub token: Option<u32>,
+    /// Tokens added so far.
+    pub added: usize,
+    pub attention: Option<AttentionRows>,
+    /// The probability the model put on tokens the grammar forbids when this token was drawn
+    /// (the mask takes it away; 0 for the prompt).
+    pub forbidden: f32,
+}
+
+/// Token-by-token continuation of `prompt` (ids, grammatical) for `length`, in the meter in
+/// force at its end; the model's noise is drawn once from `sampling.seed`. `plan[k]`, where given, is the chord that new bar `k`
+/// starts with (forced as `Position 0, Chord`, so the labels a user planned past the prompt
+/// steer what is written). `on_token` sees the prompt's attention, then each new token, and
+/// returns whether to go on (the page streams notes from it and cancels through it).
+#[allow(clippy::too_many_arguments)]
+pub async fn continue_tokens<F, Fut>(
+    model: &Performer,
+    prompt: &[u32],
+    length: Length,
+    sampling: Sampling,
+    plan: &[Option<Chord>],
+    watch: Option<Watch>,
+    device: &Device,
+    mut on_token: F,
+) -> Result<Vec<u32>, GenerateError>
+where
+    F: FnMut(TokenProgress) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    if model.config.task != Task::Continuation {
+        return Err(GenerateError::WrongTask {
+            model: model.config.task,
+            wanted: Task::Continuation,
+        });
+    }
+    if let Some(w) = watch {
+        w.check(model)?;
+    }
+    let mut prompt = prompt.to_vec();
+    if prompt.is_empty() {
+        prompt.push(Token::Bos.id());
+    }
+    let mut grammar = Grammar::new();
+    for &id in &prompt {
+        let token = Token::from_id(id)
+            .ok_or_else(|| GenerateError::Tokens(format!("token id {id} is out of range")))?;
+        grammar
+            .advance(token)
+            .map_err(|e| GenerateError::Tokens(e.to_string()))?;
+    }
+    // What the model reads (`view`) may leave out part of the music (`history`): see
+    // `Length::context`.
+    let context = length.context.map(|c| c.max(32));
+    let stepping = model.stepping(device).await?;
+    let start = |device: &Device| {
+        let mut state = model
+            .start(sampling.seed, watch.is_some(), device)
+            .stepping(&stepping);
+        state.capture_layer = watch.map(|w| w.layer);
+        state
+    };
+    let mut history = prompt.clone();
+    let mut view = match context {
+        Some(c) if prompt.len() > c => View::of(&prompt, c),
+        _ => View::all(&prompt),
+    };
+    let mut state = start(device);
+    let mut logits = prefill(model, &mut state, &view, watch, device, &mut on_token).await?;
+    // The state after the view's anchor (the music's first bars), with the anchor's tokens.
+    let mut anchored: Option<(Vec<u32>, State)> = None;
+    let mut rng = StdRng::seed_from_u64(sampling.seed ^ 0x5A17);
+    let mut out = Vec::new();
+    let mut new_bars = 0;
+    let mut forced: std::collections::VecDeque<Token> = Default::default();
+    while out.len() < length.tokens {
+        let mut allowed = grammar.allowed();
+        let forbidden: f32 = logits
+            .iter()
+            .zip(&allowed)
+            .filter(|(_, ok)| !**ok)
+            .map(|(l, _)| l.exp())
+            .sum();
+        allowed[Token::Pad.id() as usize] = false;
+        allowed[Token::Bos.id() as usize] = false;
+        allowed[Token::Eos.id() as usize] &= length.may_end;
+        // New bars keep the meter in force: the piece's bars (planned ones included) are laid
+        // out with it.
+        for beats in 1..=tokens::MAX_BAR_BEATS {
+            allowed[Token::Meter(beats as u8).id() as usize] = false;
+        }
+        let id = match forced.pop_front() {
+            Some(t) if allowed[t.id() as usize] => t.id(),
+            _ => {
+                forced.clear();
+                sample_token(&logits, &allowed, sampling, &mut rng)
+            }
+        };
+        let token = Token::from_id(id).unwrap_or(Token::Eos);
+        if token == Token::Bar {
+            new_bars += 1;
+            if length.bars.is_some_and(|b| new_bars > b) {
+                break;
+            }
+            if let Some(Some(chord)) = plan.get(new_bars - 1) {
+                forced.extend([Token::Position(0), Token::Chord(Some(*chord))]);
+            }
+        }
+        grammar
+            .advance(token)
+            .map_err(|e| GenerateError::Tokens(e.to_string()))?;
+        out.push(id);
+        if token == Token::Eos {
+            on_token(TokenProgress {
+                token: Some(id),
+                added: out.len(),
+                attention: None,
+                forbidden,
+            })
+            .await;
+            break;
+        }
+        history.push(id);
+        let position = state.position;
+        // Starting again: only when bar lines leave something out.
+        let again = context
+            .filter(|&c| position >= c)
+            .map(|c| View::of(&history, c))
+            .filter(|v| v.gap > 0);
+        let attention = match again {
+            Some(next) => {
+                view = next;
+                (state, logits) = restart(model, &view, &mut anchored, &start, device).await?;
+                None
+            }
+            None => {
+                logits = step_logits(model, &mut state, &[id], device).await?;
+                view.place(watched_rows(&state, watch, position).await?)
+            }
+        };
+        let go_on = on_token(TokenProgress {
+            token: Some(id),
+            added: out.len(),
+            attention,
+            forbidden,
+        })
+        .await;
+        if !go_on {
+            return Err(GenerateError::Cancelled);
+        }
+    }
+    Ok(out)
+}
+
+/// Runs `view` through the model in chunks and returns the last position's logits; attention
+/// rows are reported placed over the whole sequence.
+async fn prefill<F, Fut>(
+    model: &Performer,
+    state: &mut State,
+    view: &View,
+    watch: Option<Watch>,
+    device: &Device,
+    on_token: &mut F,
+) -> Result<Vec<f32>, GenerateError>
+where
+    F: FnMut(TokenProgress) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let mut last = Vec::new();
+    for chunk in view.ids.chunks(512) {
+        let position = state.position;
+        last = step_logits(model, state, chunk, device).await?;
+        let attention = view.place(watched_rows(state, watch, position).await?);
+        let go_on = on_token(TokenProgress {
+            token: None,
+            added: 0,
+            attention,
+            forbidden: 0.0,
+        })
+        .await;
+        if !go_on {
+            return Err(GenerateError::Cancelled);
+        }
+    }
+    Ok(last)
+}
+
+/// A fresh state (from `start`) that has read `view`, and its last logits. The anchor is the
+/// same tokens at the same positions at every restart, so the state after it is too: it is
+/// read once, kept in `anchored` with its tokens, and copied at the next restarts.
+async fn restart(
+    model: &Performer,
+    view: &View,
+    anchored: &mut Option<(Vec<u32>, State)>,
+    start: &impl Fn(&Device) -> State,
+    device: &Device,
+) -> Result<(State, Vec<f32>), GenerateError> {
+    let anchor = &view.ids[..view.anchor];
+    let mut state = match anchored.as_ref() {
+        Some((ids, after)) if ids == anchor => after.clone(),
+        _ => {
+            let mut after = start(device);
+            quiet_prefill(model, &mut after, anchor, device).await?;
+            *anchored = Some((anchor.to_vec(), after.clone()));
+            after
+        }
+    };
+    let logits = quiet_prefill(model, &mut state, &view.ids[view.anchor..], device).await?;
+    Ok((state, logits))
+}
+
+/// Runs `ids` through the model in chunks, reporting nothing, and returns the last position's
+/// logits (none for no ids).
+async fn quiet_prefill(
+    model: &Performer,
+    state: &mut State,
+    ids: &[u32],
+    device: &Device,
+) -> Result<Vec<f32>, GenerateError> {
+    let mut last = Vec::new();
+    for chunk in ids.chunks(512) {
+        last = step_logits(model, state, chunk, device).await?;
+    }
+    Ok(last)
+}
+
+async fn step_logits(
+    model: &Performer,
+    state: &mut State,
+    ids: &[u32],
+    device: &Device,
+) -> Result<Vec<f32>, GenerateError> {
+    let len = ids.len();
+    if let [id] = ids {
+        let logits = model
+            .step(StepInput::Token(*id), None, state, device)
+            .await?;
+        return Ok(log_softmax_values(&logits));
+    }
+    let data: Vec<i64> = ids.iter().map(|&t| t as i64).collect();
+    let input = Tensor::<2, Int>::from_data(TensorData::new(data, vec![1, len]), device);
+    let logits = model.forward(Inputs::Tokens(input), None, state, None)?;
+    read_f32(log_softmax(logits.narrow(1, len - 1, 1), 2)).await
+}
+
+// Native only: the browser tests build the library's tests for wasm, without pollster.
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+    use crate::model::config::PerformerConfig;
+    use crate::model::pe::{PeConfig, PeKind};
+    use Token as T;
+
+    /// `Bos`, then `bars` bars of `per_bar` notes each (4 tokens a note plus `Bar`).
+    fn bars(bars: usize, per_bar: usize) -> Vec<u32> {
+        let mut ids = vec![T::Bos.id()];
+        for b in 0..bars {
+            ids.push(T::Bar.id());
+            for k in 0..per_bar {
+                ids.extend([
+                    T::Position(k as u8).id(),
+                    T::Pitch(60 + (b % 12) as u8).id(),
+                    T::Velocity(4).id(),
+                    T::Duration(1).id(),
+                ]);
+            }
+        }
+        ids
+    }
+
+    #[test]
+    fn a_view_keeps_the_first_bars_and_the_last_ones_from_bar_lines() {
+        let ids = bars(40, 3); // 13 tokens a bar
+        let view = View::of(&ids, 128);
+        // The anchor: the whole bars within the first 32 tokens (Bos and two bars).
+        assert_eq!(view.anchor, 27);
+        assert_eq!(view.ids[..view.anchor], ids[..27]);
+        // The end: from the first bar line among the last 64 tokens.
+        let recent = view.anchor + view.gap;
+        assert_eq!(ids[recent], T::Bar.id());
+        assert!(ids.len() - recent <= 64 && ids.len() - recent > 64 - 13);
+        assert_eq!(view.ids[view.anchor..], ids[recent..]);
+        assert!(view.ids.len() <= 128 / 4 + 128 / 2 + 1);
+        // Short music: all of it.
+        assert_eq!(View::of(&ids[..60], 128), View::all(&ids[..60]));
+        // No bar line among the last tokens: all of it, whatever the length.
+        let mut long_bar = vec![T::Bos.id(), T::Bar.id()];
+        long_bar.extend(std::iter::repeat_n(T::Position(0).id(), 300));
+        assert_eq!(View::of(&long_bar, 128).gap, 0);
+    }
+
+    #[test]
+    fn attention_rows_of_a_view_are_placed_over_the_whole_sequence() {
+        let view = View {
+            ids: vec![],
+            anchor: 2,
+            gap: 3,
+        };
+        // Two rows (view queries 3 and 4) over 5 keys: keys 0–1 stay, then 3 zeros, then 2–4.
+        let rows = AttentionRows {
+            start: 3,
+            keys: 5,
+            values: (0..10).map(|v| v as f32).collect(),
+        };
+        let placed = view.place(Some(rows)).unwrap();
+        assert_eq!(placed.start, 6);
+        assert_eq!(placed.keys, 8);
+        assert_eq!(
+            placed.values,
+            [
+                0., 1., 0., 0., 0., 2., 3., 4., 5., 6., 0., 0., 0., 7., 8., 9.
+            ]
+        );
+        // A block that starts in the anchor: its rows there are left out.
+        let rows = AttentionRows {
+            start: 1,
+            keys: 3,
+            values: (0..6).map(|v| v as f32).collect(),
+        };
+        let placed = view.place(Some(rows)).unwrap();
+        assert_eq!((placed.start, placed.keys), (5, 6));
+        assert_eq!(placed.values, [3., 4., 0., 0., 0., 5.]);
+        assert_eq!(View::all(&[1, 2]).place(None), None);
+    }
+
+    /// With a context, the model starts again (its positions never pass the context), the
+    /// grammar still holds, and the watched rows stay placed in order over the whole music.
+    #[test]
+    fn a_continuation_with_a_context_never_reads_past_it() {
+        let device = Device::flex();
+        let config = PerformerConfig::tiny(
+            Task::Continuation,
+            tokens::VOCAB_SIZE,
+            PeConfig::new(PeKind::SineSpe),
+        );
+        let model = Performer::new(&config, 4, &device).unwrap();
+        let prompt = bars(8, 4);
+        let length = Length {
+            context: Some(64),
+            ..Length::tokens(300)
+        };
+        let watch = Some(Watch { layer: 0, head: 0 });
+        let mut last_row = 0;
+        let mut starts = Vec::new();
+        let added = pollster::block_on(continue_tokens(
+            &model,
+            &prompt,
+            length,
+            Sampling {
+                seed: 5,
+                ..Sampling::default()
+            },
+            &[],
+            watch,
+            &device,
+            |p| {
+                if let (Some(_), Some(rows)) = (p.token, &p.attention) {
+                    assert_eq!(rows.values.len(), rows.keys, "one row a token");
+                    assert!(rows.start >= last_row, "rows move forward");
+                    assert!(rows.keys <= rows.start + 1);
+                    last_row = rows.start;
+                    starts.push(rows.start);
+                }
+                std::future::ready(true)
+            },
+        ))
+        .unwrap();
+        assert_eq!(added.len(), 300);
+        let mut grammar = Grammar::new();
+        for &id in prompt.iter().chain(&added) {
+            grammar.advance(Token::from_id(id).unwrap()).unwrap();
+        }
+        // Rows went missing where the model started again, and reached past the context.
+        assert!(starts.len() < 300, "some restarts");
+        assert!(last_row > 64 + prompt.len());
+    }
+
+    /// A restart reads the anchor once: later restarts copy the state after it, and their
+    /// logits and state match reading the whole view afresh (plain steps after each too).
+    #[test]
+    fn a_restart_reuses_the_anchor_and_matches_a_fresh_read() {
+        let device = Device::flex();
+        for kind in [PeKind::SineSpe, PeKind::Ape] {
+            let config =
+                PerformerConfig::tiny(Task::Continuation, tokens::VOCAB_SIZE, PeConfig::new(kind));
+            let model = Performer::new(&config, 4, &device).unwrap();
+            let stepping = pollster::block_on(model.stepping(&device)).unwrap();
+            let start = |device: &Device| model.start(9, false, device).stepping(&stepping);
+            let music = bars(30, 4);
+            let mut anchored = None;
+            for end in [200, 240, 300] {
+                let view = View::of(&music[..end], 128);
+                assert!(view.anchor > 0 && view.gap > 0);
+                let (mut state, logits) =
+                    pollster::block_on(restart(&model, &view, &mut anchored, &start, &device))
+                        .unwrap();
+                let mut fresh = start(&device);
+                let expected =
+                    pollster::block_on(quiet_prefill(&model, &mut fresh, &view.ids, &device))
+                        .unwrap();
+                let close = |a: &[f32], b: &[f32]| {
+                    a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-4) && a.len() == b.len()
+                };
+                assert!(close(&logits, &expected), "{kind:?} logits at {end}");
+                assert_eq!(state.position, fresh.position);
+                let id = T::Bar.id();
+                let a =
+                    pollster::block_on(step_logits(&model, &mut state, &[id], &device)).unwrap();
+                let b =
+                    pollster::block_on(step_logits(&model, &mut fresh, &[id], &device)).unwrap();
+                assert!(close(&a, &b), "{kind:?} a step after the restart at {end}");
+                let kept = anchored.as_ref().map(|(ids, _)| ids.clone());
+                assert_eq!(kept.as_deref(), Some(&view.ids[..view.anchor]));
+            }
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! Songs as REMI prompts and back: a song's tokens, the last of them cut at a bar line, and a
+//! song from tokens.
+
+use super::GenerateError;
+use crate::data::corpus::song_tokens;
+use crate::music::grid::Grid;
+use crate::music::labels::detect_structure;
+use crate::music::midi::{Song, Track};
+use crate::music::roll::Role;
+use crate::music::tokens::{self, STEPS_PER_BEAT, Token};
+
+/// The REMI tokens of `song` (every pitched track; chords detected), without the final `Eos`.
+pub fn prompt_tokens(song: &Song) -> Result<Vec<u32>, GenerateError> {
+    let grid = Grid::for_song(song, STEPS_PER_BEAT);
+    if song.note_count() == 0 || grid.num_steps() == 0 {
+        return Err(GenerateError::EmptyPrompt);
+    }
+    let chords = detect_structure(song, &grid).chords;
+    let mut ids =
+        song_tokens(song, &grid, &chords).map_err(|e| GenerateError::Tokens(e.to_string()))?;
+    if ids.last() == Some(&Token::Eos.id()) {
+        ids.pop();
+    }
+    Ok(ids)
+}
+
+/// The last `max_tokens` of `prompt` (ids from [`prompt_tokens`]) cut at a bar line so they
+/// stay grammatical, with the bar length in force there restated, and the index of the first
+/// bar kept (the tempo falls back to 120 bpm until the next tempo token).
+pub fn cut_prompt(prompt: &[u32], max_tokens: usize) -> (Vec<u32>, usize) {
+    if prompt.len() <= max_tokens {
+        return (prompt.to_vec(), 0);
+    }
+    let bar = Token::Bar.id();
+    let cut = prompt.len().saturating_sub(max_tokens);
+    let start = (cut..prompt.len())
+        .find(|&i| prompt[i] == bar)
+        .unwrap_or(prompt.len());
+    let bars_before = prompt[..start].iter().filter(|&&id| id == bar).count();
+    let mut kept = vec![Token::Bos.id()];
+    kept.extend_from_slice(&prompt[start..]);
+    let meter = prompt[..start]
+        .iter()
+        .rev()
+        .find_map(|&id| match Token::from_id(id) {
+            Some(Token::Meter(m)) => Some(m),
+            _ => None,
+        });
+    let restated = kept
+        .get(2)
+        .is_some_and(|&id| matches!(Token::from_id(id), Some(Token::Meter(_))));
+    if let Some(m) = meter
+        && m as usize != tokens::DEFAULT_BAR_BEATS
+        && kept.len() > 1
+        && !restated
+    {
+        kept.insert(2, Token::Meter(m).id());
+    }
+    (kept, bars_before)
+}
+
+/// A song from token ids (prompt and continuation together), one piano track.
+pub fn song_from_tokens(ids: &[u32]) -> Result<Song, GenerateError> {
+    let tokens: Vec<Token> = ids.iter().filter_map(|&id| Token::from_id(id)).collect();
+    let decoded =
+        tokens::decode(&tokens, 480, 0).map_err(|e| GenerateError::Tokens(e.to_string()))?;
+    Ok(Song {
+        ppq: 480,
+        tempos: decoded.tempos,
+        time_signatures: decoded.time_signatures,
+        key_signatures: Vec::new(),
+        tracks: vec![Track {
+            name: Role::Piano.track_name().to_string(),
+            instrument: String::new(),
+            program: Some(0),
+            notes: decoded.notes,
+        }],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::music::tokens::Grammar;
+
+    fn grammatical(ids: &[u32]) -> bool {
+        let mut g = Grammar::new();
+        ids.iter()
+            .all(|&id| Token::from_id(id).is_some_and(|t| g.advance(t).is_ok()))
+    }
+
+    #[test]
+    fn a_cut_prompt_starts_at_a_bar_line_and_counts_the_bars_left_out() {
+        let song = crate::music::fixtures::song(2, 12);
+        let ids = prompt_tokens(&song).unwrap();
+        assert!(grammatical(&ids));
+        assert_eq!(cut_prompt(&ids, ids.len()), (ids.clone(), 0));
+        let (kept, before) = cut_prompt(&ids, ids.len() / 2);
+        assert_eq!(kept[0], Token::Bos.id());
+        assert_eq!(kept[1], Token::Bar.id());
+        assert!(kept.len() <= ids.len() / 2 + 1, "{} tokens", kept.len());
+        // The kept tokens are the prompt's end, and the bars before them are counted.
+        assert!(ids.ends_with(&kept[1..]));
+        let bars = |ids: &[u32]| ids.iter().filter(|&&id| id == Token::Bar.id()).count();
+        assert_eq!(before + bars(&kept), bars(&ids));
+        assert!(before > 0 && grammatical(&kept));
+    }
+
+    #[test]
+    fn a_cut_prompt_restates_a_meter_other_than_four_beats() {
+        let t = |tokens: &[Token]| tokens.iter().map(|t| t.id()).collect::<Vec<_>>();
+        let note = [
+            Token::Position(0),
+            Token::Pitch(60),
+            Token::Velocity(4),
+            Token::Duration(2),
+        ];
+        let mut tokens = vec![Token::Bos, Token::Bar, Token::Meter(3)];
+        tokens.extend(note);
+        for _ in 0..5 {
+            tokens.push(Token::Bar);
+            tokens.extend(note);
+        }
+        let ids = t(&tokens);
+        assert!(grammatical(&ids));
+        let (kept, before) = cut_prompt(&ids, 12);
+        assert_eq!(before, 4);
+        assert_eq!(kept[..3], t(&[Token::Bos, Token::Bar, Token::Meter(3)]));
+        assert!(grammatical(&kept));
+        // Cut where the meter is already stated (the first bar): nothing is added.
+        let (whole, _) = cut_prompt(&ids, ids.len() - 1);
+        assert_eq!(
+            whole
+                .iter()
+                .filter(|&&id| id == Token::Meter(3).id())
+                .count(),
+            1
+        );
+    }
+
+    #[test]
+    fn a_song_comes_back_from_its_tokens() {
+        let song = crate::music::fixtures::song(0, 4);
+        let back = song_from_tokens(&prompt_tokens(&song).unwrap()).unwrap();
+        assert_eq!(back.note_count(), song.note_count());
+        assert_eq!(back.tracks.len(), 1);
+        let empty = Song {
+            tracks: Vec::new(),
+            ..song
+        };
+        assert_eq!(prompt_tokens(&empty), Err(GenerateError::EmptyPrompt));
+    }
+}
