@@ -1,0 +1,164 @@
+use super::*;
+use crate::model::config::PerformerConfig;
+use crate::model::pe::{PeConfig, PeKind};
+use Token as T;
+
+/// `Bos`, then `bars` bars of `per_bar` notes each (4 tokens a note plus `Bar`).
+fn bars(bars: usize, per_bar: usize) -> Vec<u32> {
+    let mut ids = vec![T::Bos.id()];
+    for b in 0..bars {
+        ids.push(T::Bar.id());
+        for k in 0..per_bar {
+            ids.extend([
+                T::Position(k as u8).id(),
+                T::Pitch(60 + (b % 12) as u8).id(),
+                T::Velocity(4).id(),
+                T::Duration(1).id(),
+            ]);
+        }
+    }
+    ids
+}
+
+#[test]
+fn a_view_keeps_the_first_bars_and_the_last_ones_from_bar_lines() {
+    let ids = bars(40, 3); // 13 tokens a bar
+    let view = View::of(&ids, 128);
+    // The anchor: the whole bars within the first 32 tokens (Bos and two bars).
+    assert_eq!(view.anchor, 27);
+    assert_eq!(view.ids[..view.anchor], ids[..27]);
+    // The end: from the first bar line among the last 64 tokens.
+    let recent = view.anchor + view.gap;
+    assert_eq!(ids[recent], T::Bar.id());
+    assert!(ids.len() - recent <= 64 && ids.len() - recent > 64 - 13);
+    assert_eq!(view.ids[view.anchor..], ids[recent..]);
+    assert!(view.ids.len() <= 128 / 4 + 128 / 2 + 1);
+    // Short music: all of it.
+    assert_eq!(View::of(&ids[..60], 128), View::all(&ids[..60]));
+    // No bar line among the last tokens: all of it, whatever the length.
+    let mut long_bar = vec![T::Bos.id(), T::Bar.id()];
+    long_bar.extend(std::iter::repeat_n(T::Position(0).id(), 300));
+    assert_eq!(View::of(&long_bar, 128).gap, 0);
+}
+
+#[test]
+fn attention_rows_of_a_view_are_placed_over_the_whole_sequence() {
+    let view = View {
+        ids: vec![],
+        anchor: 2,
+        gap: 3,
+    };
+    // Two rows (view queries 3 and 4) over 5 keys: keys 0–1 stay, then 3 zeros, then 2–4.
+    let rows = AttentionRows {
+        start: 3,
+        keys: 5,
+        values: (0..10).map(|v| v as f32).collect(),
+    };
+    let placed = view.place(Some(rows)).unwrap();
+    assert_eq!(placed.start, 6);
+    assert_eq!(placed.keys, 8);
+    assert_eq!(
+        placed.values,
+        [
+            0., 1., 0., 0., 0., 2., 3., 4., 5., 6., 0., 0., 0., 7., 8., 9.
+        ]
+    );
+    // A block that starts in the anchor: its rows there are left out.
+    let rows = AttentionRows {
+        start: 1,
+        keys: 3,
+        values: (0..6).map(|v| v as f32).collect(),
+    };
+    let placed = view.place(Some(rows)).unwrap();
+    assert_eq!((placed.start, placed.keys), (5, 6));
+    assert_eq!(placed.values, [3., 4., 0., 0., 0., 5.]);
+    assert_eq!(View::all(&[1, 2]).place(None), None);
+}
+
+/// With a context, the model starts again (its positions never pass the context), the
+/// grammar still holds, and the watched rows stay placed in order over the whole music.
+#[test]
+fn a_continuation_with_a_context_never_reads_past_it() {
+    let device = Device::flex();
+    let config = PerformerConfig::tiny(
+        Task::Continuation,
+        tokens::VOCAB_SIZE,
+        PeConfig::new(PeKind::SineSpe),
+    );
+    let model = Performer::new(&config, 4, &device).unwrap();
+    let prompt = bars(8, 4);
+    let length = Length {
+        context: Some(64),
+        ..Length::tokens(300)
+    };
+    let watch = Some(Watch { layer: 0, head: 0 });
+    let mut last_row = 0;
+    let mut starts = Vec::new();
+    let added = pollster::block_on(continue_tokens(
+        &model,
+        &prompt,
+        length,
+        Sampling {
+            seed: 5,
+            ..Sampling::default()
+        },
+        &[],
+        watch,
+        &device,
+        |p| {
+            if let (Some(_), Some(rows)) = (p.token, &p.attention) {
+                assert_eq!(rows.values.len(), rows.keys, "one row a token");
+                assert!(rows.start >= last_row, "rows move forward");
+                assert!(rows.keys <= rows.start + 1);
+                last_row = rows.start;
+                starts.push(rows.start);
+            }
+            std::future::ready(true)
+        },
+    ))
+    .unwrap();
+    assert_eq!(added.len(), 300);
+    let mut grammar = Grammar::new();
+    for &id in prompt.iter().chain(&added) {
+        grammar.advance(Token::from_id(id).unwrap()).unwrap();
+    }
+    // Rows went missing where the model started again, and reached past the context.
+    assert!(starts.len() < 300, "some restarts");
+    assert!(last_row > 64 + prompt.len());
+}
+
+/// A restart reads the anchor once: later restarts copy the state after it, and their
+/// logits and state match reading the whole view afresh (plain steps after each too).
+#[test]
+fn a_restart_reuses_the_anchor_and_matches_a_fresh_read() {
+    let device = Device::flex();
+    for kind in [PeKind::SineSpe, PeKind::Ape] {
+        let config =
+            PerformerConfig::tiny(Task::Continuation, tokens::VOCAB_SIZE, PeConfig::new(kind));
+        let model = Performer::new(&config, 4, &device).unwrap();
+        let stepping = pollster::block_on(model.stepping(&device)).unwrap();
+        let start = |device: &Device| model.start(9, false, device).stepping(&stepping);
+        let music = bars(30, 4);
+        let mut anchored = None;
+        for end in [200, 240, 300] {
+            let view = View::of(&music[..end], 128);
+            assert!(view.anchor > 0 && view.gap > 0);
+            let (mut state, logits) =
+                pollster::block_on(restart(&model, &view, &mut anchored, &start, &device)).unwrap();
+            let mut fresh = start(&device);
+            let expected =
+                pollster::block_on(quiet_prefill(&model, &mut fresh, &view.ids, &device)).unwrap();
+            let close = |a: &[f32], b: &[f32]| {
+                a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-4) && a.len() == b.len()
+            };
+            assert!(close(&logits, &expected), "{kind:?} logits at {end}");
+            assert_eq!(state.position, fresh.position);
+            let id = T::Bar.id();
+            let a = pollster::block_on(step_logits(&model, &mut state, &[id], &device)).unwrap();
+            let b = pollster::block_on(step_logits(&model, &mut fresh, &[id], &device)).unwrap();
+            assert!(close(&a, &b), "{kind:?} a step after the restart at {end}");
+            let kept = anchored.as_ref().map(|(ids, _)| ids.clone());
+            assert_eq!(kept.as_deref(), Some(&view.ids[..view.anchor]));
+        }
+    }
+}

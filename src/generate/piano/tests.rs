@@ -1,0 +1,255 @@
+use pollster::block_on;
+
+use super::*;
+use crate::generate::{accompaniment_input, input_example};
+use crate::model::config::{Conditioning, PerformerConfig};
+use crate::model::pe::{PeConfig, PeKind, StructureLevel};
+use crate::music::chords::Chord;
+use crate::music::fixtures::song;
+
+fn model(pe: PeConfig) -> Performer {
+    let config = PerformerConfig::tiny(Task::Accompaniment, 0, pe)
+        .with_inputs(Some(Conditioning::AUTOREGRESSIVE));
+    Performer::new(&config, 3, &Device::flex()).unwrap()
+}
+
+fn sigmoid1(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+#[test]
+fn a_step_strikes_holds_and_releases_by_its_probabilities() {
+    let mut roll = PianoRoll::new(2);
+    roll.set(0, 60, true, true, 0);
+    roll.set(0, 62, true, true, 0);
+    let mut on = vec![-20.0f32; PITCHES];
+    let mut sus = vec![-20.0f32; PITCHES];
+    on[64] = 2.0; // struck
+    sus[60] = 3.0; // held: p_sus 0.95, p_on ≈ 0
+    sus[62] = -3.0; // released
+    sus[65] = 3.0; // not sounding before: a sustain alone starts nothing
+    let threshold = PianoSampling {
+        threshold: Some(0.5),
+        ..Default::default()
+    };
+    let mut rng = StdRng::seed_from_u64(0);
+    draw_step(&mut roll, 1, &on, &sus, &threshold, &mut rng);
+    assert!(roll.onset(1, 64));
+    assert!(roll.sustain(1, 60) && !roll.onset(1, 60));
+    assert!(!roll.sustain(1, 62) && !roll.sustain(1, 65));
+    // Shares of 4000 draws of step 1, after pitch 60 sounded at step 0, that strike
+    // `pitch` (onset probability 0.2) and that hold 60 (sustain logit `sus`).
+    let mut shares = |pitch: usize, sus: f32, hold_temperature: f32| {
+        let (mut struck, mut held) = (0usize, 0usize);
+        let s = PianoSampling {
+            hold_temperature,
+            ..Default::default()
+        };
+        for _ in 0..4000 {
+            let mut r = PianoRoll::new(2);
+            r.set(0, 60, true, true, 0);
+            let mut on = vec![-30.0f32; PITCHES];
+            let mut sus_logits = vec![-30.0f32; PITCHES];
+            on[pitch] = (0.2f32 / 0.8).ln();
+            sus_logits[60] = sus;
+            draw_step(&mut r, 1, &on, &sus_logits, &s, &mut rng);
+            struck += r.onset(1, pitch) as usize;
+            held += (r.sustain(1, 60) && !r.onset(1, 60)) as usize;
+        }
+        (struck as f64 / 4000.0, held as f64 / 4000.0)
+    };
+    // Drawn: a hold probability of (p_sus − p_on) / (1 − p_on) = (0.6 − 0.2) / 0.8 = 0.5
+    // holds about half the time; an onset probability of 0.2 strikes about a fifth of it.
+    let (struck, held) = shares(60, (0.6f32 / 0.4).ln(), 1.0);
+    assert!((struck - 0.2).abs() < 0.03, "{struck}");
+    assert!((held - 0.4).abs() < 0.03, "{held}");
+    // A hold temperature sharpens the hold draws alone: at 0.5 a hold probability of 0.75
+    // becomes 0.9 (0.75² / (0.75² + 0.25²)), 0.25 becomes 0.1; onsets are drawn as before.
+    assert!((sharpen(0.75, 0.5) - 0.9).abs() < 1e-6);
+    assert!((sharpen(0.25, 0.5) - 0.1).abs() < 1e-6);
+    assert_eq!(
+        (sharpen(0.0, 0.3), sharpen(1.0, 0.3), sharpen(0.3, 1.0)),
+        (0.0, 1.0, 0.3)
+    );
+    // p_sus 0.75, p_on ≈ 0 for 60: hold 0.75, sharpened to 0.9; 61 struck a fifth of the time.
+    let (struck, held) = shares(61, 3.0f32.ln(), 0.5);
+    assert!((held - 0.9).abs() < 0.03, "{held}");
+    assert!((struck - 0.2).abs() < 0.03, "{struck}");
+    let bad = PianoSampling {
+        hold_temperature: 0.0,
+        ..Default::default()
+    };
+    assert!(
+        bad.check()
+            .unwrap_err()
+            .to_string()
+            .contains("hold temperature")
+    );
+}
+
+/// Every step's attention row reaches the map, in order, each row a distribution over the
+/// steps up to its own.
+#[test]
+fn every_step_reaches_the_attention_map() {
+    let device = Device::flex();
+    let m = model(PeConfig::new(PeKind::SineSpe));
+    let input = accompaniment_input(&song(2, 2), None, None).unwrap();
+    let e = input_example(&m, &input);
+    let watch = Watch { layer: 1, head: 1 };
+    let mut reports = Vec::new();
+    block_on(accompany_steps(
+        &m,
+        &e,
+        None,
+        8..e.len,
+        PianoSampling::default(),
+        10,
+        Some(watch),
+        &device,
+        |p| {
+            reports.push(p.attention.unwrap());
+            async { true }
+        },
+    ))
+    .unwrap();
+    // Rows 8 .. len arrive in chunks of 10, each row over the keys up to its own step,
+    // summing to one there and zero after it.
+    let mut next = 8;
+    for r in &reports {
+        let rows = r.values.len() / r.keys;
+        assert_eq!(r.start, next);
+        assert_eq!(r.keys, r.start + rows);
+        for i in 0..rows {
+            let row = &r.values[i * r.keys..(i + 1) * r.keys];
+            let own = r.start + i + 1;
+            let sum: f32 = row[..own].iter().sum();
+            assert!(
+                (sum - 1.0).abs() < 1e-3,
+                "row {} sums to {sum}",
+                r.start + i
+            );
+            assert!(row[own..].iter().all(|&x| x == 0.0));
+        }
+        next += rows;
+    }
+    assert_eq!(next, e.len);
+    assert_eq!(reports.len(), (e.len - 8).div_ceil(10));
+}
+
+/// The step-by-step generator and one teacher-forced parallel pass over what it wrote give
+/// the same probabilities at every step: what training optimises is what generation uses.
+#[test]
+fn step_by_step_agrees_with_the_teacher_forced_pass() {
+    let device = Device::flex();
+    for pe in [
+        PeConfig::new(PeKind::SineSpe).with_gate(true),
+        PeConfig::new(PeKind::Fstripe)
+            .with_levels(&[StructureLevel::Chord, StructureLevel::Position]),
+    ] {
+        let m = model(pe);
+        let input = accompaniment_input(&song(2, 3), None, None).unwrap();
+        let mut e = input_example(&m, &input);
+        let mut steps: Vec<f32> = Vec::new();
+        let sampling = PianoSampling {
+            seed: 5,
+            ..Default::default()
+        };
+        let roll = block_on(accompany_steps(
+            &m,
+            &e,
+            None,
+            0..e.len,
+            sampling,
+            1,
+            None,
+            &device,
+            |p| {
+                steps.extend(p.logits.iter().map(|&x| sigmoid1(x)));
+                async { true }
+            },
+        ))
+        .unwrap();
+        let notes = (0..e.len)
+            .map(|t| (0..PITCHES).filter(|&p| roll.onset(t, p)).count())
+            .sum::<usize>();
+        assert!(
+            notes > 0,
+            "an untrained model at temperature 1 strikes something"
+        );
+        // Teacher forcing: the written piano as the previous-step input.
+        let offset = ACCOMPANIMENT_INPUTS + LABEL_FEATURES;
+        let width = m.config.input_dim;
+        for t in 0..e.len {
+            let row = &mut e.inputs[t * width + offset..t * width + offset + 2 * PITCHES];
+            row.fill(0.0);
+            if t > 0 {
+                for p in 0..PITCHES {
+                    row[p] = roll.onset(t - 1, p) as u8 as f32;
+                    row[PITCHES + p] = roll.sustain(t - 1, p) as u8 as f32;
+                }
+            }
+        }
+        let forced = block_on(teacher_forced_probs(&m, &e, 5, &device)).unwrap();
+        assert_eq!(forced.len(), steps.len());
+        let worst = forced
+            .iter()
+            .zip(&steps)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(worst < 1e-4, "{:?}: {worst}", m.config.pe.kind);
+    }
+}
+
+#[test]
+fn the_lanes_steer_the_piano_and_a_region_keeps_the_rest() {
+    let device = Device::flex();
+    let m = model(PeConfig::new(PeKind::SineSpe));
+    let tune = song(0, 4);
+    let chord = |s: &str| Chord::parse_any(s).unwrap();
+    let as_given = accompaniment_input(&tune, None, None).unwrap();
+    let other = [
+        vec![chord("E")],
+        vec![chord("B")],
+        vec![chord("C#m")],
+        vec![chord("A")],
+    ];
+    let changed = accompaniment_input(&tune, Some(&other[..]), None).unwrap();
+    let sampling = PianoSampling {
+        threshold: Some(0.5),
+        ..Default::default()
+    };
+    let run = |input: &crate::generate::AccompanimentInput, given, region| {
+        let e = input_example(&m, input);
+        block_on(accompany_steps(
+            &m,
+            &e,
+            given,
+            region,
+            sampling,
+            16,
+            None,
+            &device,
+            |_| async { true },
+        ))
+        .unwrap()
+    };
+    let len = as_given.grid.num_steps();
+    let first = run(&as_given, None, 0..len);
+    let second = run(&changed, None, 0..len);
+    assert_ne!(
+        first, second,
+        "other chords in the lane, another piano part"
+    );
+    // Regenerate bar 2 with the changed lanes: bar 1 stays note for note, and so do bars
+    // 3 and 4 after their first step (where a note cut by the region is struck again).
+    let mixed = run(&changed, Some(&first), 16..32);
+    for t in (0..16).chain(33..len) {
+        for p in 0..PITCHES {
+            assert_eq!(
+                (mixed.onset(t, p), mixed.sustain(t, p)),
+                (first.onset(t, p), first.sustain(t, p)),
+                "step {t}, pitch {p}"
+            );
+        }
+    }
+}

@@ -1,0 +1,129 @@
+use super::*;
+use crate::music::fixtures;
+
+mod fixture {
+    use super::*;
+    pub fn song() -> Song {
+        fixtures::song(0, 8)
+    }
+    pub fn piece() -> Piece {
+        Piece::from_song(&song(), "fixture.mid").unwrap()
+    }
+}
+
+fn chord(s: &str) -> Option<Chord> {
+    Chord::parse_any(s).unwrap()
+}
+
+#[test]
+fn chord_cells_take_the_fewest_equal_parts() {
+    assert_eq!(chord_cell(&[chord("C"); 4]), "C");
+    assert_eq!(
+        chord_cell(&[chord("C"), chord("C"), chord("G"), chord("G")]),
+        "C G"
+    );
+    assert_eq!(
+        chord_cell(&[chord("C"), chord("Am"), chord("Am")]),
+        "C Am Am"
+    );
+    assert_eq!(chord_cell(&[None, None, chord("F"), chord("F")]), "N F");
+    assert_eq!(chord_cell(&[None; 4]), "");
+}
+
+#[test]
+fn cells_parse_back_to_the_beats_they_came_from() {
+    let piece = Piece {
+        chords: vec!["C G".into(), "Am7".into(), "".into(), "N F".into()],
+        ..fixture::piece()
+    };
+    let cells = piece.bar_chords().unwrap();
+    assert_eq!(cells[0], vec![chord("C"), chord("G")]);
+    assert_eq!(cells[2], Vec::<Option<Chord>>::new());
+    assert_eq!(cells[3], vec![None, chord("F")]);
+    let bad = Piece {
+        chords: vec!["C".into(), "Hm".into()],
+        ..fixture::piece()
+    };
+    let err = bad.bar_chords().unwrap_err().to_string();
+    assert!(err.starts_with("bar 2:"), "{err}");
+}
+
+#[test]
+fn midi_round_trip_keeps_roles_notes_and_labels() {
+    let song = fixture::song();
+    let bytes = write_midi(&song);
+    let piece = Piece::from_midi(&bytes, "test.mid").unwrap();
+    assert_eq!(piece.tracks[0].role, TrackRole::Melody);
+    assert_eq!(piece.tracks[1].role, TrackRole::Piano);
+    assert_eq!(piece.bars.len(), piece.chords.len());
+    assert_eq!(
+        piece.phrases.iter().map(|p| p.1).sum::<usize>(),
+        piece.bars.len()
+    );
+    assert_eq!(piece.prompt_bars, piece.bars.len());
+    // The detected chords follow the fixture's I–V–vi–IV progression.
+    assert_eq!(&piece.chords[..4], &["C", "G", "Am", "F"]);
+    let json = serde_json::to_string(&piece).unwrap();
+    let back: Piece = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, piece);
+    let again = Piece::from_midi(&back.to_midi().unwrap(), "test.mid").unwrap();
+    assert_eq!(again.tracks, piece.tracks);
+    assert_eq!(again.chords, piece.chords);
+}
+
+#[test]
+fn bad_pieces_are_refused_in_words() {
+    assert_eq!(
+        Piece::from_song(
+            &Song {
+                tracks: vec![],
+                ..fixture::song()
+            },
+            "x"
+        ),
+        Err(PieceError::Empty)
+    );
+    let mut p = fixture::piece();
+    p.tracks[0].notes.push((200, 0, 10, 64));
+    assert!(p.validate().unwrap_err().to_string().contains("pitch 200"));
+    let mut p = fixture::piece();
+    p.time_signatures = vec![(0, 3, 5)];
+    assert!(p.to_midi().unwrap_err().to_string().contains("3/5"));
+    let mut p = fixture::piece();
+    p.version = 9;
+    assert!(p.validate().unwrap_err().to_string().contains("version 9"));
+}
+
+#[test]
+fn refresh_keeps_planned_bars_and_labels_new_ones() {
+    let mut p = fixture::piece();
+    let bars = p.bars.len();
+    // Plan four more bars, then let a model fill two of them.
+    let len = p.bars[1] - p.bars[0];
+    for k in 0..4 {
+        p.bars.push(p.bars[bars - 1] + len * (k + 1));
+        p.chords
+            .push(if k == 0 { "Dm".into() } else { String::new() });
+    }
+    p.refresh();
+    assert_eq!(p.bars.len(), bars + 4, "planned bars stay");
+    assert_eq!(p.prompt_bars, bars);
+    let start = p.bars[bars];
+    p.tracks.push(PieceTrack {
+        name: "CONTINUATION".into(),
+        role: TrackRole::Generated,
+        program: 0,
+        channel: None,
+        notes: vec![(62, start, start + 2 * len - 10, 80)],
+    });
+    p.refresh();
+    // The grid ends with the bar line after the last note (an empty bar starts there).
+    assert!(
+        p.prompt_bars > bars && p.prompt_bars <= bars + 3,
+        "{}",
+        p.prompt_bars
+    );
+    assert_eq!(p.chords[bars], "Dm", "a planned chord is kept");
+    assert_eq!(p.bars.len(), bars + 4);
+    assert_eq!(p.phrases.iter().map(|x| x.1).sum::<usize>(), bars + 4);
+}

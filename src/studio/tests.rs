@@ -1,0 +1,395 @@
+use super::*;
+use crate::model::config::PerformerConfig;
+use crate::model::pe::{PeConfig, PeKind};
+use crate::music::fixtures;
+use crate::music::tokens::VOCAB_SIZE;
+
+fn piece() -> Piece {
+    Piece::from_song(&fixtures::song(0, 8), "fixture.mid").unwrap()
+}
+
+#[test]
+fn accompaniment_streams_and_replaces_the_piano() {
+    let device = Device::flex();
+    let model = tiny(Task::Accompaniment, 1, &device);
+    let piece = piece();
+    let options = Options {
+        threshold: Some(0.45),
+        chunk_steps: 32,
+        watch: Some(WatchOptions { layer: 1, head: 0 }),
+        ..Options::default()
+    };
+    let mut reports = Vec::new();
+    let out = pollster::block_on(accompany_piece(
+        &model,
+        None,
+        PianoSampling::default(),
+        &piece,
+        &options,
+        &device,
+        |p| {
+            reports.push((p.done, p.total, p.notes.map(|n| n.len()), p.attention));
+            async { true }
+        },
+    ))
+    .unwrap();
+    let steps = 8 * 16;
+    assert_eq!(reports.len(), steps / 32);
+    assert_eq!(reports.last().unwrap().0, steps);
+    // Each report's attention holds its chunk's rows over every key so far.
+    for (i, r) in reports.iter().enumerate() {
+        let rows = r.3.as_ref().unwrap();
+        assert_eq!(rows.start, i * 32);
+        assert_eq!(rows.keys, (i + 1) * 32);
+        assert_eq!(rows.values.len(), 32 * rows.keys);
+    }
+    let names: Vec<_> = out.tracks.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["MELODY", "PIANO"]);
+    assert_eq!(out.tracks[1].role, TrackRole::Generated);
+    assert_eq!(
+        out.tracks[1].notes.len(),
+        reports.last().unwrap().2.unwrap()
+    );
+    assert_eq!(
+        out.tracks[0], piece.tracks[0],
+        "the melody is kept as it was"
+    );
+    // Streaming in chunks gives the one-pass result.
+    let whole = Options {
+        chunk_steps: steps,
+        watch: None,
+        ..options.clone()
+    };
+    let again = pollster::block_on(accompany_piece(
+        &model,
+        None,
+        PianoSampling::default(),
+        &piece,
+        &whole,
+        &device,
+        |_| async { true },
+    ))
+    .unwrap();
+    assert_eq!(again.tracks, out.tracks);
+}
+
+#[test]
+fn regenerating_bars_rewrites_them_and_keeps_the_rest() {
+    use crate::model::config::Conditioning;
+    let device = Device::flex();
+    let piece = piece();
+    let grid = Grid::for_song(&piece.to_song(), tokens::STEPS_PER_BEAT);
+    let (from, to) = (grid.bar_ticks()[2], grid.bar_ticks()[4]);
+    for conditioning in [None, Some(Conditioning::AUTOREGRESSIVE)] {
+        let config = PerformerConfig::tiny(
+            Task::Accompaniment,
+            VOCAB_SIZE,
+            PeConfig::new(PeKind::SineSpe),
+        )
+        .with_inputs(conditioning);
+        let model = Performer::new(&config, 1, &device).unwrap();
+        let run = |piece: &Piece, options: &Options| {
+            pollster::block_on(accompany_piece(
+                &model,
+                None,
+                PianoSampling::default(),
+                piece,
+                options,
+                &device,
+                |_| async { true },
+            ))
+            .unwrap()
+        };
+        let options = Options {
+            threshold: conditioning.is_none().then_some(0.5),
+            ..Options::default()
+        };
+        let first = run(&piece, &options);
+        let again = Options {
+            seed: 7,
+            region: Some([2, 4]),
+            ..options.clone()
+        };
+        let second = run(&first, &again);
+        let piano = |p: &Piece| {
+            p.tracks
+                .iter()
+                .find(|t| t.role == TrackRole::Generated)
+                .unwrap()
+                .notes
+                .clone()
+        };
+        let (a, b) = (piano(&first), piano(&second));
+        // Notes before the bars keep their start (one held into them may now end at
+        // their start); those after them stay whole (one at their very end may be
+        // struck again to join what comes before).
+        let outside = |notes: &[PieceNote]| {
+            let mut kept: Vec<(u8, u64, u64)> = notes
+                .iter()
+                .filter(|n| n.1 < from)
+                .map(|n| (n.0, n.1, 0))
+                .chain(notes.iter().filter(|n| n.1 > to).map(|n| (n.0, n.1, n.2)))
+                .collect();
+            kept.sort();
+            kept
+        };
+        let (ka, kb) = (outside(&a), outside(&b));
+        let only = |x: &[(u8, u64, u64)], y: &[(u8, u64, u64)]| -> Vec<(u8, u64, u64)> {
+            x.iter().filter(|n| !y.contains(n)).copied().collect()
+        };
+        assert!(
+            ka == kb,
+            "{conditioning:?}: the other bars are kept; only before {:?}, only after {:?}",
+            only(&ka, &kb),
+            only(&kb, &ka)
+        );
+        assert_eq!(second.tracks[0], piece.tracks[0], "the melody is kept");
+        if conditioning.is_some() {
+            let inside = |notes: &[PieceNote]| -> Vec<PieceNote> {
+                notes
+                    .iter()
+                    .filter(|n| n.1 >= from && n.1 < to)
+                    .copied()
+                    .collect()
+            };
+            assert_ne!(inside(&a), inside(&b), "another seed rewrites the bars");
+        }
+    }
+    let bad = Options {
+        region: Some([3, 3]),
+        ..Options::default()
+    };
+    let err = pollster::block_on(accompany_piece(
+        &model_for_errors(&device),
+        None,
+        PianoSampling::default(),
+        &piece,
+        &bad,
+        &device,
+        |_| async { true },
+    ))
+    .unwrap_err();
+    assert!(err.to_string().contains("at least one bar"), "{err}");
+}
+
+#[test]
+fn a_continuation_rewrites_only_the_chosen_bars() {
+    let device = Device::flex();
+    let model = tiny(Task::Continuation, 3, &device);
+    let piece = piece();
+    let (from, to) = (piece.bars[4], piece.bars[6]);
+    for seed in [0, 1] {
+        let options = Options {
+            seed,
+            region: Some([4, 6]),
+            ..Options::default()
+        };
+        let mut streamed = 0;
+        let out = pollster::block_on(continue_piece(&model, &piece, &options, &device, |p| {
+            if let Some(notes) = p.notes {
+                assert!(notes.iter().all(|n| n.1 >= from && n.1 < to));
+                streamed += 1;
+            }
+            async { true }
+        }))
+        .unwrap();
+        assert!(streamed > 0, "notes stream in as bars complete");
+        assert_eq!(out.bars, piece.bars, "no bar added or lost");
+        for (before, after) in piece.tracks.iter().zip(&out.tracks) {
+            let outside: Vec<PieceNote> = before
+                .notes
+                .iter()
+                .filter(|n| n.1 < from || n.1 >= to)
+                .copied()
+                .collect();
+            assert_eq!(
+                after.notes, outside,
+                "{}: kept outside, cleared inside",
+                before.name
+            );
+        }
+        let new = &out.tracks.last().unwrap();
+        assert_eq!(new.name, CONTINUATION_TRACK);
+        assert!(!new.notes.is_empty(), "seed {seed}: the bars are written");
+        assert!(new.notes.iter().all(|n| n.1 >= from && n.1 < to));
+    }
+    let rewrite = |region: [usize; 2], seed: u64| {
+        let options = Options {
+            region: Some(region),
+            seed,
+            ..Options::default()
+        };
+        pollster::block_on(continue_piece(
+            &model,
+            &piece,
+            &options,
+            &device,
+            |_| async { true },
+        ))
+    };
+    // From the first bar: no music before it to read.
+    let out = rewrite([0, 2], 0).unwrap();
+    let new = &out.tracks.last().unwrap().notes;
+    assert!(new.iter().all(|n| n.1 < piece.bars[2]), "{new:?}");
+    // To the end: the last entry of `bars` ends the music, and a region from it writes
+    // the bar after it.
+    let n = piece.bars.len();
+    let out = rewrite([n - 2, n], 4).unwrap();
+    let (start, end) = (piece.bar_tick(n - 2), piece.bar_tick(n));
+    assert!(end > piece.bars[n - 1], "the region reaches past the end");
+    let new = &out.tracks.last().unwrap().notes;
+    assert!(!new.is_empty(), "the last bars are written");
+    assert!(
+        new.iter().all(|n| n.1 >= start && n.1 < end && n.2 <= end),
+        "{new:?}"
+    );
+    let err = rewrite([40, 42], 0).unwrap_err();
+    assert!(
+        err.to_string().contains("past the end of the piece"),
+        "{err}"
+    );
+}
+
+/// An untrained tiny sineSPE model for `task`.
+fn tiny(task: Task, seed: u64, device: &Device) -> Performer {
+    let config = PerformerConfig::tiny(task, VOCAB_SIZE, PeConfig::new(PeKind::SineSpe));
+    Performer::new(&config, seed, device).unwrap()
+}
+
+fn model_for_errors(device: &Device) -> Performer {
+    tiny(Task::Accompaniment, 1, device)
+}
+
+#[test]
+fn attention_over_a_piece_covers_every_token() {
+    let device = Device::flex();
+    let model = tiny(Task::Continuation, 2, &device);
+    let options = Options {
+        watch: Some(WatchOptions { layer: 1, head: 1 }),
+        ..Options::default()
+    };
+    let mut rows = 0;
+    let total = pollster::block_on(continuation_attention(
+        &model,
+        &piece(),
+        &options,
+        &device,
+        |p| {
+            let a = p.attention.unwrap();
+            assert_eq!(a.start, rows);
+            rows += a.values.len() / a.keys;
+            async { true }
+        },
+    ))
+    .unwrap();
+    assert_eq!(rows, total);
+}
+
+#[test]
+fn cancelling_stops_and_says_so() {
+    let device = Device::flex();
+    let config =
+        PerformerConfig::tiny(Task::Accompaniment, VOCAB_SIZE, PeConfig::new(PeKind::None));
+    let model = Performer::new(&config, 1, &device).unwrap();
+    let options = Options {
+        chunk_steps: 16,
+        ..Options::default()
+    };
+    let mut calls = 0;
+    let r = pollster::block_on(accompany_piece(
+        &model,
+        None,
+        PianoSampling::default(),
+        &piece(),
+        &options,
+        &device,
+        |_| {
+            calls += 1;
+            async move { calls < 2 }
+        },
+    ));
+    assert_eq!(r.unwrap_err(), GenerateError::Cancelled);
+    assert_eq!(calls, 2);
+}
+
+#[test]
+fn continuation_follows_the_plan_and_lands_after_the_music() {
+    let device = Device::flex();
+    let model = tiny(Task::Continuation, 2, &device);
+    let mut piece = piece();
+    let bars = piece.bars.len();
+    let end = piece.end_tick;
+    let len = piece.bars[1] - piece.bars[0];
+    for k in 0..2 {
+        piece.bars.push(piece.bars[bars - 1] + len * (k + 1));
+        piece.chords.push("Dm".into());
+    }
+    let options = Options {
+        tokens: 120,
+        bars: Some(2),
+        seed: 5,
+        watch: Some(WatchOptions { layer: 0, head: 1 }),
+        ..Options::default()
+    };
+    let mut rows = 0;
+    let out = pollster::block_on(continue_piece(&model, &piece, &options, &device, |p| {
+        if let Some(a) = &p.attention {
+            rows += a.values.len() / a.keys;
+        }
+        async { true }
+    }))
+    .unwrap();
+    let generated = out.tracks.last().unwrap();
+    assert_eq!(generated.name, CONTINUATION_TRACK);
+    assert!(
+        !generated.notes.is_empty(),
+        "an untrained model still writes notes"
+    );
+    // New notes come after the prompt's last onset (possibly still in its last bar).
+    let last_onset = piece
+        .tracks
+        .iter()
+        .flat_map(|t| &t.notes)
+        .map(|n| n.1)
+        .max()
+        .unwrap();
+    assert!(
+        generated.notes.iter().all(|n| n.1 >= last_onset),
+        "{:?}",
+        generated.notes
+    );
+    assert!(
+        generated.notes.iter().all(|n| n.1 < end + 3 * len),
+        "{end} {len} {:?} {:?}",
+        piece.bars,
+        generated.notes
+    );
+    assert!(rows > 0);
+    assert_eq!(out.chords[bars], "Dm", "the planned chord stays on its bar");
+    // The token stream itself: the first new bar starts with the planned chord.
+    let prompt = prompt_tokens(&piece.to_song()).unwrap();
+    let dm = Chord::parse_any("Dm").unwrap();
+    let length = Length {
+        bars: Some(1),
+        ..Length::tokens(400)
+    };
+    let added = pollster::block_on(continue_tokens(
+        &model,
+        &prompt,
+        length,
+        Sampling::default(),
+        &[dm],
+        None,
+        &device,
+        |_| async { true },
+    ))
+    .unwrap();
+    let at = added
+        .iter()
+        .position(|&id| id == Token::Bar.id())
+        .expect("a new bar within 400 tokens");
+    assert_eq!(
+        added[at + 1..at + 3],
+        [Token::Position(0).id(), Token::Chord(dm).id()]
+    );
+}
