@@ -8,11 +8,10 @@
 //! the KV cache) in a [`State`], whose noise (SPE codes, gating noise, random features) is
 //! drawn once. A call of length 1 takes the recurrent form.
 
-use burn::module::{Module, ModuleVisitor, Param, ParamId};
+use burn::module::{Module, Param};
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
-use burn::store::ModuleRecord;
 use burn::tensor::activation::gelu;
-use burn::tensor::{Bytes, Device, Int, Tensor, TensorData};
+use burn::tensor::{Device, Int, Tensor, TensorData};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use std::sync::Arc;
@@ -26,7 +25,7 @@ use super::features::{FeatureMap, normal};
 use super::kernels::causal_linear_fast;
 use super::pe::ape::sinusoids;
 use super::pe::conv_spe::StepFilters;
-use super::pe::{Codes, Draw, PeKind, PositionalEncoding, Span};
+use super::pe::{Codes, PeKind, PositionalEncoding, Span};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ModelError {
@@ -88,93 +87,6 @@ pub struct Performer {
     pub pe: PositionalEncoding,
     #[module(skip)]
     pub config: PerformerConfig,
-}
-
-/// A layer's attention memory.
-#[derive(Clone, Debug)]
-enum LayerState {
-    Empty,
-    Linear(Box<LinearState>),
-    /// The same sums as plain numbers, S [heads, m, d_v] and z [heads, m] (batch 1), while
-    /// the plain-slice decoder steps.
-    Plain {
-        s: Vec<f32>,
-        z: Vec<f32>,
-    },
-    Softmax(Box<KvCache>),
-}
-
-/// A captured layer's feature-mapped keys so far.
-#[derive(Clone, Debug)]
-enum Keys {
-    /// [batch, heads, n, m].
-    Tensor(Box<Tensor<4>>),
-    /// Per head, [n · m] (batch 1).
-    Plain(Vec<Vec<f32>>),
-}
-
-impl Keys {
-    /// Per head, as plain numbers (the CPU backend reads synchronously).
-    fn plain(t: Tensor<4>) -> Vec<Vec<f32>> {
-        let [_, heads, n, m] = t.dims();
-        let v = t
-            .narrow(0, 0, 1)
-            .into_data()
-            .convert::<f32>()
-            .try_into_vec::<f32>();
-        let v = v.expect("f32 keys");
-        (0..heads)
-            .map(|h| v[h * n * m..(h + 1) * n * m].to_vec())
-            .collect()
-    }
-
-    /// As a tensor; `features` is m.
-    fn tensor(self, features: usize, device: &Device) -> Tensor<4> {
-        match self {
-            Keys::Tensor(t) => *t,
-            Keys::Plain(heads) => {
-                let h = heads.len();
-                let n = heads.first().map_or(0, Vec::len) / features.max(1);
-                let values: Vec<f32> = heads.into_iter().flatten().collect();
-                Tensor::from_data(TensorData::new(values, vec![1, h, n, features]), device)
-            }
-        }
-    }
-}
-
-/// Everything a sequence carries from one `forward` call to the next.
-#[derive(Clone, Debug)]
-pub struct State {
-    /// Position of the next step.
-    pub position: usize,
-    /// Rows in the batch, fixed by the first call.
-    pub batch: Option<usize>,
-    pub draw: Draw,
-    /// One feature-map draw per layer.
-    pub maps: Vec<FeatureMap>,
-    layers: Vec<LayerState>,
-    /// When capturing: every captured layer's feature-mapped keys so far [batch, heads, n, m]
-    /// (softmax: the cache holds them), and, per layer, the attention rows of every position
-    /// of the last call [batch, heads, len, n] (`None` for layers not captured).
-    capture: bool,
-    /// Capture only this layer (rows cost len × n per head: a long prefill shows one layer).
-    pub capture_layer: Option<usize>,
-    keys: Vec<Option<Keys>>,
-    pub rows: Vec<Option<Tensor<4>>>,
-    /// The plain-slice decoder [`Performer::step`] uses, if any, and the draws it has read.
-    decoder: Option<Arc<Decoder>>,
-    plain_draw: Option<Arc<step::PlainDraw>>,
-}
-
-impl State {
-    /// This state with what [`Performer::stepping`] read: one-position calls then take the
-    /// CPU path for convSPE codes (the same codes), and [`Performer::step`] the plain-slice
-    /// decoder where there is one.
-    pub fn stepping(mut self, stepping: &Stepping) -> Self {
-        self.draw.conv_filters = stepping.filters.clone();
-        self.decoder = stepping.decoder.clone();
-        self
-    }
 }
 
 /// A linear layer initialised from `rng` (uniform ±1/sqrt(d_in), as PyTorch does), so a seed
@@ -480,42 +392,6 @@ impl Performer {
         (block.wo.forward(merged), row)
     }
 
-    /// The weights as bytes (Burn's burnpack record). Reads every parameter synchronously:
-    /// on WebGPU in the browser, move the model to the CPU first.
-    pub fn to_bytes(self) -> Result<Vec<u8>, ModelError> {
-        let bytes = self
-            .into_record()
-            .into_bytes()
-            .map_err(|e| ModelError::Weights(e.to_string()))?;
-        Ok(bytes.to_vec())
-    }
-
-    /// The same bytes as [`Self::to_bytes`], every parameter read asynchronously: what the
-    /// browser needs on WebGPU, where Burn's record reads synchronously and panics.
-    pub async fn to_bytes_async(&self) -> Result<Vec<u8>, ModelError> {
-        let mut params = ParamCollector::default();
-        self.visit(&mut params);
-        let mut tensors = Vec::with_capacity(params.found.len());
-        for (path, id, shape, tensor) in params.found {
-            let data = tensor
-                .into_data_async()
-                .await
-                .map_err(|e| ModelError::Weights(format!("{path} could not be read: {e:?}")))?;
-            let (bytes, _, dtype) = data.into_parts();
-            tensors.push(burn_pack::Tensor::new(
-                path,
-                dtype,
-                shape,
-                Some(id.val()),
-                bytes,
-            ));
-        }
-        let bytes = burn_pack::Writer::new(tensors)
-            .into_bytes()
-            .map_err(|e| ModelError::Weights(e.to_string()))?;
-        Ok(bytes.to_vec())
-    }
-
     /// Which parameters train from here on: with `Some(k)`, only the last `k` blocks, the
     /// final norm, the output head and the positional encoding's parameters (frequencies,
     /// gains, filters, gates); the input layer and the earlier blocks stay as they are.
@@ -535,60 +411,18 @@ impl Performer {
             .collect();
         self
     }
-
-    /// A model of `config` with the weights in `bytes` (from [`Self::to_bytes`]).
-    pub fn from_bytes(
-        config: &PerformerConfig,
-        bytes: &[u8],
-        device: &Device,
-    ) -> Result<Self, ModelError> {
-        let record = ModuleRecord::from_bytes(Bytes::from_bytes_vec(bytes.to_vec()))
-            .map_err(|e| ModelError::Weights(e.to_string()))?;
-        Self::new(config, 0, device)?
-            .try_load_record(record)
-            .map_err(|e| ModelError::Weights(e.to_string()))
-    }
 }
 
-/// Every parameter of a module as (path, id, tensor), in visiting order and named as Burn's
-/// record names them (the `on_save` form), without reading any.
-#[derive(Default)]
-struct ParamCollector {
-    path: Vec<String>,
-    found: Vec<(String, ParamId, Vec<usize>, Tensor<1>)>,
-}
-
-impl ModuleVisitor for ParamCollector {
-    fn enter_module(&mut self, name: &str, _container_type: &str) {
-        self.path.push(name.to_string());
-    }
-
-    fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.pop();
-    }
-
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        let tensor = param.transform_for_save().val();
-        let shape = tensor.dims().to_vec();
-        // Flattened to keep tensors of every rank in one list; the shape goes beside it.
-        self.found.push((
-            self.path.join("."),
-            param.id,
-            shape,
-            tensor.flatten::<1>(0, D - 1),
-        ));
-    }
-}
-
-fn append(old: Option<Tensor<4>>, new: Tensor<4>) -> Tensor<4> {
-    match old {
-        Some(old) => Tensor::cat(vec![old, new], 2),
-        None => new,
-    }
-}
-
+mod plain;
+mod state;
 mod step;
-pub use step::{Decoder, StepInput, Stepping};
+mod weights;
+pub use plain::Decoder;
+pub use state::State;
+use state::{Keys, LayerState, append};
+pub use step::{StepInput, Stepping};
 
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod step_tests;
 #[cfg(all(test, not(target_arch = "wasm32")))]
 pub(crate) mod tests;

@@ -12,14 +12,16 @@
 
 use std::sync::Arc;
 
-use burn::nn::{LayerNorm, Linear};
 use burn::tensor::activation::softplus;
 use burn::tensor::{Device, Tensor, TensorData};
 
+use super::plain::{
+    Block, Decoder, Dense, Norm, PlainDraw, Sine, StepCodes, axpy, captured_row, features, gelu,
+    qk_plain, sync,
+};
 use super::{Keys, LayerState, ModelError, Performer, State};
 use crate::model::attention::{EPS, LinearState};
 use crate::model::config::AttentionKind;
-use crate::model::features::FeatureKind;
 use crate::model::pe::ape::sinusoid_values;
 use crate::model::pe::conv_spe::StepFilters;
 use crate::model::pe::{Codes, PeKind, Span};
@@ -39,159 +41,6 @@ pub struct Stepping {
     pub filters: Option<Arc<StepFilters>>,
     /// The model's weights as plain numbers, when steps run on the CPU.
     pub decoder: Option<Arc<Decoder>>,
-}
-
-/// A linear layer: `x W + b`, `W` [d_in, d_out] as Burn stores it.
-#[derive(Debug)]
-struct Dense {
-    w: Vec<f32>,
-    b: Vec<f32>,
-}
-
-impl Dense {
-    async fn read(l: &Linear) -> Result<Self, String> {
-        let w = crate::model::read(l.weight.val()).await?;
-        let b = match &l.bias {
-            Some(b) => crate::model::read(b.val()).await?,
-            None => vec![0.0; l.weight.dims()[1]],
-        };
-        Ok(Self { w, b })
-    }
-
-    fn apply(&self, x: &[f32], out: &mut Vec<f32>) {
-        out.clear();
-        out.extend_from_slice(&self.b);
-        // Row by row (`out += x_i W_i`): vectorises without reordering sums, and skips the
-        // zeros of a piano roll's input.
-        for (&xi, row) in x.iter().zip(self.w.chunks_exact(self.b.len())) {
-            if xi != 0.0 {
-                axpy(xi, row, out);
-            }
-        }
-    }
-}
-
-#[derive(Debug)]
-struct Norm {
-    gamma: Vec<f32>,
-    beta: Vec<f32>,
-}
-
-impl Norm {
-    async fn read(n: &LayerNorm) -> Result<Self, String> {
-        let gamma = crate::model::read(n.gamma.val()).await?;
-        let beta = match &n.beta {
-            Some(b) => crate::model::read(b.val()).await?,
-            None => vec![0.0; gamma.len()],
-        };
-        Ok(Self { gamma, beta })
-    }
-
-    /// Layer norm with Burn's default epsilon (the model never sets another).
-    fn apply(&self, x: &[f32], out: &mut Vec<f32>) {
-        let n = x.len() as f32;
-        let mean = x.iter().sum::<f32>() / n;
-        let var = x.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / n;
-        let inv = 1.0 / (var + 1e-5).sqrt();
-        out.clear();
-        out.extend(
-            x.iter()
-                .zip(self.gamma.iter().zip(&self.beta))
-                .map(|(v, (g, b))| (v - mean) * inv * g + b),
-        );
-    }
-}
-
-#[derive(Debug)]
-struct Block {
-    norm1: Norm,
-    wq: Dense,
-    wk: Dense,
-    wv: Dense,
-    wo: Dense,
-    norm2: Norm,
-    ff1: Dense,
-    ff2: Dense,
-}
-
-/// sineSPE's parameters as the tensor form computes them: frequencies in cycles per step,
-/// query offsets and gains (after softplus), each [heads, dim, sines].
-#[derive(Debug)]
-struct Sine {
-    freqs: Vec<f32>,
-    offsets: Vec<f32>,
-    gains: Vec<f32>,
-    sines: usize,
-}
-
-/// A model's weights as plain numbers, for [`Performer::step`] on the CPU.
-#[derive(Debug)]
-pub struct Decoder {
-    embedding: Option<Vec<f32>>,
-    input: Option<Dense>,
-    blocks: Vec<Block>,
-    norm: Norm,
-    head: Dense,
-    sine: Option<Sine>,
-    /// Per layer, `sqrt(1 − δ)` and `sqrt(δ)` [heads · dim] of the gate.
-    gates: Vec<(Vec<f32>, Vec<f32>)>,
-    filters: Option<Arc<StepFilters>>,
-}
-
-/// A sequence's draws as plain numbers, read at its first plain step.
-#[derive(Debug)]
-pub(super) struct PlainDraw {
-    /// Z [heads, dim · J, R] of sine and SFF codes.
-    mix: Option<Vec<f32>>,
-    /// ε per layer [heads, dim, R].
-    eps: Vec<Vec<f32>>,
-    /// Feature-map directions per layer [heads, qk_dim, directions].
-    maps: Vec<Vec<f32>>,
-}
-
-/// Where a step's codes leave queries and keys before the feature map.
-enum StepCodes {
-    /// As they are (scaled).
-    None,
-    /// Codes `Qbar`, `Kbar` [heads, dim, R], mixed with ε where gated.
-    Bars(Vec<f32>, Vec<f32>),
-    /// F-StrIPE's exact features Ω [heads, dim, J] (and J), concatenated over dimensions.
-    Exact(Vec<f32>, Vec<f32>, usize),
-}
-
-fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
-    for (y, x) in y.iter_mut().zip(x) {
-        *y += a * x;
-    }
-}
-
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    // Eight running sums, so that the compiler can keep them in SIMD lanes.
-    let mut acc = [0f32; 8];
-    let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ac
-        .remainder()
-        .iter()
-        .zip(bc.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in ac.zip(bc) {
-        for i in 0..8 {
-            acc[i] += x[i] * y[i];
-        }
-    }
-    acc.iter().sum::<f32>() + tail
-}
-
-fn gelu(x: f32) -> f32 {
-    0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2))
-}
-
-fn sync<const D: usize>(t: Tensor<D>) -> Vec<f32> {
-    t.into_data()
-        .convert::<f32>()
-        .try_into_vec::<f32>()
-        .expect("f32 values")
 }
 
 impl Performer {
@@ -557,99 +406,4 @@ impl Performer {
             _ => StepCodes::None,
         }
     }
-}
-
-/// One head's query or key (`side` 0 or 1) through the codes, as `PositionalEncoding::qk`
-/// computes it: the feature map's input, written to `out` [qk_dim].
-#[allow(clippy::too_many_arguments)]
-fn qk_plain(
-    codes: &StepCodes,
-    x: &[f32],
-    side: usize,
-    head: usize,
-    dim: usize,
-    r: usize,
-    gate: Option<(&[f32], &[f32])>,
-    eps: Option<&[f32]>,
-    out: &mut [f32],
-) {
-    let d = dim as f32;
-    let a = |i: usize| gate.map_or(1.0, |(a, _)| a[i]);
-    match codes {
-        StepCodes::None => {
-            let s = d.powf(-0.25);
-            out.iter_mut().zip(x).for_each(|(o, x)| *o = x * s);
-        }
-        StepCodes::Bars(q, k) => {
-            let bar = if side == 0 { q } else { k };
-            let bar = &bar[head * dim * r..(head + 1) * dim * r];
-            out.fill(0.0);
-            for (i, (&xi, b)) in x.iter().zip(bar.chunks_exact(r)).enumerate() {
-                axpy(xi * a(i), b, out);
-            }
-            if let (Some((_, g)), Some(eps)) = (gate, eps) {
-                for (i, (&xi, e)) in x.iter().zip(eps.chunks_exact(r)).enumerate() {
-                    axpy(xi * g[i], e, out);
-                }
-            }
-            let rr = r as f32;
-            let s = (d * rr).powf(-0.25) * rr.powf(-0.25);
-            out.iter_mut().for_each(|o| *o *= s);
-        }
-        StepCodes::Exact(q, k, j) => {
-            let j = *j;
-            let omega = if side == 0 { q } else { k };
-            let omega = &omega[head * dim * j..(head + 1) * dim * j];
-            let s = d.powf(-0.25);
-            for (i, &xi) in x.iter().enumerate() {
-                for jj in 0..j {
-                    out[i * j + jj] = xi * a(i) * omega[i * j + jj] * s;
-                }
-            }
-            if let Some((_, g)) = gate {
-                for (i, &xi) in x.iter().enumerate() {
-                    out[dim * j + i] = xi * g[i] * s;
-                }
-            }
-        }
-    }
-}
-
-/// The feature map of one head's `x` [qk_dim] with its directions `w` [qk_dim, directions],
-/// as `FeatureMap::apply` computes it, into `out` [features].
-fn features(kind: FeatureKind, w: &[f32], x: &[f32], is_query: bool, m: usize, out: &mut [f32]) {
-    let directions = w.len() / x.len().max(1);
-    let proj = &mut out[..directions];
-    proj.fill(0.0);
-    for (&xi, row) in x.iter().zip(w.chunks_exact(directions)) {
-        axpy(xi, row, proj);
-    }
-    let scale = 1.0 / (m as f32).sqrt();
-    match kind {
-        FeatureKind::Relu => out.iter_mut().for_each(|o| *o = o.max(0.0) * scale),
-        FeatureKind::Favor => {
-            let half_norm = 0.5 * x.iter().map(|v| v * v).sum::<f32>();
-            let (pos, neg) = out.split_at_mut(directions);
-            for (n, p) in neg.iter_mut().zip(pos.iter_mut()) {
-                *n = -*p - half_norm;
-                *p -= half_norm;
-            }
-            let shift = if is_query {
-                out.iter().copied().fold(f32::NEG_INFINITY, f32::max)
-            } else {
-                0.0
-            };
-            out.iter_mut().for_each(|o| *o = (*o - shift).exp() * scale);
-        }
-    }
-}
-
-/// Appends this step's key to a head's captured keys [n · m] and writes the query's
-/// normalised attention over every key so far to `row` (as `attention_rows` does).
-fn captured_row(keys: &mut Vec<f32>, phi_k: &[f32], phi_q: &[f32], row: &mut Vec<f32>) {
-    keys.extend_from_slice(phi_k);
-    let start = row.len();
-    row.extend(keys.chunks_exact(phi_k.len()).map(|key| dot(phi_q, key)));
-    let total: f32 = row[start..].iter().sum::<f32>() + EPS as f32;
-    row[start..].iter_mut().for_each(|v| *v /= total);
 }

@@ -8,14 +8,14 @@ use crate::model::features::FeatureKind;
 use crate::model::pe::{PeConfig, PeKind, StructureLevel};
 use crate::model::testing::{close, random, to_vec};
 
-const VOCAB: usize = 20;
+pub(super) const VOCAB: usize = 20;
 
-fn tokens(len: usize, device: &Device) -> Tensor<2, Int> {
+pub(super) fn tokens(len: usize, device: &Device) -> Tensor<2, Int> {
     let ids: Vec<i64> = (0..2 * len).map(|i| ((i * 7 + 3) % VOCAB) as i64).collect();
     Tensor::from_data(TensorData::new(ids, vec![2, len]), device)
 }
 
-fn labels(config: &PerformerConfig, len: usize, device: &Device) -> Option<Tensor<3>> {
+pub(super) fn labels(config: &PerformerConfig, len: usize, device: &Device) -> Option<Tensor<3>> {
     config.pe.is_structural().then(|| {
         // Integer-valued coordinates with repeats, like real labels.
         let c = config.pe.coordinates();
@@ -363,142 +363,4 @@ fn the_config_is_saved_as_json_beside_the_weights() {
     let loaded = <PerformerConfig as burn::config::Config>::load(&path).unwrap();
     assert_eq!(loaded, config);
     std::fs::remove_dir_all(&dir).ok();
-}
-
-/// The plain-slice decoder (`Performer::step` on the CPU) gives the tensor form's logits and
-/// attention rows, for every encoding, both feature maps and both tasks: after a tensor
-/// prefill, step by step, and when a tensor call takes its state back.
-#[test]
-fn plain_steps_agree_with_the_tensor_form() {
-    let device = Device::flex();
-    let (len, prefill, back) = (9, 3, 7);
-    for task in [Task::Continuation, Task::Accompaniment] {
-        for feature_kind in [FeatureKind::Favor, FeatureKind::Relu] {
-            for pe in every_encoding() {
-                let mut config = PerformerConfig::tiny(task, VOCAB, pe.clone());
-                config.feature_kind = feature_kind;
-                let model = Performer::new(&config, 3, &device).unwrap();
-                let width = config.input_dim;
-                let ids: Vec<u32> = (0..len).map(|i| ((i * 7 + 3) % VOCAB) as u32).collect();
-                let rolls: Vec<f32> = (0..len * width)
-                    .map(|i| ((i * 13 % 17) as f32 / 17.0).max(0.5) - 0.5)
-                    .collect();
-                let coords = config.pe.coordinates();
-                let labs: Vec<f32> = (0..len * coords).map(|i| ((i * 5) % 7) as f32).collect();
-                let inputs = |r: std::ops::Range<usize>| match task {
-                    Task::Continuation => {
-                        let v: Vec<i64> = ids[r.clone()].iter().map(|&t| t as i64).collect();
-                        Inputs::Tokens(Tensor::from_data(
-                            TensorData::new(v, vec![1, r.len()]),
-                            &device,
-                        ))
-                    }
-                    Task::Accompaniment => Inputs::Rolls(Tensor::from_data(
-                        TensorData::new(
-                            rolls[r.start * width..r.end * width].to_vec(),
-                            vec![1, r.len(), width],
-                        ),
-                        &device,
-                    )),
-                };
-                let labels = |r: std::ops::Range<usize>| {
-                    config.pe.is_structural().then(|| {
-                        Tensor::from_data(
-                            TensorData::new(
-                                labs[r.start * coords..r.end * coords].to_vec(),
-                                vec![1, r.len(), coords],
-                            ),
-                            &device,
-                        )
-                    })
-                };
-                let stepping = pollster::block_on(model.stepping(&device)).unwrap();
-                assert!(stepping.decoder.is_some());
-                // Watch layer 1, as the page does; every step's logits and rows.
-                let run = |plain: bool| {
-                    let mut state = model.start(5, true, &device);
-                    state.capture_layer = Some(1);
-                    if plain {
-                        state = state.stepping(&stepping);
-                    }
-                    let mut logits = to_vec(
-                        model
-                            .forward(inputs(0..prefill), labels(0..prefill), &mut state, None)
-                            .unwrap(),
-                    );
-                    let mut rows = Vec::new();
-                    for t in prefill..back {
-                        let lab = config
-                            .pe
-                            .is_structural()
-                            .then(|| &labs[t * coords..(t + 1) * coords]);
-                        let input = match task {
-                            Task::Continuation => StepInput::Token(ids[t]),
-                            Task::Accompaniment => {
-                                StepInput::Roll(&rolls[t * width..(t + 1) * width])
-                            }
-                        };
-                        let out = pollster::block_on(model.step(input, lab, &mut state, &device))
-                            .unwrap();
-                        logits.extend(out);
-                        rows.extend(to_vec(state.rows[1].clone().unwrap()));
-                    }
-                    // A tensor call after the steps continues from their state.
-                    logits.extend(to_vec(
-                        model
-                            .forward(inputs(back..len), labels(back..len), &mut state, None)
-                            .unwrap(),
-                    ));
-                    rows.extend(to_vec(state.rows[1].clone().unwrap()));
-                    (logits, rows)
-                };
-                let (tensor_logits, tensor_rows) = run(false);
-                let (plain_logits, plain_rows) = run(true);
-                let what = format!("{task:?} {feature_kind:?} {:?} gated {}", pe.kind, pe.gated);
-                assert_eq!(tensor_logits.len(), plain_logits.len(), "{what}");
-                assert!(close(&plain_logits, &tensor_logits, 1e-4), "logits, {what}");
-                assert!(
-                    close(&plain_rows, &tensor_rows, 1e-4),
-                    "attention rows, {what}"
-                );
-            }
-        }
-    }
-    // Softmax attention decodes through tensors.
-    let mut softmax = PerformerConfig::tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::None));
-    softmax.attention = crate::model::config::AttentionKind::Softmax;
-    let model = Performer::new(&softmax, 1, &device).unwrap();
-    assert!(
-        pollster::block_on(model.stepping(&device))
-            .unwrap()
-            .decoder
-            .is_none()
-    );
-}
-
-/// Bad input to a step is an error in words, on both paths.
-#[test]
-fn a_step_refuses_what_the_model_does_not_read() {
-    let device = Device::flex();
-    let config = PerformerConfig::tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::SineSpe));
-    let model = Performer::new(&config, 1, &device).unwrap();
-    let stepping = pollster::block_on(model.stepping(&device)).unwrap();
-    for plain in [false, true] {
-        let mut state = model.start(1, false, &device);
-        if plain {
-            state = state.stepping(&stepping);
-        }
-        let far = pollster::block_on(model.step(
-            StepInput::Token(VOCAB as u32),
-            None,
-            &mut state,
-            &device,
-        ));
-        assert!(far.unwrap_err().to_string().contains("token ids below"));
-        let roll = [0.0; 4];
-        let wrong =
-            pollster::block_on(model.step(StepInput::Roll(&roll), None, &mut state, &device));
-        assert!(wrong.is_err());
-        assert_eq!(state.position, 0, "nothing was consumed");
-    }
 }

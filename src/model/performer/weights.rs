@@ -1,0 +1,90 @@
+//! A Performer's weights as bytes and back: Burn's burnpack record, written synchronously
+//! (native) or reading every parameter asynchronously (WebGPU in the browser).
+
+use burn::module::{Module, ModuleVisitor, Param, ParamId};
+use burn::store::ModuleRecord;
+use burn::tensor::{Bytes, Device, Tensor};
+
+use super::{ModelError, Performer};
+use crate::model::config::PerformerConfig;
+
+impl Performer {
+    /// The weights as bytes (Burn's burnpack record). Reads every parameter synchronously:
+    /// on WebGPU in the browser, move the model to the CPU first.
+    pub fn to_bytes(self) -> Result<Vec<u8>, ModelError> {
+        let bytes = self
+            .into_record()
+            .into_bytes()
+            .map_err(|e| ModelError::Weights(e.to_string()))?;
+        Ok(bytes.to_vec())
+    }
+
+    /// The same bytes as [`Self::to_bytes`], every parameter read asynchronously: what the
+    /// browser needs on WebGPU, where Burn's record reads synchronously and panics.
+    pub async fn to_bytes_async(&self) -> Result<Vec<u8>, ModelError> {
+        let mut params = ParamCollector::default();
+        self.visit(&mut params);
+        let mut tensors = Vec::with_capacity(params.found.len());
+        for (path, id, shape, tensor) in params.found {
+            let data = tensor
+                .into_data_async()
+                .await
+                .map_err(|e| ModelError::Weights(format!("{path} could not be read: {e:?}")))?;
+            let (bytes, _, dtype) = data.into_parts();
+            tensors.push(burn_pack::Tensor::new(
+                path,
+                dtype,
+                shape,
+                Some(id.val()),
+                bytes,
+            ));
+        }
+        let bytes = burn_pack::Writer::new(tensors)
+            .into_bytes()
+            .map_err(|e| ModelError::Weights(e.to_string()))?;
+        Ok(bytes.to_vec())
+    }
+
+    /// A model of `config` with the weights in `bytes` (from [`Self::to_bytes`]).
+    pub fn from_bytes(
+        config: &PerformerConfig,
+        bytes: &[u8],
+        device: &Device,
+    ) -> Result<Self, ModelError> {
+        let record = ModuleRecord::from_bytes(Bytes::from_bytes_vec(bytes.to_vec()))
+            .map_err(|e| ModelError::Weights(e.to_string()))?;
+        Self::new(config, 0, device)?
+            .try_load_record(record)
+            .map_err(|e| ModelError::Weights(e.to_string()))
+    }
+}
+
+/// Every parameter of a module as (path, id, tensor), in visiting order and named as Burn's
+/// record names them (the `on_save` form), without reading any.
+#[derive(Default)]
+struct ParamCollector {
+    path: Vec<String>,
+    found: Vec<(String, ParamId, Vec<usize>, Tensor<1>)>,
+}
+
+impl ModuleVisitor for ParamCollector {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.path.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.pop();
+    }
+
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let tensor = param.transform_for_save().val();
+        let shape = tensor.dims().to_vec();
+        // Flattened to keep tensors of every rank in one list; the shape goes beside it.
+        self.found.push((
+            self.path.join("."),
+            param.id,
+            shape,
+            tensor.flatten::<1>(0, D - 1),
+        ));
+    }
+}
