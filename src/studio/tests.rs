@@ -1,8 +1,17 @@
+use burn::tensor::Device;
+
 use super::*;
+use crate::generate::{Length, PianoSampling, Sampling, continue_tokens, prompt_tokens};
 use crate::model::config::PerformerConfig;
+use crate::model::config::Task;
 use crate::model::pe::{PeConfig, PeKind};
+use crate::model::performer::Performer;
+use crate::music::chords::Chord;
 use crate::music::fixtures;
+use crate::music::grid::Grid;
+use crate::music::piece::{Piece, TrackRole};
 use crate::music::tokens::VOCAB_SIZE;
+use crate::music::tokens::{self, Token};
 
 fn piece() -> Piece {
     Piece::from_song(&fixtures::song(0, 8), "fixture.mid").unwrap()

@@ -1,0 +1,176 @@
+//! An accompaniment for a piece's melody and lanes, streamed and written back as its piano
+//! track; a region rewrites only its bars.
+
+use burn::tensor::Device;
+
+use super::{ACCOMPANIMENT_TRACK, Options, Progress};
+use crate::generate::binarize::{Binarize, binarize};
+use crate::generate::{
+    GenerateError, PianoSampling, accompaniment_input, accompany_probs, accompany_steps,
+    input_example, splice,
+};
+use crate::model::performer::Performer;
+use crate::music::grid::Grid;
+use crate::music::midi::Note;
+use crate::music::piece::{Piece, PieceNote, PieceTrack, TrackRole};
+use crate::music::roll::{PianoRoll, Role};
+use crate::music::tokens::{self};
+
+/// An accompaniment for the melody (and bridge) of `piece` with its chord and phrase lanes as
+/// labels; the result replaces the piece's piano and generated tracks.
+pub async fn accompany_piece<F, Fut>(
+    model: &Performer,
+    model_binarize: Option<Binarize>,
+    model_sampling: PianoSampling,
+    piece: &Piece,
+    options: &Options,
+    device: &Device,
+    mut on_progress: F,
+) -> Result<Piece, GenerateError>
+where
+    F: FnMut(Progress) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    options.check()?;
+    piece
+        .validate()
+        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    if !piece
+        .tracks
+        .iter()
+        .any(|t| t.role == TrackRole::Melody && !t.notes.is_empty())
+    {
+        return Err(GenerateError::Read(
+            "no track is marked as the melody: choose the melody track in the track list".into(),
+        ));
+    }
+    // Every track counts for the grid's extent (a kept piano may outlast the melody); the
+    // model reads the melody and bridge only.
+    let song = piece.model_song(|_| true);
+    let grid = Grid::for_song(&song, tokens::STEPS_PER_BEAT);
+    let mut chords = piece
+        .bar_chords()
+        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    chords.truncate(grid.num_bars());
+    let input = accompaniment_input(&song, Some(&chords), Some(piece.segments()))?;
+    let mut b = model_binarize.unwrap_or_default();
+    if let Some(t) = options.threshold {
+        b.threshold = t;
+    }
+    let e = input_example(model, &input);
+    let (region, given) = match options.region {
+        None => (0..e.len, None),
+        Some([from, to]) => {
+            let bars = input.grid.num_bars();
+            if from >= bars {
+                return Err(GenerateError::Read(format!(
+                    "bar {} is past the end of the piece ({bars} bars)",
+                    from + 1
+                )));
+            }
+            let steps =
+                input.grid.bar_steps(from).start..input.grid.bar_steps(to.min(bars) - 1).end;
+            (steps, Some(kept_piano(piece, &input.grid)))
+        }
+    };
+    let roll = if model.config.is_autoregressive() {
+        let sampling = PianoSampling {
+            temperature: options
+                .piano_temperature
+                .unwrap_or(model_sampling.temperature),
+            threshold: options.threshold,
+            hold_temperature: model_sampling.hold_temperature,
+            seed: options.seed,
+        };
+        accompany_steps(
+            model,
+            &e,
+            given.as_ref(),
+            region,
+            sampling,
+            options.chunk_steps,
+            options.watch(),
+            device,
+            |p| {
+                let notes = roll_notes(p.roll, &input.grid);
+                on_progress(Progress {
+                    done: p.done,
+                    total: p.total,
+                    notes: Some(notes),
+                    attention: p.attention,
+                })
+            },
+        )
+        .await?
+    } else {
+        let (onset, sustain) = accompany_probs(
+            model,
+            &e,
+            options.seed,
+            options.chunk_steps,
+            options.watch(),
+            device,
+            |p| {
+                let roll = binarize(p.onset, p.sustain, p.done, b);
+                let notes = roll_notes(&roll, &input.grid);
+                on_progress(Progress {
+                    done: p.done,
+                    total: p.total,
+                    notes: Some(notes),
+                    attention: p.attention,
+                })
+            },
+        )
+        .await?;
+        let roll = binarize(&onset, &sustain, e.len, b);
+        match given {
+            Some(given) => splice(&given, &roll, region),
+            None => roll,
+        }
+    };
+    let mut out = piece.clone();
+    out.tracks
+        .retain(|t| !matches!(t.role, TrackRole::Piano | TrackRole::Generated));
+    out.tracks.push(PieceTrack {
+        name: ACCOMPANIMENT_TRACK.into(),
+        role: TrackRole::Generated,
+        program: 0,
+        channel: Some(Role::Piano.channel()),
+        notes: roll_notes(&roll, &input.grid),
+    });
+    out.refresh();
+    Ok(out)
+}
+
+/// The piano a "regenerate these bars" keeps: the generated track's, else the pianist's.
+fn kept_piano(piece: &Piece, grid: &Grid) -> PianoRoll {
+    let of = |role: TrackRole| {
+        piece
+            .tracks
+            .iter()
+            .filter(move |t| t.role == role)
+            .flat_map(|t| t.notes.iter())
+            .map(|&(pitch, start, end, velocity)| Note {
+                pitch: pitch.min(127),
+                velocity: velocity.clamp(1, 127),
+                start,
+                end: end.max(start + 1),
+                channel: Role::Piano.channel(),
+            })
+            .collect::<Vec<_>>()
+    };
+    let generated = of(TrackRole::Generated);
+    let notes = if generated.is_empty() {
+        of(TrackRole::Piano)
+    } else {
+        generated
+    };
+    PianoRoll::from_notes(&notes, grid)
+}
+
+fn roll_notes(roll: &PianoRoll, grid: &Grid) -> Vec<PieceNote> {
+    roll.to_notes(grid, Role::Piano.channel(), 72)
+        .into_iter()
+        .map(|n| (n.pitch, n.start, n.end, n.velocity))
+        .collect()
+}

@@ -1,0 +1,291 @@
+//! A continuation after a piece's last bar (or of a region's bars), streamed and written back
+//! as its continuation track, and the attention of a continuation model over a piece.
+
+use std::collections::HashMap;
+
+use burn::tensor::Device;
+
+use super::{CONTINUATION_TRACK, Options, Progress};
+use crate::generate::{
+    GenerateError, Length, Sampling, continue_tokens, cut_prompt, prompt_tokens,
+};
+use crate::model::config::Task;
+use crate::model::performer::Performer;
+use crate::music::chords::Chord;
+use crate::music::midi::Note;
+use crate::music::piece::{Piece, PieceNote, PieceTrack, TrackRole};
+use crate::music::tokens::{self, Token};
+
+/// A continuation of `piece` after its last bar, written to the CONTINUATION track. Chords
+/// planned in the chord lane past the music start the new bars they fall on.
+pub async fn continue_piece<F, Fut>(
+    model: &Performer,
+    piece: &Piece,
+    options: &Options,
+    device: &Device,
+    mut on_progress: F,
+) -> Result<Piece, GenerateError>
+where
+    F: FnMut(Progress) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    options.check()?;
+    if model.config.task != Task::Continuation {
+        return Err(GenerateError::WrongTask {
+            model: model.config.task,
+            wanted: Task::Continuation,
+        });
+    }
+    piece
+        .validate()
+        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    let bar = Token::Bar.id();
+    // A region: the music before it is the prompt, and the model writes exactly its bars.
+    let region = match options.region {
+        None => None,
+        Some([from, to]) => {
+            let bars = piece.bars.len();
+            if from >= bars {
+                return Err(GenerateError::Read(format!(
+                    "bar {} is past the end of the piece ({bars} bars)",
+                    from + 1
+                )));
+            }
+            // The last entry of `bars` ends the music: a region from it writes a new bar.
+            let to = to.min(bars);
+            Some((from, to, piece.bar_tick(from)..piece.bar_tick(to)))
+        }
+    };
+    let (whole, prompt_bars) = match &region {
+        None => {
+            let whole = prompt_tokens(&piece.to_song())?;
+            let bars = whole.iter().filter(|&&id| id == bar).count();
+            (whole, bars)
+        }
+        Some((from, ..)) => {
+            // The whole piece on its own bars (so a rest before the region keeps the bar's
+            // length and meter), cut at the region's first bar line: the notes before it,
+            // held on as they are.
+            let whole = match prompt_tokens(&piece.to_song()) {
+                Ok(ids) => ids,
+                Err(GenerateError::EmptyPrompt) => vec![Token::Bos.id()],
+                Err(e) => return Err(e),
+            };
+            (with_bars(whole, *from), *from)
+        }
+    };
+    let (prompt, first_bar) = cut_prompt(&whole, options.max_prompt_tokens.max(16));
+    let cells = piece
+        .bar_chords()
+        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    let planned_to = region
+        .as_ref()
+        .map_or(cells.len(), |r| r.1.min(cells.len()));
+    let plan: Vec<Option<Chord>> = (prompt_bars..planned_to)
+        .map(|b| cells[b].first().copied().flatten())
+        .collect();
+    let prompt_notes = decode(&prompt)?.notes;
+    let length = match &region {
+        None => Length {
+            tokens: options.tokens,
+            bars: options.bars,
+            may_end: options.may_end,
+            context: options.context,
+        },
+        Some((from, to, _)) => Length {
+            tokens: options.tokens.max(256 * (to - from)).min(20_000),
+            bars: Some(to - from),
+            may_end: false,
+            context: options.context,
+        },
+    };
+    // Notes the model adds to the bar before a region are not kept, and notes in it end
+    // where the kept music resumes.
+    let ticks = region.as_ref().map(|r| r.2.clone());
+    let keep = |notes: Vec<PieceNote>| -> Vec<PieceNote> {
+        match &ticks {
+            Some(t) => notes
+                .into_iter()
+                .filter(|n| t.contains(&n.1))
+                .map(|(pitch, start, end, velocity)| (pitch, start, end.min(t.end), velocity))
+                .collect(),
+            None => notes,
+        }
+    };
+    let sampling = Sampling {
+        temperature: options.temperature,
+        top_p: options.top_p,
+        seed: options.seed,
+    };
+    let mut ids = prompt.clone();
+    let mut since = 0;
+    let total = length.tokens;
+    let added = continue_tokens(
+        model,
+        &prompt,
+        length,
+        sampling,
+        &plan,
+        options.watch(),
+        device,
+        |p| {
+            let mut notes = None;
+            if let Some(id) = p.token {
+                ids.push(id);
+                // Placing decodes the whole sequence: do it when a bar is complete (or every
+                // 64 tokens in a long bar), not per note, so streaming stays linear-ish.
+                since += 1;
+                if id == bar || since >= 64 {
+                    since = 0;
+                    notes = place(piece, &ids, first_bar, &prompt_notes).ok().map(keep);
+                }
+            }
+            on_progress(Progress {
+                done: p.added,
+                total,
+                notes,
+                attention: p.attention,
+            })
+        },
+    )
+    .await?;
+    let mut all = prompt;
+    all.extend(added);
+    let notes = keep(place(piece, &all, first_bar, &prompt_notes)?);
+    let mut out = piece.clone();
+    if let Some(t) = &ticks {
+        for track in &mut out.tracks {
+            track.notes.retain(|n| !t.contains(&n.1));
+        }
+    }
+    match out
+        .tracks
+        .iter_mut()
+        .find(|t| t.role == TrackRole::Generated && t.name == CONTINUATION_TRACK)
+    {
+        Some(t) => {
+            t.notes.extend(notes);
+            t.notes.sort_by_key(|n| (n.1, n.0));
+        }
+        None => out.tracks.push(PieceTrack {
+            name: CONTINUATION_TRACK.into(),
+            role: TrackRole::Generated,
+            program: 0,
+            channel: Some(3),
+            notes,
+        }),
+    }
+    out.refresh();
+    Ok(out)
+}
+
+/// The watched head's attention over the whole piece as a continuation model reads it (its
+/// tokens, the last `max_prompt_tokens` of them), reported as rows: the map a user asks for
+/// after generating, or for any piece.
+pub async fn continuation_attention<F, Fut>(
+    model: &Performer,
+    piece: &Piece,
+    options: &Options,
+    device: &Device,
+    mut on_progress: F,
+) -> Result<usize, GenerateError>
+where
+    F: FnMut(Progress) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    piece
+        .validate()
+        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    let whole = prompt_tokens(&piece.to_song())?;
+    let (prompt, _) = cut_prompt(&whole, options.max_prompt_tokens.max(16));
+    let length = Length::tokens(0);
+    let sampling = Sampling {
+        temperature: 1.0,
+        top_p: 1.0,
+        seed: options.seed,
+    };
+    let total = prompt.len();
+    continue_tokens(
+        model,
+        &prompt,
+        length,
+        sampling,
+        &[],
+        options.watch(),
+        device,
+        |p| {
+            on_progress(Progress {
+                done: p.attention.as_ref().map_or(0, |a| a.keys),
+                total,
+                notes: None,
+                attention: p.attention,
+            })
+        },
+    )
+    .await?;
+    Ok(total)
+}
+
+/// `ids` (a prompt from [`prompt_tokens`]) cut or padded with empty bars to hold exactly
+/// `bars` bars, so that what follows starts at bar `bars`.
+fn with_bars(mut ids: Vec<u32>, bars: usize) -> Vec<u32> {
+    let bar = Token::Bar.id();
+    match ids
+        .iter()
+        .enumerate()
+        .filter(|(_, id)| **id == bar)
+        .nth(bars)
+    {
+        Some((i, _)) => ids.truncate(i),
+        None => {
+            let have = ids.iter().filter(|&&id| id == bar).count();
+            ids.extend(std::iter::repeat_n(bar, bars - have));
+        }
+    }
+    ids
+}
+
+fn decode(ids: &[u32]) -> Result<tokens::Decoded, GenerateError> {
+    let tokens: Vec<Token> = ids.iter().filter_map(|&id| Token::from_id(id)).collect();
+    tokens::decode(&tokens, 480, 0).map_err(|e| GenerateError::Tokens(e.to_string()))
+}
+
+/// The notes `ids` holds beyond those of `prompt` (decoded), in the piece's ticks: each keeps
+/// its place in its bar, and token bar `k` is the piece's bar `first_bar + k` (bars past the
+/// piece's continue at its last bar length).
+fn place(
+    piece: &Piece,
+    ids: &[u32],
+    first_bar: usize,
+    prompt: &[Note],
+) -> Result<Vec<PieceNote>, GenerateError> {
+    let decoded = decode(ids)?;
+    let token_bars = decoded.grid.bar_ticks();
+    let scale = piece.ppq as f64 / 480.0;
+    // Decoding sorts notes by time, so the prompt's notes are taken out by value.
+    let mut left: HashMap<Note, usize> = HashMap::new();
+    for n in prompt {
+        *left.entry(*n).or_default() += 1;
+    }
+    Ok(decoded
+        .notes
+        .iter()
+        .filter(|n| match left.get_mut(n) {
+            Some(count) if *count > 0 => {
+                *count -= 1;
+                false
+            }
+            _ => true,
+        })
+        .map(|n| {
+            let k = token_bars
+                .partition_point(|&t| t <= n.start)
+                .saturating_sub(1);
+            let base = token_bars.get(k).copied().unwrap_or(0);
+            let start =
+                piece.bar_tick(first_bar + k) + ((n.start - base) as f64 * scale).round() as u64;
+            let length = (((n.end - n.start) as f64 * scale).round() as u64).max(1);
+            (n.pitch, start, start + length, n.velocity)
+        })
+        .collect())
+}
