@@ -1,5 +1,7 @@
+use super::files::training_piece;
 use super::*;
 use crate::music::fixtures;
+use crate::music::piece::TrackRole;
 
 fn pieces(n: u8, bars: u64) -> Vec<Piece> {
     (0..n)

@@ -1,0 +1,190 @@
+//! A person's files as fine-tuning pieces: what each holds for the task (melody and
+//! accompaniment notes, tokens), the bars trained on and held out, and why a file cannot be
+//! used, in words.
+
+use serde::Serialize;
+
+use crate::data::corpus::Piece as TrainPiece;
+use crate::generate::song_input;
+use crate::model::config::Task;
+use crate::music::grid::Grid;
+use crate::music::midi::Note;
+use crate::music::piece::{Piece, TrackRole};
+use crate::music::roll::{PianoRoll, Role};
+use crate::music::tokens::{MAX_BAR_BEATS, STEPS_PER_BEAT};
+
+/// What was understood of one file, for the panel's list.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileReport {
+    pub name: String,
+    pub bars: usize,
+    /// Notes the model reads as melody (and bridge), and as accompaniment.
+    pub melody_notes: usize,
+    pub accompaniment_notes: usize,
+    /// REMI tokens of the file (what continuation trains on).
+    pub tokens: usize,
+    /// Bars trained on and held out.
+    pub train_bars: usize,
+    pub held_out_bars: usize,
+    /// Why the file cannot be used for this task, in words (`None`: usable).
+    pub problem: Option<String>,
+}
+
+/// One file as training pieces: the bars trained on and the held-out bars at its end.
+pub(super) struct Prepared {
+    pub(super) train: TrainPiece,
+    pub(super) held_out: Option<TrainPiece>,
+    pub(super) report: FileReport,
+}
+
+fn count_notes(piece: &Piece, roles: &[TrackRole]) -> usize {
+    piece
+        .tracks
+        .iter()
+        .filter(|t| roles.contains(&t.role))
+        .map(|t| t.notes.len())
+        .sum()
+}
+
+/// `piece` as training reads it for `task`, with the labels of its lanes.
+pub(super) fn training_piece(piece: &Piece, task: Task) -> Result<TrainPiece, String> {
+    piece.validate().map_err(|e| e.to_string())?;
+    let song = piece.model_song(|t| {
+        matches!(
+            t.role,
+            TrackRole::Melody | TrackRole::Bridge | TrackRole::Piano
+        )
+    });
+    let grid = Grid::for_song(&song, STEPS_PER_BEAT);
+    if grid.num_steps() == 0 {
+        return Err("it holds no notes in its melody or accompaniment tracks".into());
+    }
+    let mut chords = piece.bar_chords().map_err(|e| e.to_string())?;
+    chords.truncate(grid.num_bars());
+    let input = song_input(
+        &song,
+        Some(&chords),
+        Some(piece.segments()),
+        task == Task::Accompaniment,
+    )
+    .map_err(|e| e.to_string())?;
+    let mut rolls = input.rolls;
+    let piano: Vec<&Note> = song
+        .tracks
+        .iter()
+        .filter(|t| Role::from_track_name(&t.name) == Some(Role::Piano))
+        .flat_map(|t| t.notes.iter())
+        .collect();
+    rolls.piano = PianoRoll::from_notes(piano, &input.grid);
+    let steps = input.grid.num_steps();
+    TrainPiece::new(
+        piece.name.clone(),
+        &song,
+        input.grid,
+        rolls,
+        input.labels,
+        0..steps,
+    )
+}
+
+/// Splits `p` at a bar line so that about `holdout` of its bars are held out: the training
+/// part keeps nothing of the held-out bars (rolls, labels and tokens end at the cut).
+fn split(p: TrainPiece, holdout: f64) -> (TrainPiece, Option<TrainPiece>) {
+    let bars = p.grid.num_bars();
+    let held = ((bars as f64) * holdout).round() as usize;
+    if bars < 2 || held == 0 {
+        return (p, None);
+    }
+    let cut_bar = bars - held.min(bars - 1);
+    let cut = p.grid.bar_steps(cut_bar).start;
+    // A bar of more than MAX_BAR_BEATS beats is several `Bar` tokens.
+    let bar_tokens: usize = (0..cut_bar)
+        .map(|b| p.grid.bar_beats(b).len().div_ceil(MAX_BAR_BEATS).max(1))
+        .sum();
+    let token_cut = p
+        .token_bars
+        .get(bar_tokens)
+        .copied()
+        .unwrap_or(p.tokens.len());
+    let mut held_out = p.clone();
+    held_out.range = cut..p.range.end;
+    held_out.tokens = p.tokens[token_cut..].to_vec();
+    held_out.token_bars = p
+        .token_bars
+        .iter()
+        .filter(|&&i| i >= token_cut)
+        .map(|&i| i - token_cut)
+        .collect();
+    let mut train = p;
+    train.range = 0..cut;
+    train.rolls.truncate(cut);
+    train.labels = train.labels.slice(0..cut);
+    train.tokens.truncate(token_cut);
+    train.token_bars.retain(|&i| i < token_cut);
+    (train, Some(held_out))
+}
+
+pub(super) fn prepare(piece: &Piece, task: Task, holdout: f64) -> Result<Prepared, FileReport> {
+    let melody_notes = count_notes(piece, &[TrackRole::Melody, TrackRole::Bridge]);
+    let accompaniment_notes = count_notes(piece, &[TrackRole::Piano]);
+    let mut report = FileReport {
+        name: piece.name.clone(),
+        bars: piece.prompt_bars,
+        melody_notes,
+        accompaniment_notes,
+        tokens: 0,
+        train_bars: 0,
+        held_out_bars: 0,
+        problem: None,
+    };
+    let problem = match task {
+        Task::Accompaniment if melody_notes == 0 => Some(
+            "no track is marked as the melody: choose the melody track for this file".to_string(),
+        ),
+        Task::Accompaniment if accompaniment_notes == 0 => Some(
+            "it has no accompaniment to learn from: besides the melody it needs a track marked \
+             piano"
+                .to_string(),
+        ),
+        Task::Continuation if melody_notes + accompaniment_notes == 0 => {
+            Some("it has no melody or piano notes to learn from".to_string())
+        }
+        _ => None,
+    };
+    if problem.is_some() {
+        report.problem = problem;
+        return Err(report);
+    }
+    let whole = match training_piece(piece, task) {
+        Ok(p) => p,
+        Err(e) => {
+            report.problem = Some(e);
+            return Err(report);
+        }
+    };
+    report.tokens = whole.tokens.len();
+    let bars = whole.grid.num_bars();
+    let (train, held_out) = split(whole, holdout);
+    report.train_bars = train.grid.bar_of_step(train.range.end.saturating_sub(1)).0 + 1;
+    report.held_out_bars = bars - report.train_bars.min(bars);
+    if held_out.is_none() {
+        report.train_bars = bars;
+    }
+    Ok(Prepared {
+        train,
+        held_out,
+        report,
+    })
+}
+
+/// What was understood of each file for `task` (the panel shows it before a run starts).
+pub fn inspect(pieces: &[Piece], task: Task, holdout: f64) -> Vec<FileReport> {
+    pieces
+        .iter()
+        .map(|p| match prepare(p, task, holdout) {
+            Ok(prepared) => prepared.report,
+            Err(report) => report,
+        })
+        .collect()
+}
