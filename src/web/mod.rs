@@ -13,12 +13,15 @@ use wasm_bindgen_futures::JsFuture;
 use crate::device::{self, Backend, Preference};
 use crate::model::config::Task;
 use crate::model::performer::Performer;
-use crate::models::{ModelEntry, load_entry, pack_model, sha256_hex, unpack_model};
+use crate::models::{ModelEntry, load_entry, pack_model, unpack_model};
 use crate::music::fixtures;
 use crate::music::midi::write_midi;
 use crate::music::piece::{Piece, PieceNote};
 use crate::studio::{self, Options, Progress};
-use crate::tune::{self, FineTune, TuneOptions};
+use crate::tune;
+
+mod tuner;
+pub use tuner::Tuner;
 
 #[wasm_bindgen(start)]
 fn start() {
@@ -331,193 +334,6 @@ impl Session {
         let _ = Reflect::set(&out, &"lags".into(), &(n as u32).into());
         let _ = Reflect::set(&out, &"values".into(), &Float32Array::from(&values[..]));
         Ok(out.into())
-    }
-}
-
-/// A fine-tuning run in progress. The page drives it one step at a time, which is how pause,
-/// resume and cancel work without the Worker being blocked.
-#[wasm_bindgen]
-pub struct Tuner {
-    /// Taken out while a step runs (a second call meanwhile is refused, not a panic).
-    run: RefCell<Option<FineTune>>,
-    base: ModelEntry,
-    names: Vec<String>,
-    options: TuneOptions,
-    first_valid: RefCell<Option<f32>>,
-}
-
-#[wasm_bindgen]
-impl Session {
-    /// Starts fine-tuning the loaded model `base` on `pieces` (a JSON array of pieces) with
-    /// `options` (JSON: steps, learningRate, batch, window, trainable, topLayers, holdout,
-    /// seed, evalEvery). Training runs on this session's backend with autodiff.
-    pub async fn tuner(
-        &self,
-        base: String,
-        pieces: String,
-        options: String,
-    ) -> Result<Tuner, JsError> {
-        let loaded = self.model(&base)?;
-        let pieces = parse_pieces(&pieces)?;
-        let mut options: TuneOptions = serde_json::from_str(&options).map_err(|e| {
-            JsError::new(&format!("the fine-tuning settings are not readable: {e}"))
-        })?;
-        // The loss the base model was trained with, unless the page says otherwise.
-        if options.pos_weight.is_none() {
-            options.pos_weight = loaded.entry.training["options"]["pos_weight"].as_f64();
-        }
-        let bytes = loaded.model.to_bytes_async().await.map_err(to_js)?;
-        let device = self.backend.device.clone().autodiff();
-        let model = Performer::from_bytes(&loaded.model.config, &bytes, &device).map_err(to_js)?;
-        let run = FineTune::new(model, &pieces, &options).map_err(to_js)?;
-        Ok(Tuner {
-            run: RefCell::new(Some(run)),
-            base: loaded.entry.clone(),
-            names: pieces.iter().map(|p| p.name.clone()).collect(),
-            options,
-            first_valid: RefCell::new(None),
-        })
-    }
-
-    /// Makes the model trained so far by `tuner` a model of this session called `name`, ready
-    /// to generate with. Returns `{entry (JSON text), weights (Uint8Array)}` for the page to
-    /// keep. The weights are read asynchronously (WebGPU) and loaded back for inference.
-    #[wasm_bindgen(js_name = keepTuned)]
-    pub async fn keep_tuned(
-        &self,
-        tuner: &Tuner,
-        name: String,
-        description: String,
-    ) -> Result<JsValue, JsError> {
-        let name = name.trim().to_string();
-        if name.is_empty() || name.len() > 80 {
-            return Err(JsError::new("give the model a name of 1 to 80 characters"));
-        }
-        let run = tuner.take()?;
-        let weights = run.model().to_bytes_async().await;
-        let (step, losses, valid_losses, files, window) = (
-            run.step(),
-            run.losses.clone(),
-            run.valid_losses.clone(),
-            run.files.clone(),
-            run.window,
-        );
-        tuner.put(run);
-        let weights = weights.map_err(to_js)?;
-        let config = tuner.base.config.clone();
-        let model =
-            Performer::from_bytes(&config, &weights, &self.backend.device).map_err(to_js)?;
-        let last = |v: &[(usize, f32)]| v.last().map(|&(_, l)| l);
-        let entry = ModelEntry {
-            name: name.clone(),
-            file: format!("{name}.bpk"),
-            task: config.task,
-            pe: tuner.base.pe.clone(),
-            description: if description.trim().is_empty() {
-                format!(
-                    "{} fine-tuned for {step} steps on {} of your files.",
-                    tuner.base.name,
-                    tuner.names.len()
-                )
-            } else {
-                description
-            },
-            default: false,
-            parameters: model.parameters(),
-            bytes: weights.len(),
-            sha256: sha256_hex(&weights),
-            config,
-            training: serde_json::json!({
-                "base": tuner.base.name,
-                "base_sha256": tuner.base.sha256,
-                "files": files,
-                "options": tuner.options,
-                "window": window,
-                "steps": step,
-                "where": "in the browser (pianoformer Fine-tune panel)",
-            }),
-            metrics: serde_json::json!({
-                "train_loss": last(&losses),
-                "held_out_loss_before": *tuner.first_valid.borrow(),
-                "held_out_loss": last(&valid_losses),
-            }),
-            binarize: tuner.base.binarize,
-            temperature: tuner.base.temperature,
-            hold_temperature: tuner.base.hold_temperature,
-        };
-        let text = serde_json::to_string(&entry).map_err(to_js)?;
-        self.models
-            .borrow_mut()
-            .insert(name, std::rc::Rc::new(Loaded { model, entry }));
-        let out = Object::new();
-        let _ = Reflect::set(&out, &"entry".into(), &text.into());
-        let _ = Reflect::set(
-            &out,
-            &"weights".into(),
-            &js_sys::Uint8Array::from(&weights[..]),
-        );
-        Ok(out.into())
-    }
-
-    /// Forgets the model `name` (a deleted fine-tuned model); true when it was loaded.
-    #[wasm_bindgen(js_name = unloadModel)]
-    pub fn unload_model(&self, name: &str) -> bool {
-        self.models.borrow_mut().remove(name).is_some()
-    }
-}
-
-#[wasm_bindgen]
-impl Tuner {
-    /// `{files, window, validWindow, validationWindows, steps, step}`: what the run reads.
-    pub fn info(&self) -> Result<JsValue, JsError> {
-        let run = self.run.borrow();
-        let run = run
-            .as_ref()
-            .ok_or_else(|| JsError::new("the run is busy with a step"))?;
-        to_value(&serde_json::json!({
-            "files": run.files,
-            "window": run.window,
-            "validWindow": run.valid_window,
-            "validationWindows": run.validation_windows(),
-            "steps": run.steps(),
-            "step": run.step(),
-        }))
-    }
-
-    /// One optimiser step: `{step, steps, loss, learningRate, validLoss}` (validLoss when this
-    /// step measured the held-out loss, else null). A diverging run fails with the reason and
-    /// its last good weights back in place.
-    pub async fn step(&self) -> Result<JsValue, JsError> {
-        let mut run = self.take()?;
-        let report = run.train_step().await;
-        self.put(run);
-        to_value(&report.map_err(to_js)?)
-    }
-
-    /// The held-out loss of the model as it is now (null without held-out bars); the first
-    /// call gives the base model's.
-    pub async fn validate(&self) -> Result<JsValue, JsError> {
-        let mut run = self.take()?;
-        let loss = run.validate().await;
-        self.put(run);
-        let loss = loss.map_err(to_js)?;
-        self.first_valid
-            .borrow_mut()
-            .get_or_insert_with(|| loss.unwrap_or(f32::NAN));
-        Ok(loss.map_or(JsValue::NULL, |l| (l as f64).into()))
-    }
-}
-
-impl Tuner {
-    fn take(&self) -> Result<FineTune, JsError> {
-        self.run
-            .borrow_mut()
-            .take()
-            .ok_or_else(|| JsError::new("the fine-tuning run is busy with another request"))
-    }
-
-    fn put(&self, run: FineTune) {
-        *self.run.borrow_mut() = Some(run);
     }
 }
 
