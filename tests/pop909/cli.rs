@@ -1,0 +1,239 @@
+//! The `pianoformer` CLI on real songs at toy scale: training, evaluation and generation for
+//! accompaniment, and sampled continuations scored and reported.
+
+use pianoformer::music::midi::read_midi;
+
+use super::data_root;
+
+fn pianoformer() -> std::process::Command {
+    std::process::Command::new(env!("CARGO_BIN_EXE_pianoformer"))
+}
+
+fn run_ok(cmd: &mut std::process::Command) -> String {
+    let out = cmd.output().expect("run pianoformer");
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+/// The whole path on real songs at toy scale: train a tiny step-by-step F-StrIPE
+/// accompaniment model on a few POP909 songs, evaluate it (temperature chosen on validation,
+/// the panel on whole test songs, scores on test excerpts), and accompany a test song's melody
+/// with the chords it was given.
+#[test]
+fn train_eval_and_generate_on_pop909_at_toy_scale() {
+    let Some(root) = data_root() else { return };
+    let dir = std::env::temp_dir().join(format!("pianoformer-pop909-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let run = dir.join("run");
+    let err = run_ok(
+        pianoformer()
+            .args(["train", "--task", "accompaniment", "--preset", "tiny"])
+            .args(["--pe", "fstripe", "--levels", "chord", "--steps", "12"])
+            .args(["--batch", "2", "--window", "128", "--eval-every", "6"])
+            .args(["--limit", "4", "--data"])
+            .arg(&root)
+            .arg("--out")
+            .arg(&run),
+    );
+    assert!(
+        err.contains("POP909 (4 train, 4 validation, 4 test)"),
+        "{err}"
+    );
+    run_ok(
+        pianoformer()
+            .args([
+                "eval",
+                "--task",
+                "accompaniment",
+                "--bars",
+                "16",
+                "--per-song",
+                "1",
+            ])
+            .args(["--limit", "3", "--model"])
+            .arg(&run)
+            .arg("--data")
+            .arg(&root),
+    );
+    let eval: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("eval.json")).unwrap()).unwrap();
+    // The default model plays step by step: a temperature chosen on validation excerpts and
+    // the panel on whole test songs (label following included).
+    assert_eq!(eval["decoding"], "step by step, sampled", "{eval}");
+    assert!(eval["temperature"].as_f64().unwrap() > 0.0, "{eval}");
+    assert!(eval["hold_temperature"].as_f64().unwrap() > 0.0, "{eval}");
+    assert!(
+        eval["panel"]["sounding_ratio"].as_f64().unwrap() > 0.0,
+        "{eval}"
+    );
+    assert!(eval["panel"]["songs"].as_u64().unwrap() > 0, "{eval}");
+    assert!(
+        eval["panel"]["density_ratio"].as_f64().unwrap() > 0.0,
+        "{eval}"
+    );
+    assert!(
+        eval["panel"]["changed_share"].as_f64().unwrap() > 0.0,
+        "{eval}"
+    );
+    let test = &eval["test"]["16"];
+    assert_eq!(test["excerpts"], 3, "{eval}");
+    assert!(test["onset_f1"].as_f64().unwrap() > 0.0, "{eval}");
+    assert!(
+        test["cs"]["mean"].as_f64().unwrap() > 0.0,
+        "some notes: {eval}"
+    );
+    // What the outputs rest on: attention and, since the model reads the lanes, the labels.
+    let ablations = &eval["ablations"];
+    for k in ["loss", "uniform_attention", "labels_zero", "labels_other"] {
+        assert!(ablations[k].as_f64().unwrap() > 0.0, "{k}: {eval}");
+    }
+    // Measured again on its own, the rest of eval.json is kept.
+    let err = run_ok(
+        pianoformer()
+            .args(["eval", "--task", "accompaniment", "--ablations-only"])
+            .args(["--per-song", "1", "--limit", "2", "--model"])
+            .arg(&run)
+            .arg("--data")
+            .arg(&root),
+    );
+    assert!(err.contains("with uniform attention"), "{err}");
+    let again: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("eval.json")).unwrap()).unwrap();
+    assert_eq!(again["panel"], eval["panel"]);
+    assert!(
+        again["ablations"]["labels_other"].as_f64().unwrap() > 0.0,
+        "{again}"
+    );
+
+    let prompt = root.join("songs/010/010.mid");
+    let out_file = dir.join("010-accompanied.mid");
+    let err = run_ok(
+        pianoformer()
+            .args(["generate", "--task", "accompaniment", "--model"])
+            .arg(&run)
+            .arg(&prompt)
+            .arg("-o")
+            .arg(&out_file),
+    );
+    assert!(err.contains("bars accompanied"), "{err}");
+    let made = read_midi(&std::fs::read(&out_file).unwrap()).unwrap();
+    let names: Vec<&str> = made.tracks.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["MELODY", "BRIDGE", "PIANO"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What a continuation plays when sampled, at toy scale: a tiny model trained for a few steps
+/// continues the first bars of two test songs; the scores by quarter land in samples.json and
+/// `report` draws them.
+#[test]
+fn continuations_are_scored_by_what_they_play() {
+    let Some(root) = data_root() else { return };
+    let dir = std::env::temp_dir().join(format!("pianoformer-sampled-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let run = dir.join("cont-seed0");
+    run_ok(
+        pianoformer()
+            .args(["train", "--task", "continuation", "--preset", "tiny"])
+            .args(["--steps", "4", "--batch", "2", "--window", "64"])
+            .args(["--eval-every", "4", "--limit", "3", "--data"])
+            .arg(&root)
+            .arg("--out")
+            .arg(&run),
+    );
+    let sample = |extra: &[&str]| {
+        let mut cmd = pianoformer();
+        cmd.args(["eval", "--task", "continuation", "--sample", "--limit", "2"])
+            .args(["--threads", "1", "--data"])
+            .arg(&root)
+            .arg("--model")
+            .arg(&run)
+            .args(extra);
+        if !extra.contains(&"--prompt-bars") {
+            cmd.args(["--prompt-bars", "2"]);
+        }
+        cmd
+    };
+    let err = run_ok(&mut sample(&[]));
+    assert!(err.contains("onset-duration"), "{err}");
+    let scores: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("samples.json")).unwrap()).unwrap();
+    assert_eq!(scores["length"], 4 * 64, "4x the training window: {scores}");
+    assert_eq!(scores["split"], "test");
+    let samples = scores["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 2, "{scores}");
+    for s in samples {
+        assert_eq!(
+            s["prompt_tokens"].as_u64().unwrap() + s["generated_tokens"].as_u64().unwrap(),
+            256
+        );
+        assert_eq!(s["onset_duration"].as_array().unwrap().len(), 4);
+    }
+    let g = scores["summary"]["grammatical_bars"].as_f64();
+    assert!(g.is_none_or(|g| g > 0.0 && g < 1.0), "{scores}");
+
+    let svg = dir.join("style.svg");
+    let out = pianoformer()
+        .arg("report")
+        .arg(&run)
+        .arg("--style-svg")
+        .arg(&svg)
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(table.contains("| cont | 1 | 2 |"), "{table}");
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        drawn.contains("<polyline") && drawn.contains("time–pitch"),
+        "{drawn}"
+    );
+
+    // Mistakes get a sentence.
+    for (extra, says) in [
+        (&["--split", "train"][..], "--split is valid or test"),
+        (
+            &["--prompt-bars", "0"][..],
+            "--prompt-bars must be positive",
+        ),
+        (&["--top-p", "0"][..], "--top-p must be above 0"),
+    ] {
+        let out = sample(extra).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(says),
+            "{extra:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let out = pianoformer()
+        .args([
+            "eval",
+            "--task",
+            "continuation",
+            "--sample",
+            "--model",
+            "default",
+            "--data",
+        ])
+        .arg(&root)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("say where the scores go with --out"), "{err}");
+    let out = pianoformer()
+        .args(["eval", "--task", "accompaniment", "--sample", "--data"])
+        .arg(&root)
+        .arg("--model")
+        .arg(&run)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--sample is for continuation models"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
