@@ -1,4 +1,8 @@
+use super::vocab::velocity_bin;
 use super::*;
+use crate::music::chords::{Chord, Quality};
+use crate::music::grid::Grid;
+use crate::music::midi::TempoChange;
 use crate::music::midi::tests::note;
 
 #[test]
