@@ -1,6 +1,6 @@
 //! `pianoformer train`, `generate` and their errors, as a user runs them, on a folder of small
 //! songs written by the project's own MIDI writer (tiny preset: seconds, and the loss must
-//! fall). POP909 runs are in `tests/pop909.rs`.
+//! fall). POP909 runs are in `tests/pop909/`.
 #![cfg(not(target_arch = "wasm32"))]
 
 use std::path::{Path, PathBuf};

@@ -17,6 +17,21 @@ pub enum Task {
     Continuation,
 }
 
+impl std::str::FromStr for Task {
+    type Err = String;
+
+    /// The task's name as the CLI, the page and the manifest write it.
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "accompaniment" => Ok(Task::Accompaniment),
+            "continuation" => Ok(Task::Continuation),
+            _ => Err(format!(
+                "unknown task `{s}`: use accompaniment or continuation"
+            )),
+        }
+    }
+}
+
 /// How attention is computed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

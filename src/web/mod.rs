@@ -62,7 +62,7 @@ pub fn example_midi(key: u8, bars: u32) -> Vec<u8> {
 #[wasm_bindgen(js_name = inspectTuneFiles)]
 pub fn inspect_tune_files(pieces: &str, task: &str, holdout: f64) -> Result<JsValue, JsError> {
     let pieces = parse_pieces(pieces)?;
-    let task = parse_task(task)?;
+    let task: Task = task.parse().map_err(|e: String| JsError::new(&e))?;
     to_value(&tune::inspect(&pieces, task, holdout.clamp(0.0, 0.5)))
 }
 
@@ -101,14 +101,6 @@ fn parse_pieces(text: &str) -> Result<Vec<Piece>, JsError> {
             .map_err(|e| JsError::new(&format!("{}: {e}", p.name)))?;
     }
     Ok(pieces)
-}
-
-fn parse_task(task: &str) -> Result<Task, JsError> {
-    match task {
-        "accompaniment" => Ok(Task::Accompaniment),
-        "continuation" => Ok(Task::Continuation),
-        other => Err(JsError::new(&format!("unknown task {other:?}"))),
-    }
 }
 
 fn to_value(value: &impl serde::Serialize) -> Result<JsValue, JsError> {

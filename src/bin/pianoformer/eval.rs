@@ -107,7 +107,7 @@ pub fn run(args: Args) -> Result<(), String> {
     if args.sample {
         return crate::sampled::run(args);
     }
-    let task = crate::train::parse_task(&args.task)?;
+    let task: Task = args.task.parse()?;
     if args.bars.contains(&0) || args.per_song == 0 || args.windows == 0 {
         return Err("--bars, --per-song and --windows must be positive".into());
     }

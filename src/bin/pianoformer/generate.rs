@@ -150,7 +150,7 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
 }
 
 pub fn run(args: Args) -> Result<(), String> {
-    let task = crate::train::parse_task(&args.task)?;
+    let task: Task = args.task.parse()?;
     let bytes = std::fs::read(&args.prompt)
         .map_err(|e| format!("cannot read {}: {e}", args.prompt.display()))?;
     let song = read_midi(&bytes).map_err(|e| format!("{}: {e}", args.prompt.display()))?;

@@ -18,7 +18,7 @@ use pianoformer::model::config::Task;
 use crate::eval::Args;
 
 pub fn run(args: Args) -> Result<(), String> {
-    let task = crate::train::parse_task(&args.task)?;
+    let task: Task = args.task.parse()?;
     if task != Task::Continuation {
         return Err(
             "--sample is for continuation models (accompaniment models are always \

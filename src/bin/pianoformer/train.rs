@@ -11,10 +11,11 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pianoformer::data::sources::{self, Parts};
 use pianoformer::device::{self, Preference};
-use pianoformer::model::config::{AttentionKind, Conditioning, PerformerConfig, Task};
-use pianoformer::model::pe::{PeConfig, PeKind, StructureLevel};
-use pianoformer::music::tokens::VOCAB_SIZE;
-use pianoformer::train::session::{Checkpoint, RunOptions, RunState, Session};
+use pianoformer::model::config::Task;
+use pianoformer::train::session::{Checkpoint, RunState, Session};
+
+mod options;
+use options::{model_config, run_options};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -107,180 +108,6 @@ pub struct Args {
     pub backend: String,
 }
 
-pub fn parse_task(s: &str) -> Result<Task, String> {
-    match s {
-        "accompaniment" => Ok(Task::Accompaniment),
-        "continuation" => Ok(Task::Continuation),
-        _ => Err(format!(
-            "unknown task `{s}`: use accompaniment or continuation"
-        )),
-    }
-}
-
-pub fn parse_pe(s: &str) -> Result<PeKind, String> {
-    let all = [
-        PeKind::None,
-        PeKind::Ape,
-        PeKind::Cape,
-        PeKind::SineSpe,
-        PeKind::ConvSpe,
-        PeKind::Fstripe,
-        PeKind::FstripeSff,
-    ];
-    all.into_iter()
-        .find(|k| k.name() == s.replace('-', "_"))
-        .ok_or_else(|| {
-            let names: Vec<&str> = all.iter().map(|k| k.name()).collect();
-            format!(
-                "unknown positional encoding `{s}`: use one of {}",
-                names.join(", ")
-            )
-        })
-}
-
-pub fn parse_levels(names: &[String]) -> Result<Vec<StructureLevel>, String> {
-    names
-        .iter()
-        .filter(|n| !n.is_empty())
-        .map(|n| match n.as_str() {
-            "melody" => Ok(StructureLevel::Melody),
-            "chord" | "chords" => Ok(StructureLevel::Chord),
-            "phrase" | "phrases" => Ok(StructureLevel::Phrase),
-            "position" | "beat" | "bar" => Ok(StructureLevel::Position),
-            _ => Err(format!(
-                "unknown structure level `{n}`: use melody, chord, phrase or position"
-            )),
-        })
-        .collect()
-}
-
-fn model_config(args: &Args, task: Task) -> Result<PerformerConfig, String> {
-    if let Some(path) = &args.config {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the config {}: {e}", path.display()))?;
-        let config: PerformerConfig = serde_json::from_str(&text)
-            .map_err(|e| format!("{} is not a model config: {e}", path.display()))?;
-        if config.task != task {
-            return Err(format!(
-                "{} is a {:?} config, but --task is {}",
-                path.display(),
-                config.task,
-                args.task
-            ));
-        }
-        config.validate_for(VOCAB_SIZE)?;
-        return Ok(config);
-    }
-    let kind = parse_pe(&args.pe)?;
-    let mut pe = PeConfig::new(kind).with_gate(args.gated);
-    if args.chord_encoding != "centroid" && !pe.is_structural() {
-        return Err(format!(
-            "--chord-encoding {} is for F-StrIPE (--pe fstripe or fstripe_sff); {} reads no \
-             chord labels in its positions",
-            args.chord_encoding, args.pe
-        ));
-    }
-    if pe.is_structural() {
-        if task == Task::Continuation {
-            return Err(
-                "F-StrIPE reads per-step structure labels, which only the accompaniment task has"
-                    .into(),
-            );
-        }
-        let mut levels = parse_levels(&args.levels)?;
-        match args.chord_encoding.as_str() {
-            "centroid" => {}
-            "id" => {
-                for l in levels.iter_mut().filter(|l| **l == StructureLevel::Chord) {
-                    *l = StructureLevel::ChordId;
-                }
-            }
-            other => {
-                return Err(format!(
-                    "unknown chord encoding `{other}`: use centroid or id"
-                ));
-            }
-        }
-        pe = pe.with_levels(&levels);
-    }
-    let mut config = match args.preset.as_str() {
-        "tiny" => PerformerConfig::tiny(task, VOCAB_SIZE, pe),
-        "small" => PerformerConfig::small(task, VOCAB_SIZE, pe),
-        other => return Err(format!("unknown preset `{other}`: use tiny or small")),
-    };
-    if let Some(taps) = args.taps {
-        if config.pe.kind != PeKind::ConvSpe {
-            return Err(format!(
-                "--taps is the length of convSPE's filters; --pe {} has none",
-                args.pe
-            ));
-        }
-        if taps == 0 || taps > 4096 {
-            return Err(format!("--taps must be between 1 and 4096, not {taps}"));
-        }
-        config.pe.taps = taps;
-    }
-    let attention = match args.attention.as_str() {
-        "linear" => AttentionKind::Linear,
-        "softmax" => AttentionKind::Softmax,
-        other => {
-            return Err(format!(
-                "unknown attention `{other}`: use linear or softmax"
-            ));
-        }
-    };
-    let conditioning = match args.conditioning.as_str() {
-        "autoregressive" | "ar" => Some(Conditioning::AUTOREGRESSIVE),
-        "labels" => Some(Conditioning {
-            labels: true,
-            piano: false,
-        }),
-        "none" => None,
-        other => {
-            return Err(format!(
-                "unknown conditioning `{other}`: use autoregressive, labels or none"
-            ));
-        }
-    };
-    let config = config
-        .with_attention(attention)
-        .with_inputs(conditioning.filter(|_| task == Task::Accompaniment));
-    config.validate()?;
-    Ok(config)
-}
-
-fn run_options(args: &Args, task: Task) -> RunOptions {
-    let mut o = RunOptions::defaults(task);
-    if let Some(v) = args.steps {
-        o.steps = v;
-    }
-    if let Some(v) = args.batch {
-        o.batch = v;
-    }
-    if let Some(v) = args.window {
-        o.window = v;
-    }
-    if let Some(v) = args.lr {
-        o.peak_lr = v;
-    }
-    if let Some(v) = args.warmup {
-        o.warmup = v;
-    }
-    if let Some(v) = args.seed {
-        o.seed = v;
-    }
-    if let Some(v) = args.eval_every {
-        o.eval_every = v;
-    }
-    if let Some(v) = args.pos_weight {
-        o.pos_weight = v;
-    }
-    if let Some(v) = args.pe_lr_scale {
-        o.pe_lr_scale = v;
-    }
-    o
-}
-
 /// Writes `bytes` to `path` through a temporary file, so an interruption never leaves a
 /// half-written checkpoint.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
@@ -365,7 +192,7 @@ fn backend_name(info: &device::BackendInfo) -> String {
 }
 
 pub fn run(args: Args) -> Result<(), String> {
-    let task = parse_task(&args.task)?;
+    let task: Task = args.task.parse()?;
     let out = args.out.clone();
     let preference: Preference = args.backend.parse().map_err(|e| format!("{e}"))?;
     let backend = pollster::block_on(device::init(preference)).map_err(|e| format!("{e}"))?;
