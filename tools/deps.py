@@ -5,10 +5,10 @@ Usage: python3 tools/deps.py [--graph]
 
 Reads every file under src/ (the CLI in src/bin/ is the top and is left out) and collects the
 module paths it names (`crate::a::b`, `super::b`, `use crate::{a, b::c}`, in code and tests
-alike). Two levels are checked: the crate's top-level modules (music, model, data, train,
+alike). Every level is checked: the crate's top-level modules (music, model, data, train,
 generate, eval, ...) and, inside each folder module, its submodules (model's attention,
-performer, kernels, ...). An edge to a folder's own mod.rs (its items) is not a submodule
-edge. Every cycle is printed with the lines that make it, and the exit status is 1; with
+performer, kernels, ...; performer's state, step, plain, ...). An edge to a folder's own
+items (its mod.rs or foo.rs) is not an edge between its submodules. Every cycle is printed with the lines that make it, and the exit status is 1; with
 --graph the edges are printed too.
 """
 
@@ -64,26 +64,27 @@ def is_module(parts):
 
 
 def collect():
-    top = defaultdict(list)  # (from, to) -> [where]
-    sub = defaultdict(list)  # (folder, from, to) -> [where]
+    """Edges between sibling modules, per folder: {folder: {(from, to): [where]}}."""
+    edges = defaultdict(lambda: defaultdict(list))
     for file in sorted(SRC.rglob("*.rs")):
         if file.relative_to(SRC).parts[0] == "bin" or file.name == "lib.rs":
             continue
         me = module_path(file)
         text = file.read_text()
-        # Join `use` statements over lines so braces are read whole.
         for m in PATH.finditer(text):
             line = text.count("\n", 0, m.start()) + 1
             where = f"{file.relative_to(SRC.parent)}:{line}"
             for path in targets(m.group(1), m.group(2)):
                 to = resolve(me, path)
-                if not to or not is_module(to[:1]):
-                    continue
-                if to[0] != me[0]:
-                    top[(me[0], to[0])].append(where)
-                elif len(me) >= 2 and len(to) >= 2 and to[1] != me[1] and is_module(to[:2]):
-                    sub[(me[0], me[1], to[1])].append(where)
-    return top, sub
+                # The first level where the two paths part: an edge between siblings there,
+                # when both sides are modules (not items of their common parent).
+                k = 0
+                while k < min(len(me), len(to)) and me[k] == to[k]:
+                    k += 1
+                if k < len(me) and k < len(to) and is_module(to[: k + 1]):
+                    folder = "::".join(["crate"] + me[:k])
+                    edges[folder][(me[k], to[k])].append(where)
+    return edges
 
 
 def cycles(edges):
@@ -122,27 +123,23 @@ def cycles(edges):
 
 
 def main():
-    top, sub = collect()
+    edges = collect()
     show = "--graph" in sys.argv
     bad = 0
-    levels = [("crate", {k: v for k, v in top.items()})]
-    for folder in sorted({f for f, _, _ in sub}):
-        levels.append((folder, {(a, b): w for (f, a, b), w in sub.items() if f == folder}))
-    for name, edges in levels:
-        if show:
-            for (a, b), where in sorted(edges.items()):
-                print(f"{name}: {a} -> {b}  ({len(where)}, e.g. {where[0]})")
-        for comp in cycles(edges):
+    for folder in sorted(edges):
+        for (a, b), where in sorted(edges[folder].items()) if show else []:
+            print(f"{folder}: {a} -> {b}  ({len(where)}, e.g. {where[0]})")
+        for comp in cycles(edges[folder]):
             bad += 1
-            print(f"cycle in {name}: {' <-> '.join(comp)}")
-            for (a, b), where in sorted(edges.items()):
+            print(f"cycle in {folder}: {' <-> '.join(comp)}")
+            for (a, b), where in sorted(edges[folder].items()):
                 if a in comp and b in comp:
                     print(f"  {a} -> {b}: {', '.join(where[:3])}{' …' if len(where) > 3 else ''}")
-    modules = len({m for e in top for m in e})
     if bad:
         print(f"{bad} dependency cycle(s)")
         return 1
-    print(f"no dependency cycle: {modules} top-level modules, and the submodules of {len(levels) - 1} folders")
+    top = {m for e in edges.get("crate", {}) for m in e}
+    print(f"no dependency cycle: {len(top)} top-level modules, and the submodules of {len(edges) - 1} folders")
     return 0
 
 
