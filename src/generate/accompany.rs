@@ -18,7 +18,7 @@ use crate::music::grid::Grid;
 use crate::music::labels::{StepLabels, detect_structure};
 use crate::music::midi::{Note, Song, Track};
 use crate::music::phrases::Segment;
-use crate::music::roll::{MultiRoll, PITCHES, PianoRoll, Role};
+use crate::music::roll::{GENERATED_VELOCITY, MultiRoll, PITCHES, PianoRoll, Role};
 use crate::music::tokens::STEPS_PER_BEAT;
 
 /// What the accompaniment model reads from a song.
@@ -238,7 +238,7 @@ pub fn with_piano(song: &Song, input: &AccompanimentInput, piano: &PianoRoll) ->
         name: Role::Piano.track_name().to_string(),
         instrument: String::new(),
         program: Some(0),
-        notes: piano.to_notes(&input.grid, Role::Piano.channel(), 64),
+        notes: piano.to_notes(&input.grid, Role::Piano.channel(), GENERATED_VELOCITY),
     });
     out
 }

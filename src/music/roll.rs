@@ -4,6 +4,10 @@
 pub use super::grid::Grid;
 use super::midi::{Note, Track};
 
+/// The velocity of a generated piano note (the models write no velocities): the page and the
+/// CLI write the same.
+pub const GENERATED_VELOCITY: u8 = 72;
+
 /// Number of MIDI pitches.
 pub const PITCHES: usize = 128;
 

@@ -13,7 +13,7 @@ use crate::model::performer::Performer;
 use crate::music::grid::Grid;
 use crate::music::midi::Note;
 use crate::music::piece::{Piece, PieceNote, PieceTrack, TrackRole};
-use crate::music::roll::{PianoRoll, Role};
+use crate::music::roll::{GENERATED_VELOCITY, PianoRoll, Role};
 use crate::music::tokens::{self};
 
 /// An accompaniment for the melody (and bridge) of `piece` with its chord and phrase lanes as
@@ -169,7 +169,7 @@ fn kept_piano(piece: &Piece, grid: &Grid) -> PianoRoll {
 }
 
 fn roll_notes(roll: &PianoRoll, grid: &Grid) -> Vec<PieceNote> {
-    roll.to_notes(grid, Role::Piano.channel(), 72)
+    roll.to_notes(grid, Role::Piano.channel(), GENERATED_VELOCITY)
         .into_iter()
         .map(|n| (n.pitch, n.start, n.end, n.velocity))
         .collect()
