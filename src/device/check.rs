@@ -68,12 +68,7 @@ fn uniform(rng: &mut StdRng, shape: &[usize], scale: f32) -> TensorData {
 }
 
 async fn read<const D: usize>(t: Tensor<D>) -> Result<Vec<f32>, CheckError> {
-    let data = t
-        .into_data_async()
-        .await
-        .map_err(|e| CheckError::Read(format!("{e:?}")))?;
-    data.try_to_vec::<f32>()
-        .map_err(|e| CheckError::Read(format!("{e:?}")))
+    super::read(t).await.map_err(CheckError::Read)
 }
 
 async fn max_abs_diff<const D: usize>(

@@ -265,6 +265,17 @@ fn backend_from_setup(device: Device, setup: &burn::tensor::wgpu::WgpuSetup) -> 
     }
 }
 
+/// A tensor's values as f32, read asynchronously: the one reader of the crate (synchronous
+/// reads panic on WebGPU in wasm). The error is the backend's, in its words.
+pub async fn read<const D: usize>(t: burn::tensor::Tensor<D>) -> Result<Vec<f32>, String> {
+    t.into_data_async()
+        .await
+        .map_err(|e| format!("{e:?}"))?
+        .convert::<f32>()
+        .try_into_vec::<f32>()
+        .map_err(|e| format!("{e:?}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,15 +14,7 @@ pub mod performer;
 #[cfg(all(test, not(target_arch = "wasm32")))]
 pub(crate) mod testing;
 
-/// A tensor's values, read asynchronously (sync reads panic on WebGPU in wasm).
-pub(crate) async fn read<const D: usize>(t: burn::tensor::Tensor<D>) -> Result<Vec<f32>, String> {
-    t.into_data_async()
-        .await
-        .map_err(|e| format!("{e:?}"))?
-        .convert::<f32>()
-        .try_into_vec::<f32>()
-        .map_err(|e| format!("{e:?}"))
-}
+pub(crate) use crate::device::read;
 
 /// The sha256 of `bytes` (a model's weights, a checkpoint), as lower-case hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {

@@ -313,14 +313,9 @@ impl Session {
             return Ok(JsValue::NULL);
         };
         let [_, dims, n] = p.dims();
-        let values = p
-            .narrow(0, head, 1)
-            .into_data_async()
+        let values = device::read(p.narrow(0, head, 1))
             .await
-            .map_err(|e| JsError::new(&format!("{e:?}")))?
-            .convert::<f32>()
-            .try_into_vec::<f32>()
-            .map_err(|e| JsError::new(&format!("{e:?}")))?;
+            .map_err(|e| JsError::new(&e))?;
         let out = Object::new();
         let _ = Reflect::set(&out, &"dims".into(), &(dims as u32).into());
         let _ = Reflect::set(&out, &"lags".into(), &(n as u32).into());
