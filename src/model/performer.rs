@@ -9,7 +9,9 @@
 //! drawn once. A call of length 1 takes the recurrent form.
 
 use burn::module::{Module, Param};
-use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::nn::{
+    Embedding, EmbeddingConfig, Initializer, LayerNorm, LayerNormConfig, Linear, LinearConfig,
+};
 use burn::tensor::activation::gelu;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use rand::rngs::StdRng;
@@ -91,14 +93,17 @@ pub struct Performer {
 
 /// A linear layer initialised from `rng` (uniform ±1/sqrt(d_in), as PyTorch does), so a seed
 /// gives the same model on every backend.
-fn seeded_linear(rng: &mut StdRng, d_in: usize, d_out: usize, device: &Device) -> Linear {
+fn seeded_linear(rng: Option<&mut StdRng>, d_in: usize, d_out: usize, device: &Device) -> Linear {
+    let mut layer = LinearConfig::new(d_in, d_out)
+        .with_initializer(Initializer::Zeros)
+        .init(device);
+    let Some(rng) = rng else { return layer };
     let bound = 1.0 / (d_in as f32).sqrt();
     let mut uniform = |n: usize| -> Vec<f32> {
         (0..n)
             .map(|_| (rng.random::<f32>() * 2.0 - 1.0) * bound)
             .collect()
     };
-    let mut layer = LinearConfig::new(d_in, d_out).init(device);
     layer.weight = Param::from_data(
         TensorData::new(uniform(d_in * d_out), vec![d_in, d_out]),
         device,
@@ -113,35 +118,62 @@ fn seeded_linear(rng: &mut StdRng, d_in: usize, d_out: usize, device: &Device) -
 impl Performer {
     /// A freshly initialised model; the same `seed` gives the same weights everywhere.
     pub fn new(config: &PerformerConfig, seed: u64, device: &Device) -> Result<Self, ModelError> {
+        Self::build(config, seed, true, device)
+    }
+
+    /// [`Self::new`], with the matrices (input, attention, feed-forward, output) drawn from
+    /// `seed` when `random`, else zeros: what a model about to be overwritten by its weights
+    /// needs ([`Self::from_bytes`]), without drawing a million numbers it throws away (a
+    /// quarter of the page's first model load). The positional encoding's few parameters are
+    /// drawn either way.
+    pub(crate) fn build(
+        config: &PerformerConfig,
+        seed: u64,
+        random: bool,
+        device: &Device,
+    ) -> Result<Self, ModelError> {
         config.validate().map_err(ModelError::Config)?;
-        let mut rng = StdRng::seed_from_u64(seed);
+        // One stream for everything when random (the draws of `new`, in its order); else the
+        // encoding gets its own.
+        let mut matrices = random.then(|| StdRng::seed_from_u64(seed));
+        let mut own = StdRng::seed_from_u64(seed);
         let d = config.d_model;
         let inner = config.heads * config.d_head;
         let (embedding, input) = match config.task {
             Task::Continuation => {
-                let mut e = EmbeddingConfig::new(config.input_dim, d).init(device);
-                let scale = 1.0 / (d as f64).sqrt();
-                let v: Vec<f32> = (0..config.input_dim * d)
-                    .map(|_| (normal(&mut rng) * scale) as f32)
-                    .collect();
-                e.weight = Param::from_data(TensorData::new(v, vec![config.input_dim, d]), device);
+                let mut e = EmbeddingConfig::new(config.input_dim, d)
+                    .with_initializer(Initializer::Zeros)
+                    .init(device);
+                if let Some(rng) = matrices.as_mut() {
+                    let scale = 1.0 / (d as f64).sqrt();
+                    let v: Vec<f32> = (0..config.input_dim * d)
+                        .map(|_| (normal(rng) * scale) as f32)
+                        .collect();
+                    e.weight =
+                        Param::from_data(TensorData::new(v, vec![config.input_dim, d]), device);
+                }
                 (Some(e), None)
             }
             Task::Accompaniment => (
                 None,
-                Some(seeded_linear(&mut rng, config.input_dim, d, device)),
+                Some(seeded_linear(
+                    matrices.as_mut(),
+                    config.input_dim,
+                    d,
+                    device,
+                )),
             ),
         };
         let blocks = (0..config.layers)
             .map(|_| Block {
                 norm1: LayerNormConfig::new(d).init(device),
-                wq: seeded_linear(&mut rng, d, inner, device),
-                wk: seeded_linear(&mut rng, d, inner, device),
-                wv: seeded_linear(&mut rng, d, inner, device),
-                wo: seeded_linear(&mut rng, inner, d, device),
+                wq: seeded_linear(matrices.as_mut(), d, inner, device),
+                wk: seeded_linear(matrices.as_mut(), d, inner, device),
+                wv: seeded_linear(matrices.as_mut(), d, inner, device),
+                wo: seeded_linear(matrices.as_mut(), inner, d, device),
                 norm2: LayerNormConfig::new(d).init(device),
-                ff1: seeded_linear(&mut rng, d, config.d_ff, device),
-                ff2: seeded_linear(&mut rng, config.d_ff, d, device),
+                ff1: seeded_linear(matrices.as_mut(), d, config.d_ff, device),
+                ff2: seeded_linear(matrices.as_mut(), config.d_ff, d, device),
             })
             .collect();
         let pe = PositionalEncoding::new(
@@ -149,7 +181,7 @@ impl Performer {
             config.layers,
             config.heads,
             config.d_head,
-            &mut rng,
+            matrices.as_mut().unwrap_or(&mut own),
             device,
         );
         Ok(Self {
@@ -157,7 +189,7 @@ impl Performer {
             input,
             blocks,
             norm: LayerNormConfig::new(d).init(device),
-            head: seeded_linear(&mut rng, d, config.output_dim, device),
+            head: seeded_linear(matrices.as_mut(), d, config.output_dim, device),
             pe,
             config: config.clone(),
         })

@@ -275,6 +275,33 @@ fn weights_round_trip_through_bytes() {
     let other = PerformerConfig::tiny(Task::Accompaniment, 0, PeConfig::new(PeKind::SineSpe));
     assert!(Performer::from_bytes(&other, &bytes, &device).is_err());
     assert!(Performer::from_bytes(&config, &bytes[..bytes.len() / 2], &device).is_err());
+    // Loading builds on zeros, not on drawn weights: every encoding and task still comes back
+    // whole, and a zero model is not the model.
+    for pe in every_encoding() {
+        for (task, vocab) in [(Task::Accompaniment, 0), (Task::Continuation, VOCAB)] {
+            let config = PerformerConfig::tiny(task, vocab, pe.clone());
+            let model = Performer::new(&config, 9, &device).unwrap();
+            let rolls = random::<3>(&[2, 5, config.input_dim], 4, &device).abs();
+            let input = || match task {
+                Task::Accompaniment => Inputs::Rolls(rolls.clone()),
+                Task::Continuation => Inputs::Tokens(tokens(5, &device)),
+            };
+            let labels = labels(&config, 5, &device);
+            let out = |m: &Performer| {
+                let mut state = m.start(2, false, &device);
+                to_vec(
+                    m.forward(input(), labels.clone(), &mut state, None)
+                        .unwrap(),
+                )
+            };
+            let loaded =
+                Performer::from_bytes(&config, &model.clone().to_bytes().unwrap(), &device)
+                    .unwrap();
+            assert_eq!(out(&loaded), out(&model), "{:?} {task:?}", pe.kind);
+            let zeros = Performer::build(&config, 0, false, &device).unwrap();
+            assert_ne!(out(&zeros), out(&model), "{:?} {task:?}", pe.kind);
+        }
+    }
 }
 
 #[test]

@@ -53,7 +53,7 @@ impl Performer {
     ) -> Result<Self, ModelError> {
         let record = ModuleRecord::from_bytes(Bytes::from_bytes_vec(bytes.to_vec()))
             .map_err(|e| ModelError::Weights(e.to_string()))?;
-        Self::new(config, 0, device)?
+        Self::build(config, 0, false, device)?
             .try_load_record(record)
             .map_err(|e| ModelError::Weights(e.to_string()))
     }
