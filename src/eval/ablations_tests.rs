@@ -11,7 +11,7 @@ use crate::data::example::random_example;
 use crate::model::config::{Conditioning, PerformerConfig, Task};
 use crate::model::pe::{PeConfig, PeKind, StructureLevel};
 use crate::model::performer::Performer;
-use crate::train::step::{Schedule, Trainer};
+use crate::train::step::Trainer;
 use crate::train::tests::song;
 
 /// Each ablation takes away only what it names: an F-StrIPE model's loss moves when its
@@ -56,17 +56,7 @@ fn the_ablations_take_away_only_what_they_name() {
     let examples = windows(&nope);
     let a = block_on(Ablations::measure(&model, &examples, 2, 11)).unwrap();
     assert_eq!((a.labels_zero, a.labels_other), (None, None));
-    let trainer = Trainer::new(
-        model.clone(),
-        Schedule {
-            peak_lr: 0.0,
-            warmup: 0,
-            total: 1,
-            final_ratio: 1.0,
-        },
-        1.0,
-        11,
-    );
+    let trainer = Trainer::for_evaluation(model.clone(), 11);
     let whole = block_on(trainer.evaluate(&Batch::Rolls(examples.clone()))).unwrap();
     assert!(
         (a.loss - whole as f64).abs() <= 1e-5 * a.loss,

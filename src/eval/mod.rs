@@ -190,17 +190,7 @@ impl Ablations {
         seed: u64,
     ) -> Result<Self, TrainError> {
         let loss = |model: &Performer, windows: Vec<Example>| {
-            let trainer = crate::train::step::Trainer::new(
-                model.clone(),
-                crate::train::step::Schedule {
-                    peak_lr: 0.0,
-                    warmup: 0,
-                    total: 1,
-                    final_ratio: 1.0,
-                },
-                1.0,
-                seed,
-            );
+            let trainer = crate::train::step::Trainer::for_evaluation(model.clone(), seed);
             async move {
                 let (mut sum, mut n) = (0.0f64, 0usize);
                 for chunk in windows.chunks(batch.max(1)) {
@@ -282,17 +272,7 @@ pub async fn position_losses(
     batches: &[Batch],
     seed: u64,
 ) -> Result<Vec<f64>, TrainError> {
-    let trainer_like = crate::train::step::Trainer::new(
-        model.clone(),
-        crate::train::step::Schedule {
-            peak_lr: 0.0,
-            warmup: 0,
-            total: 1,
-            final_ratio: 1.0,
-        },
-        1.0,
-        seed,
-    );
+    let trainer_like = crate::train::step::Trainer::for_evaluation(model.clone(), seed);
     let mut sum: Vec<f64> = Vec::new();
     let mut n = 0usize;
     for batch in batches {

@@ -99,6 +99,18 @@ pub struct Trainer {
 }
 
 impl Trainer {
+    /// A trainer that only measures: [`Self::evaluate`] and [`Self::evaluate_positions`] on
+    /// `model` (any device), with the noise of `seed`; its learning rate is zero.
+    pub fn for_evaluation(model: Performer, seed: u64) -> Self {
+        let schedule = Schedule {
+            peak_lr: 0.0,
+            warmup: 0,
+            total: 1,
+            final_ratio: 1.0,
+        };
+        Self::new(model, schedule, 1.0, seed)
+    }
+
     /// `model` must live on an autodiff device (`device.autodiff()`).
     pub fn new(model: Performer, schedule: Schedule, clip_norm: f64, seed: u64) -> Self {
         let optim = adam(clip_norm);
