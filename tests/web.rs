@@ -136,15 +136,7 @@ async fn performer_forms_agree_on_the_cpu_in_wasm() {
     use pianoformer::model::features::FeatureKind;
     use pianoformer::model::pe::{PeConfig, PeKind};
     let cpu = device::init(Preference::Cpu).await.expect("cpu");
-    for kind in [
-        PeKind::None,
-        PeKind::Ape,
-        PeKind::Cape,
-        PeKind::SineSpe,
-        PeKind::ConvSpe,
-        PeKind::Fstripe,
-        PeKind::FstripeSff,
-    ] {
+    for kind in PeKind::ALL {
         for features in [FeatureKind::Favor, FeatureKind::Relu] {
             let pe = PeConfig::new(kind).with_gate(true);
             let diff = parallel_vs_recurrent(&pe, features, 7, &cpu.device)

@@ -51,6 +51,17 @@ pub enum PeKind {
 }
 
 impl PeKind {
+    /// Every encoding, in the order the reports list them.
+    pub const ALL: [PeKind; 7] = [
+        PeKind::None,
+        PeKind::Ape,
+        PeKind::Cape,
+        PeKind::SineSpe,
+        PeKind::ConvSpe,
+        PeKind::Fstripe,
+        PeKind::FstripeSff,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             PeKind::None => "none",

@@ -26,15 +26,7 @@ pub(super) fn labels(config: &PerformerConfig, len: usize, device: &Device) -> O
 
 pub(crate) fn every_encoding() -> Vec<PeConfig> {
     let mut out = Vec::new();
-    for kind in [
-        PeKind::None,
-        PeKind::Ape,
-        PeKind::Cape,
-        PeKind::SineSpe,
-        PeKind::ConvSpe,
-        PeKind::Fstripe,
-        PeKind::FstripeSff,
-    ] {
+    for kind in PeKind::ALL {
         let levels = [StructureLevel::Melody, StructureLevel::Chord];
         out.push(PeConfig::new(kind).with_levels(&levels));
         if matches!(

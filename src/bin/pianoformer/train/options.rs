@@ -8,19 +8,11 @@ use pianoformer::music::tokens::VOCAB_SIZE;
 use pianoformer::train::session::RunOptions;
 
 pub fn parse_pe(s: &str) -> Result<PeKind, String> {
-    let all = [
-        PeKind::None,
-        PeKind::Ape,
-        PeKind::Cape,
-        PeKind::SineSpe,
-        PeKind::ConvSpe,
-        PeKind::Fstripe,
-        PeKind::FstripeSff,
-    ];
-    all.into_iter()
+    PeKind::ALL
+        .into_iter()
         .find(|k| k.name() == s.replace('-', "_"))
         .ok_or_else(|| {
-            let names: Vec<&str> = all.iter().map(|k| k.name()).collect();
+            let names: Vec<&str> = PeKind::ALL.iter().map(|k| k.name()).collect();
             format!(
                 "unknown positional encoding `{s}`: use one of {}",
                 names.join(", ")
