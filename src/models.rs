@@ -54,11 +54,7 @@ impl ModelEntry {
     /// How a step-by-step accompaniment model plays by default: the temperatures chosen on
     /// validation (1 where none was chosen).
     pub fn piano_sampling(&self) -> PianoSampling {
-        PianoSampling {
-            temperature: self.temperature.unwrap_or(1.0),
-            hold_temperature: self.hold_temperature.unwrap_or(1.0),
-            ..Default::default()
-        }
+        PianoSampling::of_model(self.temperature, self.hold_temperature)
     }
 }
 

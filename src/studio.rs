@@ -4,7 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::generate::{AttentionRows, GenerateError, Watch};
+use crate::generate::binarize::Binarize;
+use crate::generate::{AttentionRows, GenerateError, Length, PianoSampling, Sampling, Watch};
 use crate::music::piece::PieceNote;
 
 /// Name of the track an accompaniment is written to.
@@ -12,6 +13,9 @@ pub const ACCOMPANIMENT_TRACK: &str = "PIANO";
 /// Name of the track a continuation is written to.
 pub const CONTINUATION_TRACK: &str = "CONTINUATION";
 
+/// How to generate, for the page and the CLI alike: both fill one of these, [`Options::check`]
+/// says in words what is wrong with it, and the model's own defaults (chosen on validation
+/// data) fill what is left `None`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Options {
@@ -21,6 +25,9 @@ pub struct Options {
     pub threshold: Option<f32>,
     /// Step-by-step accompaniment: the sampling temperature (else the model's).
     pub piano_temperature: Option<f32>,
+    /// Step-by-step accompaniment: the temperature of the draws that decide whether a sounding
+    /// note is held (else the model's).
+    pub hold_temperature: Option<f32>,
     /// Accompaniment: steps computed between two progress reports.
     pub chunk_steps: usize,
     /// Rewrite bars `from .. to` only (0-based, `to` excluded). Accompaniment: the piano
@@ -48,6 +55,26 @@ pub struct Options {
     pub watch: Option<WatchOptions>,
 }
 
+/// A setting out of its range: which one (`field`, its name in the JSON of [`Options`]) and
+/// why, in words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BadOption {
+    pub field: &'static str,
+    pub message: &'static str,
+}
+
+impl std::fmt::Display for BadOption {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.message)
+    }
+}
+
+impl From<BadOption> for GenerateError {
+    fn from(bad: BadOption) -> Self {
+        GenerateError::Read(bad.message.to_string())
+    }
+}
+
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct WatchOptions {
     pub layer: usize,
@@ -60,6 +87,7 @@ impl Default for Options {
             seed: 0,
             threshold: None,
             piano_temperature: None,
+            hold_temperature: None,
             chunk_steps: 64,
             region: None,
             temperature: 1.0,
@@ -82,35 +110,87 @@ impl Options {
         })
     }
 
-    fn check(&self) -> Result<(), GenerateError> {
-        let bad = |s: &str| Err(GenerateError::Read(s.to_string()));
-        if !(self.temperature > 0.0 && self.temperature <= 10.0) {
-            return bad("the temperature must be above 0 and at most 10");
+    /// What is wrong with these settings, in words, and which setting it is (the generators
+    /// call it first; the CLI names its flag).
+    pub fn check(&self) -> Result<(), BadOption> {
+        let bad = |field, message| Err(BadOption { field, message });
+        let temperature_ok = |t: f32| t > 0.0 && t <= 10.0;
+        if !temperature_ok(self.temperature) {
+            return bad(
+                "temperature",
+                "the temperature must be above 0 and at most 10",
+            );
+        }
+        if !self.piano_temperature.is_none_or(temperature_ok) {
+            return bad(
+                "pianoTemperature",
+                "the temperature must be above 0 and at most 10",
+            );
+        }
+        if !self.hold_temperature.is_none_or(temperature_ok) {
+            return bad(
+                "holdTemperature",
+                "the hold temperature must be above 0 and at most 10",
+            );
         }
         if !(self.top_p > 0.0 && self.top_p <= 1.0) {
-            return bad("top-p must be above 0 and at most 1");
+            return bad("topP", "top-p must be above 0 and at most 1");
         }
         if self.threshold.is_some_and(|t| !(t > 0.0 && t < 1.0)) {
-            return bad("the note threshold must be between 0 and 1");
-        }
-        if self
-            .piano_temperature
-            .is_some_and(|t| !(t > 0.0 && t <= 10.0))
-        {
-            return bad("the temperature must be above 0 and at most 10");
+            return bad("threshold", "the note threshold must be between 0 and 1");
         }
         if let Some([from, to]) = self.region
             && from >= to
         {
-            return bad("choose at least one bar to regenerate");
+            return bad("region", "choose at least one bar to regenerate");
         }
         if self.tokens == 0 || self.tokens > 20_000 {
-            return bad("the length must be between 1 and 20 000 tokens");
+            return bad("tokens", "the length must be between 1 and 20 000 tokens");
         }
         if self.context.is_some_and(|c| c < 32) {
-            return bad("the model must read at least 32 tokens at once");
+            return bad("context", "the model must read at least 32 tokens at once");
         }
         Ok(())
+    }
+
+    /// How an accompaniment's probabilities become notes: the model's rule (`model`, chosen on
+    /// validation data), with the threshold given here if any.
+    pub fn binarize(&self, model: Option<Binarize>) -> Binarize {
+        let mut b = model.unwrap_or_default();
+        if let Some(t) = self.threshold {
+            b.threshold = t;
+        }
+        b
+    }
+
+    /// How a step-by-step accompaniment draws its notes: the temperatures given here, else the
+    /// model's (`model`), and the threshold when one is given.
+    pub fn piano_sampling(&self, model: PianoSampling) -> PianoSampling {
+        PianoSampling {
+            temperature: self.piano_temperature.unwrap_or(model.temperature),
+            threshold: self.threshold,
+            hold_temperature: self.hold_temperature.unwrap_or(model.hold_temperature),
+            seed: self.seed,
+        }
+    }
+
+    /// How a continuation draws its tokens.
+    pub fn sampling(&self) -> Sampling {
+        Sampling {
+            temperature: self.temperature,
+            top_p: self.top_p,
+            seed: self.seed,
+        }
+    }
+
+    /// How long a continuation of the whole piece goes on.
+    pub fn length(&self) -> Length {
+        Length {
+            tokens: self.tokens,
+            bars: self.bars,
+            may_end: self.may_end,
+            context: self.context,
+        }
     }
 }
 

@@ -159,6 +159,63 @@ fn generate_finds_the_shipped_models_from_anywhere() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// Settings out of range are refused before any music is made, by the same check the page's
+/// settings go through (`studio::Options::check`), naming the flag.
+#[test]
+fn generate_refuses_settings_out_of_range_naming_the_flag() {
+    let dir = std::env::temp_dir().join(format!("pianoformer-cli-settings-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("two-bars.mid"), two_bar_song()).unwrap();
+    for (task, flag, value, says) in [
+        (
+            "accompaniment",
+            "--temperature",
+            "0",
+            "--temperature: the temperature must be",
+        ),
+        (
+            "accompaniment",
+            "--hold-temperature",
+            "11",
+            "--hold-temperature: the hold",
+        ),
+        (
+            "accompaniment",
+            "--threshold",
+            "1",
+            "--threshold: the note threshold",
+        ),
+        ("continuation", "--top-p", "1.5", "--top-p: top-p must be"),
+        (
+            "continuation",
+            "--tokens",
+            "0",
+            "--tokens: the length must be",
+        ),
+    ] {
+        let out = pianoformer()
+            .current_dir(&dir)
+            .args([
+                "generate",
+                "--task",
+                task,
+                "two-bars.mid",
+                "-o",
+                "out.mid",
+                flag,
+                value,
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{flag} {value}");
+        assert!(err.contains(says), "{flag} {value}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(!dir.join("out.mid").exists(), "{flag} {value} wrote a file");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// `report` averages runs that differ only in their `-seedN` suffix (mean ± population std) and
 /// shows what their outputs rest on when the runs measured it.
 #[test]

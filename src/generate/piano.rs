@@ -57,6 +57,16 @@ impl Default for PianoSampling {
 }
 
 impl PianoSampling {
+    /// How a model plays unless told otherwise: the temperatures chosen for it on validation
+    /// data (1 where none was chosen).
+    pub fn of_model(temperature: Option<f32>, hold_temperature: Option<f32>) -> Self {
+        Self {
+            temperature: temperature.unwrap_or(1.0),
+            hold_temperature: hold_temperature.unwrap_or(1.0),
+            ..Self::default()
+        }
+    }
+
     /// Checks the settings, in words.
     pub fn check(&self) -> Result<(), GenerateError> {
         if !(self.temperature > 0.0 && self.temperature <= 10.0) {

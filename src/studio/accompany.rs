@@ -53,10 +53,7 @@ where
         .map_err(|e| GenerateError::Read(e.to_string()))?;
     chords.truncate(grid.num_bars());
     let input = accompaniment_input(&song, Some(&chords), Some(piece.segments()))?;
-    let mut b = model_binarize.unwrap_or_default();
-    if let Some(t) = options.threshold {
-        b.threshold = t;
-    }
+    let b = options.binarize(model_binarize);
     let e = input_example(model, &input);
     let (region, given) = match options.region {
         None => (0..e.len, None),
@@ -74,14 +71,7 @@ where
         }
     };
     let roll = if model.config.is_autoregressive() {
-        let sampling = PianoSampling {
-            temperature: options
-                .piano_temperature
-                .unwrap_or(model_sampling.temperature),
-            threshold: options.threshold,
-            hold_temperature: model_sampling.hold_temperature,
-            seed: options.seed,
-        };
+        let sampling = options.piano_sampling(model_sampling);
         accompany_steps(
             model,
             &e,

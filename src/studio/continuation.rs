@@ -86,12 +86,7 @@ where
         .collect();
     let prompt_notes = decode(&prompt)?.notes;
     let length = match &region {
-        None => Length {
-            tokens: options.tokens,
-            bars: options.bars,
-            may_end: options.may_end,
-            context: options.context,
-        },
+        None => options.length(),
         Some((from, to, _)) => Length {
             tokens: options.tokens.max(256 * (to - from)).min(20_000),
             bars: Some(to - from),
@@ -112,11 +107,7 @@ where
             None => notes,
         }
     };
-    let sampling = Sampling {
-        temperature: options.temperature,
-        top_p: options.top_p,
-        seed: options.seed,
-    };
+    let sampling = options.sampling();
     let mut ids = prompt.clone();
     let mut since = 0;
     let total = length.tokens;

@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use pianoformer::device::{self, Preference};
 use pianoformer::generate::{
-    Length, PianoSampling, Sampling, accompaniment_input, accompany_song, chord_tone_ratio,
-    continue_tokens, cut_prompt, prompt_tokens, song_from_tokens, with_piano,
+    accompaniment_input, accompany_song, chord_tone_ratio, continue_tokens, cut_prompt,
+    prompt_tokens, song_from_tokens, with_piano,
 };
 use pianoformer::model::config::Task;
 use pianoformer::music::chords::Chord;
@@ -175,6 +175,7 @@ pub fn run(args: Args) -> Result<(), String> {
                 .into(),
         );
     }
+    let options = options(&args, &loaded, None, new_bars)?;
     match task {
         Task::Accompaniment => {
             let chords = args.chords.as_deref().map(parse_chords).transpose()?;
@@ -185,27 +186,14 @@ pub fn run(args: Args) -> Result<(), String> {
                 .transpose()?;
             let input = accompaniment_input(&song, chords.as_deref(), phrases)
                 .map_err(|e| format!("{}: {e}", args.prompt.display()))?;
-            let mut b = loaded.binarize.unwrap_or_default();
-            if let Some(t) = args.threshold {
-                if !(t > 0.0 && t < 1.0) {
-                    return Err("--threshold must be between 0 and 1".into());
-                }
-                b.threshold = t;
-            }
-            let sampling = PianoSampling {
-                temperature: args.temperature.or(loaded.temperature).unwrap_or(1.0),
-                threshold: args.threshold,
-                hold_temperature: args
-                    .hold_temperature
-                    .or(loaded.hold_temperature)
-                    .unwrap_or(1.0),
-                seed: args.seed,
-            };
-            sampling
-                .check()
-                .map_err(|e| format!("--temperature/--hold-temperature/--threshold: {e}"))?;
-            let piano = pollster::block_on(accompany_song(model, &input, b, sampling, &device))
-                .map_err(|e| e.to_string())?;
+            let piano = pollster::block_on(accompany_song(
+                model,
+                &input,
+                options.binarize(loaded.binarize),
+                options.piano_sampling(loaded.piano_sampling()),
+                &device,
+            ))
+            .map_err(|e| e.to_string())?;
             let out = with_piano(&song, &input, &piano);
             write(&args.out, &write_midi(&out))?;
             let notes = out.tracks.last().map_or(0, |t| t.notes.len());
@@ -224,32 +212,14 @@ pub fn run(args: Args) -> Result<(), String> {
         }
         Task::Continuation => {
             let mut prompt = prompt_tokens(&song).map_err(|e| e.to_string())?;
-            if let Some(n) = args.prompt_tokens {
-                prompt = cut_prompt(&prompt, n).0;
-            }
-            let sampling = Sampling {
-                temperature: args.temperature.unwrap_or(1.0),
-                top_p: args.top_p,
-                seed: args.seed,
-            };
-            let temperature_ok = sampling.temperature > 0.0 && sampling.temperature.is_finite();
-            if !temperature_ok
-                || sampling.top_p.is_nan()
-                || sampling.top_p <= 0.0
-                || sampling.top_p > 1.0
-            {
-                return Err("--temperature must be positive and --top-p in (0, 1]".into());
+            if args.prompt_tokens.is_some() {
+                prompt = cut_prompt(&prompt, options.max_prompt_tokens).0;
             }
             let added = pollster::block_on(continue_tokens(
                 model,
                 &prompt,
-                Length {
-                    tokens: args.tokens,
-                    bars: new_bars,
-                    may_end: args.may_end,
-                    context: context(&args, &loaded)?,
-                },
-                sampling,
+                options.length(),
+                options.sampling(),
                 &[],
                 None,
                 &device,
@@ -290,6 +260,47 @@ fn context(args: &Args, loaded: &crate::models::Loaded) -> Result<Option<usize>,
     }
 }
 
+/// The command line's settings as the one type the page sends too ([`Options`]), checked once
+/// the way the page's are: `region` for `--bars A-B`, `new_bars` for `--bars N`.
+fn options(
+    args: &Args,
+    loaded: &crate::models::Loaded,
+    region: Option<[usize; 2]>,
+    new_bars: Option<usize>,
+) -> Result<Options, String> {
+    let options = Options {
+        seed: args.seed,
+        threshold: args.threshold,
+        piano_temperature: args.temperature,
+        hold_temperature: args.hold_temperature,
+        region,
+        temperature: args.temperature.unwrap_or(1.0),
+        top_p: args.top_p,
+        tokens: args.tokens,
+        bars: new_bars,
+        may_end: args.may_end,
+        max_prompt_tokens: args
+            .prompt_tokens
+            .unwrap_or(Options::default().max_prompt_tokens),
+        context: context(args, loaded)?,
+        ..Options::default()
+    };
+    options.check().map_err(|bad| {
+        let flag = match bad.field {
+            "temperature" | "pianoTemperature" => "--temperature",
+            "holdTemperature" => "--hold-temperature",
+            "topP" => "--top-p",
+            "threshold" => "--threshold",
+            "region" => "--bars",
+            "tokens" => "--tokens",
+            "context" => "--context",
+            _ => "the settings",
+        };
+        format!("{flag}: {bad}")
+    })?;
+    Ok(options)
+}
+
 /// `--bars A-B`: the prompt file as the page holds it, its bars `region` rewritten the way the
 /// page's "Regenerate these bars" does it (`pianoformer::studio`), written back as MIDI.
 fn regenerate(
@@ -320,43 +331,18 @@ fn regenerate(
             .collect();
         piece.refresh();
     }
-    let options = Options {
-        seed: args.seed,
-        threshold: args.threshold,
-        piano_temperature: args.temperature,
-        region: Some(region),
-        temperature: args.temperature.unwrap_or(1.0),
-        top_p: args.top_p,
-        tokens: args.tokens,
-        max_prompt_tokens: args
-            .prompt_tokens
-            .unwrap_or(Options::default().max_prompt_tokens),
-        context: context(args, loaded)?,
-        ..Options::default()
-    };
+    let options = options(args, loaded, Some(region), None)?;
     let model = &loaded.model;
     let out = match task {
-        Task::Accompaniment => {
-            let sampling = PianoSampling {
-                temperature: loaded.temperature.unwrap_or(1.0),
-                threshold: None,
-                hold_temperature: args
-                    .hold_temperature
-                    .or(loaded.hold_temperature)
-                    .unwrap_or(1.0),
-                seed: args.seed,
-            };
-            sampling.check().map_err(|e| e.to_string())?;
-            pollster::block_on(accompany_piece(
-                model,
-                loaded.binarize,
-                sampling,
-                &piece,
-                &options,
-                device,
-                |_| async { true },
-            ))
-        }
+        Task::Accompaniment => pollster::block_on(accompany_piece(
+            model,
+            loaded.binarize,
+            loaded.piano_sampling(),
+            &piece,
+            &options,
+            device,
+            |_| async { true },
+        )),
         Task::Continuation => {
             pollster::block_on(continue_piece(model, &piece, &options, device, |_| async {
                 true

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use burn::tensor::Device;
+use pianoformer::generate::PianoSampling;
 use pianoformer::generate::binarize::Binarize;
 use pianoformer::model::config::{PerformerConfig, Task};
 use pianoformer::model::performer::Performer;
@@ -75,6 +76,14 @@ pub struct Loaded {
     pub source: String,
     /// The window it was trained on (grid steps or tokens), where its run or manifest says.
     pub trained_window: Option<usize>,
+}
+
+impl Loaded {
+    /// How a step-by-step accompaniment model plays unless told otherwise: the temperatures
+    /// chosen on validation data (1 where none was chosen).
+    pub fn piano_sampling(&self) -> PianoSampling {
+        PianoSampling::of_model(self.temperature, self.hold_temperature)
+    }
 }
 
 /// What `eval` writes into a run folder and `generate` reads back.
