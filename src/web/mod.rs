@@ -6,11 +6,12 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use js_sys::{Float32Array, Float64Array, Function, Object, Promise, Reflect};
+use js_sys::{Float32Array, Float64Array, Function, Promise, Uint8Array};
+use serde::Serialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::device::{self, Backend, Preference};
+use crate::device::{self, Backend, BackendInfo, Preference};
 use crate::model::config::Task;
 use crate::model::performer::Performer;
 use crate::models::{ModelEntry, load_entry, pack_model, unpack_model};
@@ -79,18 +80,7 @@ pub fn pack_model_file(entry: &str, weights: &[u8]) -> Result<Vec<u8>, JsError> 
 #[wasm_bindgen(js_name = unpackModel)]
 pub fn unpack_model_file(file: &[u8]) -> Result<JsValue, JsError> {
     let (entry, weights) = unpack_model(file).map_err(to_js)?;
-    let out = Object::new();
-    let _ = Reflect::set(
-        &out,
-        &"entry".into(),
-        &serde_json::to_string(&entry).map_err(to_js)?.into(),
-    );
-    let _ = Reflect::set(
-        &out,
-        &"weights".into(),
-        &js_sys::Uint8Array::from(&weights[..]),
-    );
-    Ok(out.into())
+    ModelFile::to_js(&entry, &weights)
 }
 
 fn parse_pieces(text: &str) -> Result<Vec<Piece>, JsError> {
@@ -144,10 +134,10 @@ impl Session {
     /// `{kind, api, adapter, device_type, fallback_reason, label}` of the backend in use.
     pub fn backend(&self) -> Result<JsValue, JsError> {
         let info = &self.backend.info;
-        let value = serde_wasm_bindgen::to_value(info).map_err(to_js)?;
-        Reflect::set(&value, &"label".into(), &info.label().into())
-            .map_err(|_| JsError::new("could not describe the backend"))?;
-        Ok(value)
+        to_value(&BackendView {
+            info,
+            label: info.label(),
+        })
     }
 
     /// Runs the backend self-check (ops against the CPU reference, a few Adam steps) and returns
@@ -157,7 +147,7 @@ impl Session {
         let report = device::check::self_check(&self.backend.device)
             .await
             .map_err(to_js)?;
-        serde_wasm_bindgen::to_value(&report).map_err(to_js)
+        to_value(&report)
     }
 
     /// Loads a model from its manifest entry (JSON) and weights, checking size, checksum and
@@ -173,28 +163,20 @@ impl Session {
                 entry.name
             ))
         })?;
-        let info = Object::new();
-        let c = &model.config;
-        let set = |k: &str, v: JsValue| Reflect::set(&info, &k.into(), &v);
-        let _ = set("name", entry.name.as_str().into());
-        let _ = set(
-            "task",
-            match c.task {
-                Task::Accompaniment => "accompaniment",
-                Task::Continuation => "continuation",
-            }
-            .into(),
-        );
-        let _ = set("pe", entry.pe.as_str().into());
-        let _ = set("layers", (c.layers as u32).into());
-        let _ = set("heads", (c.heads as u32).into());
-        let _ = set("parameters", (model.parameters() as f64).into());
-        let _ = set("templates", model.pe.templates(0, &[0]).is_some().into());
+        let info = to_value(&ModelInfo {
+            name: &entry.name,
+            task: model.config.task,
+            pe: &entry.pe,
+            layers: model.config.layers,
+            heads: model.config.heads,
+            parameters: model.parameters(),
+            templates: model.pe.templates(0, &[0]).is_some(),
+        })?;
         self.models.borrow_mut().insert(
             entry.name.clone(),
             std::rc::Rc::new(Loaded { model, entry }),
         );
-        Ok(info.into())
+        Ok(info)
     }
 
     /// True when the model `name` is loaded.
@@ -316,11 +298,11 @@ impl Session {
         let values = device::read(p.narrow(0, head, 1))
             .await
             .map_err(|e| JsError::new(&e))?;
-        let out = Object::new();
-        let _ = Reflect::set(&out, &"dims".into(), &(dims as u32).into());
-        let _ = Reflect::set(&out, &"lags".into(), &(n as u32).into());
-        let _ = Reflect::set(&out, &"values".into(), &Float32Array::from(&values[..]));
-        Ok(out.into())
+        to_value(&Templates {
+            dims,
+            lags: n,
+            values: Js(Float32Array::from(&values[..])),
+        })
     }
 }
 
@@ -342,23 +324,19 @@ fn parse_options(text: &str) -> Result<Options, JsError> {
 /// Sends a progress report to JavaScript; resolves to whether to go on (a callback that
 /// throws, or returns or resolves to `false`, cancels).
 fn report(callback: &Function, p: Progress) -> impl std::future::Future<Output = bool> + use<> {
-    let event = Object::new();
-    let set = |k: &str, v: &JsValue| {
-        let _ = Reflect::set(&event, &k.into(), v);
+    let event = ProgressEvent {
+        done: p.done,
+        total: p.total,
+        notes: p.notes.as_deref().map(|n| Js(flat_notes(n))),
+        attention: p.attention.map(|a| AttentionEvent {
+            start: a.start,
+            keys: a.keys,
+            values: Js(Float32Array::from(&a.values[..])),
+        }),
     };
-    set("done", &(p.done as u32).into());
-    set("total", &(p.total as u32).into());
-    if let Some(notes) = &p.notes {
-        set("notes", &flat_notes(notes).into());
-    }
-    if let Some(a) = &p.attention {
-        let rows = Object::new();
-        let _ = Reflect::set(&rows, &"start".into(), &(a.start as u32).into());
-        let _ = Reflect::set(&rows, &"keys".into(), &(a.keys as u32).into());
-        let _ = Reflect::set(&rows, &"values".into(), &Float32Array::from(&a.values[..]));
-        set("attention", &rows.into());
-    }
-    let returned = callback.call1(&JsValue::NULL, &event);
+    let returned = to_value(&event)
+        .map_err(JsValue::from)
+        .and_then(|event| callback.call1(&JsValue::NULL, &event));
     async move {
         let value = match returned {
             Ok(v) if v.is_instance_of::<Promise>() => JsFuture::from(Promise::from(v)).await,
@@ -378,4 +356,73 @@ fn flat_notes(notes: &[PieceNote]) -> Float64Array {
 
 fn to_js(e: impl std::fmt::Display) -> JsError {
     JsError::new(&e.to_string())
+}
+
+// What JavaScript receives: serde structs made into plain objects by `to_value`; typed arrays
+// pass through as the arrays they are (`Js`).
+
+/// A typed array (or any JS value) inside a serialised struct, passed through as it is.
+#[derive(Serialize)]
+#[serde(transparent)]
+struct Js<T: JsCast>(#[serde(with = "serde_wasm_bindgen::preserve")] T);
+
+/// A model file's parts: `{entry (JSON text), weights (Uint8Array)}`.
+#[derive(Serialize)]
+struct ModelFile {
+    entry: String,
+    weights: Js<Uint8Array>,
+}
+
+impl ModelFile {
+    /// The file's parts as JavaScript receives them.
+    fn to_js(entry: &ModelEntry, weights: &[u8]) -> Result<JsValue, JsError> {
+        to_value(&ModelFile {
+            entry: serde_json::to_string(entry).map_err(to_js)?,
+            weights: Js(Uint8Array::from(weights)),
+        })
+    }
+}
+
+#[derive(Serialize)]
+struct BackendView<'a> {
+    #[serde(flatten)]
+    info: &'a BackendInfo,
+    label: String,
+}
+
+#[derive(Serialize)]
+struct ModelInfo<'a> {
+    name: &'a str,
+    task: Task,
+    pe: &'a str,
+    layers: usize,
+    heads: usize,
+    parameters: usize,
+    templates: bool,
+}
+
+/// The positional templates of one head: values `dims × lags`.
+#[derive(Serialize)]
+struct Templates {
+    dims: usize,
+    lags: usize,
+    values: Js<Float32Array>,
+}
+
+/// A progress report: `notes` as flat (pitch, start, end, velocity) quadruples.
+#[derive(Serialize)]
+struct ProgressEvent {
+    done: usize,
+    total: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    notes: Option<Js<Float64Array>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attention: Option<AttentionEvent>,
+}
+
+#[derive(Serialize)]
+struct AttentionEvent {
+    start: usize,
+    keys: usize,
+    values: Js<Float32Array>,
 }

@@ -3,13 +3,12 @@
 
 use std::cell::RefCell;
 
-use js_sys::{Object, Reflect};
 use wasm_bindgen::prelude::*;
 
-use super::{Loaded, Session, parse_pieces, to_js, to_value};
+use super::{Loaded, ModelFile, Session, parse_pieces, to_js, to_value};
 use crate::model::performer::Performer;
 use crate::models::{ModelEntry, sha256_hex};
-use crate::tune::{FineTune, TuneOptions};
+use crate::tune::{FileReport, FineTune, TuneOptions};
 
 /// A fine-tuning run in progress. The page drives it one step at a time, which is how pause,
 /// resume and cancel work without the Worker being blocked.
@@ -122,18 +121,11 @@ impl Session {
             temperature: tuner.base.temperature,
             hold_temperature: tuner.base.hold_temperature,
         };
-        let text = serde_json::to_string(&entry).map_err(to_js)?;
+        let file = ModelFile::to_js(&entry, &weights)?;
         self.models
             .borrow_mut()
             .insert(name, std::rc::Rc::new(Loaded { model, entry }));
-        let out = Object::new();
-        let _ = Reflect::set(&out, &"entry".into(), &text.into());
-        let _ = Reflect::set(
-            &out,
-            &"weights".into(),
-            &js_sys::Uint8Array::from(&weights[..]),
-        );
-        Ok(out.into())
+        Ok(file)
     }
 
     /// Forgets the model `name` (a deleted fine-tuned model); true when it was loaded.
@@ -141,6 +133,18 @@ impl Session {
     pub fn unload_model(&self, name: &str) -> bool {
         self.models.borrow_mut().remove(name).is_some()
     }
+}
+
+/// What a fine-tuning run reads, as [`Tuner::info`] gives it.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RunInfo<'a> {
+    files: &'a [FileReport],
+    window: usize,
+    valid_window: usize,
+    validation_windows: usize,
+    steps: usize,
+    step: usize,
 }
 
 #[wasm_bindgen]
@@ -151,14 +155,14 @@ impl Tuner {
         let run = run
             .as_ref()
             .ok_or_else(|| JsError::new("the run is busy with a step"))?;
-        to_value(&serde_json::json!({
-            "files": run.files,
-            "window": run.window,
-            "validWindow": run.valid_window,
-            "validationWindows": run.validation_windows(),
-            "steps": run.steps(),
-            "step": run.step(),
-        }))
+        to_value(&RunInfo {
+            files: &run.files,
+            window: run.window,
+            valid_window: run.valid_window,
+            validation_windows: run.validation_windows(),
+            steps: run.steps(),
+            step: run.step(),
+        })
     }
 
     /// One optimiser step: `{step, steps, loss, learningRate, validLoss}` (validLoss when this
