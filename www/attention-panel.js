@@ -9,12 +9,13 @@ import { currentEntry, entryNamed, ensureModel } from './models.js';
 import { settings } from './generate.js';
 
 export const attention = new AttentionMap($('attention'));
+let job = null; // the Worker request drawing the map without generating, while one runs
 
 /** Stops the map request running, if one is (a generation or another result takes the map). */
 export function stopAttention() {
-  if (app.attentionJob !== undefined && app.attentionJob !== null) {
-    cancelCall(app.attentionJob);
-    app.attentionJob = null;
+  if (job !== null) {
+    cancelCall(job);
+    job = null;
   }
 }
 
@@ -38,9 +39,7 @@ export async function refreshAttention() {
     // Switched sides (or left the comparison) while the model loaded: that side draws its own.
     if ((app.compare?.shown ?? null) !== side || app.generating) return;
   }
-  if (app.attentionJob !== undefined && app.attentionJob !== null) {
-    cancelCall(app.attentionJob);
-  }
+  if (job !== null) cancelCall(job);
   const s = settings();
   attention.reset(1);
   attention.setLabel(`Attention of layer ${s.layer + 1}, head ${s.head + 1}`);
@@ -54,8 +53,8 @@ export async function refreshAttention() {
         onProgress: (p) => {
           if (p.started) {
             mine = p.id;
-            app.attentionJob = p.id;
-          } else if (p.attention && app.attentionJob === mine) {
+            job = p.id;
+          } else if (p.attention && job === mine) {
             attention.addRows(p.attention.start, p.attention.values, p.attention.keys);
           }
         },
@@ -64,7 +63,7 @@ export async function refreshAttention() {
   } catch (e) {
     if (!/cancelled/.test(e.message)) $('gen-status').textContent = `Attention: ${e.message}`;
   } finally {
-    if (app.attentionJob === mine) app.attentionJob = null;
+    if (job === mine) job = null;
   }
 }
 

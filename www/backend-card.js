@@ -1,6 +1,6 @@
 // The "Backend and storage" card and the header's badges: the backend the Worker got, its
 // self-check, the cached models, and the service worker that keeps the app offline.
-import { $, app, status, t0, showError } from './page.js';
+import { $, status, t0, showError } from './page.js';
 import { backendText, readyText, checkSummary, cachedText } from './page-text.js';
 import { drawLossCurve } from './loss-curve.js';
 import { cachedModels } from './store.js';
@@ -16,7 +16,6 @@ export function showBackend(backend, ms) {
   badge.title = text.title;
   $('check-backend').textContent = text.line;
   $('check-ready').textContent = readyText(status.readyMs, ms);
-  app.backendUp = true;
 }
 
 /** Shows the self-check; false (and the page stopped with an error) when it failed. */

@@ -22,8 +22,6 @@ export async function compare() {
   const attentionA = attention.snapshot();
   setPiece(start, { undoable: false, keepView: true });
   const b = await generate({ entry: second, comparing: true, seed });
-  // Both runs put the same starting piece on the undo stack: one Undo goes back to it.
-  if (app.undo.length > 1 && app.undo.at(-1) === app.undo.at(-2)) app.undo.pop();
   if (!b) {
     setPiece(a, { undoable: false, keepView: true });
     attention.restore(attentionA);

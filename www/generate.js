@@ -3,13 +3,22 @@
 // WebGPU fails mid-way. The pure parts (options, counting, status lines) are in
 // generation-plan.js.
 import { $, app, status, showError, notice } from './page.js';
-import { call, cancelCall, startWorker, fallBackToCpu } from './worker-client.js';
+import {
+  call,
+  cancelCall,
+  deviceLost,
+  fallBackToCpu,
+  startWorker,
+  whenDeviceLost,
+  workerBackend,
+  workerStarted,
+} from './worker-client.js';
 import {
   contextOf, regionTicks, draftPiece, writesFrom, generateOptions, unflattenNotes, notesWritten,
   progressText, doneText,
 } from './generation-plan.js';
 import { currentEntry, ensureModel, showModels } from './models.js';
-import { roll, setPiece, showPiece, updateButtons } from './piece-view.js';
+import { remember, roll, setPiece, showPiece, updateButtons } from './piece-view.js';
 import { attention, stopAttention } from './attention-panel.js';
 import { hideCompare } from './compare-panel.js';
 import { stopPlayback } from './playback.js';
@@ -111,7 +120,7 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
     const ms = performance.now() - started;
     const notes = notesWritten(before, result, { task, trackName: track.name, ticks });
     setPiece(result, { undoable: false });
-    app.undo.push(before);
+    remember(before);
     $('gen-status').textContent =
       doneText({ task, region, notes, ms, gpu: status.backend?.kind === 'gpu', seed: s.seed });
     status.generations.push({
@@ -129,25 +138,25 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
     roll.setGenerating(null);
     app.piece = before;
     roll.setPiece(before);
-    const onGpu = app.workerBackend !== 'cpu' && status.backend?.kind === 'gpu';
-    if (onGpu && !app.deviceLost && !/cancelled/.test(e.message)) {
+    const onGpu = workerBackend() !== 'cpu' && status.backend?.kind === 'gpu';
+    if (onGpu && !deviceLost() && !/cancelled/.test(e.message)) {
       // The failed read may arrive before the news that the device is gone: wait a moment.
       await new Promise((resolve) => {
-        app.onDeviceLost = resolve;
+        whenDeviceLost(resolve);
         setTimeout(resolve, 1000);
       });
-      app.onDeviceLost = null;
+      whenDeviceLost(null);
     }
     if (/cancelled/.test(e.message)) {
       $('gen-status').textContent = 'Cancelled; the piece is as it was.';
-    } else if ((e.fatal || app.deviceLost) && onGpu) {
+    } else if ((e.fatal || deviceLost()) && onGpu) {
       $('gen-status').textContent = 'WebGPU stopped working; writing it again on the CPU…';
-      fallBackToCpu(app.deviceLost ? `the GPU device was lost: ${app.deviceLost}` : e.message);
+      fallBackToCpu(deviceLost() ? `the GPU device was lost: ${deviceLost()}` : e.message);
       retry = true;
     } else {
       $('gen-status').textContent = '';
       showError(`Generation failed: ${e.message}`);
-      if (e.fatal) startWorker(app.workerBackend);
+      if (e.fatal) startWorker(workerBackend());
     }
   } finally {
     app.generating = null;
@@ -157,7 +166,7 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
   if (retry) {
     // The same request, on the CPU Worker once it is up.
     try {
-      await app.started;
+      await workerStarted();
     } catch {
       return null;
     }

@@ -9,10 +9,10 @@
 // pure parts (no DOM, tested under Node) are page-text.js, generation-plan.js, labels.js and
 // roll-geometry.js. The modules call one another's functions, but none does anything when it
 // is imported beyond making its own view objects: everything starts from start() below.
-import { $, app, status, t0, preference, MAX_FILE_BYTES, setState, showError, notice, download } from './page.js';
-import { call, startWorker, setWorkerHandlers } from './worker-client.js';
+import { $, app, status, t0, params, preference, MAX_FILE_BYTES, setState, showError, notice, download } from './page.js';
+import { call, drill, startWorker, setWorkerHandlers, workerBackend } from './worker-client.js';
 import { showBackend, showCheck, showCached, keepOffline } from './backend-card.js';
-import { loadManifest, showModels, showModelAbout, currentEntry, ensureModel } from './models.js';
+import { loadManifest, showModels, showModelAbout, currentEntry, ensureModel, prefetchModel } from './models.js';
 import { roll, setPiece, updateButtons, save, undo, openFile, openExample, selectedBars } from './piece-view.js';
 import { wireLanes } from './lanes.js';
 import { generate, cancel, applySettings, settings } from './generate.js';
@@ -22,14 +22,19 @@ import { piano, mutes, togglePlayback, startPlayback, exportWav } from './playba
 import { keys, setComputerKeys, toggleRecording, wirePlayIn } from './play-in.js';
 import { downloadMidi, share, openShared } from './sharing.js';
 import { initTuning } from './tune.js';
-import { fetchModel, clearModelCache, flushWork, loadWork, clearWork } from './store.js';
+import { clearModelCache, flushWork, loadWork, clearWork } from './store.js';
 
 status.attentionBlank = () => attention.isBlank();
 status.wasmBytes = () => call('memory');
+if (params.has('drill')) status.loseDevice = () => drill('lose-device');
+
+let backendUp = false; // the Worker's session is up
+let startedUp = false; // the page has restored what it restores (the last piece, a link)
 
 setWorkerHandlers({
   backend(backend, ms) {
     showBackend(backend, ms);
+    backendUp = true;
     whenReady();
     updateButtons();
   },
@@ -43,7 +48,7 @@ setWorkerHandlers({
 // Ready once the backend is up and the last visit's piece is back: the self-check's result
 // follows (and stops the page if it fails).
 function whenReady() {
-  if (status.state === 'loading' && app.backendUp && app.startedUp) {
+  if (status.state === 'loading' && backendUp && startedUp) {
     setState('ready');
     // The chosen model comes in now, so that the first Generate does not wait for it.
     const entry = currentEntry();
@@ -137,7 +142,7 @@ function wire() {
   $('clear-cache').addEventListener('click', async () => {
     const n = await clearModelCache();
     app.loaded.clear();
-    startWorker(app.workerBackend);
+    startWorker(workerBackend());
     notice(`Removed ${n} cached model file${n === 1 ? '' : 's'}; they download again when used.`);
     showCached();
   });
@@ -256,13 +261,7 @@ async function start() {
   startWorker(preference);
   await loadManifest();
   // The chosen model's bytes come while the Worker starts; it loads them once it is up.
-  const chosen = currentEntry();
-  if (chosen && !chosen.user) {
-    app.prefetched = { name: chosen.name, bytes: fetchModel(chosen) };
-    app.prefetched.bytes.catch(() => {
-      app.prefetched = null;
-    });
-  }
+  prefetchModel(currentEntry());
   await app.tuning.restore();
   const shared = await openShared().catch(() => false);
   if (!shared) {
@@ -294,6 +293,6 @@ window.addEventListener('unhandledrejection', (e) =>
   showError(`Unexpected error: ${e.reason?.message ?? e.reason}`),
 );
 start().finally(() => {
-  app.startedUp = true;
+  startedUp = true;
   whenReady();
 });

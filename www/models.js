@@ -3,13 +3,32 @@
 // compared with, and loading a model into the Worker once (ensureModel: concurrent asks share
 // one load; the bytes come from the page's model cache, a download, or this browser's storage).
 import { $, app, showError } from './page.js';
-import { call } from './worker-client.js';
+import { call, onWorkerRestart } from './worker-client.js';
 import { fetchModel } from './store.js';
 import { defaultPartner, partnerChoices, sideLabel } from './compare.js';
 import { modelOption, modelAbout } from './page-text.js';
 import { showCached } from './backend-card.js';
 import { showTemplate } from './attention-panel.js';
 import { updateButtons } from './piece-view.js';
+
+const loading = new Map(); // model name -> the promise of its load into the Worker
+let prefetched = null; // {name, bytes: promise of fetchModel} started with the page
+
+// A new Worker has none of the old one's models.
+onWorkerRestart(() => {
+  app.loaded.clear();
+  loading.clear();
+});
+
+/** Starts downloading `entry`'s weights now (while the Worker starts); its load takes them. */
+export function prefetchModel(entry) {
+  if (!entry || entry.user) return;
+  const mine = { name: entry.name, bytes: fetchModel(entry) };
+  prefetched = mine;
+  mine.bytes.catch(() => {
+    if (prefetched === mine) prefetched = null;
+  });
+}
 
 export async function loadManifest() {
   try {
@@ -79,12 +98,12 @@ function fillNumbers(select, n) {
 /** Loads `entry` into the Worker unless it is there or on its way. */
 export function ensureModel(entry) {
   if (app.loaded.has(entry.name)) return Promise.resolve();
-  let loading = app.loading.get(entry.name);
-  if (!loading) {
-    loading = loadModel(entry).finally(() => app.loading.delete(entry.name));
-    app.loading.set(entry.name, loading);
+  let load = loading.get(entry.name);
+  if (!load) {
+    load = loadModel(entry).finally(() => loading.delete(entry.name));
+    loading.set(entry.name, load);
   }
-  return loading;
+  return load;
 }
 
 /** Downloads (or takes from the cache, or this browser's storage) and loads `entry` in the Worker. */
@@ -105,9 +124,9 @@ async function loadModel(entry) {
     return;
   }
   label.textContent = `Fetching ${entry.name}…`;
-  const prefetched = app.prefetched?.name === entry.name ? app.prefetched.bytes : null;
-  app.prefetched = null;
-  const { bytes, cached } = await (prefetched ??
+  const early = prefetched?.name === entry.name ? prefetched.bytes : null;
+  prefetched = null;
+  const { bytes, cached } = await (early ??
     fetchModel(entry, {
       onProgress: ({ loaded, total }) => {
         label.textContent = `Downloading ${entry.name}: ${(loaded / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB`;

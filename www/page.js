@@ -1,5 +1,6 @@
-// The page's shared state, in one place: the `app` object (the piece, its undo stack, the
-// models, the Worker's bookkeeping, and the page's views once main.js has made them), the
+// The page's shared state, in one place: the `app` object (what several panels read and
+// change: the piece, the models and which are loaded, the generation running,
+// the comparison on show, the Fine-tune panel; what one module alone uses stays in it), the
 // `status` object tests and the console read as `window.pianoformer`, the URL's settings, and
 // the messages every panel shows (the state, errors, notices). No imports: every other module
 // of the page imports this one.
@@ -13,30 +14,15 @@ export const MAX_FILE_BYTES = 8 * 1024 * 1024;
 
 export const app = {
   piece: null,
-  undo: [],
   manifest: [],
-  worker: null,
-  workerBackend: null,
   loaded: new Set(), // models loaded in the current Worker
-  calls: new Map(),
-  nextId: 1,
-  started: null, // resolves when the Worker's wasm and session are up
   generating: null,
-  playhead: 0,
-  restored: false,
-  attentionJob: null, // the Worker request drawing attention without generating
-  loading: new Map(), // model name -> the promise of its load into the Worker
-  prefetched: null, // {name, bytes: promise of fetchModel} started with the page
-  backendUp: false, // the Worker's session is up
-  startedUp: false, // the page has restored what it restores (the last piece, a link)
-  deviceLost: null, // the GPU device's loss message, once the Worker reports one
-  onDeviceLost: null, // a generation waiting for that news
   compare: null, // the Comparison on show (compare.js), or null
   tuning: null, // the Fine-tune panel (tune.js), once main.js has made it
 };
 
 // What the end-to-end test (and a curious user in the console) can read. main.js adds the
-// hooks that need the Worker and the attention map (wasmBytes, attentionBlank).
+// hooks that need the Worker and the attention map (wasmBytes, attentionBlank, loseDevice).
 export const status = {
   state: 'loading',
   backend: null,
@@ -52,8 +38,8 @@ export const status = {
   attentionBlank: null,
   // The Worker's wasm memory in bytes (it only grows: the peak so far).
   wasmBytes: null,
-  // Tests only (`?drill`): destroys the Worker's GPU devices, as a lost GPU would.
-  loseDevice: params.has('drill') ? () => app.worker.postMessage({ type: 'drill', what: 'lose-device' }) : undefined,
+  // Tests only (`?drill`; main.js adds it): destroys the Worker's GPU devices, as a lost GPU would.
+  loseDevice: undefined,
   // 'ready' once the service worker has kept everything for offline use (sw.js).
   offline: 'pending',
 };

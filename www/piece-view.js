@@ -20,16 +20,25 @@ export const roll = new PianoRoll($('roll'), {
   onSelect: () => updateButtons(),
 });
 
+const undoStack = []; // earlier pieces, the last to come back first (50 at most)
+
+/**
+ * Puts `piece` on the undo stack: Undo brings it back. The piece already on top is not put
+ * there twice (a comparison's two runs start from the same piece: one Undo goes back to it).
+ */
+export function remember(piece) {
+  if (undoStack.at(-1) === piece) return;
+  undoStack.push(piece);
+  if (undoStack.length > 50) undoStack.shift();
+}
+
 /**
  * Makes `piece` the current piece; the previous one goes on the undo stack.
  * `fresh`: another piece (a file, a link, the last visit), which ends a comparison.
  */
 export function setPiece(piece, { undoable = true, keepView = false, fresh = false } = {}) {
   if (fresh) hideCompare();
-  if (undoable && app.piece) {
-    app.undo.push(app.piece);
-    if (app.undo.length > 50) app.undo.shift();
-  }
+  if (undoable && app.piece) remember(app.piece);
   // An edit while comparing stays with the result it was made on.
   else if (undoable && app.compare) app.compare.edited(piece);
   app.piece = piece;
@@ -90,7 +99,7 @@ export function updateButtons() {
   $('export-wav').disabled = !has;
   $('share').disabled = !has;
   $('play').disabled = !has;
-  $('undo').disabled = app.undo.length === 0 || busy;
+  $('undo').disabled = undoStack.length === 0 || busy;
   $('generate').disabled = !has || busy || !status.backend || !$('model').value;
   $('regen-bars').disabled = $('generate').disabled || !selectedBars()
     || (settings().task === 'accompaniment' ? !hasPiano(app.piece) : !hasNotes(app.piece));
@@ -108,9 +117,9 @@ export function save() {
 }
 
 export function undo() {
-  if (!app.undo.length || app.generating) return;
+  if (!undoStack.length || app.generating) return;
   hideCompare();
-  const previous = app.undo.pop();
+  const previous = undoStack.pop();
   setPiece(previous, { undoable: false, keepView: true });
   notice('Undone.');
 }

@@ -6,7 +6,7 @@ import { call } from './worker-client.js';
 import { noteCount, barAt, secondsAt, fitPhrases } from './piece.js';
 import { Take, computerKeyPitch, emptyPiece, noteMessage, recordInto } from './keys.js';
 import { START_DELAY } from './audio.js';
-import { piano, stopPlayback } from './playback.js';
+import { piano, playheadTick, stopPlayback } from './playback.js';
 import { setPiece } from './piece-view.js';
 
 export const keys = {
@@ -92,7 +92,7 @@ export async function toggleRecording() {
   }
   stopPlayback();
   const piece = app.piece ?? emptyPiece();
-  const fromBar = app.piece ? barAt(piece, Math.min(app.playhead, piece.bars.at(-1))) : 0;
+  const fromBar = app.piece ? barAt(piece, Math.min(playheadTick(), piece.bars.at(-1))) : 0;
   const fromTick = piece.bars[fromBar];
   const beat = secondsAt(piece, fromTick + piece.ppq) - secondsAt(piece, fromTick);
   const countIn = $('count-in').checked ? 4 : 0;

@@ -8,6 +8,10 @@ import { roll } from './piece-view.js';
 
 export const piano = new Piano();
 let playFrame = 0;
+let playhead = 0; // where playback starts (ticks), and where it is while it plays
+
+/** The playhead (ticks). */
+export const playheadTick = () => playhead;
 
 /** The mute checkboxes, as the piano takes them. */
 export function mutes() {
@@ -16,7 +20,7 @@ export function mutes() {
 
 /** Moves the playhead to `tick` (playback, if on, goes on from there). */
 export function seek(tick) {
-  app.playhead = tick;
+  playhead = tick;
   roll.setPlayhead(tick);
   if (piano.playing) startPlayback();
 }
@@ -39,7 +43,7 @@ export async function startPlayback() {
     }
     const selection = roll.getSelection();
     const loop = $('loop').checked && !!selection;
-    const [fromTick, toTick] = loop ? selection : [app.playhead >= app.piece.endTick ? 0 : app.playhead, Infinity];
+    const [fromTick, toTick] = loop ? selection : [playhead >= app.piece.endTick ? 0 : playhead, Infinity];
     piano.play(app.piece, {
       fromTick,
       toTick,
@@ -47,7 +51,7 @@ export async function startPlayback() {
       tempo: Number($('tempo').value) / 100,
       mute: mutes(),
       onEnd: () => {
-        app.playhead = 0;
+        playhead = 0;
         stopPlayback();
       },
     });
@@ -58,7 +62,7 @@ export async function startPlayback() {
       const tick = piano.positionTick();
       if (tick !== null) {
         roll.setPlayhead(tick);
-        app.playhead = tick;
+        playhead = tick;
         playFrame = requestAnimationFrame(follow);
       }
     };

@@ -1,8 +1,18 @@
 // The worker client: starts the model Worker (worker.js) on a backend, sends it requests and
 // routes its replies, progress and news back. `call()` resolves with a request's reply;
 // `cancelCall()` asks the Worker to stop one. What the page shows when the Worker reports its
-// backend or self-check is main.js's, given once through setWorkerHandlers().
+// backend or self-check is main.js's, given once through setWorkerHandlers(). The Worker and
+// its bookkeeping are this module's alone; others ask through the functions below.
 import { app, params, status, showError, notice } from './page.js';
+
+let worker = null;
+let backendAsked = null; // what the current Worker was started on: 'auto', 'gpu' or 'cpu'
+const calls = new Map(); // request id -> {resolve, reject, onProgress}
+let nextId = 1;
+let started = null; // resolves when the Worker's wasm and session are up
+let lost = null; // the GPU device's loss message, once the Worker reports one
+let onLost = null; // a generation waiting for that news
+const restartHooks = [];
 
 const handlers = {
   backend: (backend, ms) => {}, // the Worker's session is up on `backend` (or moved to it)
@@ -14,37 +24,61 @@ export function setWorkerHandlers(h) {
   Object.assign(handlers, h);
 }
 
+/** Runs `hook()` whenever a new Worker starts (what the old one had loaded is gone). */
+export function onWorkerRestart(hook) {
+  restartHooks.push(hook);
+}
+
+/** The backend the current Worker was started on ('auto', 'gpu' or 'cpu'). */
+export const workerBackend = () => backendAsked;
+
+/** Resolves when the current Worker is up (rejects when it failed to start). */
+export const workerStarted = () => started;
+
+/** The GPU device's loss message, once the current Worker has reported one (else null). */
+export const deviceLost = () => lost;
+
+/** Runs `fn()` (once) when the Worker reports a lost GPU device; null stops waiting. */
+export function whenDeviceLost(fn) {
+  onLost = fn;
+}
+
+/** Tests only (`?drill`): asks the Worker to act out a failure (`'lose-device'`). */
+export function drill(what) {
+  worker?.postMessage({ type: 'drill', what });
+}
+
 /** Asks the Worker to stop request `id` (it answers it with a 'cancelled' error). */
 export function cancelCall(id) {
-  app.worker.postMessage({ type: 'cancel', id });
+  worker?.postMessage({ type: 'cancel', id });
 }
 
 export function startWorker(backend) {
-  app.worker?.terminate();
-  for (const pending of app.calls.values()) pending.reject(new Error('the model Worker restarted'));
-  app.calls.clear();
-  app.loaded.clear();
-  app.loading.clear();
-  app.workerBackend = backend;
+  worker?.terminate();
+  worker = null;
+  for (const pending of calls.values()) pending.reject(new Error('the model Worker restarted'));
+  calls.clear();
+  for (const hook of restartHooks) hook();
+  backendAsked = backend;
   let resolveStarted;
   let rejectStarted;
-  app.started = new Promise((resolve, reject) => {
+  started = new Promise((resolve, reject) => {
     resolveStarted = resolve;
     rejectStarted = reject;
   });
-  app.started.catch(() => {});
-  let worker;
+  started.catch(() => {});
+  let mine;
   try {
-    worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
+    mine = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
   } catch (e) {
     showError(`This browser cannot start module Workers, which pianoformer needs (${e.message}).`, {
       fatal: true,
     });
     return;
   }
-  app.worker = worker;
-  app.deviceLost = null;
-  worker.onmessage = ({ data }) => {
+  worker = mine;
+  lost = null;
+  mine.onmessage = ({ data }) => {
     if (data.type === 'ready') {
       handlers.backend(data.backend, data.ms);
       resolveStarted();
@@ -65,8 +99,8 @@ export function startWorker(backend) {
       rejectStarted(new Error(data.message));
       showError(data.message, { fatal: true });
     } else if (data.type === 'reply') {
-      const pending = app.calls.get(data.id);
-      app.calls.delete(data.id);
+      const pending = calls.get(data.id);
+      calls.delete(data.id);
       if (!pending) return;
       if (data.ok) pending.resolve(data.value);
       else {
@@ -75,38 +109,38 @@ export function startWorker(backend) {
         pending.reject(error);
       }
     } else if (data.type === 'progress') {
-      app.calls.get(data.id)?.onProgress?.(data);
-    } else if (data.type === 'device-lost' && worker === app.worker) {
+      calls.get(data.id)?.onProgress?.(data);
+    } else if (data.type === 'device-lost' && mine === worker) {
       // A generation in progress fails and is run again on the CPU; otherwise move now.
-      app.deviceLost = data.message;
-      app.onDeviceLost?.();
+      lost = data.message;
+      onLost?.();
       if (!app.generating) fallBackToCpu(`the GPU device was lost: ${data.message}`);
     }
   };
-  worker.onerror = (e) => {
+  mine.onerror = (e) => {
     e.preventDefault();
     const message = `The model Worker stopped: ${e.message || 'unknown error'}.`;
     rejectStarted(new Error(message));
-    for (const pending of app.calls.values()) {
+    for (const pending of calls.values()) {
       const error = new Error(message);
       error.fatal = true;
       pending.reject(error);
     }
-    app.calls.clear();
+    calls.clear();
     showError(message);
   };
   // `?drill=warm`: tests treat a software adapter as a hardware one (warmed in the background);
   // `?drill=move`: and move to it whatever the measurement says.
-  worker.postMessage({ type: 'init', backend, drill: params.get('drill') });
+  mine.postMessage({ type: 'init', backend, drill: params.get('drill') });
 }
 
 /** Sends a request to the Worker; resolves with its reply. */
 export async function call(method, args = {}, { transfer = [], onProgress } = {}) {
-  await app.started;
-  const id = app.nextId++;
+  await started;
+  const id = nextId++;
   return new Promise((resolve, reject) => {
-    app.calls.set(id, { resolve, reject, onProgress });
-    app.worker.postMessage({ type: 'call', id, method, args }, transfer);
+    calls.set(id, { resolve, reject, onProgress });
+    worker.postMessage({ type: 'call', id, method, args }, transfer);
     if (onProgress) onProgress({ id, started: true });
   });
 }
