@@ -126,7 +126,8 @@ impl GpuUnavailable {
             if cfg!(target_arch = "wasm32") {
                 "this browser offers no WebGPU adapter (WebGPU is off, blocked or unsupported here)"
             } else {
-                "no GPU adapter was found (no Vulkan, Metal, DX12 or GL driver)"
+                "no GPU adapter was found (no Vulkan, Metal or DX12 driver; OpenGL is tried \
+                 only with PIANOFORMER_WGPU_API=gl)"
             }
         } else {
             "the GPU was found but could not be started"
@@ -233,8 +234,10 @@ async fn gpu() -> Result<Backend, DeviceError> {
     if let Some(done) = slot.as_ref() {
         return done.clone();
     }
+    let api = native_graphics_api()?;
     // wgpu may panic instead of erroring on some broken driver stacks; keep that a clean error.
-    let attempt = std::panic::catch_unwind(|| Device::wgpu_options().init_with_setup());
+    let attempt =
+        std::panic::catch_unwind(|| Device::wgpu_options().graphics_api(api).init_with_setup());
     let result = match attempt {
         Ok(Ok((device, setup))) => Ok(backend_from_setup(device, &setup)),
         Ok(Err(e)) => Err(DeviceError::NoGpu(GpuUnavailable::from_runtime(
@@ -247,6 +250,35 @@ async fn gpu() -> Result<Backend, DeviceError> {
     };
     *slot = Some(result.clone());
     result
+}
+
+/// The graphics API native GPU work asks for: the platform's own compute API (Vulkan; Metal on
+/// macOS, DX12 on Windows), or the one `PIANOFORMER_WGPU_API` names (`vulkan`, `metal`, `dx12`,
+/// `gl`). OpenGL is only taken when asked for: on a machine without a GPU, Mesa's EGL offers a
+/// software OpenGL adapter (llvmpipe), and creating a device on it now and then aborts the
+/// process (wgpu panics inside its EGL context lock while unwinding, which no `catch_unwind`
+/// stops) instead of failing.
+#[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
+fn native_graphics_api() -> Result<burn::tensor::wgpu::WgpuBackend, DeviceError> {
+    use burn::tensor::wgpu::WgpuBackend;
+    let asked = std::env::var("PIANOFORMER_WGPU_API").unwrap_or_default();
+    Ok(match asked.to_lowercase().as_str() {
+        "" if cfg!(target_os = "macos") => WgpuBackend::Metal,
+        "" if cfg!(windows) => WgpuBackend::Dx12,
+        "" | "vulkan" => WgpuBackend::Vulkan,
+        "metal" => WgpuBackend::Metal,
+        "dx12" => WgpuBackend::Dx12,
+        "gl" => WgpuBackend::Gl,
+        other => {
+            return Err(DeviceError::NoGpu(GpuUnavailable {
+                reason: format!(
+                    "PIANOFORMER_WGPU_API={other} is not a graphics API: use vulkan, metal, dx12 \
+                     or gl"
+                ),
+                detail: String::new(),
+            }));
+        }
+    })
 }
 
 #[cfg(feature = "gpu")]
