@@ -209,4 +209,6 @@ pub use accompany::accompany_piece;
 pub use continuation::{continuation_attention, continue_piece};
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
+mod options_tests;
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;
