@@ -13,7 +13,7 @@
 import { fetchModel } from './www/store.js';
 import { SAMPLES } from './www/audio.js';
 
-export const VERSION = 6;
+export const VERSION = 7;
 export const SHELL_CACHE = `pianoformer-shell-v${VERSION}`;
 
 /** What the page cannot start without, relative to this worker. */
@@ -33,6 +33,7 @@ export const SHELL_FILES = [
   'www/compare.js',
   'www/generate.js',
   'www/generation-plan.js',
+  'www/harmonizer.js',
   'www/keys.js',
   'www/labels.js',
   'www/lanes.js',

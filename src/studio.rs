@@ -1,5 +1,6 @@
 //! What the page does with a piece and a model, written once for the Worker and for native
-//! tests: an accompaniment for the piece's melody, or a continuation after its end, streamed
+//! tests: chords for the piece's melody (the harmonizer), an accompaniment for its melody, or a
+//! continuation after its end, streamed
 //! (notes and attention as they are computed, cancellable) and put back into the piece.
 
 use serde::{Deserialize, Serialize};
@@ -205,9 +206,13 @@ pub struct Progress {
 
 mod accompany;
 mod continuation;
+mod harmonize;
 pub use accompany::accompany_piece;
 pub use continuation::{continuation_attention, continue_piece};
+pub use harmonize::{HarmonizeOptions, Harmonized, harmonize_piece, needs_harmonizer};
 
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod harmonize_tests;
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod options_tests;
 #[cfg(all(test, not(target_arch = "wasm32")))]

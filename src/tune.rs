@@ -269,7 +269,7 @@ impl FineTune {
                 max_shift: 0,
                 ..session.spec.clone()
             };
-            session.set_validation(valid.fixed_windows(continuation, &spec, 1, 32, options.batch));
+            session.set_validation(valid.fixed_windows(task, &spec, 1, 32, options.batch));
         }
         Ok(Self {
             session,

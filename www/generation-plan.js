@@ -28,6 +28,33 @@ export function hasNotes(piece) {
   return !!piece?.tracks.some((t) => t.notes.length);
 }
 
+/** The manifest's harmonizer (its default one), or null. */
+export function harmonizerEntry(manifest) {
+  const all = (manifest ?? []).filter((m) => m.task === 'harmonization');
+  return all.find((m) => m.default) ?? all[0] ?? null;
+}
+
+/**
+ * Whether no part of `piece` carries the harmony (a melody, and no accompaniment): its chord
+ * lane is then the harmonizer's.
+ */
+export function needsHarmonizer(piece) {
+  const has = (role) => !!piece?.tracks.some((t) => t.role === role && t.notes.length);
+  return has('melody') && !has('piano') && !has('generated');
+}
+
+/** What the chord lane's note says about where its chords came from ('' when unknown). */
+export function chordSourceText(piece) {
+  switch (piece?.chordSource) {
+    case 'harmonizer':
+      return 'Chords: proposed by the harmonizer from the melody';
+    case 'detector':
+      return 'Chords: detected from the notes';
+    default:
+      return '';
+  }
+}
+
 /** Whether the piece has a piano part (the pianist's or a generated one) to keep around bars. */
 export function hasPiano(piece) {
   return !!piece?.tracks.some((t) => (t.role === 'generated' || t.role === 'piano') && t.notes.length);

@@ -1,11 +1,13 @@
-// Editing the chord and phrase lanes: the dialog a click (or Enter) on a lane's bar opens, and
-// the planned bars past the music that continuations follow. What a label may be is in labels.js.
-import { $, app } from './page.js';
+// Editing the chord and phrase lanes: the dialog a click (or Enter) on a lane's bar opens, the
+// planned bars past the music that continuations follow, and "Suggest chords" (the
+// harmonizer's progression for the selected bars). What a label may be is in labels.js.
+import { $, app, notice, showError } from './page.js';
 import { clonePiece, phraseIndex, setBarCount, setPhrase } from './piece.js';
 import {
   CHORD_CHOICES, LABEL_HELP, chordCell, labelError, labelProblems, labelTitle, plannedBars,
 } from './labels.js';
-import { setPiece } from './piece-view.js';
+import { selectedBars, setPiece, updateButtons } from './piece-view.js';
+import { harmonized } from './harmonizer.js';
 
 /** Opens the dialog for the `kind` ('chord' or 'phrase') label of bar `bar`. */
 export function editLabel(kind, bar) {
@@ -43,7 +45,7 @@ export function editLabel(kind, bar) {
   input.select();
 }
 
-/** Wires the planned-bars field and the dialog's chord suggestions. */
+/** Wires the planned-bars field, the dialog's chord suggestions and "Suggest chords". */
 export function wireLanes() {
   $('plan-bars').addEventListener('change', (e) => {
     if (!app.piece) return;
@@ -53,4 +55,38 @@ export function wireLanes() {
     setPiece(next, { keepView: true });
   });
   $('chord-list').replaceChildren(...CHORD_CHOICES.map((c) => new Option(c)));
+  $('suggest-chords').addEventListener('click', suggestChords);
+}
+
+let suggestions = 0; // presses of "Suggest chords" on this page: each is another alternative
+
+/**
+ * "Suggest chords": the harmonizer's progression for the selected bars (every bar without a
+ * selection), one Undo away. The first press on a lane the detector filled is the most likely
+ * progression; every later press draws another alternative.
+ */
+export async function suggestChords() {
+  const piece = app.piece;
+  if (!piece || app.generating) return;
+  const bars = selectedBars();
+  const first = suggestions === 0 && piece.chordSource !== 'harmonizer';
+  suggestions += 1;
+  const seed = first ? null : suggestions;
+  const where = bars ? `bars ${bars[0] + 1}–${bars[1]}` : 'the whole piece';
+  const job = { id: null, task: 'chords', cancelled: false };
+  app.generating = job;
+  updateButtons();
+  try {
+    const next = await harmonized(piece, { bars, seed });
+    app.generating = null;
+    updateButtons();
+    // Cancelled, or another piece came meanwhile: the lane stays as it is.
+    if (job.cancelled || app.piece !== piece) return;
+    setPiece(next, { keepView: true });
+    notice(`Chords for ${where} from the harmonizer (${first ? 'its most likely progression' : `alternative ${suggestions}`}). Undo takes them back; press again for another.`);
+  } catch (e) {
+    app.generating = null;
+    updateButtons();
+    showError(`No chords could be suggested: ${e.message}`);
+  }
 }

@@ -6,12 +6,13 @@ import { call } from './worker-client.js';
 import { clonePiece } from './piece.js';
 import { PianoRoll } from './roll.js';
 import { saveWork } from './store.js';
-import { barsUnder, hasNotes, hasPiano } from './generation-plan.js';
+import { barsUnder, chordSourceText, harmonizerEntry, hasNotes, hasPiano } from './generation-plan.js';
 import { describeRoles, pieceTitle } from './page-text.js';
 import { editLabel } from './lanes.js';
 import { seek } from './playback.js';
 import { settings } from './generate.js';
 import { hideCompare } from './compare-panel.js';
+import { withLaneFilled } from './harmonizer.js';
 
 export const roll = new PianoRoll($('roll'), {
   onChordClick: (bar) => editLabel('chord', bar),
@@ -55,6 +56,7 @@ export function showPiece() {
   $('roll-tools').hidden = !p;
   $('piece-name').textContent = pieceTitle(p);
   $('plan-bars').value = p ? p.bars.length - p.promptBars : 0;
+  $('chord-source').textContent = chordSourceText(p);
   showTracks();
   updateButtons();
 }
@@ -101,6 +103,7 @@ export function updateButtons() {
   $('play').disabled = !has;
   $('undo').disabled = undoStack.length === 0 || busy;
   $('generate').disabled = !has || busy || !status.backend || !$('model').value;
+  $('suggest-chords').disabled = !has || busy || !status.backend || !harmonizerEntry(app.manifest);
   $('regen-bars').disabled = $('generate').disabled || !selectedBars()
     || (settings().task === 'accompaniment' ? !hasPiano(app.piece) : !hasNotes(app.piece));
   $('cancel').disabled = !busy;
@@ -139,10 +142,12 @@ export async function openFile(file) {
   }
   try {
     const bytes = await file.arrayBuffer();
-    const piece = await call('readMidi', { bytes, name: file.name }, { transfer: [bytes] });
+    const read = await call('readMidi', { bytes, name: file.name }, { transfer: [bytes] });
+    const { piece, problem } = await withLaneFilled(read);
     setPiece(piece, { fresh: true });
     $('error').hidden = true;
-    notice(`Opened ${file.name}: ${describeRoles(piece)}.`);
+    const chords = problem ? ` The harmonizer could not propose chords (${problem}): they are detected.` : '';
+    notice(`Opened ${file.name}: ${describeRoles(piece)}.${chords}`);
   } catch (e) {
     showError(e.message);
   }
@@ -152,7 +157,8 @@ export async function openExample() {
   try {
     const bytes = await call('exampleMidi', { key: 0, bars: 16 });
     const buffer = bytes.buffer;
-    const piece = await call('readMidi', { bytes: buffer, name: 'example.mid' }, { transfer: [buffer] });
+    const read = await call('readMidi', { bytes: buffer, name: 'example.mid' }, { transfer: [buffer] });
+    const { piece } = await withLaneFilled(read);
     setPiece(piece, { fresh: true });
     notice('The example: a melody on a I–V–vi–IV progression, written by pianoformer itself.');
   } catch (e) {

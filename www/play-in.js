@@ -8,6 +8,7 @@ import { Take, computerKeyPitch, emptyPiece, noteMessage, recordInto } from './k
 import { START_DELAY } from './audio.js';
 import { piano, playheadTick, stopPlayback } from './playback.js';
 import { setPiece } from './piece-view.js';
+import { withLaneFilled } from './harmonizer.js';
 
 export const keys = {
   octave: 4,
@@ -168,6 +169,10 @@ async function stopRecording() {
       next.chords = next.bars.map((tick, i) => chordAt.get(tick) ?? next.chords[i]);
       next.phrases = detected.phrases;
       fitPhrases(next);
+      // A take is a melody alone: its chords are the harmonizer's where one is installed.
+      const filled = await withLaneFilled(next);
+      next = filled.piece;
+      if (filled.problem) notice(`The harmonizer could not propose chords (${filled.problem}): they are detected.`);
     } catch (e) {
       notice(`Recorded; the chords could not be detected (${e.message}): set them in the chord lane.`);
     }

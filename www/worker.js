@@ -4,6 +4,7 @@
 // In:  {type: 'init', backend: 'auto' | 'gpu' | 'cpu'}
 //      {type: 'call', id, method, args}   methods: readMidi, writeMidi, exampleMidi, checkPiece, memory,
 //                                          loadModel, hasModel, unloadModel, generate, attention,
+//                                          harmonize,
 //                                          template; fine-tuning: tuneInspect, tuneStart,
 //                                          tuneStep, tuneKeep, tuneDrop, packModel, unpackModel
 //      {type: 'cancel', id}
@@ -243,6 +244,8 @@ const methods = {
   },
   hasModel: ({ name }) => session.hasModel(name),
   template: ({ model, layer, head, lags }) => session.template(model, layer, head, lags),
+  harmonize: async ({ model, piece, options }) =>
+    JSON.parse(await session.harmonize(model, JSON.stringify(piece), JSON.stringify(options))),
   attention: ({ model, piece, options }, id) =>
     session.attention(model, JSON.stringify(piece), JSON.stringify(options), progressHandler(id)),
   unloadModel: ({ name }) => {

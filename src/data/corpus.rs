@@ -10,6 +10,8 @@ use rand::rngs::StdRng;
 
 pub use super::example::WindowSpec;
 use super::example::{Example, example};
+use super::harmony::{beat_crop_starts, harmony_example};
+use crate::model::config::Task;
 use crate::music::grid::Grid;
 use crate::music::labels::StepLabels;
 use crate::music::midi::{Note, Song};
@@ -125,9 +127,33 @@ impl Piece {
 
     /// Whether the piece has an accompaniment to learn from and a melody to learn it from.
     pub fn has_accompaniment(&self) -> bool {
-        let any = |r: &PianoRoll| (0..r.num_steps).any(|s| (0..128).any(|p| r.onset(s, p)));
-        any(&self.rolls.melody) && any(&self.rolls.piano)
+        has_notes(&self.rolls.melody) && has_notes(&self.rolls.piano)
     }
+
+    /// Whether the piece has a melody to harmonize and chords to learn from within its range.
+    pub fn has_harmony(&self) -> bool {
+        has_notes(&self.rolls.melody)
+            && self.labels.chord
+                [self.range.start.min(self.labels.len())..self.range.end.min(self.labels.len())]
+                .iter()
+                .any(Option::is_some)
+    }
+
+    /// The harmonizer's window of `spec.len` beats from beat `start`, transposed.
+    pub fn harmony_example(&self, spec: &WindowSpec, start: usize, transpose: i32) -> Example {
+        harmony_example(
+            &self.rolls,
+            &self.labels,
+            &self.range,
+            spec,
+            start,
+            transpose,
+        )
+    }
+}
+
+fn has_notes(r: &PianoRoll) -> bool {
+    (0..r.num_steps).any(|s| (0..128).any(|p| r.onset(s, p)))
 }
 
 /// The bar lines of `grid` inside `range` that leave a whole window of `len` steps in it, or
@@ -212,12 +238,26 @@ impl Corpus {
             .collect()
     }
 
+    /// Pieces usable for harmonizer windows.
+    fn harmony_pieces(&self) -> Vec<&Piece> {
+        self.pieces.iter().filter(|p| p.has_harmony()).collect()
+    }
+
     /// Checks that batches can be drawn for `task` windows of `spec.len`, in words.
-    pub fn check(&self, continuation: bool, spec: &WindowSpec) -> Result<(), String> {
+    pub fn check(&self, task: Task, spec: &WindowSpec) -> Result<(), String> {
         if self.pieces.is_empty() {
             return Err("no pieces to train on".into());
         }
-        if continuation {
+        if task == Task::Harmonization {
+            if self.harmony_pieces().is_empty() {
+                return Err(
+                    "no piece has both a melody and chords to learn from (a harmonizer learns \
+                     from annotated chords, as POP909's, or from files whose chords can be \
+                     recognised)"
+                        .into(),
+                );
+            }
+        } else if task == Task::Continuation {
             if self.token_pieces(spec.len).is_empty() {
                 let longest = self
                     .pieces
@@ -241,14 +281,26 @@ impl Corpus {
     }
 
     /// `batch` random windows: a random piece, a crop starting on a bar line, a transposition.
-    pub fn sample(
-        &self,
-        continuation: bool,
-        spec: &WindowSpec,
-        batch: usize,
-        rng: &mut StdRng,
-    ) -> Batch {
-        if continuation {
+    pub fn sample(&self, task: Task, spec: &WindowSpec, batch: usize, rng: &mut StdRng) -> Batch {
+        let shift = |rng: &mut StdRng| {
+            if spec.max_shift > 0 {
+                rng.random_range(-spec.max_shift..=spec.max_shift)
+            } else {
+                0
+            }
+        };
+        if task == Task::Harmonization {
+            let pieces = self.harmony_pieces();
+            let windows = (0..batch)
+                .map(|_| {
+                    let p = pieces[rng.random_range(0..pieces.len())];
+                    let starts = beat_crop_starts(&p.grid, spec.len);
+                    let start = starts[rng.random_range(0..starts.len())];
+                    p.harmony_example(spec, start, shift(rng))
+                })
+                .collect();
+            Batch::Rolls(windows)
+        } else if task == Task::Continuation {
             let pieces = self.token_pieces(spec.len);
             let windows = (0..batch)
                 .map(|_| {
@@ -261,12 +313,7 @@ impl Corpus {
                         .collect();
                     let start = starts[rng.random_range(0..starts.len())];
                     let window = &p.tokens[start..start + spec.len + 1];
-                    let shift = if spec.max_shift > 0 {
-                        rng.random_range(-spec.max_shift..=spec.max_shift)
-                    } else {
-                        0
-                    };
-                    transpose_tokens(window, shift).unwrap_or_else(|| window.to_vec())
+                    transpose_tokens(window, shift(rng)).unwrap_or_else(|| window.to_vec())
                 })
                 .collect();
             Batch::Tokens(windows)
@@ -277,12 +324,7 @@ impl Corpus {
                     let p = pieces[rng.random_range(0..pieces.len())];
                     let starts = p.crop_starts(spec.len);
                     let start = starts[rng.random_range(0..starts.len())];
-                    let shift = if spec.max_shift > 0 {
-                        rng.random_range(-spec.max_shift..=spec.max_shift)
-                    } else {
-                        0
-                    };
-                    example(&p.rolls, &p.labels, spec, start, shift)
+                    example(&p.rolls, &p.labels, spec, start, shift(rng))
                 })
                 .collect();
             Batch::Rolls(windows)
@@ -294,7 +336,7 @@ impl Corpus {
     /// taken round-robin over the pieces so every piece counts. Returned in batches of `batch`.
     pub fn fixed_windows(
         &self,
-        continuation: bool,
+        task: Task,
         spec: &WindowSpec,
         stride: usize,
         limit: usize,
@@ -302,7 +344,18 @@ impl Corpus {
     ) -> Vec<Batch> {
         let stride = stride.max(1);
         let mut per_piece: Vec<Vec<Batch>> = Vec::new();
-        if continuation {
+        if task == Task::Harmonization {
+            for p in self.harmony_pieces() {
+                let starts = beat_crop_starts(&p.grid, spec.len)
+                    .into_iter()
+                    .step_by(stride);
+                per_piece.push(
+                    starts
+                        .map(|s| Batch::Rolls(vec![p.harmony_example(spec, s, 0)]))
+                        .collect(),
+                );
+            }
+        } else if task == Task::Continuation {
             for p in self.token_pieces(spec.len) {
                 let starts = p
                     .token_bars

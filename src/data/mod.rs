@@ -1,12 +1,13 @@
 //! What the models read, made from music: accompaniment examples (a song's rolls and lanes
 //! over a window, `example`), corpora of pieces and their windows for training and evaluation
-//! (`corpus`), batches of them as tensors (`batch`), and, natively, where the pieces come from
+//! (`corpus`), harmonizer windows of beats (`harmony`), batches of them as tensors (`batch`), and, natively, where the pieces come from
 //! (`sources`: POP909 or a folder of MIDI files). Used by training, generation and evaluation
 //! alike.
 
 pub mod batch;
 pub mod corpus;
 pub mod example;
+pub mod harmony;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod sources;
 

@@ -108,6 +108,23 @@ async fn sample(
     Ok((roll, target_roll(&e)))
 }
 
+/// The share of the onsets of an accompaniment of `piece` that are tones of its annotated
+/// chords, when the lanes hold `lanes` instead of the annotations (chords and phrases a
+/// harmonizer or the detector wrote from the melody alone): how much of the song's real
+/// harmony the piano plays.
+pub async fn chord_tones_with_lanes(
+    model: &Performer,
+    piece: &Piece,
+    lanes: &StepLabels,
+    sampling: PianoSampling,
+    device: &Device,
+) -> Result<Option<f64>, GenerateError> {
+    let spb = piece.labels.steps_per_beat.max(1);
+    let (roll, _) = sample(model, piece, lanes, sampling, device).await?;
+    let annotated = beat_chords(&piece.labels, piece.range.clone());
+    Ok(chord_tone_ratio(&roll, &annotated, spb))
+}
+
 /// The panel's figures for one song.
 pub async fn song_result(
     model: &Performer,

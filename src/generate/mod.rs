@@ -17,6 +17,7 @@ use crate::model::performer::{ModelError, Performer, State};
 pub mod accompany;
 pub mod binarize;
 pub mod continuation;
+pub mod harmonize;
 pub mod piano;
 pub mod prompt;
 pub mod sample;

@@ -15,6 +15,9 @@ pub enum Task {
     Accompaniment,
     /// REMI tokens in, the next token out.
     Continuation,
+    /// The melody and bridge per beat with the bar grid and the phrase lane in
+    /// ([`BEAT_FEATURES`]), chord-class logits out per beat ([`CHORD_CLASSES`]).
+    Harmonization,
 }
 
 impl std::str::FromStr for Task {
@@ -25,8 +28,9 @@ impl std::str::FromStr for Task {
         match s {
             "accompaniment" => Ok(Task::Accompaniment),
             "continuation" => Ok(Task::Continuation),
+            "harmonization" => Ok(Task::Harmonization),
             _ => Err(format!(
-                "unknown task `{s}`: use accompaniment or continuation"
+                "unknown task `{s}`: use accompaniment, continuation or harmonization"
             )),
         }
     }
@@ -40,6 +44,18 @@ pub enum AttentionKind {
     Linear,
     /// Exact causal softmax attention (the quadratic baseline).
     Softmax,
+}
+
+/// Which positions attention reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Each position reads itself and the positions before it (every generator; a
+    /// harmonizer for live playing).
+    Causal,
+    /// Each position reads the whole sequence (the harmonizer of a whole melody): one call
+    /// per sequence, no step-by-step decoding.
+    Bidirectional,
 }
 
 /// What an accompaniment model reads at every step besides the melody and bridge rolls.
@@ -94,12 +110,15 @@ pub struct PerformerConfig {
     /// Accompaniment: the lanes and the previous piano step as inputs (`None`: melody and
     /// bridge rolls only, the F-StrIPE paper's setting and the first shipped models).
     pub conditioning: Option<Conditioning>,
+    /// Which positions attention reads (`None`: causal, as every model before the harmonizer).
+    pub direction: Option<Direction>,
 }
 
 /// Roll features per step for accompaniment: melody and bridge, onset and sustain, 128 each.
 pub const ACCOMPANIMENT_INPUTS: usize = 4 * 128;
 /// Piano onset and sustain logits per step.
 pub const ACCOMPANIMENT_OUTPUTS: usize = 2 * 128;
+pub use crate::music::harmony::{BEAT_FEATURES, CHORD_CLASSES};
 pub use crate::music::labels::LABEL_FEATURES;
 
 impl PerformerConfig {
@@ -115,7 +134,13 @@ impl PerformerConfig {
                 ACCOMPANIMENT_OUTPUTS,
             ),
             Task::Continuation => (vocab, vocab),
+            Task::Harmonization => (BEAT_FEATURES, CHORD_CLASSES),
         }
+    }
+
+    /// Whether attention reads only the past (every model but a whole-melody harmonizer).
+    pub fn is_causal(&self) -> bool {
+        self.direction != Some(Direction::Bidirectional)
     }
 
     /// This config with `conditioning` (accompaniment), its input size to match.
@@ -160,6 +185,18 @@ impl PerformerConfig {
             .with_pe(pe)
     }
 
+    /// The harmonizer's size (about 0.4 M parameters, under 2 MB): 3 layers, 4 heads of 32,
+    /// d_model 128, reading the whole melody (`Bidirectional`) or only up to the current beat.
+    pub fn harmonizer(pe: PeConfig, direction: Direction) -> Self {
+        let (i, o) = Self::sizes(Task::Harmonization, 0, None);
+        let mut pe = pe;
+        pe.realizations = 32;
+        Self::new(Task::Harmonization, i, o, 128, 3, 4, 32, 256)
+            .with_features(32)
+            .with_pe(pe)
+            .with_direction(Some(direction))
+    }
+
     /// The decode benchmark's headline size: the token vocabulary, d_model 256, 4 layers, 4
     /// heads × 64, R = 64, 128 FAVOR+ features, gated sineSPE with K = 5 and one shared code.
     pub fn bench() -> Self {
@@ -175,8 +212,11 @@ impl PerformerConfig {
     /// both ways for continuation.
     pub fn validate_for(&self, vocab: usize) -> Result<(), String> {
         self.validate()?;
-        if self.task == Task::Continuation && self.conditioning.is_some() {
-            return Err("a continuation model takes no accompaniment conditioning".into());
+        if self.task != Task::Accompaniment && self.conditioning.is_some() {
+            return Err(format!(
+                "a {:?} model takes no accompaniment conditioning",
+                self.task
+            ));
         }
         let (i, o) = Self::sizes(self.task, vocab, self.conditioning);
         if (self.input_dim, self.output_dim) != (i, o) {
@@ -221,6 +261,12 @@ impl PerformerConfig {
         }
         if self.pe.acts_on_attention() && self.pe.realizations == 0 {
             return Err("SPE needs at least one realization".into());
+        }
+        if !self.is_causal() && self.attention == AttentionKind::Softmax {
+            return Err("bidirectional attention is linear only".into());
+        }
+        if !self.is_causal() && self.task != Task::Harmonization {
+            return Err("only a harmonizer reads its whole sequence at once".into());
         }
         if self.input_dim == 0 || self.output_dim == 0 {
             return Err("input and output sizes must be positive".into());

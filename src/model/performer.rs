@@ -154,7 +154,7 @@ impl Performer {
                 }
                 (Some(e), None)
             }
-            Task::Accompaniment => (
+            Task::Accompaniment | Task::Harmonization => (
                 None,
                 Some(seeded_linear(
                     matrices.as_mut(),
@@ -330,6 +330,13 @@ impl Performer {
             }
             _ => {}
         }
+        if !c.is_causal() && start > 0 {
+            return Err(ModelError::Input {
+                expected: "the whole sequence in one call (the model reads it in both directions)"
+                    .into(),
+                given: format!("a continuation from position {start}"),
+            });
+        }
         if self.pe.config.is_structural() && labels.is_none() {
             return Err(ModelError::MissingLabels);
         }
@@ -395,7 +402,9 @@ impl Performer {
                     row = Some(attention_rows(phi_q.clone(), keys.clone()));
                     state.keys[layer] = Some(Keys::Tensor(Box::new(keys)));
                 }
-                let (out, next) = if l == 1 {
+                let (out, next) = if l == 1 || !c.is_causal() {
+                    // Bidirectional: every key is absorbed before any query reads, which is
+                    // the recurrent step's order over the whole sequence at once.
                     recurrent_step(phi_q, phi_k, v, prior)
                 } else {
                     // The fused WGSL kernel for plain (inference) wgpu tensors; the generic

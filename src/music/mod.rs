@@ -3,6 +3,7 @@
 pub mod chords;
 pub mod fixtures;
 pub mod grid;
+pub mod harmony;
 pub mod labels;
 pub mod melody;
 pub mod metrics;

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::chords::Chord;
 use super::grid::Grid;
+use super::harmony::ChordSource;
 use super::labels::detect_structure;
 use super::midi::{
     MidiError, Note, Song, TempoChange, TimeSignature, Track, read_midi, write_midi,
@@ -80,6 +81,10 @@ pub struct Piece {
     pub tracks: Vec<PieceTrack>,
     /// A cell per bar: one chord (`Am`), several sharing the bar evenly (`C G`), or "" (none).
     pub chords: Vec<String>,
+    /// What filled the chord lane when the piece was opened (the page says it); absent in
+    /// share links and pieces saved before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chord_source: Option<ChordSource>,
     /// Phrases in order from bar 0: (letter, bars).
     pub phrases: Vec<(char, usize)>,
     /// Bars that hold the music; labels after them plan what a continuation writes.
@@ -163,6 +168,7 @@ impl Piece {
             end_tick: song.end_tick(),
             tracks,
             chords,
+            chord_source: Some(ChordSource::Detector),
             phrases: detected
                 .phrases
                 .iter()

@@ -40,8 +40,10 @@ pub struct SongSummary {
     /// when the file gives none).
     pub time_signatures: Vec<(usize, String)>,
     pub key: Option<String>,
-    /// Detected chord names per bar, one per beat (`N` where nothing sounds).
+    /// Chord names per bar, one per beat (`N` where nothing sounds): detected, unless a
+    /// harmonizer filled them (`chord_source`).
     pub chords_per_bar: Vec<Vec<String>>,
+    pub chord_source: super::harmony::ChordSource,
     /// Index into `tracks` of the track taken as the melody, if any looks like one.
     pub melody_track: Option<usize>,
     /// Detected phrases, and the same as a label string (`i4A8B8A8o2`).
@@ -151,6 +153,7 @@ pub fn summarize(song: &Song) -> SongSummary {
             .first()
             .map(|k| key_name(k.fifths, k.minor)),
         chords_per_bar,
+        chord_source: super::harmony::ChordSource::Detector,
         melody_track,
         phrase_labels: label_string(&phrases),
         phrases,

@@ -57,6 +57,8 @@ impl RunOptions {
             window: match task {
                 Task::Accompaniment => 256,
                 Task::Continuation => 512,
+                // Beats: 32 bars of 4/4.
+                Task::Harmonization => 128,
             },
             peak_lr: 1e-3,
             warmup: 100,
@@ -181,16 +183,16 @@ impl Session {
     ) -> Result<Self, String> {
         options.validate()?;
         model.config.validate_for(VOCAB_SIZE)?;
-        let continuation = model.config.task == Task::Continuation;
+        let task = model.config.task;
         let spec = WindowSpec {
             max_shift: options.max_shift,
             ..WindowSpec::for_model(&model.config, options.window)
         };
-        train.check(continuation, &spec)?;
+        train.check(task, &spec)?;
         let valid = if valid.pieces.is_empty() {
             Vec::new()
         } else {
-            valid.fixed_windows(continuation, &spec, 4, options.eval_windows, options.batch)
+            valid.fixed_windows(task, &spec, 4, options.eval_windows, options.batch)
         };
         let mut trainer = Trainer::new(model, options.schedule(), options.clip_norm, options.seed);
         trainer.pos_weight = options.pos_weight as f32;
@@ -271,9 +273,12 @@ impl Session {
                 .wrapping_add(step as u64)
                 .rotate_left(17),
         );
-        let continuation = self.trainer.model.config.task == Task::Continuation;
-        self.train
-            .sample(continuation, &self.spec, self.options.batch, &mut rng)
+        self.train.sample(
+            self.trainer.model.config.task,
+            &self.spec,
+            self.options.batch,
+            &mut rng,
+        )
     }
 
     /// One optimiser step; returns its loss.

@@ -1,6 +1,7 @@
 //! One training step for either task: a batch of windows through the Performer on an
 //! autodiff device; per-step multi-label binary cross-entropy on piano onsets and sustains
-//! (accompaniment) or next-token cross-entropy (continuation); Adam with gradient-norm
+//! (accompaniment), next-token cross-entropy (continuation) or chord-class cross-entropy per
+//! beat (harmonization); Adam with gradient-norm
 //! clipping and a warm-up + cosine learning rate. No native-only pieces: the same code
 //! fine-tunes in the browser (the loss is read asynchronously).
 
@@ -14,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::corpus::Batch;
 use crate::data::{stack, stack_tokens};
+use crate::model::config::Task;
 use crate::model::performer::{Inputs, ModelError, Performer};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -46,6 +48,19 @@ pub fn token_nll(logits: Tensor<3>, targets: Tensor<3, Int>) -> Tensor<2> {
         .gather(2, targets)
         .neg()
         .squeeze_dim::<2>(2)
+}
+
+/// Cross-entropy of chord-class `logits` [batch, len, classes] against target classes
+/// [batch, len, 1] given as numbers, where a negative target means "no target here": per
+/// position [batch, len], zero where there is no target, and scaled so that the mean over all
+/// positions is the mean over the positions with a target.
+pub fn class_nll(logits: Tensor<3>, targets: Tensor<3>) -> Tensor<2> {
+    let [b, l, _] = targets.dims();
+    let mask = targets.clone().greater_equal_elem(0.0).float();
+    let ids = targets.clamp_min(0.0).int();
+    let nll = log_softmax(logits, 2).gather(2, ids).neg() * mask.clone();
+    let counted = mask.sum().clamp_min(1.0).reshape([1, 1]);
+    nll.squeeze_dim::<2>(2) * (b * l) as f32 / counted
 }
 
 /// Per-step BCE of `logits` against `targets`, averaged over the output units: [batch, len].
@@ -139,7 +154,11 @@ impl Trainer {
                 let logits =
                     self.model
                         .forward(Inputs::Rolls(inputs), coords, &mut state, augment)?;
-                bce_per_step(logits, targets, self.pos_weight)
+                if self.model.config.task == Task::Harmonization {
+                    class_nll(logits, targets)
+                } else {
+                    bce_per_step(logits, targets, self.pos_weight)
+                }
             }
             Batch::Tokens(windows) => {
                 let (inputs, targets) = stack_tokens(windows, &device);

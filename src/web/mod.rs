@@ -233,6 +233,26 @@ impl Session {
         serde_json::to_string(&out).map_err(to_js)
     }
 
+    /// Chord cells for the piece's melody from the harmonizer `name`: `options` is
+    /// `{bars: [from, to] | null, seed: number | null}` (no seed: the most likely
+    /// progression; a seed: an alternative drawn with it). Returns `{from, cells}` (JSON).
+    pub async fn harmonize(
+        &self,
+        name: String,
+        piece: String,
+        options: String,
+    ) -> Result<String, JsError> {
+        let loaded = self.model(&name)?;
+        let piece = parse_piece(&piece)?;
+        let options: studio::HarmonizeOptions = serde_json::from_str(&options)
+            .map_err(|e| JsError::new(&format!("the chord settings are not readable: {e}")))?;
+        let decode = loaded.entry.harmony.unwrap_or_default();
+        let out = studio::harmonize_piece(&loaded.model, &decode, &piece, &options)
+            .await
+            .map_err(to_js)?;
+        serde_json::to_string(&out).map_err(to_js)
+    }
+
     /// The watched head's attention over the whole piece, without generating (after the user
     /// picks another layer or head): rows arrive through `on_progress` as in generation.
     pub async fn attention(
@@ -262,6 +282,12 @@ impl Session {
                 )
                 .await
                 .map_err(to_js)?;
+            }
+            Task::Harmonization => {
+                return Err(JsError::new(
+                    "a harmonizer's attention is not shown: pick an accompaniment or \
+                     continuation model",
+                ));
             }
             Task::Continuation => {
                 studio::continuation_attention(&loaded.model, &piece, &options, device, |p| {

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import {
   barsUnder, barTick, hasNotes, hasPiano, contextOf, regionTicks, startsIn, draftPiece, writesFrom,
   generateOptions, unflattenNotes, notesWritten, progressText, doneText,
+  harmonizerEntry, needsHarmonizer, chordSourceText,
 } from '../../www/generation-plan.js';
 
 const PPQ = 480;
@@ -142,4 +143,26 @@ test('progress and result lines', () => {
     'Continuation: 5 notes in 0.3 s on WebGPU (seed 0).');
   assert.equal(doneText({ task: 'continuation', region: [4, 8], notes: 9, ms: 1000, gpu: false, seed: 1 }),
     'Bars 5–8 rewritten; continuation: 9 notes in 1.0 s on the CPU (seed 1).');
+});
+
+test('the harmonizer fills the lane of a melody alone, and the lane says who filled it', () => {
+  const melodyOnly = piece({ tracks: [piece().tracks[0]] });
+  assert.equal(needsHarmonizer(melodyOnly), true);
+  assert.equal(needsHarmonizer(piece()), false, 'a generated piano carries the harmony');
+  const withPianist = piece({ tracks: [piece().tracks[0], { ...piece().tracks[1], role: 'piano' }] });
+  assert.equal(needsHarmonizer(withPianist), false, 'so does the pianist');
+  const silent = piece({ tracks: [{ ...piece().tracks[0], notes: [] }] });
+  assert.equal(needsHarmonizer(silent), false, 'no melody: nothing to harmonize');
+  const manifest = [
+    { name: 'acc', task: 'accompaniment', default: true },
+    { name: 'h1', task: 'harmonization' },
+    { name: 'h2', task: 'harmonization', default: true },
+  ];
+  assert.equal(harmonizerEntry(manifest).name, 'h2');
+  assert.equal(harmonizerEntry(manifest.slice(0, 2)).name, 'h1');
+  assert.equal(harmonizerEntry(manifest.slice(0, 1)), null);
+  assert.equal(harmonizerEntry(undefined), null);
+  assert.match(chordSourceText({ chordSource: 'harmonizer' }), /harmonizer/);
+  assert.match(chordSourceText({ chordSource: 'detector' }), /detected/);
+  assert.equal(chordSourceText(piece()), '');
 });

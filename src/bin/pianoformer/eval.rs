@@ -21,7 +21,7 @@ use pianoformer::train::session::RunState;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// accompaniment or continuation.
+    /// accompaniment, continuation or harmonization.
     #[arg(long)]
     pub task: String,
     /// The training run's folder (eval.json is written there).
@@ -89,6 +89,11 @@ pub struct Args {
     /// existing eval.json, leaving its other scores as they are.
     #[arg(long)]
     pub ablations_only: bool,
+    /// Harmonization: the accompaniment model played from each lane (the harmonizer's, the
+    /// detector's, the annotations') on the test songs, scored by its chord tones against the
+    /// annotated chords: a shipped model's name, a run folder, `default`, or `none` to skip.
+    #[arg(long, default_value = "default")]
+    pub accompaniment: String,
     /// Songs per split at most (quick runs).
     #[arg(long)]
     pub limit: Option<usize>,
@@ -136,9 +141,10 @@ pub fn run(args: Args) -> Result<(), String> {
     let data = sources::load(
         &args.data,
         Parts {
-            train: false,
+            // Harmonization counts the harmonic rhythm in the training songs.
+            train: task == Task::Harmonization,
             valid: true,
-            test: task == Task::Accompaniment && !args.ablations_only,
+            test: task != Task::Continuation && !args.ablations_only,
         },
         args.limit,
     )?;
@@ -160,6 +166,7 @@ pub fn run(args: Args) -> Result<(), String> {
         return Ok(());
     }
     let result = match task {
+        Task::Harmonization => crate::harmony::run(model, &data, &args, &device)?,
         Task::Accompaniment if model.config.is_autoregressive() => {
             crate::panel::run(model, &data, &args, &device)?
         }
@@ -220,7 +227,9 @@ pub fn run(args: Args) -> Result<(), String> {
             let trained = state.as_ref().map_or(512, |s| s.options.window);
             let length = args.length.unwrap_or(4 * trained);
             let spec = WindowSpec::for_model(&model.config, length);
-            let batches = data.valid.fixed_windows(true, &spec, 8, args.windows, 8);
+            let batches = data
+                .valid
+                .fixed_windows(Task::Continuation, &spec, 8, args.windows, 8);
             if batches.is_empty() {
                 return Err(format!(
                     "no validation song has {length} tokens after a bar line"

@@ -6,12 +6,14 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use pianoformer::device::{self, Preference};
+use pianoformer::generate::harmonize::{Choice, harmonize_input, has_accompaniment};
 use pianoformer::generate::{
     accompaniment_input, accompany_song, chord_tone_ratio, continue_tokens, cut_prompt,
     prompt_tokens, song_from_tokens, with_piano,
 };
 use pianoformer::model::config::Task;
 use pianoformer::music::chords::Chord;
+use pianoformer::music::harmony::ChordSource;
 use pianoformer::music::midi::{read_midi, write_midi};
 use pianoformer::music::phrases::Segment;
 use pianoformer::music::piece::{Piece, TrackRole, chord_cell};
@@ -44,6 +46,12 @@ pub struct Args {
     /// Detected where not given.
     #[arg(long)]
     pub phrases: Option<String>,
+    /// Accompaniment without --chords: the harmonizer that writes the chord lane when no part
+    /// of the file carries the harmony (a melody-only file): a shipped model's name, a
+    /// training run's folder, `default` (the shipped default) or `none` (the rule-based
+    /// detector always).
+    #[arg(long, default_value = "default")]
+    pub harmonizer: String,
     /// Accompaniment: note threshold (default: the one chosen on validation data; a model
     /// that writes step by step draws its notes unless a threshold is given).
     #[arg(long)]
@@ -149,6 +157,11 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
     std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
+/// What `generate --task harmonization` answers.
+const HARMONIZER_WRITES_NO_MUSIC: &str = "a harmonizer writes chords, not notes: an \
+     accompaniment of a melody-only file uses it for the chord lane (generate --task \
+     accompaniment), and `pianoformer inspect FILE` prints its chords";
+
 pub fn run(args: Args) -> Result<(), String> {
     let task: Task = args.task.parse()?;
     let bytes = std::fs::read(&args.prompt)
@@ -177,6 +190,7 @@ pub fn run(args: Args) -> Result<(), String> {
     }
     let options = options(&args, &loaded, None, new_bars)?;
     match task {
+        Task::Harmonization => return Err(HARMONIZER_WRITES_NO_MUSIC.into()),
         Task::Accompaniment => {
             let chords = args.chords.as_deref().map(parse_chords).transpose()?;
             let phrases = args
@@ -184,8 +198,28 @@ pub fn run(args: Args) -> Result<(), String> {
                 .as_deref()
                 .map(parse_phrase_labels)
                 .transpose()?;
-            let input = accompaniment_input(&song, chords.as_deref(), phrases)
+            let mut input = accompaniment_input(&song, chords.as_deref(), phrases)
                 .map_err(|e| format!("{}: {e}", args.prompt.display()))?;
+            let harmonizer = if chords.is_none() && !has_accompaniment(&song, &input) {
+                crate::models::harmonizer(&args.harmonizer, None, &device)?
+            } else {
+                None
+            };
+            if let Some((harmonizer, decode)) = harmonizer {
+                pollster::block_on(harmonize_input(
+                    &harmonizer.model,
+                    &decode,
+                    &mut input,
+                    Choice::Best,
+                    options.seed,
+                ))
+                .map_err(|e| e.to_string())?;
+                eprintln!(
+                    "chords: {} — {}",
+                    ChordSource::Harmonizer.describe(),
+                    harmonizer.source
+                );
+            }
             let piano = pollster::block_on(accompany_song(
                 model,
                 &input,
@@ -334,6 +368,7 @@ fn regenerate(
     let options = options(args, loaded, Some(region), None)?;
     let model = &loaded.model;
     let out = match task {
+        Task::Harmonization => return Err(HARMONIZER_WRITES_NO_MUSIC.into()),
         Task::Accompaniment => pollster::block_on(accompany_piece(
             model,
             loaded.binarize,

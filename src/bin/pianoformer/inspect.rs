@@ -2,7 +2,11 @@
 
 use std::path::Path;
 
-use pianoformer::music::midi::{MAX_FILE_BYTES, read_midi};
+use pianoformer::generate::GenerateError;
+use pianoformer::generate::harmonize::lane_chords;
+use pianoformer::music::grid::Grid;
+use pianoformer::music::harmony::ChordSource;
+use pianoformer::music::midi::{MAX_FILE_BYTES, Song, read_midi};
 use pianoformer::music::summary::{note_name, summarize};
 
 /// Appends a line to a `String` (writing to a `String` cannot fail).
@@ -13,12 +17,39 @@ macro_rules! outln {
     }};
 }
 
-pub fn run(path: &Path, json: bool) -> Result<(), String> {
-    let text = render(path, json)?;
+pub fn run(path: &Path, json: bool, harmonizer: &str) -> Result<(), String> {
+    let text = render(path, json, harmonizer)?;
     crate::print_stdout(&text)
 }
 
-fn render(path: &Path, json: bool) -> Result<String, String> {
+/// The harmonizer's chords per bar for a song whose notes carry no harmony (`None` when an
+/// accompaniment plays, no melody is found, or no harmonizer is used).
+/// Chord names per bar, and the model that wrote them.
+type Harmonized = (Vec<Vec<String>>, String);
+
+fn harmonized(song: &Song, spec: &str) -> Result<Option<Harmonized>, String> {
+    let device = burn::tensor::Device::flex();
+    let Some((loaded, decode)) = crate::models::harmonizer(spec, None, &device)? else {
+        return Ok(None);
+    };
+    let chords = match pollster::block_on(lane_chords(&loaded.model, &decode, song, 0)) {
+        Ok(Some(chords)) => chords,
+        Ok(None) | Err(GenerateError::NoMelody) => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let grid = Grid::for_song(song, 1);
+    let per_bar = (0..grid.num_bars())
+        .map(|bar| {
+            grid.bar_beats(bar)
+                .map(|b| chords.get(b).copied().flatten())
+                .map(|c| c.map_or_else(|| "N".to_string(), |c| c.name()))
+                .collect()
+        })
+        .collect();
+    Ok(Some((per_bar, loaded.source)))
+}
+
+fn render(path: &Path, json: bool, harmonizer: &str) -> Result<String, String> {
     let mut out = String::new();
     let meta =
         std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -31,7 +62,13 @@ fn render(path: &Path, json: bool) -> Result<String, String> {
     }
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let song = read_midi(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
-    let s = summarize(&song);
+    let mut s = summarize(&song);
+    let mut source = None;
+    if let Some((chords, model)) = harmonized(&song, harmonizer)? {
+        s.chords_per_bar = chords;
+        s.chord_source = ChordSource::Harmonizer;
+        source = Some(model);
+    }
     if json {
         let mut text = serde_json::to_string_pretty(&s).map_err(|e| e.to_string())?;
         text.push('\n');
@@ -102,7 +139,11 @@ fn render(path: &Path, json: bool) -> Result<String, String> {
         None => outln!(out, "melody: no track looks like one"),
     }
     outln!(out, "phrases (detected): {}", s.phrase_labels);
-    outln!(out, "bar  phrase  chords per beat (detected)");
+    match &source {
+        Some(model) => outln!(out, "chords: {} — {model}", s.chord_source.describe()),
+        None => outln!(out, "chords: {}", s.chord_source.describe()),
+    }
+    outln!(out, "bar  phrase  chords per beat");
     for (i, bar) in s.chords_per_bar.iter().enumerate() {
         let phrase = s
             .phrases

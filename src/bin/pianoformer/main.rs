@@ -36,6 +36,8 @@ mod eval;
 #[cfg(not(target_arch = "wasm32"))]
 mod generate;
 #[cfg(not(target_arch = "wasm32"))]
+mod harmony;
+#[cfg(not(target_arch = "wasm32"))]
 mod inspect;
 #[cfg(not(target_arch = "wasm32"))]
 mod models;
@@ -133,6 +135,11 @@ mod cli {
             /// Print the summary as JSON instead of text.
             #[arg(long)]
             json: bool,
+            /// The harmonizer that fills the chord lane when no part carries the harmony (a
+            /// melody-only file): a shipped model's name, a training run's folder, `default`
+            /// (the shipped default) or `none` (the rule-based detector always).
+            #[arg(long, default_value = "default")]
+            harmonizer: String,
         },
     }
 
@@ -140,7 +147,11 @@ mod cli {
         let cli = Cli::parse();
         let result = match cli.command {
             Command::Check { backend, json } => crate::check::run(&backend, json),
-            Command::Inspect { file, json } => crate::inspect::run(&file, json),
+            Command::Inspect {
+                file,
+                json,
+                harmonizer,
+            } => crate::inspect::run(&file, json, &harmonizer),
             Command::Train(args) => crate::train::run(args),
             Command::Eval(args) => crate::eval::run(args),
             Command::Report {

@@ -11,6 +11,7 @@ use pianoformer::generate::binarize::Binarize;
 use pianoformer::model::config::{PerformerConfig, Task};
 use pianoformer::model::performer::Performer;
 use pianoformer::models::{Manifest, load_entry};
+use pianoformer::music::harmony::decode::HarmonyDecode;
 
 /// The shipped models' manifest, relative to the repository root.
 pub const MANIFEST: &str = "www/models/manifest.json";
@@ -72,6 +73,8 @@ pub struct Loaded {
     pub temperature: Option<f32>,
     /// Step-by-step accompaniment: the hold draws' temperature chosen with it.
     pub hold_temperature: Option<f32>,
+    /// Harmonization: the harmonic rhythm and emission weight chosen for it.
+    pub harmony: Option<HarmonyDecode>,
     /// Where it came from, in words.
     pub source: String,
     /// The window it was trained on (grid steps or tokens), where its run or manifest says.
@@ -95,6 +98,9 @@ pub struct EvalFile {
     pub temperature: Option<f32>,
     #[serde(default)]
     pub hold_temperature: Option<f32>,
+    /// Harmonization: the decoding chosen on validation.
+    #[serde(default)]
+    pub decode: Option<HarmonyDecode>,
     #[serde(flatten)]
     pub rest: serde_json::Value,
 }
@@ -138,6 +144,7 @@ pub fn load(
         binarize: entry.binarize,
         temperature: entry.temperature,
         hold_temperature: entry.hold_temperature,
+        harmony: entry.harmony,
         source: format!("{} ({})", entry.name, file.display()),
         trained_window: entry.training["options"]["window"]
             .as_u64()
@@ -172,6 +179,7 @@ fn load_run(dir: &Path, task: Task, device: &Device) -> Result<Loaded, String> {
         binarize: eval.as_ref().and_then(|e| e.binarize),
         temperature: eval.as_ref().and_then(|e| e.temperature),
         hold_temperature: eval.as_ref().and_then(|e| e.hold_temperature),
+        harmony: eval.as_ref().and_then(|e| e.decode),
         source: dir.display().to_string(),
         trained_window: std::fs::read_to_string(dir.join("run.json"))
             .ok()
@@ -179,4 +187,31 @@ fn load_run(dir: &Path, task: Task, device: &Device) -> Result<Loaded, String> {
             .and_then(|v| v["options"]["window"].as_u64())
             .map(|w| w as usize),
     })
+}
+
+/// The harmonizer that fills the chord lane of a melody-only file: `spec` as `load` takes it
+/// (`default`: the manifest's default harmonizer), with its decoding (the default rhythm when
+/// a run was never evaluated). `Ok(None)` for `none`, or when no harmonizer is shipped and
+/// none was asked for by name.
+pub fn harmonizer(
+    spec: &str,
+    manifest: Option<&Path>,
+    device: &Device,
+) -> Result<Option<(Loaded, HarmonyDecode)>, String> {
+    if spec == "none" {
+        return Ok(None);
+    }
+    match load(spec, Task::Harmonization, manifest, device) {
+        Ok(loaded) => {
+            let decode = loaded.harmony.unwrap_or_default();
+            Ok(Some((loaded, decode)))
+        }
+        Err(e)
+            if spec == "default"
+                && (e.contains("no Harmonization model") || e.contains("manifest is not in")) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }

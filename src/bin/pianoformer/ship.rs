@@ -88,6 +88,8 @@ pub fn run(args: Args) -> Result<(), String> {
         obj.remove("binarize");
         obj.remove("temperature");
         obj.remove("hold_temperature");
+        obj.remove("decode");
+        obj.remove("valid");
         obj.remove("model");
     }
     // What a continuation plays when sampled (`eval --sample`), where the run has it: reading
@@ -119,6 +121,14 @@ pub fn run(args: Args) -> Result<(), String> {
     let binarize = serde_json::from_value(eval["binarize"].clone()).ok();
     let temperature = eval["temperature"].as_f64().map(|t| t as f32);
     let hold_temperature = eval["hold_temperature"].as_f64().map(|t| t as f32);
+    let harmony = serde_json::from_value(eval["decode"].clone()).ok();
+    if state.config.task == pianoformer::model::config::Task::Harmonization && harmony.is_none() {
+        return Err(format!(
+            "{}/eval.json has no harmonic rhythm and weight (`decode`): run `pianoformer eval \
+             --task harmonization` on it first",
+            args.run.display()
+        ));
+    }
     let entry = ModelEntry {
         name: args.name.clone(),
         file: file.clone(),
@@ -142,6 +152,7 @@ pub fn run(args: Args) -> Result<(), String> {
         binarize,
         temperature,
         hold_temperature,
+        harmony,
     };
     if args.default {
         for m in manifest.models.iter_mut().filter(|m| m.task == entry.task) {

@@ -19,7 +19,8 @@ use options::{model_config, run_options};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// accompaniment (melody + bridge + labels → piano roll) or continuation (REMI tokens).
+    /// accompaniment (melody + bridge + labels → piano roll), continuation (REMI tokens) or
+    /// harmonization (melody + bridge + phrases per beat → a chord per beat).
     #[arg(long)]
     pub task: String,
     /// The POP909 folder, a folder of MIDI files, or one MIDI file.
@@ -54,6 +55,10 @@ pub struct Args {
     /// (the rolls only: the F-StrIPE paper's setting).
     #[arg(long, default_value = "autoregressive")]
     pub conditioning: String,
+    /// Harmonization: `bidirectional` (the default: reads the whole melody, for files) or
+    /// `causal` (reads only up to the current beat, for live playing).
+    #[arg(long)]
+    pub direction: Option<String>,
     /// softmax: exact attention instead of the Performer's linear attention.
     #[arg(long, default_value = "linear")]
     pub attention: String,
@@ -64,7 +69,8 @@ pub struct Args {
     pub steps: Option<usize>,
     #[arg(long)]
     pub batch: Option<usize>,
-    /// Grid steps (accompaniment; 16 per 4/4 bar) or tokens (continuation) per window.
+    /// Grid steps (accompaniment; 16 per 4/4 bar), tokens (continuation) or beats
+    /// (harmonization) per window.
     #[arg(long)]
     pub window: Option<usize>,
     #[arg(long)]

@@ -118,6 +118,13 @@ impl Performer {
         device: &Device,
     ) -> Result<Vec<f32>, ModelError> {
         let c = &self.config;
+        if !c.is_causal() {
+            return Err(ModelError::Input {
+                expected: "the whole sequence in one call (the model reads it in both directions)"
+                    .into(),
+                given: "one position at a time".into(),
+            });
+        }
         match input {
             StepInput::Token(id) if id as usize >= c.input_dim || self.embedding.is_none() => {
                 return Err(ModelError::Input {

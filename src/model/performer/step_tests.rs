@@ -16,7 +16,7 @@ use crate::model::testing::{close, to_vec};
 fn plain_steps_agree_with_the_tensor_form() {
     let device = Device::flex();
     let (len, prefill, back) = (9, 3, 7);
-    for task in [Task::Continuation, Task::Accompaniment] {
+    for task in [Task::Continuation, Task::Accompaniment, Task::Harmonization] {
         for feature_kind in [FeatureKind::Favor, FeatureKind::Relu] {
             for pe in every_encoding() {
                 let mut config = PerformerConfig::tiny(task, VOCAB, pe.clone());
@@ -37,7 +37,7 @@ fn plain_steps_agree_with_the_tensor_form() {
                             &device,
                         ))
                     }
-                    Task::Accompaniment => Inputs::Rolls(Tensor::from_data(
+                    Task::Accompaniment | Task::Harmonization => Inputs::Rolls(Tensor::from_data(
                         TensorData::new(
                             rolls[r.start * width..r.end * width].to_vec(),
                             vec![1, r.len(), width],
@@ -78,7 +78,7 @@ fn plain_steps_agree_with_the_tensor_form() {
                             .then(|| &labs[t * coords..(t + 1) * coords]);
                         let input = match task {
                             Task::Continuation => StepInput::Token(ids[t]),
-                            Task::Accompaniment => {
+                            Task::Accompaniment | Task::Harmonization => {
                                 StepInput::Roll(&rolls[t * width..(t + 1) * width])
                             }
                         };

@@ -270,12 +270,16 @@ fn weights_round_trip_through_bytes() {
     // Loading builds on zeros, not on drawn weights: every encoding and task still comes back
     // whole, and a zero model is not the model.
     for pe in every_encoding() {
-        for (task, vocab) in [(Task::Accompaniment, 0), (Task::Continuation, VOCAB)] {
+        for (task, vocab) in [
+            (Task::Accompaniment, 0),
+            (Task::Continuation, VOCAB),
+            (Task::Harmonization, 0),
+        ] {
             let config = PerformerConfig::tiny(task, vocab, pe.clone());
             let model = Performer::new(&config, 9, &device).unwrap();
             let rolls = random::<3>(&[2, 5, config.input_dim], 4, &device).abs();
             let input = || match task {
-                Task::Accompaniment => Inputs::Rolls(rolls.clone()),
+                Task::Accompaniment | Task::Harmonization => Inputs::Rolls(rolls.clone()),
                 Task::Continuation => Inputs::Tokens(tokens(5, &device)),
             };
             let labels = labels(&config, 5, &device);

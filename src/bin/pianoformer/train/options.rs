@@ -2,7 +2,7 @@
 //! names of encodings and structure levels as the CLI takes them.
 
 use super::Args;
-use pianoformer::model::config::{AttentionKind, Conditioning, PerformerConfig, Task};
+use pianoformer::model::config::{AttentionKind, Conditioning, Direction, PerformerConfig, Task};
 use pianoformer::model::pe::{PeConfig, PeKind, StructureLevel};
 use pianoformer::music::tokens::VOCAB_SIZE;
 use pianoformer::train::session::RunOptions;
@@ -19,6 +19,9 @@ pub fn parse_pe(s: &str) -> Result<PeKind, String> {
             )
         })
 }
+
+/// `--levels` when not given.
+pub const DEFAULT_LEVELS: [&str; 4] = ["melody", "chord", "phrase", "position"];
 
 pub fn parse_levels(names: &[String]) -> Result<Vec<StructureLevel>, String> {
     names
@@ -65,11 +68,27 @@ pub(super) fn model_config(args: &Args, task: Task) -> Result<PerformerConfig, S
     if pe.is_structural() {
         if task == Task::Continuation {
             return Err(
-                "F-StrIPE reads per-step structure labels, which only the accompaniment task has"
+                "F-StrIPE reads per-step structure labels, which only the accompaniment and \
+                 harmonization tasks have"
                     .into(),
             );
         }
         let mut levels = parse_levels(&args.levels)?;
+        if task == Task::Harmonization && args.levels == DEFAULT_LEVELS {
+            // The default levels less the chord, which a harmonizer writes.
+            levels.retain(|l| *l != StructureLevel::Chord);
+        }
+        if task == Task::Harmonization
+            && levels
+                .iter()
+                .any(|l| matches!(l, StructureLevel::Chord | StructureLevel::ChordId))
+        {
+            return Err(
+                "a harmonizer writes the chords, so F-StrIPE cannot read them: use the melody, \
+                 phrase and position levels"
+                    .into(),
+            );
+        }
         match args.chord_encoding.as_str() {
             "centroid" => {}
             "id" => {
@@ -85,8 +104,26 @@ pub(super) fn model_config(args: &Args, task: Task) -> Result<PerformerConfig, S
         }
         pe = pe.with_levels(&levels);
     }
+    let direction = match (args.direction.as_deref(), task) {
+        (None | Some("bidirectional" | "whole"), Task::Harmonization) => Direction::Bidirectional,
+        (Some("causal"), Task::Harmonization) => Direction::Causal,
+        (None | Some("causal"), _) => Direction::Causal,
+        (Some("bidirectional" | "whole"), _) => {
+            return Err(format!(
+                "a {} model generates left to right: only a harmonizer reads in both directions",
+                args.task
+            ));
+        }
+        (Some(other), _) => {
+            return Err(format!(
+                "unknown direction `{other}`: use bidirectional (the whole melody) or causal \
+                 (up to the current beat)"
+            ));
+        }
+    };
     let mut config = match args.preset.as_str() {
         "tiny" => PerformerConfig::tiny(task, VOCAB_SIZE, pe),
+        "small" if task == Task::Harmonization => PerformerConfig::harmonizer(pe, direction),
         "small" => PerformerConfig::small(task, VOCAB_SIZE, pe),
         other => return Err(format!("unknown preset `{other}`: use tiny or small")),
     };
@@ -124,6 +161,9 @@ pub(super) fn model_config(args: &Args, task: Task) -> Result<PerformerConfig, S
             ));
         }
     };
+    if task == Task::Harmonization {
+        config = config.with_direction(Some(direction));
+    }
     let config = config
         .with_attention(attention)
         .with_inputs(conditioning.filter(|_| task == Task::Accompaniment));

@@ -1,0 +1,170 @@
+//! Chords for a melody with a harmonizer model: the melody and bridge rolls and the phrase lane
+//! go in per beat, the model's log-probabilities of every chord class come out, and
+//! [`crate::music::harmony::decode`] turns them into a progression (the most likely one, or one
+//! drawn with a seed). Nothing native-only: the page calls the same functions.
+
+use burn::module::Module;
+
+use crate::data::stack;
+use crate::data::{Example, harmony::NO_TARGET};
+use crate::model::config::Task;
+use crate::model::performer::{Inputs, Performer};
+use crate::music::chords::Chord;
+use crate::music::harmony::decode::{HarmonyDecode, causal, log_softmax_rows, sample, viterbi};
+use crate::music::harmony::{
+    BEAT_FEATURES, BeatPlaces, CHORD_CLASSES, beat_features, beat_labels, class_chord,
+};
+use crate::music::labels::StepLabels;
+use crate::music::roll::PianoRoll;
+
+use super::accompany::AccompanimentInput;
+use super::{GenerateError, read_f32};
+
+/// The model's log-probabilities of every chord class at every beat of the labels' grid,
+/// row-major `[beats, CHORD_CLASSES]`. `melody` and `bridge` are rolls on the labels' grid;
+/// only the labels' phrases and bar positions are read (never their chords). `seed` draws the
+/// model's noise (SPE codes, random features).
+pub async fn chord_log_probs(
+    model: &Performer,
+    melody: &PianoRoll,
+    bridge: &PianoRoll,
+    labels: &StepLabels,
+    seed: u64,
+) -> Result<Vec<f32>, GenerateError> {
+    if model.config.task != Task::Harmonization {
+        return Err(GenerateError::WrongTask {
+            model: model.config.task,
+            wanted: Task::Harmonization,
+        });
+    }
+    let inputs = beat_features(melody, bridge, labels, 0);
+    let beats = inputs.len() / BEAT_FEATURES;
+    if beats == 0 {
+        return Err(GenerateError::EmptyPrompt);
+    }
+    let levels = model.config.pe.structure_levels().to_vec();
+    let example = Example {
+        len: beats,
+        inputs,
+        targets: vec![NO_TARGET; beats],
+        coordinates: beat_labels(labels).coordinates(&levels),
+    };
+    let device = model.devices()[0].clone();
+    let (inputs, _, coords) = stack(std::slice::from_ref(&example), &device);
+    let coords = coords.filter(|_| model.config.pe.is_structural());
+    let mut state = model.start(seed, false, &device);
+    let logits = model.forward(Inputs::Rolls(inputs), coords, &mut state, None)?;
+    let values = read_f32(logits).await?;
+    debug_assert_eq!(values.len(), beats * CHORD_CLASSES);
+    Ok(log_softmax_rows(&values))
+}
+
+/// Whether `song` has notes besides the tracks `input` keeps as melody and bridge: an
+/// accompaniment whose notes carry the harmony, so the detector fills the chord lane.
+pub fn has_accompaniment(song: &crate::music::midi::Song, input: &AccompanimentInput) -> bool {
+    song.tracks
+        .iter()
+        .enumerate()
+        .any(|(i, t)| !t.is_drums() && !t.notes.is_empty() && !input.kept.contains(&i))
+}
+
+/// Fills `input`'s chords with the harmonizer's progression (the most likely one, or one
+/// drawn with a seed) from its melody, bridge and phrases, and rebuilds its labels.
+pub async fn harmonize_input(
+    model: &Performer,
+    decode: &HarmonyDecode,
+    input: &mut AccompanimentInput,
+    choice: Choice,
+    seed: u64,
+) -> Result<(), GenerateError> {
+    let lp = chord_log_probs(
+        model,
+        &input.rolls.melody,
+        &input.rolls.bridge,
+        &input.labels,
+        seed,
+    )
+    .await?;
+    let places = BeatPlaces::from_labels(&input.labels);
+    let choice = if model.config.is_causal() {
+        Choice::Causal
+    } else {
+        choice
+    };
+    input.chords = progression(&lp, &places, decode, 0..usize::MAX, None, choice);
+    input.labels = StepLabels::new(
+        &input.grid,
+        &input.rolls.melody,
+        &input.chords,
+        &input.phrases,
+    );
+    Ok(())
+}
+
+/// The chord lane of `song` as the product fills it: `None` when its notes carry the harmony
+/// (an accompaniment plays: the detector's chords stand), else the harmonizer's most likely
+/// progression, one chord per beat of the song's grid.
+pub async fn lane_chords(
+    model: &Performer,
+    decode: &HarmonyDecode,
+    song: &crate::music::midi::Song,
+    seed: u64,
+) -> Result<Option<Vec<Option<Chord>>>, GenerateError> {
+    let mut input = super::accompany::song_input(song, None, None, true)?;
+    if has_accompaniment(song, &input) {
+        return Ok(None);
+    }
+    harmonize_input(model, decode, &mut input, Choice::Best, seed).await?;
+    Ok(Some(input.chords))
+}
+
+/// How a progression is read from the probabilities.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Choice {
+    /// The most likely progression under the harmonic rhythm (Viterbi).
+    Best,
+    /// One drawn from the same distribution with this seed (an alternative).
+    Drawn { seed: u64, temperature: f32 },
+    /// Beat by beat from the past alone (what live playing writes; a causal model's).
+    Causal,
+}
+
+/// The chords of `beats` (a range of the log-probabilities' beats) as `choice` reads them,
+/// continuing from the chord before the range when there is one.
+pub fn progression(
+    log_probs: &[f32],
+    places: &BeatPlaces,
+    decode: &HarmonyDecode,
+    beats: std::ops::Range<usize>,
+    before: Option<Option<Chord>>,
+    choice: Choice,
+) -> Vec<Option<Chord>> {
+    let total = log_probs.len() / CHORD_CLASSES;
+    let end = beats.end.min(total);
+    let start = beats.start.min(end);
+    let rows = &log_probs[start * CHORD_CLASSES..end * CHORD_CLASSES];
+    let sub = BeatPlaces {
+        in_bar: places
+            .in_bar
+            .get(start..end.min(places.len()))
+            .unwrap_or(&[])
+            .to_vec(),
+        bar_beats: places
+            .bar_beats
+            .get(start..end.min(places.len()))
+            .unwrap_or(&[])
+            .to_vec(),
+    };
+    let before = before.map(crate::music::harmony::chord_class);
+    let classes = match choice {
+        Choice::Best => viterbi(rows, &sub, decode, before),
+        Choice::Drawn { seed, temperature } => {
+            sample(rows, &sub, decode, before, temperature, seed)
+        }
+        Choice::Causal => causal(rows, &sub, decode),
+    };
+    classes.into_iter().map(class_chord).collect()
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+pub(crate) mod tests;

@@ -1,0 +1,361 @@
+//! From the harmonizer's per-beat chord probabilities to a progression with a pianist's
+//! harmonic rhythm. A progression scores the model's own log-probabilities of its chords
+//! (weighted, the weight chosen on validation) plus, at every beat, the log of how often the
+//! chord changes (or stays) at that kind of beat — the bar line, the half bar, another beat —
+//! in the training songs' annotations. Where the chord goes is the model's to say; the rhythm
+//! says only when it moves. Viterbi gives the best progression; forward filtering, backward
+//! sampling draws alternatives from the distribution the scores define, with a seed; the
+//! causal form decides each beat from the past alone (live playing).
+//!
+//! Every transition is "stay" or "change", so each beat costs O(classes), not O(classes²).
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+use super::{BeatPlaces, CHORD_CLASSES};
+use crate::music::chords::Chord;
+
+/// How often the chord changes at each kind of beat: the bar line, the half bar, any other.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Rhythm {
+    pub change: [f32; 3],
+}
+
+impl Rhythm {
+    /// Counts chord changes by kind of beat over annotated progressions: `(chords per beat,
+    /// the beats' places)`, beats with no chord left out (a change into or out of "no chord"
+    /// counts). Each rate is kept within [0.001, 0.999] so no change is impossible.
+    pub fn fit<'a>(songs: impl IntoIterator<Item = (&'a [Option<Chord>], &'a BeatPlaces)>) -> Self {
+        let mut counts = [[0u64; 2]; 3];
+        for (chords, places) in songs {
+            for b in 1..chords.len().min(places.len()) {
+                if chords[b].is_none() && chords[b - 1].is_none() {
+                    continue;
+                }
+                let changed = chords[b] != chords[b - 1];
+                counts[places.slot(b)][changed as usize] += 1;
+            }
+        }
+        let change = counts.map(|[same, changed]| {
+            let n = (same + changed).max(1) as f32;
+            (changed as f32 / n).clamp(0.001, 0.999)
+        });
+        Self { change }
+    }
+}
+
+/// How the harmonizer's probabilities become chords (kept in the model's manifest entry).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HarmonyDecode {
+    pub rhythm: Rhythm,
+    /// The emissions' weight: the log-probability of each chord's root and family (the sum over
+    /// its family's qualities) is multiplied by it before the transitions are added (below 1
+    /// trusts the rhythm more, above 1 the model more); the quality within the family keeps
+    /// its own log-probability, so a root whose probability is split between C, C7 and Cmaj7
+    /// is not outweighed by a single less likely chord.
+    pub weight: f32,
+}
+
+impl Default for HarmonyDecode {
+    /// Changes mostly on bar lines and half bars (about POP909's rates), the model's
+    /// probabilities as they are.
+    fn default() -> Self {
+        Self {
+            rhythm: Rhythm {
+                change: [0.6, 0.3, 0.05],
+            },
+            weight: 1.0,
+        }
+    }
+}
+
+impl HarmonyDecode {
+    /// What staying and what changing chord cost at `slot`: the log of the rhythm's rates.
+    /// A change to a given chord costs `log p(change)`, not `log(p(change) / 168)`: where the
+    /// chord goes is the model's to say (its emissions), the rhythm says only when it moves.
+    /// The rate is capped at one half: where chords change more often than not (bar lines),
+    /// the rhythm lets the model decide rather than preferring a change for its own sake.
+    fn transition(&self, slot: usize) -> (f32, f32) {
+        let p = self.rhythm.change[slot.min(2)].clamp(1e-6, 0.5);
+        ((1.0 - p).ln(), p.ln())
+    }
+
+    /// Checks the settings, in words.
+    pub fn check(&self) -> Result<(), String> {
+        if !(self.weight > 0.0 && self.weight <= 100.0) {
+            return Err(format!(
+                "the harmonizer's emission weight must be above 0 and at most 100, not {}",
+                self.weight
+            ));
+        }
+        if self.rhythm.change.iter().any(|p| !(*p > 0.0 && *p < 1.0)) {
+            return Err(
+                "the harmonic rhythm's change rates must lie strictly between 0 and 1".into(),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Log-softmax of each row of `logits` ([beats, CHORD_CLASSES]).
+pub fn log_softmax_rows(logits: &[f32]) -> Vec<f32> {
+    let mut out = logits.to_vec();
+    for row in out.chunks_mut(CHORD_CLASSES) {
+        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let sum: f32 = row.iter().map(|x| (x - max).exp()).sum();
+        let log_z = max + sum.ln();
+        row.iter_mut().for_each(|x| *x -= log_z);
+    }
+    out
+}
+
+impl HarmonyDecode {
+    /// What each beat's classes emit ([beats, CHORD_CLASSES]) from the model's
+    /// log-probabilities: `weight · log p(root, family) + log p(quality | root, family)`.
+    pub fn emissions(&self, log_probs: &[f32]) -> Vec<f32> {
+        let family = family_index();
+        let mut out = Vec::with_capacity(log_probs.len());
+        for row in log_probs.chunks(CHORD_CLASSES) {
+            let mut sums = [f32::NEG_INFINITY; FAMILY_SLOTS];
+            for (c, &lp) in row.iter().enumerate() {
+                let f = family[c];
+                sums[f] = log_add(sums[f], lp);
+            }
+            out.extend(
+                row.iter()
+                    .enumerate()
+                    .map(|(c, &lp)| self.weight * sums[family[c]] + (lp - sums[family[c]])),
+            );
+        }
+        out
+    }
+}
+
+/// Root × family slots, and no chord.
+const FAMILY_SLOTS: usize = 1 + 12 * 5;
+
+/// The root-and-family slot of every class.
+fn family_index() -> [usize; CHORD_CLASSES] {
+    use crate::music::chords::Family;
+    let mut out = [0; CHORD_CLASSES];
+    for (c, slot) in out.iter_mut().enumerate() {
+        *slot = super::class_chord(c).map_or(0, |chord| {
+            let f = match chord.quality.family() {
+                Family::Major => 0,
+                Family::Minor => 1,
+                Family::Diminished => 2,
+                Family::Augmented => 3,
+                Family::Suspended => 4,
+            };
+            1 + 5 * chord.root as usize + f
+        });
+    }
+    out
+}
+
+/// `log(exp(a) + exp(b))`.
+fn log_add(a: f32, b: f32) -> f32 {
+    let (hi, lo) = if a > b { (a, b) } else { (b, a) };
+    if lo == f32::NEG_INFINITY {
+        hi
+    } else {
+        hi + (lo - hi).exp().ln_1p()
+    }
+}
+
+/// The best and second-best classes of `row` with their values.
+fn top_two(row: &[f32]) -> ((usize, f32), (usize, f32)) {
+    let mut best = (0, f32::NEG_INFINITY);
+    let mut second = (0, f32::NEG_INFINITY);
+    for (c, &v) in row.iter().enumerate() {
+        if v > best.1 {
+            second = best;
+            best = (c, v);
+        } else if v > second.1 {
+            second = (c, v);
+        }
+    }
+    (best, second)
+}
+
+/// The most likely progression (one class per beat) given `log_probs` ([beats,
+/// CHORD_CLASSES], the model's log-probabilities) and the beats' places; `before` is the
+/// class of the beat before the first, when the progression continues one.
+pub fn viterbi(
+    log_probs: &[f32],
+    places: &BeatPlaces,
+    decode: &HarmonyDecode,
+    before: Option<usize>,
+) -> Vec<usize> {
+    let k = CHORD_CLASSES;
+    let beats = log_probs.len() / k;
+    if beats == 0 {
+        return Vec::new();
+    }
+    let slot = |b: usize| if b < places.len() { places.slot(b) } else { 2 };
+    let emitted = decode.emissions(log_probs);
+    let mut score: Vec<f32> = emitted[..k].to_vec();
+    if let Some(prev) = before {
+        let (stay, change) = decode.transition(slot(0));
+        for (c, s) in score.iter_mut().enumerate() {
+            *s += if c == prev { stay } else { change };
+        }
+    }
+    // back[b][c]: the class at beat b − 1 on the best path into class c at beat b.
+    let mut back = vec![0u16; beats * k];
+    let mut next = vec![0f32; k];
+    for b in 1..beats {
+        let (stay, change) = decode.transition(slot(b));
+        let ((best, best_v), (second, second_v)) = top_two(&score);
+        let row = &emitted[b * k..(b + 1) * k];
+        for c in 0..k {
+            let (other, other_v) = if c == best {
+                (second, second_v)
+            } else {
+                (best, best_v)
+            };
+            let (from, v) = if score[c] + stay >= other_v + change {
+                (c, score[c] + stay)
+            } else {
+                (other, other_v + change)
+            };
+            back[b * k + c] = from as u16;
+            next[c] = v + row[c];
+        }
+        std::mem::swap(&mut score, &mut next);
+    }
+    let mut path = vec![0usize; beats];
+    path[beats - 1] = top_two(&score).0.0;
+    for b in (1..beats).rev() {
+        path[b - 1] = back[b * k + path[b]] as usize;
+    }
+    path
+}
+
+/// `log(Σ exp(row))`.
+fn log_sum_exp(row: &[f32]) -> f32 {
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    if max == f32::NEG_INFINITY {
+        return max;
+    }
+    max + row.iter().map(|x| (x - max).exp()).sum::<f32>().ln()
+}
+
+/// Draws `i` with probability proportional to `exp(logits[i])`.
+fn draw(logits: &[f32], rng: &mut StdRng) -> usize {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let weights: Vec<f64> = logits.iter().map(|x| ((x - max) as f64).exp()).collect();
+    let total: f64 = weights.iter().sum();
+    let mut u = rng.random::<f64>() * total;
+    for (i, w) in weights.iter().enumerate() {
+        if u < *w {
+            return i;
+        }
+        u -= w;
+    }
+    weights.len() - 1
+}
+
+/// A progression drawn from the same model as [`viterbi`]'s (forward filtering, backward
+/// sampling), with `seed`: another seed, another plausible progression. `temperature` divides
+/// the emissions and transitions (1: the model's own distribution; lower is closer to
+/// Viterbi's).
+pub fn sample(
+    log_probs: &[f32],
+    places: &BeatPlaces,
+    decode: &HarmonyDecode,
+    before: Option<usize>,
+    temperature: f32,
+    seed: u64,
+) -> Vec<usize> {
+    let k = CHORD_CLASSES;
+    let beats = log_probs.len() / k;
+    if beats == 0 {
+        return Vec::new();
+    }
+    let t = temperature.max(1e-3);
+    let emitted = decode.emissions(log_probs);
+    let slot = |b: usize| if b < places.len() { places.slot(b) } else { 2 };
+    let trans = |b: usize| {
+        let (stay, change) = decode.transition(slot(b));
+        (stay / t, change / t)
+    };
+    // forward[b][c] = log Σ over paths into c at beat b.
+    let mut forward = vec![0f32; beats * k];
+    for (f, e) in forward.iter_mut().zip(&emitted[..k]) {
+        *f = e / t;
+    }
+    if let Some(prev) = before {
+        let (stay, change) = trans(0);
+        for (c, f) in forward[..k].iter_mut().enumerate() {
+            *f += if c == prev { stay } else { change };
+        }
+    }
+    for b in 1..beats {
+        let (stay, change) = trans(b);
+        let (done, rest) = forward.split_at_mut(b * k);
+        let prev = &done[(b - 1) * k..];
+        let total = log_sum_exp(prev);
+        for c in 0..k {
+            // log Σ_{c' ≠ c} exp(prev[c']), kept finite when c holds nearly all the mass.
+            let others = total + (-(prev[c] - total).exp()).ln_1p().max(-80.0);
+            let into = log_sum_exp(&[prev[c] + stay, others + change]);
+            rest[c] = into + emitted[b * k + c] / t;
+        }
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut path = vec![0usize; beats];
+    path[beats - 1] = draw(&forward[(beats - 1) * k..], &mut rng);
+    for b in (1..beats).rev() {
+        let (stay, change) = trans(b);
+        let to = path[b];
+        let row: Vec<f32> = forward[(b - 1) * k..b * k]
+            .iter()
+            .enumerate()
+            .map(|(c, f)| f + if c == to { stay } else { change })
+            .collect();
+        path[b - 1] = draw(&row, &mut rng);
+    }
+    path
+}
+
+/// The causal decision at one beat: the class that is best given this beat's
+/// log-probabilities (from a model that read nothing after it) and the class before it.
+pub fn causal_step(
+    log_probs: &[f32],
+    slot: usize,
+    decode: &HarmonyDecode,
+    before: Option<usize>,
+) -> usize {
+    let (stay, change) = decode.transition(slot);
+    let emitted = decode.emissions(&log_probs[..CHORD_CLASSES]);
+    let mut best = (0, f32::NEG_INFINITY);
+    for (c, &lp) in emitted.iter().enumerate() {
+        let move_cost = match before {
+            Some(p) if p == c => stay,
+            Some(_) => change,
+            None => 0.0,
+        };
+        let v = lp + move_cost;
+        if v > best.1 {
+            best = (c, v);
+        }
+    }
+    best.0
+}
+
+/// [`causal_step`] over every beat in turn: what live playing would have written.
+pub fn causal(log_probs: &[f32], places: &BeatPlaces, decode: &HarmonyDecode) -> Vec<usize> {
+    let mut before = None;
+    log_probs
+        .chunks(CHORD_CLASSES)
+        .enumerate()
+        .map(|(b, row)| {
+            let slot = if b < places.len() { places.slot(b) } else { 2 };
+            let c = causal_step(row, slot, decode, before);
+            before = Some(c);
+            c
+        })
+        .collect()
+}

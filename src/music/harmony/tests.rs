@@ -1,0 +1,356 @@
+use super::decode::{HarmonyDecode, Rhythm, causal, log_softmax_rows, sample, viterbi};
+use super::measures::{Accuracy, agreement, measures};
+use super::*;
+use crate::music::grid::Grid;
+use crate::music::labels::StepLabels;
+use crate::music::midi::tests::note;
+use crate::music::phrases::Segment;
+
+fn chord(root: u8, quality: Quality) -> Option<Chord> {
+    Some(Chord { root, quality })
+}
+
+/// Labels of `beats` beats of 4/4 (4 steps a beat) with one phrase `A` over everything.
+fn grid_labels(beats: u64, melody: &PianoRoll, chords: &[Option<Chord>]) -> (Grid, StepLabels) {
+    let grid = Grid::quarters(480, beats * 480, 4);
+    let phrases = [Segment {
+        start_bar: 0,
+        bars: grid.num_bars(),
+        letter: 'A',
+    }];
+    let labels = StepLabels::new(&grid, melody, chords, &phrases);
+    (grid, labels)
+}
+
+#[test]
+fn chord_classes_round_trip() {
+    assert_eq!(CHORD_CLASSES, 169);
+    assert_eq!(class_chord(0), None);
+    assert_eq!(chord_class(None), 0);
+    for k in 1..CHORD_CLASSES {
+        assert_eq!(chord_class(class_chord(k)), k);
+    }
+    assert_eq!(class_chord(CHORD_CLASSES), None);
+    assert_eq!(class_chord(2), chord(0, Quality::Min));
+}
+
+#[test]
+fn beat_places_know_bar_lines_and_half_bars() {
+    // A bar of 4/4, a bar of 3/4 and a bar cut short after two beats.
+    let beats: Vec<u64> = (0..=9).map(|b| b * 480).collect();
+    let grid = Grid::new(beats, 4, vec![0, 4, 7]);
+    let labels = StepLabels::new(&grid, &PianoRoll::new(grid.num_steps()), &[], &[]);
+    let places = BeatPlaces::from_labels(&labels);
+    assert_eq!(places.in_bar, vec![0, 1, 2, 3, 0, 1, 2, 0, 1]);
+    assert_eq!(places.bar_beats, vec![4, 4, 4, 4, 3, 3, 3, 2, 2]);
+    let slots: Vec<usize> = (0..9).map(|b| places.slot(b)).collect();
+    assert_eq!(slots, vec![0, 2, 1, 2, 0, 2, 2, 0, 2]);
+}
+
+#[test]
+fn beat_features_read_the_melody_transposed_and_never_the_chords() {
+    let grid = Grid::quarters(480, 8 * 480, 4);
+    // E5 for beat 0's first half, G5 from beat 2 for two beats; a bridge C4 on beat 0.
+    let melody = PianoRoll::from_notes(&[note(76, 0, 240), note(79, 960, 1920)], &grid);
+    let bridge = PianoRoll::from_notes(&[note(60, 0, 480)], &grid);
+    let c = chord(0, Quality::Maj);
+    let (_, labels) = grid_labels(8, &melody, &[c; 8]);
+    let f = beat_features(&melody, &bridge, &labels, 0);
+    assert_eq!(f.len(), 8 * BEAT_FEATURES);
+    let row = |b: usize| &f[b * BEAT_FEATURES..(b + 1) * BEAT_FEATURES];
+    assert_eq!(row(0)[4], 0.5, "E sounds half of beat 0");
+    assert_eq!((row(0)[12 + 4], row(0)[24 + 4]), (1.0, 1.0));
+    assert_eq!(row(0)[36], 1.0, "the bridge's C");
+    assert_eq!(row(0)[48], 0.5, "rests half the beat");
+    assert!((row(0)[49] - (76.0 - 60.0) / 12.0).abs() < 1e-6);
+    assert_eq!((row(0)[50], row(0)[58], row(0)[59]), (1.0, 0.0, 0.0));
+    assert_eq!(
+        (row(2)[52], row(2)[59]),
+        (1.0, 1.0),
+        "beat 2 is the half bar"
+    );
+    assert_eq!(row(3)[58], 1.0, "beat 3 ends the bar");
+    assert_eq!(
+        (row(3)[7], row(3)[12 + 7]),
+        (1.0, 0.0),
+        "G held, not struck"
+    );
+    assert_eq!(row(2)[75], 1.0, "G starts after a beat of rest");
+    assert_eq!(row(0)[61], 1.0, "phrase A");
+    assert_eq!(row(0)[61 + 11], 1.0, "the phrase's first bar");
+    // Transposed: pitch classes move, the rest stays.
+    let up = beat_features(&melody, &bridge, &labels, 3);
+    assert_eq!(up[7], 0.5);
+    assert_eq!(up[36 + 3], 1.0);
+    assert_eq!(up[48], f[48]);
+    assert!(
+        (up[49] - f[49] - 0.25).abs() < 1e-6,
+        "three semitones higher"
+    );
+    assert_eq!(&up[50..BEAT_FEATURES], &f[50..BEAT_FEATURES]);
+    // Other chords in the labels change nothing.
+    let (_, other) = grid_labels(8, &melody, &[chord(6, Quality::Dim); 8]);
+    assert_eq!(beat_features(&melody, &bridge, &other, 0), f);
+    // One label per beat for F-StrIPE: the melody at the beat's start, the beat in the bar.
+    let beats = beat_labels(&labels);
+    assert_eq!(beats.len(), 8);
+    assert_eq!(&beats.melody[..4], &[76, 0, 79, 79]);
+    assert_eq!(&beats.position[..5], &[0, 1, 2, 3, 0]);
+    let coords = beats.coordinates(&[crate::music::labels::StructureLevel::Position]);
+    assert_eq!(
+        &coords[..4],
+        &[0.0, 4.0, 8.0, 12.0],
+        "sixteenths, as on the step grid"
+    );
+}
+
+fn places(beats: usize) -> BeatPlaces {
+    BeatPlaces {
+        in_bar: (0..beats).map(|b| b % 4).collect(),
+        bar_beats: vec![4; beats],
+    }
+}
+
+#[test]
+fn rhythm_counts_changes_by_kind_of_beat() {
+    let c = chord(0, Quality::Maj);
+    let g = chord(7, Quality::Maj);
+    // Changes on both bar lines and one half bar; none elsewhere.
+    let chords = [c, c, g, g, c, c, c, c, g];
+    let p = places(9);
+    let r = Rhythm::fit([(&chords[..], &p)]);
+    assert_eq!(r.change[0], 1.0f32.clamp(0.001, 0.999));
+    assert_eq!(r.change[1], 0.5);
+    assert_eq!(r.change[2], 0.001);
+}
+
+/// Log-probabilities of one row that split `pa` and `pb` between two classes, the rest evenly.
+fn row2(a: usize, pa: f32, b: usize, pb: f32) -> Vec<f32> {
+    let rest = (1.0 - pa - pb) / (CHORD_CLASSES - 2) as f32;
+    (0..CHORD_CLASSES)
+        .map(|c| match c {
+            _ if c == a => pa.ln(),
+            _ if c == b => pb.ln(),
+            _ => rest.ln(),
+        })
+        .collect()
+}
+
+#[test]
+fn viterbi_changes_chords_where_a_pianist_would() {
+    let c = chord_class(chord(0, Quality::Maj));
+    let g = chord_class(chord(7, Quality::Maj));
+    let decode = HarmonyDecode::default();
+    // Beat 1 leans a little to G, the rest of the bar is C: the chord stays C.
+    let mut lp = [
+        row2(c, 0.8, g, 0.1),
+        row2(g, 0.5, c, 0.4),
+        row2(c, 0.6, g, 0.3),
+        row2(c, 0.6, g, 0.3),
+    ]
+    .concat();
+    assert_eq!(viterbi(&lp, &places(4), &decode, None), vec![c; 4]);
+    // G clearly from beat 2 (the half bar): it changes there.
+    lp = [
+        row2(c, 0.8, g, 0.1),
+        row2(c, 0.5, g, 0.4),
+        row2(g, 0.8, c, 0.1),
+        row2(g, 0.8, c, 0.1),
+    ]
+    .concat();
+    assert_eq!(viterbi(&lp, &places(4), &decode, None), vec![c, c, g, g]);
+    // The same lean to G on beat 1 alone does not move it off the bar's grid.
+    lp = [
+        row2(c, 0.6, g, 0.3),
+        row2(g, 0.6, c, 0.3),
+        row2(c, 0.6, g, 0.3),
+        row2(c, 0.6, g, 0.3),
+    ]
+    .concat();
+    assert_eq!(viterbi(&lp, &places(4), &decode, None), vec![c; 4]);
+    // A flat distribution inside a bar, after a given chord, keeps it.
+    let flat = vec![-(CHORD_CLASSES as f32).ln(); 2 * CHORD_CLASSES];
+    let mid = BeatPlaces {
+        in_bar: vec![1, 3],
+        bar_beats: vec![4, 4],
+    };
+    assert_eq!(viterbi(&flat, &mid, &decode, Some(g)), vec![g, g]);
+}
+
+#[test]
+fn viterbi_finds_the_best_path_of_all() {
+    // Three beats with random log-probabilities: Viterbi's path scores as well as any of the
+    // 169³ paths, checked by brute force over the likely ones.
+    use rand::{RngExt, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let logits: Vec<f32> = (0..3 * CHORD_CLASSES)
+        .map(|_| rng.random::<f32>() * 6.0)
+        .collect();
+    let lp = log_softmax_rows(&logits);
+    let decode = HarmonyDecode {
+        weight: 1.3,
+        ..HarmonyDecode::default()
+    };
+    let p = BeatPlaces {
+        in_bar: vec![3, 0, 1],
+        bar_beats: vec![4; 3],
+    };
+    let emitted = decode.emissions(&lp);
+    let score = |path: &[usize]| -> f32 {
+        let mut s = 0.0;
+        for (b, &c) in path.iter().enumerate() {
+            s += emitted[b * CHORD_CLASSES + c];
+            if b > 0 {
+                let q = decode.rhythm.change[p.slot(b)].min(0.5);
+                s += if path[b - 1] == c {
+                    (1.0 - q).ln()
+                } else {
+                    q.ln()
+                };
+            }
+        }
+        s
+    };
+    let best = viterbi(&lp, &p, &decode, None);
+    let mut brute = f32::NEG_INFINITY;
+    for a in 0..CHORD_CLASSES {
+        for b in 0..CHORD_CLASSES {
+            for c in 0..CHORD_CLASSES {
+                brute = brute.max(score(&[a, b, c]));
+            }
+        }
+    }
+    assert!(
+        (score(&best) - brute).abs() < 1e-3,
+        "{} vs {brute}",
+        score(&best)
+    );
+}
+
+#[test]
+fn samples_follow_the_seed_and_cool_to_viterbi() {
+    use rand::{RngExt, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+    let logits: Vec<f32> = (0..16 * CHORD_CLASSES)
+        .map(|_| rng.random::<f32>() * 4.0)
+        .collect();
+    let lp = log_softmax_rows(&logits);
+    let (p, decode) = (places(16), HarmonyDecode::default());
+    let a = sample(&lp, &p, &decode, None, 1.0, 1);
+    assert_eq!(
+        a,
+        sample(&lp, &p, &decode, None, 1.0, 1),
+        "one seed, one draw"
+    );
+    assert_ne!(
+        a,
+        sample(&lp, &p, &decode, None, 1.0, 2),
+        "another seed, another"
+    );
+    assert_eq!(
+        sample(&lp, &p, &decode, None, 0.01, 5),
+        viterbi(&lp, &p, &decode, None),
+        "cold: the best path"
+    );
+}
+
+#[test]
+fn the_causal_decision_reads_nothing_later() {
+    use rand::{RngExt, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let mut logits: Vec<f32> = (0..12 * CHORD_CLASSES)
+        .map(|_| rng.random::<f32>() * 5.0)
+        .collect();
+    let (p, decode) = (places(12), HarmonyDecode::default());
+    let before = causal(&log_softmax_rows(&logits), &p, &decode);
+    for x in &mut logits[8 * CHORD_CLASSES..] {
+        *x = rng.random::<f32>() * 5.0;
+    }
+    let after = causal(&log_softmax_rows(&logits), &p, &decode);
+    assert_eq!(before[..8], after[..8]);
+}
+
+#[test]
+fn accuracy_and_measures_on_a_small_example() {
+    let c = chord(0, Quality::Maj);
+    let am = chord(9, Quality::Min);
+    let a7 = chord(9, Quality::Min7);
+    let reference = [c, c, am, None];
+    let predicted = [c, am, a7, c];
+    let acc = Accuracy::of(&predicted, &reference, 0..4);
+    assert_eq!((acc.beats, acc.root, acc.family, acc.exact), (3, 2, 2, 1));
+
+    // C E D G over C major, three sixteenths on each beat.
+    let grid = Grid::quarters(480, 4 * 480, 4);
+    let melody = PianoRoll::from_notes(
+        &[
+            note(72, 0, 360),
+            note(76, 480, 840),
+            note(74, 960, 1320),
+            note(79, 1440, 1800),
+        ],
+        &grid,
+    );
+    let m = measures(&melody, &[c; 4], 4, 0..4).unwrap();
+    // D is a non-chord tone, but G after it is five semitones away: not passing.
+    assert!((m.ctnctr - 3.0 / 4.0).abs() < 1e-9);
+    // PCS: per step, the mean over C, E and G of each interval's score.
+    let per = |p: i32| {
+        [0, 4, 7]
+            .iter()
+            .map(|q| match (p - q).rem_euclid(12) {
+                0 | 3 | 4 | 7 | 8 | 9 => 1.0,
+                5 => 0.0,
+                _ => -1.0,
+            })
+            .sum::<f64>()
+            / 3.0
+    };
+    let want = (per(0) + per(4) + per(2) + per(7)) / 4.0;
+    assert!((m.pcs - want).abs() < 1e-9, "{} vs {want}", m.pcs);
+    assert_eq!((m.cc, m.che, m.ctd, m.sus), (1.0, 0.0, 0.0, 0.0));
+    let two = measures(&melody, &[c, c, am, am], 4, 0..4).unwrap();
+    assert!((two.che - 2f64.ln()).abs() < 1e-9);
+    assert!(two.ctd > 0.0);
+    assert!(measures(&PianoRoll::new(16), &[c; 4], 4, 0..4).is_none());
+    assert_eq!(agreement(&[c, am, c, am], 0, 2, 2), Some(1.0));
+    assert_eq!(agreement(&[c, am, c, c], 0, 2, 2), Some(0.5));
+    assert_eq!(agreement(&[None, None], 0, 1, 1), None);
+}
+
+#[test]
+fn emissions_weigh_root_and_family_and_keep_the_quality() {
+    // C, C7 and Cmaj7 share 0.6; Am alone has 0.4: at weight 1 the emissions are the
+    // log-probabilities, at weight 2 C's family gains on Am while the qualities keep their
+    // order within it.
+    let class = |root, q| chord_class(chord(root, q));
+    let (c, c7, cmaj7, am) = (
+        class(0, Quality::Maj),
+        class(0, Quality::Dom7),
+        class(0, Quality::Maj7),
+        class(9, Quality::Min),
+    );
+    let mut p = vec![1e-9f32; CHORD_CLASSES];
+    p[c] = 0.25;
+    p[c7] = 0.2;
+    p[cmaj7] = 0.15;
+    p[am] = 0.4;
+    let lp: Vec<f32> = p.iter().map(|x| x.ln()).collect();
+    let one = HarmonyDecode {
+        weight: 1.0,
+        ..HarmonyDecode::default()
+    }
+    .emissions(&lp);
+    for (a, b) in one.iter().zip(&lp) {
+        assert!((a - b).abs() < 1e-4);
+    }
+    let two = HarmonyDecode {
+        weight: 2.0,
+        ..HarmonyDecode::default()
+    }
+    .emissions(&lp);
+    assert!(two[c] > two[c7] && two[c7] > two[cmaj7]);
+    assert!((two[c] - two[c7] - (0.25f32 / 0.2).ln()).abs() < 1e-4);
+    assert!((two[am] - 2.0 * 0.4f32.ln()).abs() < 1e-4);
+    assert!((two[c] - (2.0 * 0.6f32.ln() + (0.25f32 / 0.6).ln())).abs() < 1e-4);
+}

@@ -1,0 +1,115 @@
+//! Chords for a piece's melody, for the page: the harmonizer reads the melody and bridge
+//! tracks and the phrase lane, and writes chord cells for a range of bars (the whole piece when
+//! a file without an accompaniment is opened; the selected bars for "Suggest chords"), going on
+//! from the chord the lane holds before the range.
+
+use serde::{Deserialize, Serialize};
+
+use crate::generate::GenerateError;
+use crate::generate::accompaniment_input;
+use crate::generate::harmonize::{Choice, chord_log_probs, progression};
+use crate::model::performer::Performer;
+use crate::music::grid::Grid;
+use crate::music::harmony::BeatPlaces;
+use crate::music::harmony::decode::HarmonyDecode;
+use crate::music::piece::{Piece, TrackRole, chord_cell};
+use crate::music::tokens;
+
+/// What to harmonize and how.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct HarmonizeOptions {
+    /// Bars `from .. to` (0-based, `to` excluded); `None`: every bar of the music.
+    pub bars: Option<[usize; 2]>,
+    /// `None`: the most likely progression. `Some(seed)`: one drawn with that seed (another
+    /// seed, another alternative).
+    pub seed: Option<u64>,
+}
+
+/// The harmonizer's chord cells for the bars asked for, and the first of them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Harmonized {
+    pub from: usize,
+    pub cells: Vec<String>,
+}
+
+/// Whether a piece's notes carry no harmony: no track the models read as an accompaniment
+/// (piano or generated) holds notes, so the chord lane comes from the harmonizer.
+pub fn needs_harmonizer(piece: &Piece) -> bool {
+    let has = |role: TrackRole| {
+        piece
+            .tracks
+            .iter()
+            .any(|t| t.role == role && !t.notes.is_empty())
+    };
+    has(TrackRole::Melody) && !has(TrackRole::Piano) && !has(TrackRole::Generated)
+}
+
+/// Chord cells for `options.bars` of `piece` from the harmonizer `model` (decoded with
+/// `decode`).
+pub async fn harmonize_piece(
+    model: &Performer,
+    decode: &HarmonyDecode,
+    piece: &Piece,
+    options: &HarmonizeOptions,
+) -> Result<Harmonized, GenerateError> {
+    piece
+        .validate()
+        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    decode.check().map_err(GenerateError::Read)?;
+    if !piece
+        .tracks
+        .iter()
+        .any(|t| t.role == TrackRole::Melody && !t.notes.is_empty())
+    {
+        return Err(GenerateError::Read(
+            "no track is marked as the melody: choose the melody track in the track list, or \
+             play one in"
+                .into(),
+        ));
+    }
+    let song = piece.model_song(|t| matches!(t.role, TrackRole::Melody | TrackRole::Bridge));
+    let grid = Grid::for_song(&song, tokens::STEPS_PER_BEAT);
+    let bars = grid.num_bars();
+    let [from, to] = options.bars.unwrap_or([0, bars]);
+    if from >= to || from >= bars {
+        return Err(GenerateError::Read(format!(
+            "no bars of the melody to harmonize there (it has {bars})"
+        )));
+    }
+    let to = to.min(bars);
+    let lane = piece
+        .bar_chords()
+        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    let mut given = lane.clone();
+    given.truncate(bars);
+    let input = accompaniment_input(&song, Some(&given), Some(piece.segments()))?;
+    let seed = options.seed.unwrap_or(0);
+    let lp = chord_log_probs(
+        model,
+        &input.rolls.melody,
+        &input.rolls.bridge,
+        &input.labels,
+        seed,
+    )
+    .await?;
+    let places = BeatPlaces::from_labels(&input.labels);
+    let beats = grid.bar_beats(from).start..grid.bar_beats(to - 1).end;
+    let before = (beats.start > 0).then(|| input.chords.get(beats.start - 1).copied().flatten());
+    let choice = match options.seed {
+        _ if model.config.is_causal() => Choice::Causal,
+        None => Choice::Best,
+        Some(seed) => Choice::Drawn {
+            seed,
+            temperature: 1.0,
+        },
+    };
+    let chords = progression(&lp, &places, decode, beats.clone(), before, choice);
+    let cells = (from..to)
+        .map(|bar| {
+            let b = grid.bar_beats(bar);
+            chord_cell(&chords[b.start - beats.start..b.end - beats.start])
+        })
+        .collect();
+    Ok(Harmonized { from, cells })
+}
