@@ -94,7 +94,31 @@ fn every_shipped_model_loads_and_each_task_has_a_default() {
     for key in ["sampled", "sampled_in_context"] {
         assert_eq!(conv.metrics[key]["split"], "test", "{}: {key}", conv.name);
     }
-    for task in [Task::Accompaniment, Task::Continuation] {
+    // The harmonizer carries how its probabilities become chords (the harmonic rhythm counted in
+    // the training songs, the weight chosen on validation), its test scores, and stays small.
+    let harmonizer = manifest
+        .models
+        .iter()
+        .find(|m| m.task == Task::Harmonization && m.default)
+        .expect("a default harmonizer");
+    let decode = harmonizer.harmony.expect("the harmonizer's decoding");
+    decode.check().unwrap();
+    assert!(
+        harmonizer.bytes <= 2 << 20,
+        "{} is over 2 MB",
+        harmonizer.name
+    );
+    let test = &harmonizer.metrics["test"];
+    let root = |row: &str| {
+        test[row]["scores"]["accuracy"][0]
+            .as_f64()
+            .unwrap_or(f64::NAN)
+    };
+    assert!(
+        root("harmonizer") > root("detector_melody_and_bridge"),
+        "{test}"
+    );
+    for task in [Task::Accompaniment, Task::Continuation, Task::Harmonization] {
         let defaults = manifest
             .models
             .iter()
@@ -188,6 +212,40 @@ fn the_default_models_accompany_and_continue_a_song() {
         let piano = made.tracks.iter().find(|t| t.name == "PIANO").unwrap();
         piano.notes.clone()
     };
+    // The melody alone gets the harmonizer's chords: a progression on the melody's chords
+    // (C G Am F), not the detector's sus chords fitted to one or two notes a beat.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pianoformer"))
+        .args(["inspect", "--json"])
+        .arg(&prompt)
+        .env("PIANOFORMER_MODELS", models_dir())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["chord_source"], "harmonizer", "{summary}");
+    let beats: Vec<&str> = summary["chords_per_bar"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|bar| bar.as_array().unwrap().iter().map(|c| c.as_str().unwrap()))
+        .collect();
+    let sus = beats.iter().filter(|c| c.contains("sus")).count();
+    assert!(sus * 10 <= beats.len(), "sus chords: {beats:?}");
+    let roots = ["C", "G", "A", "F"];
+    let right = beats
+        .iter()
+        .enumerate()
+        .filter(|(b, c)| c.starts_with(roots[(b / 4) % 4]) && !c[1..].starts_with(['#', 'b']))
+        .count();
+    assert!(
+        right * 2 >= beats.len(),
+        "{right} of {} beats on the melody's roots: {beats:?}",
+        beats.len()
+    );
     let given = piano_of("C G Am F C G Am F");
     let moved = piano_of("E B C#m A E B C#m A");
     assert_ne!(given, moved, "the chord lane changes the accompaniment");
