@@ -3,7 +3,7 @@
 // rule-based detector (which reads one or two melody notes a beat as sus chords); "Suggest
 // chords" proposes a progression for the selected bars (or the whole piece), another press
 // another alternative. The lane says which one filled it.
-import { app } from './page.js';
+import { app, status } from './page.js';
 import { call } from './worker-client.js';
 import { ensureModel } from './models.js';
 import { clonePiece } from './piece.js';
@@ -18,7 +18,9 @@ export async function harmonized(piece, { bars = null, seed = null } = {}) {
   const entry = harmonizerEntry(app.manifest);
   if (!entry) throw new Error('no harmonizer model is installed (www/models/manifest.json lists none)');
   await ensureModel(entry);
+  const started = performance.now();
   const out = await call('harmonize', { model: entry.name, piece, options: { bars, seed } });
+  status.harmonizations.push({ bars: out.cells.length, ms: performance.now() - started });
   const next = clonePiece(piece);
   out.cells.forEach((cell, i) => {
     if (out.from + i < next.chords.length) next.chords[out.from + i] = cell;

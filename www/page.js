@@ -31,6 +31,8 @@ export const status = {
   check: null,
   error: null,
   generations: [],
+  // Every harmonizer call: {bars, ms} (the lane of a melody-only file, "Suggest chords").
+  harmonizations: [],
   shareLink: null,
   get piece() {
     return app.piece;

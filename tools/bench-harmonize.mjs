@@ -1,0 +1,65 @@
+// How long the harmonizer takes in the page (a benchmark, not a test): a melody-only file of
+// --bars bars (the bundled example's melody, written by pianoformer, its piano taken out) is
+// dropped on the page on the CPU backend; its chord lane is the harmonizer's, then "Suggest
+// chords" for the whole piece runs --repeats times. Prints the first call (with the model's
+// load into the Worker counted apart) and the median of the rest, against the same melody
+// through the native CLI (`inspect`, which harmonizes it) in the same run.
+// Usage: make wasm && node tools/bench-harmonize.mjs [--bars 100] [--repeats 5]
+import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startServer } from './serve.mjs';
+import { launch } from '../tests/e2e/browser.mjs';
+
+const args = process.argv.slice(2);
+const option = (name, fallback) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : fallback);
+const bars = option('--bars', 100);
+const repeats = option('--repeats', 5);
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+const mod = await import('../pkg/pianoformer.js');
+mod.initSync({ module: readFileSync('pkg/pianoformer_bg.wasm') });
+const piece = JSON.parse(mod.readMidi(mod.exampleMidi(0, bars), 'melody.mid'));
+piece.tracks = piece.tracks.filter((t) => t.role === 'melody');
+const melody = Buffer.from(mod.writeMidi(JSON.stringify(piece)));
+
+// Natively: `inspect` loads the shipped harmonizer and harmonizes the whole melody.
+const dir = mkdtempSync(join(tmpdir(), 'bench-harmonize-'));
+const file = join(dir, 'melody.mid');
+writeFileSync(file, melody);
+const env = { ...process.env, CARGO_TARGET_DIR: process.env.CARGO_TARGET_DIR ?? join(homedir(), '.cache/pianoformer/target') };
+const native = [];
+for (let i = 0; i < 1 + repeats; i++) {
+  const t0 = performance.now();
+  const r = spawnSync('cargo', ['run', '--release', '--quiet', '--', 'inspect', file], { encoding: 'utf8', env });
+  if (r.status !== 0) throw new Error(`inspect failed:\n${r.stderr}`);
+  if (!/harmonizer/.test(r.stdout)) throw new Error(`inspect did not use the harmonizer:\n${r.stdout}`);
+  if (i > 0) native.push(performance.now() - t0);
+}
+
+const server = await startServer({ port: 0, quiet: true });
+const { browser, page } = await launch({ webgpu: false, url: `http://127.0.0.1:${server.address().port}/?backend=cpu` });
+try {
+  await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 300_000 });
+  await page.evaluate(({ data }) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([new Uint8Array(data)], 'melody.mid'));
+    document.querySelector('main').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, { data: [...melody] });
+  await page.waitForFunction(() => window.pianoformer.piece?.chordSource === 'harmonizer', null, { timeout: 120_000 });
+  for (let i = 0; i < repeats; i++) {
+    const n = await page.evaluate(() => window.pianoformer.harmonizations.length);
+    await page.click('#suggest-chords');
+    await page.waitForFunction((n) => window.pianoformer.harmonizations.length > n, n, { timeout: 120_000 });
+  }
+  const runs = await page.evaluate(() => window.pianoformer.harmonizations);
+  const warm = median(runs.slice(1).map((r) => r.ms));
+  console.log(`harmonizing a ${runs[0].bars}-bar melody on the page's CPU backend (Chromium, wasm, 1 thread):`);
+  console.log(`  first (the lane as the file opens, after the model's load): ${runs[0].ms.toFixed(1)} ms`);
+  console.log(`  warm, median of ${runs.length - 1} "Suggest chords": ${warm.toFixed(1)} ms`);
+  console.log(`  natively, the whole \`inspect\` process (start, model load, harmonize, print): median ${median(native).toFixed(0)} ms`);
+} finally {
+  await browser.close();
+  server.close();
+}
