@@ -275,7 +275,7 @@ fn bad_data_paths_options_and_files_are_plain_errors() {
         "continuation",
         &["--pe", "fstripe"],
     ));
-    assert!(err.contains("only the accompaniment task"), "{err}");
+    assert!(err.contains("per-step structure labels"), "{err}");
     let err = fails_plainly(&train(
         &data,
         &dir.join("r6b"),
