@@ -278,6 +278,20 @@ fn bad_data_paths_options_and_files_are_plain_errors() {
     assert!(err.contains("per-step structure labels"), "{err}");
     let err = fails_plainly(&train(
         &data,
+        &dir.join("r6c"),
+        "accompaniment",
+        &["--context", "none"],
+    ));
+    assert!(err.contains("what a harmonizer reads"), "{err}");
+    let err = fails_plainly(&train(
+        &data,
+        &dir.join("r6d"),
+        "harmonization",
+        &["--context", "key"],
+    ));
+    assert!(err.contains("unknown context `key`"), "{err}");
+    let err = fails_plainly(&train(
+        &data,
         &dir.join("r6b"),
         "accompaniment",
         &["--pe", "sine_spe", "--chord-encoding", "id"],

@@ -7,6 +7,7 @@ use rand::rngs::StdRng;
 
 use crate::model::config::{ACCOMPANIMENT_INPUTS, Conditioning, PerformerConfig};
 use crate::model::pe::StructureLevel;
+use crate::music::harmony::BeatInputs;
 use crate::music::labels::{LABEL_FEATURES, StepLabels};
 use crate::music::roll::{MultiRoll, PITCHES, PianoRoll};
 
@@ -21,6 +22,8 @@ pub struct WindowSpec {
     pub levels: Vec<StructureLevel>,
     /// Accompaniment: the lanes and the previous piano step as inputs.
     pub conditioning: Option<Conditioning>,
+    /// Harmonization: what is read per beat.
+    pub beats: BeatInputs,
 }
 
 impl WindowSpec {
@@ -31,6 +34,7 @@ impl WindowSpec {
             max_shift: 0,
             levels: config.pe.structure_levels().to_vec(),
             conditioning: config.conditioning,
+            beats: config.beat_inputs(),
         }
     }
 }
@@ -71,6 +75,15 @@ pub fn transpose_labels(labels: &StepLabels, semitones: i32) -> StepLabels {
         c.root = (c.root as i32 + semitones).rem_euclid(12) as u8;
     }
     out
+}
+
+/// F-StrIPE's coordinates of a window's labels (already sliced and transposed) at
+/// `spec.levels`, zeros past the song's end so every window has `spec.len` rows.
+pub fn window_coordinates(window: &StepLabels, spec: &WindowSpec) -> Vec<f32> {
+    let dims: usize = spec.levels.iter().map(|l| l.dims()).sum();
+    let mut coordinates = window.coordinates(&spec.levels);
+    coordinates.resize(spec.len * dims, 0.0);
+    coordinates
 }
 
 /// The window `start .. start + spec.len` of a song (steps past the end are silent),
@@ -125,9 +138,7 @@ pub fn example(
             &mut targets[t * 2 * PITCHES..(t + 1) * 2 * PITCHES],
         );
     }
-    let dims: usize = spec.levels.iter().map(|l| l.dims()).sum();
-    let mut coordinates = window.coordinates(&spec.levels);
-    coordinates.resize(len * dims, 0.0);
+    let coordinates = window_coordinates(&window, spec);
     Example {
         len,
         inputs,
@@ -191,6 +202,7 @@ mod tests {
             max_shift: 0,
             levels: vec![StructureLevel::Melody],
             conditioning: None,
+            beats: BeatInputs::default(),
         };
         let e = example(&rolls, &labels, &spec, 0, 2);
         assert_eq!(e.inputs.len(), 20 * 512);

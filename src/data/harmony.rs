@@ -5,11 +5,9 @@
 
 use std::ops::Range;
 
-use super::example::{Example, WindowSpec, transpose_labels};
+use super::example::{Example, WindowSpec, transpose_labels, window_coordinates};
 use crate::music::grid::Grid;
-use crate::music::harmony::{
-    BEAT_FEATURES, BeatPlaces, beat_labels, chord_class, write_beat_features,
-};
+use crate::music::harmony::{BeatReader, beat_labels, chord_class};
 use crate::music::labels::StepLabels;
 use crate::music::roll::MultiRoll;
 
@@ -29,23 +27,16 @@ pub fn harmony_example(
 ) -> Example {
     let len = spec.len;
     let spb = labels.steps_per_beat.max(1);
-    let places = BeatPlaces::from_labels(labels);
-    let mut inputs = vec![0f32; len * BEAT_FEATURES];
+    let reader = BeatReader::new(&rolls.melody, &rolls.bridge, labels, spec.beats);
+    let width = spec.beats.width();
+    let mut inputs = vec![0f32; len * width];
     let mut targets = vec![NO_TARGET; len];
     for t in 0..len {
         let b = start + t;
-        if b >= places.len() {
+        if b >= reader.len() {
             break;
         }
-        write_beat_features(
-            &rolls.melody,
-            &rolls.bridge,
-            labels,
-            &places,
-            b,
-            transpose,
-            &mut inputs[t * BEAT_FEATURES..(t + 1) * BEAT_FEATURES],
-        );
+        reader.write(b, transpose, &mut inputs[t * width..(t + 1) * width]);
         let step = b * spb;
         if range.contains(&step) {
             let chord = labels.chord[step].map(|mut c| {
@@ -55,11 +46,9 @@ pub fn harmony_example(
             targets[t] = chord_class(chord) as f32;
         }
     }
-    let dims: usize = spec.levels.iter().map(|l| l.dims()).sum();
     let beats = beat_labels(labels);
     let window = transpose_labels(&beats.slice(start..start + len), transpose);
-    let mut coordinates = window.coordinates(&spec.levels);
-    coordinates.resize(len * dims, 0.0);
+    let coordinates = window_coordinates(&window, spec);
     Example {
         len,
         inputs,
@@ -83,7 +72,7 @@ pub fn beat_crop_starts(grid: &Grid, len: usize) -> Vec<usize> {
 mod tests {
     use super::*;
     use crate::music::chords::{Chord, Quality};
-    use crate::music::harmony::class_chord;
+    use crate::music::harmony::{BEAT_FEATURES, BeatInputs, class_chord};
     use crate::music::labels::StructureLevel;
     use crate::music::midi::tests::note;
     use crate::music::phrases::Segment;
@@ -110,6 +99,7 @@ mod tests {
             max_shift: 0,
             levels: vec![StructureLevel::Melody, StructureLevel::Position],
             conditioning: None,
+            beats: BeatInputs::default(),
         };
         // Chords trusted over the first five beats only.
         let e = harmony_example(&rolls, &labels, &(0..20), &spec, 0, 2);

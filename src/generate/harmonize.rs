@@ -11,9 +11,7 @@ use crate::model::config::Task;
 use crate::model::performer::{Inputs, Performer};
 use crate::music::chords::Chord;
 use crate::music::harmony::decode::{HarmonyDecode, causal, log_softmax_rows, sample, viterbi};
-use crate::music::harmony::{
-    BEAT_FEATURES, BeatPlaces, CHORD_CLASSES, beat_features, beat_labels, class_chord,
-};
+use crate::music::harmony::{BeatPlaces, CHORD_CLASSES, beat_features, beat_labels, class_chord};
 use crate::music::labels::StepLabels;
 use crate::music::roll::PianoRoll;
 
@@ -37,8 +35,9 @@ pub async fn chord_log_probs(
             wanted: Task::Harmonization,
         });
     }
-    let inputs = beat_features(melody, bridge, labels, 0);
-    let beats = inputs.len() / BEAT_FEATURES;
+    let reads = model.config.beat_inputs();
+    let inputs = beat_features(melody, bridge, labels, 0, reads);
+    let beats = inputs.len() / reads.width();
     if beats == 0 {
         return Err(GenerateError::EmptyPrompt);
     }
@@ -86,11 +85,7 @@ pub async fn harmonize_input(
     )
     .await?;
     let places = BeatPlaces::from_labels(&input.labels);
-    let choice = if model.config.is_causal() {
-        Choice::Causal
-    } else {
-        choice
-    };
+    let choice = choice.for_model(model);
     input.chords = progression(&lp, &places, decode, 0..usize::MAX, None, choice);
     input.labels = StepLabels::new(
         &input.grid,
@@ -127,6 +122,18 @@ pub enum Choice {
     Drawn { seed: u64, temperature: f32 },
     /// Beat by beat from the past alone (what live playing writes; a causal model's).
     Causal,
+}
+
+impl Choice {
+    /// This choice as `model` can make it: a causal model's chords are decided beat by beat
+    /// from the past whatever was asked.
+    pub fn for_model(self, model: &Performer) -> Choice {
+        if model.config.is_causal() {
+            Choice::Causal
+        } else {
+            self
+        }
+    }
 }
 
 /// The chords of `beats` (a range of the log-probabilities' beats) as `choice` reads them,

@@ -118,7 +118,7 @@ pub struct PerformerConfig {
 pub const ACCOMPANIMENT_INPUTS: usize = 4 * 128;
 /// Piano onset and sustain logits per step.
 pub const ACCOMPANIMENT_OUTPUTS: usize = 2 * 128;
-pub use crate::music::harmony::{BEAT_FEATURES, CHORD_CLASSES};
+pub use crate::music::harmony::{BEAT_FEATURES, BeatInputs, CHORD_CLASSES};
 pub use crate::music::labels::LABEL_FEATURES;
 
 impl PerformerConfig {
@@ -134,8 +134,16 @@ impl PerformerConfig {
                 ACCOMPANIMENT_OUTPUTS,
             ),
             Task::Continuation => (vocab, vocab),
-            Task::Harmonization => (BEAT_FEATURES, CHORD_CLASSES),
+            // New harmonizers read the context; the causal form's is cut at the current beat
+            // (same width).
+            Task::Harmonization => (BeatInputs::WITH_CONTEXT.width(), CHORD_CLASSES),
         }
+    }
+
+    /// What a harmonizer reads per beat: its input width says whether it reads the context
+    /// (the first shipped harmonizer did not), its direction how far.
+    pub fn beat_inputs(&self) -> BeatInputs {
+        BeatInputs::of_width(self.input_dim, self.is_causal()).unwrap_or_default()
     }
 
     /// Whether attention reads only the past (every model but a whole-melody harmonizer).
@@ -219,6 +227,13 @@ impl PerformerConfig {
             ));
         }
         let (i, o) = Self::sizes(self.task, vocab, self.conditioning);
+        // A harmonizer reads its beats with or without the context (the first shipped one
+        // without).
+        let i = match self.task {
+            Task::Harmonization => BeatInputs::of_width(self.input_dim, self.is_causal())
+                .map_or(i, |reads| reads.width()),
+            _ => i,
+        };
         if (self.input_dim, self.output_dim) != (i, o) {
             return Err(format!(
                 "a {:?} model reads {i} and writes {o} values per step, but this config says {} \

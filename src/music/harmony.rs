@@ -198,17 +198,164 @@ pub fn write_beat_features(
         .is_some_and(rested) as u8 as f32;
 }
 
-/// Every beat's features, row-major `[beats, BEAT_FEATURES]`.
+/// Values per beat of the context ([`BeatInputs::context`]): the chroma of the melody and
+/// bridge over the beat's bar, its half bar, the two bars either side of its bar and the whole
+/// song (12 each, scaled so the loudest pitch class is 1). A chord lasts a bar or half a bar and
+/// the key a song: read per beat, the melody shows one or two of a chord's tones.
+pub const CONTEXT_FEATURES: usize = 48;
+
+/// What a harmonizer reads per beat: [`write_beat_features`]'s values, then (with `context`)
+/// the chroma around the beat, read from the beats up to the current one only when `causal`
+/// (a live harmonizer must not hear the future).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BeatInputs {
+    pub context: bool,
+    pub causal: bool,
+}
+
+impl BeatInputs {
+    /// The context read from the whole song (a new harmonizer for files; a causal model's
+    /// reader sets `causal`).
+    pub const WITH_CONTEXT: BeatInputs = BeatInputs {
+        context: true,
+        causal: false,
+    };
+
+    /// Values per beat.
+    pub const fn width(self) -> usize {
+        BEAT_FEATURES + if self.context { CONTEXT_FEATURES } else { 0 }
+    }
+
+    /// The inputs of a model reading `width` values per beat (the first harmonizer read no
+    /// context), `None` for a width no harmonizer reads.
+    pub fn of_width(width: usize, causal: bool) -> Option<Self> {
+        [false, true]
+            .map(|context| Self { context, causal })
+            .into_iter()
+            .find(|i| i.width() == width)
+    }
+}
+
+/// Reads a song's beats as a harmonizer does: the per-beat values and, with context, the
+/// chroma of the melody and bridge summed from the song's start (so any span costs 12 values).
+pub struct BeatReader<'a> {
+    melody: &'a PianoRoll,
+    bridge: &'a PianoRoll,
+    labels: &'a StepLabels,
+    pub places: BeatPlaces,
+    inputs: BeatInputs,
+    /// `prefix[b]`: each pitch class's sounding share summed over beats `0..b`.
+    prefix: Vec<[f32; 12]>,
+}
+
+impl<'a> BeatReader<'a> {
+    pub fn new(
+        melody: &'a PianoRoll,
+        bridge: &'a PianoRoll,
+        labels: &'a StepLabels,
+        inputs: BeatInputs,
+    ) -> Self {
+        let places = BeatPlaces::from_labels(labels);
+        let mut prefix = Vec::new();
+        if inputs.context {
+            let spb = labels.steps_per_beat.max(1);
+            let share = 1.0 / spb as f32;
+            prefix.reserve(places.len() + 1);
+            let mut sum = [0f32; 12];
+            prefix.push(sum);
+            for b in 0..places.len() {
+                for s in b * spb..((b + 1) * spb).min(labels.len()) {
+                    for roll in [melody, bridge] {
+                        if s < roll.num_steps {
+                            for p in (0..PITCHES).filter(|&p| roll.sustain(s, p)) {
+                                sum[p % 12] += share;
+                            }
+                        }
+                    }
+                }
+                prefix.push(sum);
+            }
+        }
+        Self {
+            melody,
+            bridge,
+            labels,
+            places,
+            inputs,
+            prefix,
+        }
+    }
+
+    /// Beats in the song.
+    pub fn len(&self) -> usize {
+        self.places.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.places.is_empty()
+    }
+
+    /// Beat `beat`'s values ([`BeatInputs::width`]), transposed by `transpose` semitones, into
+    /// `out`; zeros past the end.
+    pub fn write(&self, beat: usize, transpose: i32, out: &mut [f32]) {
+        write_beat_features(
+            self.melody,
+            self.bridge,
+            self.labels,
+            &self.places,
+            beat,
+            transpose,
+            out,
+        );
+        if !self.inputs.context {
+            return;
+        }
+        let out = &mut out[BEAT_FEATURES..BEAT_FEATURES + CONTEXT_FEATURES];
+        out.fill(0.0);
+        if beat >= self.len() {
+            return;
+        }
+        let (k, n) = (self.places.in_bar[beat], self.places.bar_beats[beat]);
+        let bar = beat - k..beat - k + n;
+        let half = if n >= 4 && n % 2 == 0 {
+            let start = bar.start + (k >= n / 2) as usize * n / 2;
+            start..start + n / 2
+        } else {
+            bar.clone()
+        };
+        let near = bar.start.saturating_sub(2 * n)..bar.end + 2 * n;
+        let spans = [bar, half, near, 0..self.len()];
+        for (span, out) in spans.into_iter().zip(out.chunks_mut(12)) {
+            let end = span.end.min(self.len());
+            let end = if self.inputs.causal {
+                end.min(beat + 1)
+            } else {
+                end
+            };
+            let (a, b) = (&self.prefix[span.start.min(end)], &self.prefix[end]);
+            let max = (0..12).map(|i| b[i] - a[i]).fold(0f32, f32::max);
+            if max > 0.0 {
+                for i in 0..12 {
+                    out[(i as i32 + transpose).rem_euclid(12) as usize] = (b[i] - a[i]) / max;
+                }
+            }
+        }
+    }
+}
+
+/// Every beat's values, row-major `[beats, inputs.width()]`.
 pub fn beat_features(
     melody: &PianoRoll,
     bridge: &PianoRoll,
     labels: &StepLabels,
     transpose: i32,
+    inputs: BeatInputs,
 ) -> Vec<f32> {
-    let places = BeatPlaces::from_labels(labels);
-    let mut out = vec![0f32; places.len() * BEAT_FEATURES];
-    for (b, row) in out.chunks_mut(BEAT_FEATURES).enumerate() {
-        write_beat_features(melody, bridge, labels, &places, b, transpose, row);
+    let reader = BeatReader::new(melody, bridge, labels, inputs);
+    let width = inputs.width();
+    let mut out = vec![0f32; reader.len() * width];
+    for (b, row) in out.chunks_mut(width).enumerate() {
+        reader.write(b, transpose, row);
     }
     out
 }

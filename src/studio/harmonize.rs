@@ -97,13 +97,13 @@ pub async fn harmonize_piece(
     let beats = grid.bar_beats(from).start..grid.bar_beats(to - 1).end;
     let before = (beats.start > 0).then(|| input.chords.get(beats.start - 1).copied().flatten());
     let choice = match options.seed {
-        _ if model.config.is_causal() => Choice::Causal,
         None => Choice::Best,
         Some(seed) => Choice::Drawn {
             seed,
             temperature: 1.0,
         },
-    };
+    }
+    .for_model(model);
     let chords = progression(&lp, &places, decode, beats.clone(), before, choice);
     let cells = (from..to)
         .map(|bar| {

@@ -18,7 +18,7 @@ use pianoformer::music::harmony::decode::{HarmonyDecode, Rhythm};
 use pianoformer::music::harmony::{BeatPlaces, CHORD_CLASSES, class_chord};
 
 /// The emission weights tried on validation.
-const WEIGHTS: [f32; 8] = [0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0];
+const WEIGHTS: [f32; 9] = [0.25, 0.35, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 4.0];
 
 fn songs(corpus: &Corpus) -> (Vec<&Piece>, Vec<HarmonySong>) {
     let pieces: Vec<&Piece> = corpus.pieces.iter().filter(|p| p.has_harmony()).collect();
@@ -158,11 +158,7 @@ pub fn run(
         100.0 * rhythm.change[1],
         100.0 * rhythm.change[2]
     );
-    let choice = if model.config.is_causal() {
-        Choice::Causal
-    } else {
-        Choice::Best
-    };
+    let choice = Choice::Best.for_model(model);
     let (_, valid) = songs(&data.valid);
     if valid.is_empty() {
         return Err("no validation song with annotated chords".into());

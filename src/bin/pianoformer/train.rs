@@ -59,6 +59,10 @@ pub struct Args {
     /// `causal` (reads only up to the current beat, for live playing).
     #[arg(long)]
     pub direction: Option<String>,
+    /// Harmonization: `song` (the default: beside each beat, the chroma of its bar, half bar,
+    /// nearby bars and the song) or `none` (the beat alone: the first harmonizer's inputs).
+    #[arg(long)]
+    pub context: Option<String>,
     /// softmax: exact attention instead of the Performer's linear attention.
     #[arg(long, default_value = "linear")]
     pub attention: String,

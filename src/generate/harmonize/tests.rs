@@ -166,7 +166,7 @@ fn the_causal_form_reads_nothing_after_the_current_beat() {
     .unwrap();
     let e = crate::data::Example {
         len: 2,
-        inputs: vec![0.0; 2 * BEAT_FEATURES],
+        inputs: vec![0.0; 2 * model.config.input_dim],
         targets: vec![0.0; 2],
         coordinates: Vec::new(),
     };

@@ -2,7 +2,9 @@
 //! names of encodings and structure levels as the CLI takes them.
 
 use super::Args;
-use pianoformer::model::config::{AttentionKind, Conditioning, Direction, PerformerConfig, Task};
+use pianoformer::model::config::{
+    AttentionKind, BeatInputs, Conditioning, Direction, PerformerConfig, Task,
+};
 use pianoformer::model::pe::{PeConfig, PeKind, StructureLevel};
 use pianoformer::music::tokens::VOCAB_SIZE;
 use pianoformer::train::session::RunOptions;
@@ -163,6 +165,21 @@ pub(super) fn model_config(args: &Args, task: Task) -> Result<PerformerConfig, S
     };
     if task == Task::Harmonization {
         config = config.with_direction(Some(direction));
+    }
+    match (args.context.as_deref(), task) {
+        (None, _) | (Some("song"), Task::Harmonization) => {}
+        (Some("none"), Task::Harmonization) => config.input_dim = BeatInputs::default().width(),
+        (Some("song" | "none"), _) => {
+            return Err(format!(
+                "--context is what a harmonizer reads around each beat; a {} model reads none",
+                args.task
+            ));
+        }
+        (Some(other), _) => {
+            return Err(format!(
+                "unknown context `{other}`: use song (the chroma around each beat) or none"
+            ));
+        }
     }
     let config = config
         .with_attention(attention)
