@@ -3,7 +3,7 @@
 # project's own CLI on POP909. Re-running it skips finished runs and resumes interrupted ones.
 #
 #   tools/train-models.sh [accompaniment|continuation|continuation-long|accompaniment-long|
-#                          accompaniment-ar|all]
+#                          accompaniment-ar|harmonizer|all]
 #   (default: all)
 #
 # Environment: POP909 (the data folder, default ../shared/data/pop909), RUNS (where runs go,
@@ -166,4 +166,27 @@ if [ "$what" = all ] || [ "$what" = continuation-long ]; then
   done
   "$BIN" report "$RUNS"/cont512-*-seed* --svg "$RUNS/continuation512-loss.svg" \
     --style-svg "$RUNS/continuation512-style.svg" > "$RUNS/continuation512-table.md"
+fi
+
+# The harmonizer (reports/harmonizer.md): the shipped model (with the context around each
+# beat), then the encodings comparison and the causal form on each beat alone, seeds 0-2.
+if [ "$what" = all ] || [ "$what" = harmonizer ]; then
+  harm() {
+    local name=$1 steps=$2; shift 2
+    train "$name" harmonization "$steps" "$@" --batch 16 --window 128 --eval-every 250 \
+      --checkpoint-every 100
+    if [ ! "$RUNS/$name/eval.json" -nt "$RUNS/$name/model.bpk" ]; then
+      "$BIN" eval --task harmonization --model "$RUNS/$name" --data "$POP909" \
+        --accompaniment "$([ "$name" = harm-ctx-sine-s0 ] && echo default || echo none)" \
+        2>>"$RUNS/$name/stderr.log"
+    fi
+  }
+  harm harm-ctx-sine-s0 5000 --pe sine_spe --gated --seed 0
+  for seed in 0 1 2; do
+    harm "harm-none-s$seed" 3000 --pe none --context none --seed "$seed"
+    harm "harm-sine-s$seed" 3000 --pe sine_spe --gated --context none --seed "$seed"
+    harm "harm-fstripe-s$seed" 3000 --pe fstripe --gated --context none --seed "$seed"
+  done
+  harm harm-sine-causal-s0 3000 --pe sine_spe --gated --context none --direction causal --seed 0
+  python3 tools/harmonizer-table.py "$RUNS"/harm-* > "$RUNS/harmonizer-table.md"
 fi
