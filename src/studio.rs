@@ -39,8 +39,9 @@ pub struct Options {
     /// (stopping where the kept music resumes) with the chords planned in their lanes, but,
     /// reading left to right, it cannot hear the bars after them.
     pub region: Option<[usize; 2]>,
-    /// Continuation.
-    pub temperature: f32,
+    /// Continuation: the sampling temperature (else the model's, chosen on validation songs by
+    /// the plan-following panel; 1 where none was chosen).
+    pub temperature: Option<f32>,
     pub top_p: f32,
     /// Continuation: tokens to add at most, and new bars at most.
     pub tokens: usize,
@@ -91,7 +92,7 @@ impl Default for Options {
             hold_temperature: None,
             chunk_steps: 64,
             region: None,
-            temperature: 1.0,
+            temperature: None,
             top_p: 0.95,
             tokens: 512,
             bars: None,
@@ -116,7 +117,7 @@ impl Options {
     pub fn check(&self) -> Result<(), BadOption> {
         let bad = |field, message| Err(BadOption { field, message });
         let temperature_ok = |t: f32| t > 0.0 && t <= 10.0;
-        if !temperature_ok(self.temperature) {
+        if !self.temperature.is_none_or(temperature_ok) {
             return bad(
                 "temperature",
                 "the temperature must be above 0 and at most 10",
@@ -178,7 +179,7 @@ impl Options {
     /// How a continuation draws its tokens.
     pub fn sampling(&self) -> Sampling {
         Sampling {
-            temperature: self.temperature,
+            temperature: self.temperature.unwrap_or(1.0),
             top_p: self.top_p,
             seed: self.seed,
         }

@@ -31,7 +31,7 @@ export function settings() {
     seed: Number($('seed').value) || 0,
     threshold: $('threshold').value === '' ? null : Number($('threshold').value),
     pianoTemperature: $('piano-temperature').value === '' ? null : Number($('piano-temperature').value),
-    temperature: Number($('temperature').value) || 1,
+    temperature: $('temperature').value === '' ? null : Number($('temperature').value),
     length: Number($('length').value) || 512,
     maxBars: $('max-bars').value === '' ? null : Number($('max-bars').value),
     readAll: $('read-all').checked,

@@ -9,6 +9,7 @@
 
 pub mod harmony;
 pub mod panel;
+pub mod plan;
 pub mod sampled;
 
 use burn::tensor::Device;

@@ -49,7 +49,7 @@ pub fn song_prompt(song: &[u32], bars: usize) -> Option<Vec<u32>> {
 }
 
 /// [`song_prompt`], and where in `song` the music after the prompt starts.
-fn song_prompt_at(song: &[u32], bars: usize) -> Option<(Vec<u32>, usize)> {
+pub(crate) fn song_prompt_at(song: &[u32], bars: usize) -> Option<(Vec<u32>, usize)> {
     let bar = Token::Bar.id();
     let starts: Vec<usize> = (0..song.len()).filter(|&i| song[i] == bar).collect();
     let has_note = |k: usize| {

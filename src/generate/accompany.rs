@@ -88,16 +88,7 @@ pub fn song_input(
                 bars: grid.num_bars(),
             });
         }
-        for (bar, cell) in given.iter().enumerate() {
-            for (beat, chord) in grid
-                .bar_beats(bar)
-                .zip(spread(cell, grid.bar_beats(bar).len()))
-            {
-                if let Some(slot) = chords.get_mut(beat) {
-                    *slot = chord;
-                }
-            }
-        }
+        lay_cells(&mut chords, &grid, given);
     }
     let phrases = phrases.unwrap_or(detected.phrases);
     let labels = StepLabels::new(&grid, &rolls.melody, &chords, &phrases);
@@ -111,6 +102,20 @@ pub fn song_input(
         phrases,
         kept,
     })
+}
+
+/// Writes bar cells (from bar 0) over `chords`, one per beat of `grid`: each cell's chords
+/// [`spread`] over its bar's beats. Cells past the grid's bars are left out.
+pub fn lay_cells(chords: &mut [Option<Chord>], grid: &Grid, cells: &[Vec<Option<Chord>>]) {
+    for (bar, cell) in cells.iter().enumerate().take(grid.num_bars()) {
+        let beats = grid.bar_beats(bar);
+        let n = beats.len();
+        for (beat, chord) in beats.zip(spread(cell, n)) {
+            if let Some(slot) = chords.get_mut(beat) {
+                *slot = chord;
+            }
+        }
+    }
 }
 
 /// The chords of one bar cell over its `beats`: `n` chords take `beats / n` beats each (the

@@ -9,7 +9,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 
 use super::sample::{Sampling, log_softmax_values, sample_token};
-use super::{AttentionRows, GenerateError, Watch, read_f32, watched_rows};
+use super::{AttentionRows, GenerateError, Watch, read_f32, spread, watched_rows};
 use crate::model::config::Task;
 use crate::model::performer::{Inputs, Performer, State, StepInput};
 use crate::music::chords::Chord;
@@ -136,17 +136,20 @@ pub struct TokenProgress {
 }
 
 /// Token-by-token continuation of `prompt` (ids, grammatical) for `length`, in the meter in
-/// force at its end; the model's noise is drawn once from `sampling.seed`. `plan[k]`, where given, is the chord that new bar `k`
-/// starts with (forced as `Position 0, Chord`, so the labels a user planned past the prompt
-/// steer what is written). `on_token` sees the prompt's attention, then each new token, and
-/// returns whether to go on (the page streams notes from it and cancels through it).
+/// force at its end; the model's noise is drawn once from `sampling.seed`. `plan[k]`, where
+/// given and not empty, is new bar `k`'s chord cell (its chords share the bar's beats evenly,
+/// as [`crate::generate::spread`] lays them out): the planned harmony is the bar's, so every
+/// change of chord it holds is written where it falls (`Position p, Chord c`, on the bar line
+/// and mid-bar alike) and the model writes no chord of its own there; unplanned bars are the
+/// model's. `on_token` sees the prompt's attention, then each new token, and returns whether
+/// to go on (the page streams notes from it and cancels through it).
 #[allow(clippy::too_many_arguments)]
 pub async fn continue_tokens<F, Fut>(
     model: &Performer,
     prompt: &[u32],
     length: Length,
     sampling: Sampling,
-    plan: &[Option<Chord>],
+    plan: &[Vec<Option<Chord>>],
     watch: Option<Watch>,
     device: &Device,
     mut on_token: F,
@@ -200,6 +203,17 @@ where
     let mut out = Vec::new();
     let mut new_bars = 0;
     let mut forced: std::collections::VecDeque<Token> = Default::default();
+    // The chord in force (the last `Chord` token), the changes the current new bar's plan
+    // still has to write (step in the bar, chord), and whether the bar is planned.
+    let mut chord_now = prompt
+        .iter()
+        .rev()
+        .find_map(|&id| match Token::from_id(id) {
+            Some(Token::Chord(c)) => Some(c),
+            _ => None,
+        });
+    let mut changes: std::collections::VecDeque<(u8, Option<Chord>)> = Default::default();
+    let mut planned_bar = false;
     while out.len() < length.tokens {
         let mut allowed = grammar.allowed();
         let forbidden: f32 = logits
@@ -216,22 +230,51 @@ where
         for beats in 1..=tokens::MAX_BAR_BEATS {
             allowed[Token::Meter(beats as u8).id() as usize] = false;
         }
-        let id = match forced.pop_front() {
-            Some(t) if allowed[t.id() as usize] => t.id(),
+        let (id, drawn) = match forced.pop_front() {
+            Some(t) if allowed[t.id() as usize] => (t.id(), false),
             _ => {
                 forced.clear();
-                sample_token(&logits, &allowed, sampling, &mut rng)
+                if planned_bar {
+                    for id in Token::Chord(None).id()..Token::Tempo(0).id() {
+                        allowed[id as usize] = false;
+                    }
+                }
+                (sample_token(&logits, &allowed, sampling, &mut rng), true)
             }
         };
         let token = Token::from_id(id).unwrap_or(Token::Eos);
+        // A planned change the drawn token would step past is written first, then the token
+        // (unless it is the change's own position).
+        if drawn && let Some(written) = planned_changes(&mut changes, token) {
+            let last = written.iter().rev().find_map(|t| match t {
+                Token::Position(p) => Some(*p),
+                _ => None,
+            });
+            forced.extend(written);
+            if !matches!(token, Token::Position(p) if Some(p) == last) {
+                forced.push_back(token);
+            }
+            continue;
+        }
         if token == Token::Bar {
             new_bars += 1;
             if length.bars.is_some_and(|b| new_bars > b) {
                 break;
             }
-            if let Some(Some(chord)) = plan.get(new_bars - 1) {
-                forced.extend([Token::Position(0), Token::Chord(Some(*chord))]);
+            let cell = plan.get(new_bars - 1).map_or(&[][..], |c| &c[..]);
+            planned_bar = !cell.is_empty();
+            changes.clear();
+            let mut before = chord_now;
+            for (beat, chord) in spread(cell, grammar.bar_beats()).into_iter().enumerate() {
+                let step = beat * tokens::STEPS_PER_BEAT;
+                if planned_bar && before != Some(chord) && step < tokens::MAX_POSITIONS {
+                    changes.push_back((step as u8, chord));
+                    before = Some(chord);
+                }
             }
+        }
+        if let Token::Chord(c) = token {
+            chord_now = Some(c);
         }
         grammar
             .advance(token)
@@ -277,6 +320,27 @@ where
         }
     }
     Ok(out)
+}
+
+/// The planned changes (`Position, Chord` pairs) due before `token` is written: those at or
+/// before its position, or all that are left when it ends the bar. `None` when none is due.
+fn planned_changes(
+    changes: &mut std::collections::VecDeque<(u8, Option<Chord>)>,
+    token: Token,
+) -> Option<Vec<Token>> {
+    let due = |at: u8| match token {
+        Token::Position(p) => at <= p,
+        Token::Bar | Token::Eos => true,
+        _ => false,
+    };
+    let mut written = Vec::new();
+    while let Some(&(at, chord)) = changes.front()
+        && due(at)
+    {
+        changes.pop_front();
+        written.extend([Token::Position(at), Token::Chord(chord)]);
+    }
+    (!written.is_empty()).then_some(written)
 }
 
 /// Runs `view` through the model in chunks and returns the last position's logits; attention

@@ -3,6 +3,7 @@
 
 use super::GenerateError;
 use crate::data::corpus::song_tokens;
+use crate::music::chords::Chord;
 use crate::music::grid::Grid;
 use crate::music::labels::detect_structure;
 use crate::music::midi::{Song, Track};
@@ -11,11 +12,25 @@ use crate::music::tokens::{self, STEPS_PER_BEAT, Token};
 
 /// The REMI tokens of `song` (every pitched track; chords detected), without the final `Eos`.
 pub fn prompt_tokens(song: &Song) -> Result<Vec<u32>, GenerateError> {
+    prompt_tokens_with(song, None)
+}
+
+/// [`prompt_tokens`] with the chord lane as a person sees it: `bar_chords` (cells from bar 0,
+/// as [`crate::music::piece::Piece::bar_chords`] gives them) replace the detected chords on the
+/// bars they cover; cells past the music are left out (they plan, see
+/// [`super::continue_tokens`]).
+pub fn prompt_tokens_with(
+    song: &Song,
+    bar_chords: Option<&[Vec<Option<Chord>>]>,
+) -> Result<Vec<u32>, GenerateError> {
     let grid = Grid::for_song(song, STEPS_PER_BEAT);
     if song.note_count() == 0 || grid.num_steps() == 0 {
         return Err(GenerateError::EmptyPrompt);
     }
-    let chords = detect_structure(song, &grid).chords;
+    let mut chords = detect_structure(song, &grid).chords;
+    if let Some(cells) = bar_chords {
+        super::accompany::lay_cells(&mut chords, &grid, cells);
+    }
     let mut ids =
         song_tokens(song, &grid, &chords).map_err(|e| GenerateError::Tokens(e.to_string()))?;
     if ids.last() == Some(&Token::Eos.id()) {

@@ -7,7 +7,7 @@ use burn::tensor::Device;
 
 use super::{CONTINUATION_TRACK, Options, Progress};
 use crate::generate::{
-    GenerateError, Length, Sampling, continue_tokens, cut_prompt, prompt_tokens,
+    GenerateError, Length, Sampling, continue_tokens, cut_prompt, prompt_tokens_with,
 };
 use crate::model::config::Task;
 use crate::model::performer::Performer;
@@ -16,8 +16,18 @@ use crate::music::midi::Note;
 use crate::music::piece::{Piece, PieceNote, PieceTrack, TrackRole};
 use crate::music::tokens::{self, Token};
 
+/// The piece's REMI tokens (without `Eos`) as the model reads them: its notes, and the chord
+/// lane as the person sees it over the music, edited or not (the lane past the music plans).
+pub fn lane_prompt(piece: &Piece) -> Result<Vec<u32>, GenerateError> {
+    let cells = piece
+        .bar_chords()
+        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    prompt_tokens_with(&piece.to_song(), Some(&cells))
+}
+
 /// A continuation of `piece` after its last bar, written to the CONTINUATION track. Chords
-/// planned in the chord lane past the music start the new bars they fall on.
+/// planned in the chord lane past the music are the new bars' harmony: every chord of a cell
+/// is written where it falls, and the model writes no chord of its own on a planned bar.
 pub async fn continue_piece<F, Fut>(
     model: &Performer,
     piece: &Piece,
@@ -58,7 +68,7 @@ where
     };
     let (whole, prompt_bars) = match &region {
         None => {
-            let whole = prompt_tokens(&piece.to_song())?;
+            let whole = lane_prompt(piece)?;
             let bars = whole.iter().filter(|&&id| id == bar).count();
             (whole, bars)
         }
@@ -66,7 +76,7 @@ where
             // The whole piece on its own bars (so a rest before the region keeps the bar's
             // length and meter), cut at the region's first bar line: the notes before it,
             // held on as they are.
-            let whole = match prompt_tokens(&piece.to_song()) {
+            let whole = match lane_prompt(piece) {
                 Ok(ids) => ids,
                 Err(GenerateError::EmptyPrompt) => vec![Token::Bos.id()],
                 Err(e) => return Err(e),
@@ -81,8 +91,8 @@ where
     let planned_to = region
         .as_ref()
         .map_or(cells.len(), |r| r.1.min(cells.len()));
-    let plan: Vec<Option<Chord>> = (prompt_bars..planned_to)
-        .map(|b| cells[b].first().copied().flatten())
+    let plan: Vec<Vec<Option<Chord>>> = (prompt_bars..planned_to)
+        .map(|b| cells[b].clone())
         .collect();
     let prompt_notes = decode(&prompt)?.notes;
     let length = match &region {
@@ -187,7 +197,7 @@ where
     piece
         .validate()
         .map_err(|e| GenerateError::Read(e.to_string()))?;
-    let whole = prompt_tokens(&piece.to_song())?;
+    let whole = lane_prompt(piece)?;
     let (prompt, _) = cut_prompt(&whole, options.max_prompt_tokens.max(16));
     let length = Length::tokens(0);
     let sampling = Sampling {
@@ -217,7 +227,7 @@ where
     Ok(total)
 }
 
-/// `ids` (a prompt from [`prompt_tokens`]) cut or padded with empty bars to hold exactly
+/// `ids` (a prompt from [`lane_prompt`]) cut or padded with empty bars to hold exactly
 /// `bars` bars, so that what follows starts at bar `bars`.
 fn with_bars(mut ids: Vec<u32>, bars: usize) -> Vec<u32> {
     let bar = Token::Bar.id();

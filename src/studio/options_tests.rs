@@ -24,7 +24,7 @@ fn options_are_checked_in_words_and_fill_in_the_models_defaults() {
     for (options, words) in [
         (
             Options {
-                temperature: 0.0,
+                temperature: Some(0.0),
                 ..base()
             },
             "the temperature",

@@ -387,7 +387,7 @@ fn continuation_follows_the_plan_and_lands_after_the_music() {
         &prompt,
         length,
         Sampling::default(),
-        &[dm],
+        &[vec![dm]],
         None,
         &device,
         |_| async { true },
@@ -401,4 +401,34 @@ fn continuation_follows_the_plan_and_lands_after_the_music() {
         added[at + 1..at + 3],
         [Token::Position(0).id(), Token::Chord(dm).id()]
     );
+}
+
+/// The chord lane as the person sees it over the music is what a continuation reads: an
+/// edited chord, and both chords of a two-chord cell where they fall.
+#[test]
+fn the_prompt_reads_the_chord_lane_as_edited() {
+    let mut piece = piece();
+    let before = continuation::lane_prompt(&piece).unwrap();
+    let id = |s: &str| Token::Chord(Chord::parse_any(s).unwrap()).id();
+    let (edited, first, second) = (id("F#dim"), id("Ebaug"), id("Db7"));
+    assert!(!before.contains(&edited) && !before.contains(&first) && !before.contains(&second));
+    piece.chords[0] = "F#dim".into();
+    piece.chords[1] = "Ebaug Db7".into();
+    let after = continuation::lane_prompt(&piece).unwrap();
+    let bar = Token::Bar.id();
+    let bar_starts: Vec<usize> = (0..after.len()).filter(|&i| after[i] == bar).collect();
+    let bar_one = &after[bar_starts[0]..bar_starts[1]];
+    let bar_two = &after[bar_starts[1]..bar_starts[2]];
+    assert_eq!(
+        bar_one[1..3],
+        [Token::Position(0).id(), edited],
+        "{bar_one:?}"
+    );
+    let at = |ids: &[u32], chord: u32| ids.iter().position(|&x| x == chord).unwrap();
+    assert_eq!(bar_two[at(bar_two, first) - 1], Token::Position(0).id());
+    let half = (tokens::STEPS_PER_BEAT * 2) as u8;
+    assert_eq!(bar_two[at(bar_two, second) - 1], Token::Position(half).id());
+    // Bars the lane leaves as they were read the same.
+    let fourth = |ids: &[u32]| (0..ids.len()).filter(|&i| ids[i] == bar).nth(3).unwrap();
+    assert_eq!(after[fourth(&after)..], before[fourth(&before)..]);
 }

@@ -223,7 +223,9 @@ impl Session {
     ) -> Result<String, JsError> {
         let loaded = self.model(&name)?;
         let piece = parse_piece(&piece)?;
-        let options = parse_options(&options)?;
+        let mut options = parse_options(&options)?;
+        // The model's own temperature unless one is given (chosen on validation songs).
+        options.temperature = options.temperature.or(loaded.entry.temperature);
         let out =
             studio::continue_piece(&loaded.model, &piece, &options, &self.backend.device, |p| {
                 report(&on_progress, p)

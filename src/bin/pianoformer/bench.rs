@@ -17,6 +17,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 
 mod attention;
+mod harmonize;
 use attention::attention;
 
 /// Prefill in chunks of this many tokens (keeps the softmax score matrix small).
@@ -282,7 +283,13 @@ fn tune(options: &Options) -> Result<(), String> {
     Ok(())
 }
 
-pub fn run(what: &str, options: Options) -> Result<(), String> {
+pub fn run(what: &str, mut options: Options) -> Result<(), String> {
+    if options.positions.is_empty() {
+        options.positions = match what {
+            "harmonize" => vec![25, 100, 400],
+            _ => vec![512, 2048, 8192],
+        };
+    }
     if what == "train" {
         return train(&options);
     }
@@ -292,9 +299,12 @@ pub fn run(what: &str, options: Options) -> Result<(), String> {
     if what == "attention" {
         return attention(&options);
     }
+    if what == "harmonize" {
+        return harmonize::harmonize(&options);
+    }
     if what != "decode" {
         return Err(format!(
-            "unknown benchmark '{what}' (there are: decode, train, tune, attention)"
+            "unknown benchmark '{what}' (there are: decode, train, tune, attention, harmonize)"
         ));
     }
     let mut positions = options.positions.clone();

@@ -46,9 +46,22 @@ pub struct Args {
     /// shipped model, with --out.
     #[arg(long)]
     pub sample: bool,
-    /// --sample: bars of each song given as the prompt (from its first bar with a note).
-    #[arg(long, default_value_t = 4)]
-    pub prompt_bars: usize,
+    /// Continuation: the plan-following panel instead — from --prompt-bars of every song, the
+    /// next 16 bars under the song's own progression and a substituted one: chord tones of the
+    /// plan, note rate and key against the real next bars, phrase echo. The temperature is
+    /// chosen on the validation songs among --temperatures (as busy as the songs, chord tones
+    /// closest to theirs), then the test songs are played with it (--split valid: the sweep
+    /// alone); into plan.json. --model may name a shipped model, with --out or --record.
+    #[arg(long)]
+    pub plan: bool,
+    /// --plan with a shipped model: write the chosen temperature and the panel into its entry
+    /// of the manifest (what the page and `generate` then play with) instead of a file.
+    #[arg(long)]
+    pub record: bool,
+    /// --sample, --plan: bars of each song given as the prompt (from its first bar with a
+    /// note; 4 for --sample, 8 for --plan).
+    #[arg(long)]
+    pub prompt_bars: Option<usize>,
     /// --sample: valid or test.
     #[arg(long, default_value = "test")]
     pub split: String,
@@ -72,6 +85,7 @@ pub struct Args {
     /// Step-by-step accompaniment: the sampling temperatures tried on 16-bar validation
     /// excerpts: of those that play 0.8-1.25x as many notes as the pianist there, the one
     /// with the best chroma similarity is kept (else the density nearest the pianist's).
+    /// Continuation --plan: those tried on the validation songs (see --plan).
     #[arg(long, value_delimiter = ',', default_value = "0.8,0.9,1.0,1.1,1.2")]
     pub temperatures: Vec<f32>,
     /// Step-by-step accompaniment: the hold temperatures tried with each temperature (the
@@ -109,6 +123,9 @@ fn run_state(dir: &Path) -> Option<RunState> {
 }
 
 pub fn run(args: Args) -> Result<(), String> {
+    if args.plan {
+        return crate::plan::run(args);
+    }
     if args.sample {
         return crate::sampled::run(args);
     }

@@ -9,7 +9,7 @@ use pianoformer::device::{self, Preference};
 use pianoformer::generate::harmonize::{Choice, harmonize_input, has_accompaniment};
 use pianoformer::generate::{
     accompaniment_input, accompany_song, chord_tone_ratio, continue_tokens, cut_prompt,
-    prompt_tokens, song_from_tokens, with_piano,
+    prompt_tokens_with, song_from_tokens, with_piano,
 };
 use pianoformer::model::config::Task;
 use pianoformer::music::chords::Chord;
@@ -18,6 +18,7 @@ use pianoformer::music::midi::{read_midi, write_midi};
 use pianoformer::music::phrases::Segment;
 use pianoformer::music::piece::{Piece, TrackRole, chord_cell};
 use pianoformer::music::pop909::parse_phrases;
+use pianoformer::music::tokens::Token;
 use pianoformer::studio::{Options, accompany_piece, continue_piece};
 
 #[derive(clap::Args, Debug)]
@@ -38,8 +39,11 @@ pub struct Args {
     /// Where to write the result.
     #[arg(long, short)]
     pub out: PathBuf,
-    /// Accompaniment: chords per bar from the first bar, space- or comma-separated (`C G Am F`,
-    /// Harte symbols such as `A:min7` too; `N` for none). Detected where not given.
+    /// Chords per bar from the first bar, space- or comma-separated (`C G Am F`, Harte
+    /// symbols such as `A:min7` too; `N` for none; `C|G` shares a bar between two chords).
+    /// Detected where not given. A continuation reads them over the prompt's bars, and
+    /// those past its end plan the new bars (each chord written where it falls; the model
+    /// writes no chord of its own there).
     #[arg(long)]
     pub chords: Option<String>,
     /// Accompaniment: phrases as POP909 writes them, letter and bars (`i4A8B8A8o4`).
@@ -76,8 +80,8 @@ pub struct Args {
     /// reads everything, however long).
     #[arg(long)]
     pub context: Option<usize>,
-    /// Sampling temperature (default: 1 for continuation; for a step-by-step accompaniment
-    /// model, the one chosen on validation data).
+    /// Sampling temperature (default: the model's, chosen on validation data — for a
+    /// continuation model by `eval --plan`, 1 where none was chosen).
     #[arg(long)]
     pub temperature: Option<f32>,
     /// Step-by-step accompaniment: the temperature of the draws that decide whether a
@@ -96,7 +100,11 @@ pub struct Args {
 fn parse_chords(text: &str) -> Result<Vec<Vec<Option<Chord>>>, String> {
     text.split(|c: char| c == ',' || c.is_whitespace())
         .filter(|s| !s.is_empty())
-        .map(|s| Chord::parse_any(s).map(|c| vec![c]))
+        .map(|bar| {
+            bar.split('|')
+                .map(|s| Chord::parse_any(s).map_err(|e| format!("--chords: {e}")))
+                .collect()
+        })
         .collect()
 }
 
@@ -245,7 +253,15 @@ pub fn run(args: Args) -> Result<(), String> {
             );
         }
         Task::Continuation => {
-            let mut prompt = prompt_tokens(&song).map_err(|e| e.to_string())?;
+            // --chords over the prompt's bars replace the detected ones; those past its end
+            // plan the new bars.
+            let cells = args.chords.as_deref().map(parse_chords).transpose()?;
+            let mut prompt =
+                prompt_tokens_with(&song, cells.as_deref()).map_err(|e| e.to_string())?;
+            let song_bars = prompt.iter().filter(|&&id| id == Token::Bar.id()).count();
+            let plan: Vec<Vec<Option<Chord>>> = cells
+                .map(|c| c.into_iter().skip(song_bars).collect())
+                .unwrap_or_default();
             if args.prompt_tokens.is_some() {
                 prompt = cut_prompt(&prompt, options.max_prompt_tokens).0;
             }
@@ -254,7 +270,7 @@ pub fn run(args: Args) -> Result<(), String> {
                 &prompt,
                 options.length(),
                 options.sampling(),
-                &[],
+                &plan,
                 None,
                 &device,
                 |_| async { true },
@@ -308,7 +324,8 @@ fn options(
         piano_temperature: args.temperature,
         hold_temperature: args.hold_temperature,
         region,
-        temperature: args.temperature.unwrap_or(1.0),
+        // A continuation model's own temperature, chosen on validation (`eval --plan`).
+        temperature: args.temperature.or(loaded.temperature),
         top_p: args.top_p,
         tokens: args.tokens,
         bars: new_bars,

@@ -44,6 +44,8 @@ mod models;
 #[cfg(not(target_arch = "wasm32"))]
 mod panel;
 #[cfg(not(target_arch = "wasm32"))]
+mod plan;
+#[cfg(not(target_arch = "wasm32"))]
 mod report;
 #[cfg(not(target_arch = "wasm32"))]
 mod sampled;
@@ -86,11 +88,13 @@ mod cli {
         /// training step of the small accompaniment preset. `tune`: ms per fine-tuning step of
         /// the shipped default model with the page's defaults, and peak memory. `attention`:
         /// causal linear attention alone, the fused WGSL kernel against the generic ops (GPU).
+        /// `harmonize`: the shipped harmonizer on a melody, stage by stage (as "Suggest chords").
         Bench {
-            /// What to measure: decode, train, tune or attention.
+            /// What to measure: decode, train, tune, attention or harmonize.
             what: String,
-            /// Positions at which to time decoding.
-            #[arg(long, value_delimiter = ',', default_value = "512,2048,8192")]
+            /// Positions at which to time decoding (default 512,2048,8192), sequence lengths for
+            /// `attention` (the same), or melody lengths in bars for `harmonize` (25,100,400).
+            #[arg(long, value_delimiter = ',')]
             positions: Vec<usize>,
             /// Tokens timed at each position (the median is reported).
             #[arg(long, default_value_t = 32)]

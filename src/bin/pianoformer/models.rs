@@ -177,7 +177,11 @@ fn load_run(dir: &Path, task: Task, device: &Device) -> Result<Loaded, String> {
     Ok(Loaded {
         model,
         binarize: eval.as_ref().and_then(|e| e.binarize),
-        temperature: eval.as_ref().and_then(|e| e.temperature),
+        // A continuation's temperature is chosen by `eval --plan` (plan.json).
+        temperature: eval
+            .as_ref()
+            .and_then(|e| e.temperature)
+            .or_else(|| plan_temperature(dir)),
         hold_temperature: eval.as_ref().and_then(|e| e.hold_temperature),
         harmony: eval.as_ref().and_then(|e| e.decode),
         source: dir.display().to_string(),
@@ -187,6 +191,13 @@ fn load_run(dir: &Path, task: Task, device: &Device) -> Result<Loaded, String> {
             .and_then(|v| v["options"]["window"].as_u64())
             .map(|w| w as usize),
     })
+}
+
+/// The temperature `eval --plan` chose on validation for the continuation run in `dir`.
+pub fn plan_temperature(dir: &Path) -> Option<f32> {
+    let text = std::fs::read_to_string(dir.join("plan.json")).ok()?;
+    let plan: serde_json::Value = serde_json::from_str(&text).ok()?;
+    plan["temperature"].as_f64().map(|t| t as f32)
 }
 
 /// The harmonizer that fills the chord lane of a melody-only file: `spec` as `load` takes it

@@ -26,7 +26,8 @@ pub fn run(args: Args) -> Result<(), String> {
                 .into(),
         );
     }
-    if args.prompt_bars == 0 {
+    let prompt_bars = args.prompt_bars.unwrap_or(4);
+    if prompt_bars == 0 {
         return Err("--prompt-bars must be positive".into());
     }
     if (1..32).contains(&args.context) {
@@ -108,7 +109,7 @@ pub fn run(args: Args) -> Result<(), String> {
             m,
             &p.name,
             &p.tokens,
-            args.prompt_bars,
+            prompt_bars,
             length,
             (args.context > 0).then_some(args.context),
             sampling,
@@ -132,7 +133,7 @@ pub fn run(args: Args) -> Result<(), String> {
         return Err(format!(
             "no song of the split has {} bars and more to prompt with in fewer than {length} \
              tokens (--prompt-bars, --length)",
-            args.prompt_bars
+            prompt_bars
         ));
     }
     let summary = SampledSummary::of(&samples);
@@ -149,7 +150,7 @@ pub fn run(args: Args) -> Result<(), String> {
          grammatical bars without the mask {:.3} ({:.3} of each draw's probability on \
          forbidden tokens) ({:.0} s)",
         summary.samples,
-        args.prompt_bars,
+        prompt_bars,
         f(&summary.onset_duration),
         summary.onset_duration_kept,
         f(&summary.time_pitch),
@@ -171,7 +172,7 @@ pub fn run(args: Args) -> Result<(), String> {
         "gated": loaded.model.config.pe.gated,
         "trained_window": trained,
         "length": length,
-        "prompt_bars": args.prompt_bars,
+        "prompt_bars": prompt_bars,
         "context": (args.context > 0).then_some(args.context),
         "split": if test { "test" } else { "validation" },
         "sampling": {"temperature": args.temperature, "top_p": args.top_p, "seed": args.seed},

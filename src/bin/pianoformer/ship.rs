@@ -119,7 +119,23 @@ pub fn run(args: Args) -> Result<(), String> {
         );
     }
     let binarize = serde_json::from_value(eval["binarize"].clone()).ok();
-    let temperature = eval["temperature"].as_f64().map(|t| t as f32);
+    let temperature = eval["temperature"]
+        .as_f64()
+        .map(|t| t as f32)
+        .or_else(|| crate::models::plan_temperature(&args.run));
+    // The plan-following panel (`eval --plan`), where the run has it.
+    if let (Some(obj), Ok(text)) = (
+        metrics.as_object_mut(),
+        std::fs::read_to_string(args.run.join("plan.json")),
+    ) {
+        let mut plan: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| format!("{}/plan.json: {e}", args.run.display()))?;
+        if let Some(p) = plan.as_object_mut() {
+            p.remove("samples");
+            p.remove("model");
+        }
+        obj.insert("plan".into(), plan);
+    }
     let hold_temperature = eval["hold_temperature"].as_f64().map(|t| t as f32);
     let harmony = serde_json::from_value(eval["decode"].clone()).ok();
     if state.config.task == pianoformer::model::config::Task::Harmonization && harmony.is_none() {

@@ -162,3 +162,69 @@ fn a_restart_reuses_the_anchor_and_matches_a_fresh_read() {
         }
     }
 }
+
+/// Every chord change of a planned cell is written where it falls (both chords of a two-chord
+/// bar), the model writes no chord of its own on a planned bar, and unplanned bars are its own.
+#[test]
+fn a_planned_two_chord_bar_forces_both_chords_and_no_other() {
+    let device = Device::flex();
+    let config = PerformerConfig::tiny(
+        Task::Continuation,
+        tokens::VOCAB_SIZE,
+        PeConfig::new(PeKind::SineSpe),
+    );
+    let model = Performer::new(&config, 4, &device).unwrap();
+    let chord = |s: &str| Some(crate::music::chords::Chord::parse_any(s).unwrap().unwrap());
+    let (dm, g7, c) = (chord("Dm"), chord("G7"), chord("C"));
+    // Bar 1: Dm then G7 at its half; bar 2: unplanned; bar 3: C (the whole bar).
+    let plan = [vec![dm, g7], vec![], vec![c]];
+    for seed in 0..4 {
+        let added = pollster::block_on(continue_tokens(
+            &model,
+            &bars(4, 2),
+            Length {
+                bars: Some(3),
+                ..Length::tokens(2000)
+            },
+            Sampling {
+                seed,
+                ..Sampling::default()
+            },
+            &plan,
+            None,
+            &device,
+            |_| std::future::ready(true),
+        ))
+        .unwrap();
+        let tokens: Vec<Token> = added
+            .iter()
+            .map(|&id| Token::from_id(id).unwrap())
+            .collect();
+        let mut grammar = Grammar::new();
+        for &id in bars(4, 2).iter().chain(&added) {
+            grammar.advance(Token::from_id(id).unwrap()).unwrap();
+        }
+        // The chords of each new bar, with their positions.
+        let mut per_bar: Vec<Vec<(u8, Option<crate::music::chords::Chord>)>> = Vec::new();
+        let mut position = 0;
+        for t in &tokens {
+            match *t {
+                T::Bar => per_bar.push(Vec::new()),
+                T::Position(p) => position = p,
+                T::Chord(ch) => {
+                    if let Some(bar) = per_bar.last_mut() {
+                        bar.push((position, ch));
+                    }
+                }
+                _ => {}
+            }
+        }
+        assert!(
+            per_bar.len() >= 3,
+            "seed {seed}: {} new bars",
+            per_bar.len()
+        );
+        assert_eq!(per_bar[0], [(0, dm), (8, g7)], "seed {seed}");
+        assert_eq!(per_bar[2], [(0, c)], "seed {seed}");
+    }
+}

@@ -182,6 +182,11 @@ impl Grammar {
             .collect()
     }
 
+    /// Length in beats of the bar in force.
+    pub fn bar_beats(&self) -> usize {
+        self.bar_beats
+    }
+
     /// True once `Eos` (or padding) has been taken.
     pub fn is_ended(&self) -> bool {
         self.state == State::Ended

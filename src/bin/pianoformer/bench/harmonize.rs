@@ -1,0 +1,135 @@
+//! `pianoformer bench harmonize`: where the time of harmonizing a melody goes, stage by stage,
+//! as the page pays it for "Suggest chords" (`studio::harmonize_piece`): the input (the piece's
+//! rolls, grid, phrase lane and labels), the beat features, the model's forward pass and the
+//! decoding (Viterbi). The melody: the bundled example's, its piano taken out, at each of
+//! `--positions` bars; the shipped default harmonizer. Medians of `--steps` runs.
+
+use std::time::Instant;
+
+use pianoformer::data::{Example, harmony::NO_TARGET, stack};
+use pianoformer::device::{self, Preference};
+use pianoformer::generate::accompaniment_input;
+use pianoformer::generate::harmonize::{Choice, progression};
+use pianoformer::model::config::Task;
+use pianoformer::model::performer::Inputs;
+use pianoformer::music::grid::Grid;
+use pianoformer::music::harmony::decode::log_softmax_rows;
+use pianoformer::music::harmony::{BeatPlaces, beat_features, beat_labels};
+use pianoformer::music::piece::{Piece, TrackRole};
+use pianoformer::music::{fixtures, tokens};
+use pianoformer::studio::{self, HarmonizeOptions};
+
+use super::Options;
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+pub fn harmonize(options: &Options) -> Result<(), String> {
+    let preference: Preference = options.backend.parse().map_err(|e| format!("{e}"))?;
+    let backend = pollster::block_on(device::init(preference)).map_err(|e| format!("{e}"))?;
+    let device = backend.device.clone();
+    let loaded = crate::models::load("default", Task::Harmonization, None, &device)?;
+    let model = &loaded.model;
+    let decode = loaded.harmony.unwrap_or_default();
+    println!(
+        "harmonizer {} ({} parameters) on {}; medians of {} runs, in ms",
+        loaded.source.split_whitespace().next().unwrap_or("default"),
+        model.parameters(),
+        backend.info.label(),
+        options.steps.max(1)
+    );
+    println!(
+        "{:>5} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "bars", "beats", "input", "features", "forward", "read", "decode", "whole"
+    );
+    for &bars in &options.positions {
+        let song = fixtures::song(0, bars as u64);
+        let mut piece = Piece::from_song(&song, "bench").map_err(|e| e.to_string())?;
+        piece.tracks.retain(|t| t.role == TrackRole::Melody);
+        let mut stages: [Vec<f64>; 6] = Default::default();
+        let mut beats = 0;
+        for _ in 0..options.steps.max(1) {
+            let t0 = Instant::now();
+            let song = piece.model_song(|t| t.role == TrackRole::Melody);
+            let grid = Grid::for_song(&song, tokens::STEPS_PER_BEAT);
+            let mut lane = piece.bar_chords().map_err(|e| e.to_string())?;
+            lane.truncate(grid.num_bars());
+            let input = accompaniment_input(&song, Some(&lane), Some(piece.segments()))
+                .map_err(|e| e.to_string())?;
+            let t1 = Instant::now();
+            let reads = model.config.beat_inputs();
+            let inputs = beat_features(
+                &input.rolls.melody,
+                &input.rolls.bridge,
+                &input.labels,
+                0,
+                reads,
+            );
+            beats = inputs.len() / reads.width();
+            let levels = model.config.pe.structure_levels().to_vec();
+            let example = Example {
+                len: beats,
+                inputs,
+                targets: vec![NO_TARGET; beats],
+                coordinates: beat_labels(&input.labels).coordinates(&levels),
+            };
+            let (x, _, coords) = stack(std::slice::from_ref(&example), &device);
+            let coords = coords.filter(|_| model.config.pe.is_structural());
+            let t2 = Instant::now();
+            let mut state = model.start(0, false, &device);
+            let logits = model
+                .forward(Inputs::Rolls(x), coords, &mut state, None)
+                .map_err(|e| e.to_string())?;
+            let _ = logits.clone().slice([0..1, 0..1, 0..1]).into_data();
+            let t3 = Instant::now();
+            let values = logits
+                .into_data()
+                .try_to_vec::<f32>()
+                .map_err(|e| format!("{e:?}"))?;
+            let lp = log_softmax_rows(&values);
+            let t4 = Instant::now();
+            let places = BeatPlaces::from_labels(&input.labels);
+            let chords = progression(&lp, &places, &decode, 0..beats, None, Choice::Best);
+            if chords.len() != beats {
+                return Err(format!("decoded {} beats of {beats}", chords.len()));
+            }
+            let t5 = Instant::now();
+            let whole = pollster::block_on(studio::harmonize_piece(
+                model,
+                &decode,
+                &piece,
+                &HarmonizeOptions::default(),
+            ))
+            .map_err(|e| e.to_string())?;
+            if whole.cells.len() != grid.num_bars() {
+                return Err(format!(
+                    "harmonize_piece wrote {} bars of {}",
+                    whole.cells.len(),
+                    grid.num_bars()
+                ));
+            }
+            let t6 = Instant::now();
+            let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
+            for (i, v) in [
+                ms(t0, t1),
+                ms(t1, t2),
+                ms(t2, t3),
+                ms(t3, t4),
+                ms(t4, t5),
+                ms(t5, t6),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                stages[i].push(v);
+            }
+        }
+        let [input, features, forward, read, dec, whole] = stages.map(median);
+        println!(
+            "{bars:>5} {beats:>6} {input:>9.1} {features:>9.1} {forward:>9.1} {read:>9.1} {dec:>9.1} {whole:>9.1}"
+        );
+    }
+    Ok(())
+}

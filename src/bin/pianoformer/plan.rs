@@ -1,0 +1,331 @@
+//! `eval --task continuation --plan`: the plan-following panel (`pianoformer::eval::plan` says
+//! what is scored). Every song with enough bars gets a continuation under its own progression
+//! and under a substituted one (the next song's, moved to its key), sampled as the page
+//! samples it. The sampling temperature is chosen on the validation songs among
+//! `--temperatures` — of those whose new bars are as busy as the songs' (mean note rate
+//! 0.8–1.25×), the one whose chord tones on the planned bars come closest to the songs' own —
+//! then the test songs are played with it (`--split valid`: the validation sweep alone). The
+//! scores go to `plan.json` in the run folder (or `--out`), where `generate` and `ship` find
+//! the chosen temperature; `--record` writes it and the test summary into the shipped model's
+//! manifest entry instead.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use burn::tensor::Device;
+use pianoformer::data::sources::{self, Parts};
+use pianoformer::device::{self, Preference};
+use pianoformer::eval::plan::{
+    MAX_NOTE_RATE, PLAN_BARS, Plan, PlanCase, PlanScores, PlanSummary, sample_plan,
+    token_bar_phrases,
+};
+use pianoformer::generate::Sampling;
+use pianoformer::model::config::Task;
+use pianoformer::model::performer::Performer;
+use pianoformer::models::Manifest;
+
+use crate::eval::Args;
+
+pub fn run(args: Args) -> Result<(), String> {
+    let task: Task = args.task.parse()?;
+    if task != Task::Continuation {
+        return Err("--plan is for continuation models".into());
+    }
+    let prompt_bars = args.prompt_bars.unwrap_or(8);
+    if prompt_bars == 0 {
+        return Err("--prompt-bars must be positive".into());
+    }
+    if !(args.top_p > 0.0 && args.top_p <= 1.0) {
+        return Err("--top-p must be above 0 and at most 1".into());
+    }
+    let test = match args.split.as_str() {
+        "test" => true,
+        "valid" | "validation" => false,
+        other => return Err(format!("--split is valid or test, not {other:?}")),
+    };
+    let spec = args.model.display().to_string();
+    let out = match (&args.out, args.model.join("model.bpk").is_file()) {
+        (Some(out), _) => out.clone(),
+        (None, true) => args.model.join("plan.json"),
+        (None, false) if args.record => PathBuf::new(),
+        (None, false) => {
+            return Err(format!(
+                "{spec} is not a training run's folder: say where the scores go with --out \
+                 (or --record them in the manifest)"
+            ));
+        }
+    };
+    if args.record && args.model.join("model.bpk").is_file() {
+        return Err("--record is for shipped models: a run's plan.json is read by `ship`".into());
+    }
+    if !sources::is_pop909(&args.data) {
+        return Err(format!(
+            "{} is not the POP909 folder (the panel plans with its annotated chords and phrases)",
+            args.data.display()
+        ));
+    }
+    let preference: Preference = args.backend.parse().map_err(|e| format!("{e}"))?;
+    let backend = pollster::block_on(device::init(preference)).map_err(|e| format!("{e}"))?;
+    let device = backend.device.clone();
+    let loaded = crate::models::load(&spec, task, None, &device)?;
+    // As the page plays: reading at most the window it was trained on.
+    let context = match args.context {
+        0 => loaded.trained_window,
+        c if c < 32 => {
+            return Err(format!(
+                "--context {c}: the model must read at least 32 tokens at once"
+            ));
+        }
+        c => Some(c),
+    };
+    if args.temperatures.is_empty() || args.temperatures.iter().any(|&t| !(t > 0.0 && t <= 10.0)) {
+        return Err("--temperatures: each must be above 0 and at most 10".into());
+    }
+    let started = Instant::now();
+    let data = sources::load(
+        &args.data,
+        Parts {
+            train: false,
+            valid: true,
+            test,
+        },
+        args.limit,
+    )?;
+    eprintln!("data: {}", data.description);
+    let threads = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let panel = |corpus: &pianoformer::data::corpus::Corpus, temperature: f32| {
+        let cases = cases(corpus, prompt_bars)?;
+        let sampling = Sampling {
+            temperature,
+            top_p: args.top_p,
+            seed: args.seed,
+        };
+        run_panel(
+            &cases,
+            &loaded.model,
+            sampling,
+            context,
+            threads,
+            &device,
+            started,
+        )
+    };
+    // The validation sweep, and the temperature it chooses.
+    let mut tried = Vec::new();
+    for &t in &args.temperatures {
+        let (summaries, _) = panel(&data.valid, t)?;
+        eprintln!("validation, temperature {t}:");
+        print_table(&summaries, &mut std::io::stderr());
+        tried.push((t, summaries));
+    }
+    let chosen = choose(&tried);
+    eprintln!("chosen on validation: temperature {chosen}");
+    let mut result = serde_json::json!({
+        "task": "continuation",
+        "model": loaded.source,
+        "pe": loaded.model.config.pe.kind.name(),
+        "prompt_bars": prompt_bars,
+        "plan_bars": PLAN_BARS,
+        "context": context,
+        "top_p": args.top_p,
+        "seed": args.seed,
+        "data": data.description,
+        "rule": "of the validation temperatures whose own-plan note rate is 0.8-1.25x the songs', the one whose chord tones on the planned bars come closest to the songs' own",
+        "valid": tried.iter().map(|(t, s)| serde_json::json!({"temperature": t, "summary": s})).collect::<Vec<_>>(),
+        "temperature": chosen,
+    });
+    if test {
+        let (summaries, samples) = panel(&data.test, chosen)?;
+        println!(
+            "test songs, {prompt_bars}-bar prompts, {PLAN_BARS} planned bars, temperature {chosen} \
+             (chosen on validation) top-p {} (context {}):",
+            args.top_p,
+            context.map_or("all".into(), |c| c.to_string())
+        );
+        print_table(&summaries, &mut std::io::stdout());
+        result["summary"] = serde_json::json!(summaries);
+        result["samples"] = serde_json::json!(samples);
+    }
+    result["seconds"] = serde_json::json!(started.elapsed().as_secs_f64());
+    if args.record {
+        return record(&loaded, &result);
+    }
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    std::fs::write(&out, serde_json::to_vec_pretty(&result).expect("json"))
+        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    eprintln!("written to {}", out.display());
+    Ok(())
+}
+
+/// The cases of `corpus`'s songs that have enough bars.
+fn cases(
+    corpus: &pianoformer::data::corpus::Corpus,
+    prompt_bars: usize,
+) -> Result<Vec<PlanCase>, String> {
+    let cases: Vec<PlanCase> = corpus
+        .pieces
+        .iter()
+        .filter_map(|p| {
+            let phrases = token_bar_phrases(&p.grid, &p.labels);
+            PlanCase::of(&p.name, &p.tokens, &phrases, prompt_bars)
+        })
+        .collect();
+    if cases.is_empty() {
+        return Err(format!(
+            "no song of the split has {} bars from its first note, and one more",
+            prompt_bars + PLAN_BARS
+        ));
+    }
+    Ok(cases)
+}
+
+/// Every case under its own plan and a substituted one (the next song, in turn, whose
+/// progression fits its bars), side by side on threads.
+fn run_panel(
+    cases: &[PlanCase],
+    model: &Performer,
+    sampling: Sampling,
+    context: Option<usize>,
+    threads: usize,
+    device: &Device,
+    started: Instant,
+) -> Result<(Vec<PlanSummary>, Vec<PlanScores>), String> {
+    let jobs: Vec<(usize, &'static str, Plan)> = cases
+        .iter()
+        .enumerate()
+        .flat_map(|(i, case)| {
+            let own = (i, "own", case.own_plan());
+            let other = (1..cases.len())
+                .find_map(|k| case.substituted_plan(&cases[(i + k) % cases.len()]))
+                .map(|plan| (i, "substituted", plan));
+            std::iter::once(own).chain(other)
+        })
+        .collect();
+    let scored = crate::panel::par_map(&jobs, threads, model, |m, (i, which, plan)| {
+        let case = &cases[*i];
+        let sampling = Sampling {
+            seed: sampling.seed ^ ((*i as u64) << 8),
+            ..sampling
+        };
+        let s = pollster::block_on(sample_plan(m, case, which, plan, context, sampling, device))
+            .map_err(|e| format!("{}: {e}", case.song))?;
+        eprintln!(
+            "{} ({which}, temperature {}): {} bars, note rate {}x, chord tones {} (the song {}), \
+             echo {} (the song {}) ({:.0} s)",
+            s.song,
+            sampling.temperature,
+            s.bars,
+            num(s.note_rate, 2),
+            num(s.chord_tones, 3),
+            num(s.song_chord_tones, 3),
+            num(s.echo, 3),
+            num(s.song_echo, 3),
+            started.elapsed().as_secs_f64()
+        );
+        Ok(s)
+    })?;
+    let summaries = ["own", "substituted"]
+        .iter()
+        .map(|w| PlanSummary::of(w, &scored))
+        .collect();
+    Ok((summaries, scored))
+}
+
+/// The validation rule: of the temperatures whose own-plan note rate is 0.8–1.25× the songs',
+/// the one whose chord tones come closest to the songs' own (the higher on a tie); when none is
+/// as busy as the songs, the one whose note rate comes closest.
+pub fn choose(tried: &[(f32, Vec<PlanSummary>)]) -> f32 {
+    let own = |s: &[PlanSummary]| s.iter().find(|x| x.plan == "own").cloned();
+    let score = |(t, s): &(f32, Vec<PlanSummary>)| -> Option<(bool, f64, f32)> {
+        let o = own(s)?;
+        let busy = (0.8..=1.25).contains(&o.note_rate);
+        let gap = if busy {
+            (o.chord_tones - o.song_chord_tones).abs()
+        } else {
+            (o.note_rate - 1.0).abs()
+        };
+        (gap.is_finite()).then_some((busy, gap, *t))
+    };
+    tried
+        .iter()
+        .filter_map(score)
+        .min_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then(a.1.total_cmp(&b.1))
+                .then(b.2.total_cmp(&a.2))
+        })
+        .map_or(1.0, |x| x.2)
+}
+
+/// Writes the chosen temperature and the panel's summaries into the shipped model's manifest
+/// entry (`loaded` must be a shipped model).
+fn record(loaded: &crate::models::Loaded, result: &serde_json::Value) -> Result<(), String> {
+    let name = loaded
+        .source
+        .split_whitespace()
+        .next()
+        .ok_or("no model name")?
+        .to_string();
+    let path = crate::models::find_manifest(None)?;
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut manifest = Manifest::parse(&text).map_err(|e| e.to_string())?;
+    let entry = manifest
+        .models
+        .iter_mut()
+        .find(|m| m.name == name)
+        .ok_or_else(|| format!("--record: {name} is not a shipped model (ship the run first)"))?;
+    entry.temperature = result["temperature"].as_f64().map(|t| t as f32);
+    let mut plan = result.clone();
+    if let Some(obj) = plan.as_object_mut() {
+        obj.remove("samples");
+        obj.remove("model");
+    }
+    entry.metrics["plan"] = plan;
+    let text = serde_json::to_string_pretty(&manifest).expect("manifest serialises");
+    std::fs::write(&path, text + "\n")
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    eprintln!(
+        "recorded temperature {} and the panel in {} ({name})",
+        result["temperature"],
+        path.display()
+    );
+    Ok(())
+}
+
+fn print_table(summaries: &[PlanSummary], out: &mut dyn std::io::Write) {
+    let _ = writeln!(
+        out,
+        "| plan | samples | note rate (max; over {MAX_NOTE_RATE}) | key (the songs') | key ratio | chord tones (the songs') | echo (the songs') | echo ratio |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
+    for s in summaries {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.2}× ({:.2}; {}) | {:.3} ({:.3}) | {:.2} | {:.3} ({:.3}) | {:.3} ({:.3}, {} samples) | {:.2} |",
+            s.plan,
+            s.samples,
+            s.note_rate,
+            s.note_rate_max,
+            s.note_rate_over,
+            s.key,
+            s.song_key,
+            s.key_ratio,
+            s.chord_tones,
+            s.song_chord_tones,
+            s.echo,
+            s.song_echo,
+            s.echo_samples,
+            s.echo_ratio
+        );
+    }
+}
+
+fn num(x: Option<f64>, digits: usize) -> String {
+    x.map_or("–".into(), |x| format!("{x:.digits$}"))
+}

@@ -1,0 +1,446 @@
+//! The plan-following panel (issue 32): does a continuation play what the lanes plan? From a
+//! held-out song's first bars (from its first bar with a note), the model writes the next
+//! [`PLAN_BARS`] bars with their chords planned — the song's own progression, or another
+//! song's moved to this one's key (a substituted plan) — and what it writes is set against
+//! what the song really does in those bars:
+//!
+//! - **note rate**: onsets per beat over the real next bars' (1: as busy as the song);
+//! - **key**: cosine of the new part's pitch classes (onsets) to the prompt's, beside the real
+//!   continuation's (a song may modulate: the real one is the reference, not 1);
+//! - **chord tones**: the share of the new part's onsets whose pitch class belongs to the
+//!   planned chord of its beat (beats planned as "no chord" left out); the real continuation's
+//!   share against its own chords is the reference;
+//! - **phrase echo**: where the song's phrase lane repeats a melodic phrase (same letter, a
+//!   later phrase) in the new bars, the similarity of each repeated bar to the same bar of the
+//!   phrase's first occurrence — F1 of their onsets as (step in the bar, pitch class) — beside
+//!   the real song's own echo of the same bars.
+//!
+//! Everything is read off REMI tokens, so the prompt's and the plan's bars are the token bars
+//! (a bar longer than 16 beats is several).
+
+use std::collections::HashSet;
+
+use burn::tensor::Device;
+use serde::{Deserialize, Serialize};
+
+use super::sampled::song_prompt_at;
+use crate::generate::{GenerateError, Length, Sampling, continue_tokens};
+use crate::model::performer::Performer;
+use crate::music::chords::Chord;
+use crate::music::grid::Grid;
+use crate::music::labels::StepLabels;
+use crate::music::metrics::{cosine, mean_std};
+use crate::music::tokens::{DEFAULT_BAR_BEATS, MAX_BAR_BEATS, STEPS_PER_BEAT, Token};
+
+/// A plan: each new bar's chords, one per beat.
+pub type Plan = Vec<Vec<Option<Chord>>>;
+
+/// Bars a plan covers.
+pub const PLAN_BARS: usize = 16;
+/// No song's note rate should pass this many times the real one.
+pub const MAX_NOTE_RATE: f64 = 1.6;
+
+/// One bar of a token sequence: its length in beats, its onsets (step in the bar, pitch) and
+/// the chord in force on each beat (`None` outside: before any chord token).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TokenBar {
+    pub beats: usize,
+    pub onsets: Vec<(u8, u8)>,
+    pub chords: Vec<Option<Option<Chord>>>,
+}
+
+/// The bars of `ids` (from `Bos`), chords carried over bar lines.
+pub fn token_bars(ids: &[u32]) -> Vec<TokenBar> {
+    let mut bars: Vec<TokenBar> = Vec::new();
+    let mut beats = DEFAULT_BAR_BEATS;
+    let mut position = 0u8;
+    let mut chord: Option<Option<Chord>> = None;
+    // Chord changes of the current bar: (step, chord).
+    let mut changes: Vec<(u8, Option<Chord>)> = Vec::new();
+    let close = |bar: &mut TokenBar,
+                 changes: &mut Vec<(u8, Option<Chord>)>,
+                 at: &mut Option<Option<Chord>>| {
+        let mut now = *at;
+        let mut next = changes.iter().peekable();
+        bar.chords = (0..bar.beats)
+            .map(|b| {
+                while let Some(&&(step, c)) = next.peek() {
+                    if step as usize > b * STEPS_PER_BEAT {
+                        break;
+                    }
+                    now = Some(c);
+                    next.next();
+                }
+                now
+            })
+            .collect();
+        if let Some(&(_, c)) = changes.last() {
+            *at = Some(c);
+        }
+        changes.clear();
+    };
+    for token in ids.iter().filter_map(|&id| Token::from_id(id)) {
+        match token {
+            Token::Bar => {
+                if let Some(last) = bars.last_mut() {
+                    close(last, &mut changes, &mut chord);
+                }
+                bars.push(TokenBar {
+                    beats,
+                    onsets: Vec::new(),
+                    chords: Vec::new(),
+                });
+                position = 0;
+            }
+            Token::Meter(m) => {
+                beats = m as usize;
+                if let Some(last) = bars.last_mut() {
+                    last.beats = beats;
+                }
+            }
+            Token::Position(p) => position = p,
+            Token::Chord(c) => changes.push((position, c)),
+            Token::Pitch(p) => {
+                if let Some(last) = bars.last_mut() {
+                    last.onsets.push((position, p));
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(last) = bars.last_mut() {
+        close(last, &mut changes, &mut chord);
+    }
+    bars
+}
+
+/// A melodic phrase a bar belongs to: its letter, which phrase of the song, the bar within it.
+pub type BarPhrase = (char, u16, u16);
+
+/// The melodic phrase of each token bar of a song encoded on `grid` (a bar longer than 16
+/// beats is several token bars, as [`crate::music::tokens::encode`] writes it), from the
+/// phrase labels; intros, outros, bridges and transitions count as none.
+pub fn token_bar_phrases(grid: &Grid, labels: &StepLabels) -> Vec<Option<BarPhrase>> {
+    (0..grid.num_bars())
+        .flat_map(|bar| {
+            let phrase = labels
+                .phrase
+                .get(grid.bar_steps(bar).start)
+                .copied()
+                .flatten()
+                .filter(|p| p.letter.is_ascii_uppercase())
+                .map(|p| (p.letter, p.index, p.bar));
+            let parts = grid.bar_beats(bar).len().div_ceil(MAX_BAR_BEATS).max(1);
+            std::iter::repeat_n(phrase, parts)
+        })
+        .collect()
+}
+
+/// One song's prompt and what it really does after it.
+#[derive(Clone, Debug)]
+pub struct PlanCase {
+    pub song: String,
+    pub prompt: Vec<u32>,
+    /// The prompt's bars, then the real next [`PLAN_BARS`] bars.
+    pub real: Vec<TokenBar>,
+    /// The melodic phrase of each of those bars (`None`: none, or not a melodic phrase).
+    pub phrases: Vec<Option<BarPhrase>>,
+    pub prompt_bars: usize,
+}
+
+impl PlanCase {
+    /// `song`'s case from its REMI ids and its phrases per token bar; `None` when the song has
+    /// no `prompt_bars + PLAN_BARS` bars from its first bar with a note, and one after them.
+    pub fn of(
+        song: &str,
+        ids: &[u32],
+        phrases: &[Option<BarPhrase>],
+        prompt_bars: usize,
+    ) -> Option<Self> {
+        let (prompt, _) = song_prompt_at(ids, prompt_bars)?;
+        let bars = token_bars(ids);
+        let first = (0..bars.len()).find(|&k| !bars[k].onsets.is_empty())?;
+        let end = first + prompt_bars + PLAN_BARS;
+        if bars.len() <= end {
+            return None;
+        }
+        Some(Self {
+            song: song.to_string(),
+            prompt,
+            real: bars[first..end].to_vec(),
+            phrases: (first..end)
+                .map(|b| phrases.get(b).copied().flatten())
+                .collect(),
+            prompt_bars,
+        })
+    }
+
+    /// The song's own progression over the new bars: each bar's chords per beat (a beat
+    /// before any chord: no chord).
+    pub fn own_plan(&self) -> Plan {
+        self.real[self.prompt_bars..]
+            .iter()
+            .map(|b| b.chords.iter().map(|c| c.flatten()).collect())
+            .collect()
+    }
+
+    /// Pitch classes of the prompt's onsets.
+    fn prompt_classes(&self) -> [f64; 12] {
+        classes(&self.real[..self.prompt_bars])
+    }
+
+    /// `other`'s own progression moved to this prompt's key (the shift whose pitch classes
+    /// match best), when its bars have this song's lengths and its roots differ on at least
+    /// half of the planned beats; `None` otherwise.
+    pub fn substituted_plan(&self, other: &PlanCase) -> Option<Plan> {
+        let (mine, theirs) = (self.prompt_classes(), other.prompt_classes());
+        let shift = (0..12u8).max_by(|&a, &b| {
+            let rot = |s: u8| -> Vec<f64> {
+                (0..12)
+                    .map(|k| theirs[(k + 12 - s as usize) % 12])
+                    .collect()
+            };
+            cosine(&mine, &rot(a)).total_cmp(&cosine(&mine, &rot(b)))
+        })?;
+        let plan: Plan = other
+            .own_plan()
+            .into_iter()
+            .map(|bar| {
+                bar.into_iter()
+                    .map(|c| {
+                        c.map(|c| Chord {
+                            root: (c.root + shift) % 12,
+                            ..c
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        let own = self.own_plan();
+        if own.iter().zip(&plan).any(|(a, b)| a.len() != b.len()) {
+            return None;
+        }
+        let beats: usize = own.iter().map(Vec::len).sum();
+        let differ = own
+            .iter()
+            .flatten()
+            .zip(plan.iter().flatten())
+            .filter(|(a, b)| a.map(|c| c.root) != b.map(|c| c.root))
+            .count();
+        (2 * differ >= beats).then_some(plan)
+    }
+}
+
+/// Pitch-class histogram of the onsets of `bars`.
+fn classes(bars: &[TokenBar]) -> [f64; 12] {
+    let mut h = [0.0; 12];
+    for (_, p) in bars.iter().flat_map(|b| &b.onsets) {
+        h[*p as usize % 12] += 1.0;
+    }
+    h
+}
+
+/// Onsets per beat of `bars`.
+fn rate(bars: &[TokenBar]) -> f64 {
+    let beats: usize = bars.iter().map(|b| b.beats).sum();
+    let onsets: usize = bars.iter().map(|b| b.onsets.len()).sum();
+    onsets as f64 / beats.max(1) as f64
+}
+
+/// The share of `bars`' onsets that are tones of `plan`'s chord on their beat (beats planned
+/// as no chord, or past the plan, left out); `None` without such an onset.
+pub fn chord_tones(bars: &[TokenBar], plan: &[Vec<Option<Chord>>]) -> Option<f64> {
+    let (mut tones, mut all) = (0usize, 0usize);
+    for (bar, chords) in bars.iter().zip(plan) {
+        for &(step, pitch) in &bar.onsets {
+            let Some(Some(chord)) = chords.get(step as usize / STEPS_PER_BEAT) else {
+                continue;
+            };
+            all += 1;
+            tones += chord.pitch_classes().any(|pc| pc == pitch % 12) as usize;
+        }
+    }
+    (all > 0).then(|| tones as f64 / all as f64)
+}
+
+/// F1 of two bars' onsets as sets of (step, pitch class); `None` when both are empty.
+fn bar_similarity(a: &TokenBar, b: &TokenBar) -> Option<f64> {
+    let set = |bar: &TokenBar| -> HashSet<(u8, u8)> {
+        bar.onsets.iter().map(|&(s, p)| (s, p % 12)).collect()
+    };
+    let (a, b) = (set(a), set(b));
+    let total = a.len() + b.len();
+    (total > 0).then(|| 2.0 * a.intersection(&b).count() as f64 / total as f64)
+}
+
+/// The planned repetitions among the new bars: (earlier bar, new bar) pairs, indices into
+/// the case's bars, where a new bar repeats the same bar of its phrase's first occurrence.
+pub fn echo_pairs(phrases: &[Option<BarPhrase>], prompt_bars: usize) -> Vec<(usize, usize)> {
+    (prompt_bars..phrases.len())
+        .filter_map(|k| {
+            let (letter, index, bar) = phrases[k]?;
+            let first = (0..k).find(|&j| {
+                phrases[j].is_some_and(|(l, i, b)| l == letter && i < index && b == bar)
+            })?;
+            Some((first, k))
+        })
+        .collect()
+}
+
+/// Mean similarity of the pairs' bars in `bars` (`None` without a pair with notes).
+fn echo(bars: &[TokenBar], pairs: &[(usize, usize)]) -> Option<f64> {
+    let sims: Vec<f64> = pairs
+        .iter()
+        .filter_map(|&(a, b)| bar_similarity(bars.get(a)?, bars.get(b)?))
+        .collect();
+    (!sims.is_empty()).then(|| sims.iter().sum::<f64>() / sims.len() as f64)
+}
+
+/// One continuation of a case under a plan, and the song's own figures beside it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanScores {
+    pub song: String,
+    /// "own" or "substituted".
+    pub plan: String,
+    /// New bars written in full.
+    pub bars: usize,
+    pub note_rate: Option<f64>,
+    pub key: Option<f64>,
+    pub song_key: Option<f64>,
+    pub chord_tones: Option<f64>,
+    /// The real continuation's tones of its own chords (the same for either plan).
+    pub song_chord_tones: Option<f64>,
+    pub echo: Option<f64>,
+    pub song_echo: Option<f64>,
+}
+
+/// Scores `generated` (ids after the case's prompt, written under `plan`).
+pub fn score_plan(
+    case: &PlanCase,
+    which: &str,
+    plan: &[Vec<Option<Chord>>],
+    generated: &[u32],
+    complete: bool,
+) -> PlanScores {
+    let whole: Vec<u32> = case.prompt.iter().chain(generated).copied().collect();
+    let mut bars = token_bars(&whole);
+    let p = case.prompt_bars;
+    // The bar the token budget cut short is left out.
+    if !complete && bars.len() > p {
+        bars.pop();
+    }
+    bars.truncate(p + PLAN_BARS);
+    let new = &bars[p.min(bars.len())..];
+    let real_new = &case.real[p..];
+    let real_rate = rate(&real_new[..new.len().min(real_new.len())]);
+    let prompt_classes = case.prompt_classes();
+    let pairs: Vec<(usize, usize)> = echo_pairs(&case.phrases, p)
+        .into_iter()
+        .filter(|&(_, b)| b < bars.len())
+        .collect();
+    PlanScores {
+        song: case.song.clone(),
+        plan: which.to_string(),
+        bars: new.len(),
+        note_rate: (!new.is_empty() && real_rate > 0.0).then(|| rate(new) / real_rate),
+        key: new
+            .iter()
+            .any(|b| !b.onsets.is_empty())
+            .then(|| cosine(&classes(new), &prompt_classes)),
+        song_key: Some(cosine(&classes(real_new), &prompt_classes)),
+        chord_tones: chord_tones(new, plan),
+        song_chord_tones: chord_tones(real_new, &case.own_plan()),
+        echo: echo(&bars, &pairs),
+        song_echo: echo(&case.real, &pairs),
+    }
+}
+
+/// Writes the next [`PLAN_BARS`] bars of `case` under `plan` with `sampling`, and scores them.
+pub async fn sample_plan(
+    model: &Performer,
+    case: &PlanCase,
+    which: &str,
+    plan: &[Vec<Option<Chord>>],
+    context: Option<usize>,
+    sampling: Sampling,
+    device: &Device,
+) -> Result<PlanScores, GenerateError> {
+    let length = Length {
+        tokens: 256 * PLAN_BARS,
+        bars: Some(PLAN_BARS),
+        may_end: false,
+        context,
+    };
+    let generated = continue_tokens(
+        model,
+        &case.prompt,
+        length,
+        sampling,
+        plan,
+        None,
+        device,
+        |_| std::future::ready(true),
+    )
+    .await?;
+    let complete = generated.len() < length.tokens;
+    Ok(score_plan(case, which, plan, &generated, complete))
+}
+
+/// The panel's figures over samples of one kind of plan (means over the songs that have each).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanSummary {
+    pub plan: String,
+    pub samples: usize,
+    pub note_rate: f64,
+    pub note_rate_max: f64,
+    /// Songs above [`MAX_NOTE_RATE`].
+    pub note_rate_over: usize,
+    pub key: f64,
+    pub song_key: f64,
+    /// `key / song_key`.
+    pub key_ratio: f64,
+    pub chord_tones: f64,
+    pub song_chord_tones: f64,
+    pub echo: f64,
+    pub song_echo: f64,
+    /// `echo / song_echo`, over the samples with both.
+    pub echo_ratio: f64,
+    pub echo_samples: usize,
+}
+
+impl PlanSummary {
+    pub fn of(plan: &str, samples: &[PlanScores]) -> Self {
+        let s: Vec<&PlanScores> = samples.iter().filter(|s| s.plan == plan).collect();
+        let mean = |f: &dyn Fn(&PlanScores) -> Option<f64>| {
+            mean_std(&s.iter().filter_map(|x| f(x)).collect::<Vec<_>>()).0
+        };
+        let rates: Vec<f64> = s.iter().filter_map(|x| x.note_rate).collect();
+        let echoed: Vec<&&PlanScores> = s
+            .iter()
+            .filter(|x| x.echo.is_some() && x.song_echo.is_some())
+            .collect();
+        let both = |f: fn(&PlanScores) -> Option<f64>| {
+            echoed.iter().filter_map(|x| f(x)).sum::<f64>() / echoed.len().max(1) as f64
+        };
+        let (key, song_key) = (mean(&|x| x.key), mean(&|x| x.song_key));
+        Self {
+            plan: plan.to_string(),
+            samples: s.len(),
+            note_rate: mean_std(&rates).0,
+            note_rate_max: rates.iter().copied().fold(f64::NAN, f64::max),
+            note_rate_over: rates.iter().filter(|&&r| r > MAX_NOTE_RATE).count(),
+            key,
+            song_key,
+            key_ratio: key / song_key,
+            chord_tones: mean(&|x| x.chord_tones),
+            song_chord_tones: mean(&|x| x.song_chord_tones),
+            echo: mean(&|x| x.echo),
+            song_echo: mean(&|x| x.song_echo),
+            echo_ratio: both(|x| x.echo) / both(|x| x.song_echo),
+            echo_samples: echoed.len(),
+        }
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests;
