@@ -129,12 +129,12 @@ pub fn run(args: Args) -> Result<(), String> {
         "prompt_bars": prompt_bars,
         "plan_bars": PLAN_BARS,
         "context": context,
-        "top_p": args.top_p,
+        "top_p": decimal(args.top_p),
         "seed": args.seed,
         "data": data.description,
         "rule": "of the validation temperatures whose own-plan note rate is 0.8-1.25x the songs', the one whose chord tones on the planned bars come closest to the songs' own",
-        "valid": tried.iter().map(|(t, s)| serde_json::json!({"temperature": t, "summary": s})).collect::<Vec<_>>(),
-        "temperature": chosen,
+        "valid": tried.iter().map(|(t, s)| serde_json::json!({"temperature": decimal(*t), "summary": s})).collect::<Vec<_>>(),
+        "temperature": decimal(chosen),
     });
     if test {
         let (summaries, samples) = panel(&data.test, chosen)?;
@@ -324,6 +324,11 @@ fn print_table(summaries: &[PlanSummary], out: &mut dyn std::io::Write) {
             s.echo_ratio
         );
     }
+}
+
+/// A temperature as the decimal it was written as (not its f32 value widened).
+fn decimal(t: f32) -> f64 {
+    (t as f64 * 1e4).round() / 1e4
 }
 
 fn num(x: Option<f64>, digits: usize) -> String {
