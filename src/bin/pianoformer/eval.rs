@@ -122,6 +122,17 @@ fn run_state(dir: &Path) -> Option<RunState> {
     serde_json::from_str(&text).ok()
 }
 
+impl Args {
+    /// `--split`: whether it names the test songs (else the validation songs).
+    pub fn test_split(&self) -> Result<bool, String> {
+        match self.split.as_str() {
+            "test" => Ok(true),
+            "valid" | "validation" => Ok(false),
+            other => Err(format!("--split is valid or test, not {other:?}")),
+        }
+    }
+}
+
 pub fn run(args: Args) -> Result<(), String> {
     if args.plan {
         return crate::plan::run(args);

@@ -38,11 +38,7 @@ pub fn run(args: Args) -> Result<(), String> {
     if !(args.top_p > 0.0 && args.top_p <= 1.0) {
         return Err("--top-p must be above 0 and at most 1".into());
     }
-    let test = match args.split.as_str() {
-        "test" => true,
-        "valid" | "validation" => false,
-        other => return Err(format!("--split is valid or test, not {other:?}")),
-    };
+    let test = args.test_split()?;
     let spec = args.model.display().to_string();
     let out = match (&args.out, args.model.join("model.bpk").is_file()) {
         (Some(out), _) => out.clone(),
