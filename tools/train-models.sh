@@ -3,13 +3,14 @@
 # project's own CLI on POP909. Re-running it skips finished runs and resumes interrupted ones.
 #
 #   tools/train-models.sh [accompaniment|continuation|continuation-long|accompaniment-long|
-#                          accompaniment-ar|harmonizer|all]
+#                          accompaniment-ar|accompaniment-encodings|harmonizer|all]
 #   (default: all)
 #
 # Environment: POP909 (the data folder, default ../shared/data/pop909), RUNS (where runs go,
 # default runs/), ACC_STEPS / CONT_STEPS (optimiser steps per run), SEEDS (e.g. "0 1 2"),
 # ACC_BATCH (windows per step of the comparison runs), LONG_STEPS (the longer accompaniment
-# run), AR_STEPS / AR_BATCH (the step-by-step default), LONG_CONT_STEPS / LONG_CONT_BATCH /
+# run), AR_STEPS / AR_BATCH (the step-by-step default), ENC_STEPS / ENC_RUNS (issue 33's
+# accompaniment encodings, e.g. ENC_RUNS=acc-ar-convspe), LONG_CONT_STEPS / LONG_CONT_BATCH /
 # LONG_CONT_WINDOW / LONG_CONT_RUNS (the shipped continuation models; LONG_CONT_RUNS picks
 # some of them by name, e.g. "cont512-sinespe cont512-convspe"),
 # BACKEND (cpu or gpu), THREADS (CPU threads per run), BIN (the pianoformer binary; built in
@@ -133,6 +134,28 @@ if [ "$what" = all ] || [ "$what" = accompaniment-ar ]; then
   done
 fi
 
+# Issue 33: the default's setting (lanes and the previous piano step as inputs, step-by-step
+# decoding, 16 × 256 a step) with the other encodings; ENC_STEPS steps (default 6000). On this
+# CPU a run takes hours (convSPE about 2 s a step on one thread, F-StrIPE 2-3× that): start it in
+# the background and re-run the same command to resume it (a session at a time).
+ENC_STEPS=${ENC_STEPS:-6000}
+ACC_ENC=(
+  "acc-ar-convspe|--pe conv_spe --gated"
+  "acc-ar-fstripe|--pe fstripe --gated --levels melody,chord,phrase,position"
+)
+if [ "$what" = accompaniment-encodings ]; then
+  for seed in $SEEDS; do
+    for r in "${ACC_ENC[@]}"; do
+      base=${r%%|*}; args=${r#*|}; name=$base-seed$seed
+      if [ -n "${ENC_RUNS:-}" ] && [[ " $ENC_RUNS " != *" $base "* ]]; then continue; fi
+      # shellcheck disable=SC2086
+      train "$name" accompaniment "$ENC_STEPS" $args --conditioning autoregressive \
+        --seed "$seed" --window 256 --batch "$AR_BATCH" --eval-every 500 --checkpoint-every 100
+      evaluate "$name" accompaniment --bars 16,64 --per-song 2
+    done
+  done
+fi
+
 # The shipped continuation models: 512-token windows, 8 000 steps, each encoding at its own
 # learning rate (APE lower, as in the SPE paper's music experiments: 1e-4 APE, 2e-4 SPE at
 # batch 4), ungated convSPE with 512 taps as in the paper. Judged by the cross-entropy per
@@ -142,6 +165,9 @@ LONG_CONT=(
   "cont512-sinespe|--pe sine_spe --lr 1e-3"
   "cont512-convspe|--pe conv_spe --taps 512 --lr 1e-3"
   "cont512-ape|--pe ape --lr 5e-4"
+  # F-StrIPE over what the tokens and the lanes say of each token: the chord in force, the
+  # phrase and the bar's place in it, the position in the bar, and time (issues 32 and 33).
+  "cont512-fstripe|--pe fstripe --lr 1e-3"
 )
 if [ "$what" = all ] || [ "$what" = continuation-long ]; then
   for seed in $SEEDS; do

@@ -41,3 +41,21 @@ pub fn stack_tokens(windows: &[Vec<u32>], device: &Device) -> (Tensor<2, Int>, T
         Tensor::from_data(TensorData::new(targets, vec![b, len, 1]), device),
     )
 }
+
+/// Token windows' structure coordinates (one flat `[len, c]` per window) as [batch, len, c],
+/// for inputs shaped `[batch, len]`; `None` when there are none.
+pub fn stack_coordinates(
+    coordinates: &[Vec<f32>],
+    [batch, len]: [usize; 2],
+    device: &Device,
+) -> Option<Tensor<3>> {
+    if coordinates.len() != batch || batch == 0 || len == 0 {
+        return None;
+    }
+    let flat: Vec<f32> = coordinates.concat();
+    let width = flat.len() / (batch * len);
+    Some(Tensor::from_data(
+        TensorData::new(flat, vec![batch, len, width]),
+        device,
+    ))
+}

@@ -13,9 +13,10 @@ use super::example::{Example, example};
 use super::harmony::{beat_crop_starts, harmony_example};
 use crate::model::config::Task;
 use crate::music::grid::Grid;
-use crate::music::labels::StepLabels;
+use crate::music::labels::{PhraseLabel, StepLabels, token_coordinates};
 use crate::music::midi::{Note, Song};
 use crate::music::roll::{MultiRoll, PianoRoll, Role};
+use crate::music::tokens::places::{TokenPlace, bar_token_steps, places};
 use crate::music::tokens::{self, STEPS_PER_BEAT, Token};
 
 /// The REMI token ids of every pitched track of `song` on `grid`, with `chords` per beat and
@@ -50,6 +51,10 @@ pub struct Piece {
     pub tokens: Vec<u32>,
     /// Indices of the `Bar` tokens: where token windows may start.
     pub token_bars: Vec<usize>,
+    /// Where each token sits (bar, time, position, chord in force).
+    pub token_places: Vec<TokenPlace>,
+    /// The phrase of each bar of the tokens (one per `Bar` token).
+    pub bar_phrases: Vec<Option<PhraseLabel>>,
 }
 
 impl Piece {
@@ -71,6 +76,11 @@ impl Piece {
             .filter(|(_, t)| **t == Token::Bar.id())
             .map(|(i, _)| i)
             .collect();
+        let bar_phrases = bar_token_steps(&grid)
+            .into_iter()
+            .map(|s| labels.phrase.get(s).copied().flatten())
+            .collect();
+        let token_places = places(&tokens);
         Ok(Self {
             name,
             grid,
@@ -79,7 +89,34 @@ impl Piece {
             range,
             tokens,
             token_bars,
+            token_places,
+            bar_phrases,
         })
+    }
+
+    /// The token window `start ..= start + spec.len` transposed by `transpose` semitones (left
+    /// as it is when a pitch would leave the keyboard), and its inputs' structure coordinates
+    /// when `spec` has levels.
+    pub fn token_window(
+        &self,
+        spec: &WindowSpec,
+        start: usize,
+        transpose: i32,
+    ) -> (Vec<u32>, Option<Vec<f32>>) {
+        let window = &self.tokens[start..start + spec.len + 1];
+        let (ids, shift) = match transpose_tokens(window, transpose) {
+            Some(ids) => (ids, transpose),
+            None => (window.to_vec(), 0),
+        };
+        let coordinates = (!spec.levels.is_empty()).then(|| {
+            token_coordinates(
+                &self.token_places[start..start + spec.len],
+                &self.bar_phrases,
+                &spec.levels,
+                shift,
+            )
+        });
+        (ids, coordinates)
     }
 
     /// A piece from any MIDI file: tracks named MELODY / BRIDGE / PIANO (as POP909 and this
@@ -176,15 +213,20 @@ pub fn bar_crop_starts(grid: &Grid, range: &Range<usize>, len: usize) -> Vec<usi
 pub enum Batch {
     /// Accompaniment windows (all of one length).
     Rolls(Vec<Example>),
-    /// Token windows of `len + 1` ids: inputs are the first `len`, targets the last `len`.
-    Tokens(Vec<Vec<u32>>),
+    /// Token windows of `len + 1` ids: inputs are the first `len`, targets the last `len`;
+    /// with F-StrIPE, each window's structure coordinates of its inputs (`len` rows), else
+    /// none.
+    Tokens {
+        ids: Vec<Vec<u32>>,
+        coordinates: Vec<Vec<f32>>,
+    },
 }
 
 impl Batch {
     pub fn len(&self) -> usize {
         match self {
             Batch::Rolls(e) => e.len(),
-            Batch::Tokens(t) => t.len(),
+            Batch::Tokens { ids, .. } => ids.len(),
         }
     }
 
@@ -302,21 +344,21 @@ impl Corpus {
             Batch::Rolls(windows)
         } else if task == Task::Continuation {
             let pieces = self.token_pieces(spec.len);
-            let windows = (0..batch)
-                .map(|_| {
-                    let p = pieces[rng.random_range(0..pieces.len())];
-                    let starts: Vec<usize> = p
-                        .token_bars
-                        .iter()
-                        .copied()
-                        .filter(|&b| b + spec.len < p.tokens.len())
-                        .collect();
-                    let start = starts[rng.random_range(0..starts.len())];
-                    let window = &p.tokens[start..start + spec.len + 1];
-                    transpose_tokens(window, shift(rng)).unwrap_or_else(|| window.to_vec())
-                })
-                .collect();
-            Batch::Tokens(windows)
+            let (mut ids, mut coordinates) = (Vec::new(), Vec::new());
+            for _ in 0..batch {
+                let p = pieces[rng.random_range(0..pieces.len())];
+                let starts: Vec<usize> = p
+                    .token_bars
+                    .iter()
+                    .copied()
+                    .filter(|&b| b + spec.len < p.tokens.len())
+                    .collect();
+                let start = starts[rng.random_range(0..starts.len())];
+                let (window, coords) = p.token_window(spec, start, shift(rng));
+                ids.push(window);
+                coordinates.extend(coords);
+            }
+            Batch::Tokens { ids, coordinates }
         } else {
             let pieces = self.accompaniment_pieces();
             let windows = (0..batch)
@@ -365,7 +407,13 @@ impl Corpus {
                     .step_by(stride);
                 per_piece.push(
                     starts
-                        .map(|s| Batch::Tokens(vec![p.tokens[s..s + spec.len + 1].to_vec()]))
+                        .map(|s| {
+                            let (ids, coordinates) = p.token_window(spec, s, 0);
+                            Batch::Tokens {
+                                ids: vec![ids],
+                                coordinates: coordinates.into_iter().collect(),
+                            }
+                        })
                         .collect(),
                 );
             }
@@ -396,8 +444,15 @@ impl Corpus {
         for b in chosen {
             match (out.last_mut(), b) {
                 (Some(Batch::Rolls(v)), Batch::Rolls(mut e)) if v.len() < batch => v.append(&mut e),
-                (Some(Batch::Tokens(v)), Batch::Tokens(mut t)) if v.len() < batch => {
-                    v.append(&mut t)
+                (
+                    Some(Batch::Tokens { ids, coordinates }),
+                    Batch::Tokens {
+                        ids: mut more,
+                        coordinates: mut more_coordinates,
+                    },
+                ) if ids.len() < batch => {
+                    ids.append(&mut more);
+                    coordinates.append(&mut more_coordinates);
                 }
                 (_, b) => out.push(b),
             }
@@ -447,5 +502,72 @@ mod tests {
         );
         assert_eq!(up[3], ids[3]);
         assert_eq!(transpose_tokens(&[Token::Pitch(126).id()], 3), None);
+    }
+
+    #[test]
+    fn token_windows_carry_each_tokens_place_for_fstripe() {
+        use crate::music::labels::StructureLevel;
+        use crate::music::phrases::Segment;
+        let song = crate::music::fixtures::song(0, 16);
+        let found = Piece::from_song("loop".into(), &song).unwrap();
+        let segment = |start_bar, letter| Segment {
+            start_bar,
+            bars: 4,
+            letter,
+        };
+        let phrases = [segment(0, 'A'), segment(4, 'B'), segment(8, 'A')];
+        let labels = StepLabels::new(
+            &found.grid,
+            &found.rolls.melody,
+            &found.labels.beat_chords(),
+            &phrases,
+        );
+        let p = Piece::new(
+            "loop".into(),
+            &song,
+            found.grid.clone(),
+            found.rolls.clone(),
+            labels,
+            found.range.clone(),
+        )
+        .unwrap();
+        let start = p.token_bars[0];
+        let spec = WindowSpec {
+            len: p.tokens.len() - start - 1,
+            max_shift: 0,
+            levels: StructureLevel::CONTINUATION.to_vec(),
+            conditioning: None,
+            beats: Default::default(),
+        };
+        let (ids, coordinates) = p.token_window(&spec, start, 0);
+        let coordinates = coordinates.expect("F-StrIPE levels");
+        let c = 6 + 4;
+        assert_eq!(coordinates.len(), spec.len * c);
+        let row = |k: usize| &coordinates[k * c..(k + 1) * c];
+        // The first note of bars 0, 4 and 8 (window positions).
+        let first_note = |bar: usize| {
+            let from = p.token_bars[bar] - start;
+            (from..ids.len())
+                .find(|&k| matches!(Token::from_id(ids[k]), Some(Token::Pitch(_))))
+                .unwrap()
+        };
+        let (a, b, again) = (first_note(0), first_note(4), first_note(8));
+        // The repeat sits where the first A does: chord, letter, bar in the phrase, position;
+        // only time tells them apart (32 beats).
+        assert_eq!(row(a)[..c - 1], row(again)[..c - 1]);
+        assert_eq!(row(again)[c - 1] - row(a)[c - 1], 32.0);
+        assert_ne!(row(a)[6], row(b)[6], "A and B are different phrases");
+        // Transposed: the tokens and the chord move, nothing else.
+        let (up, moved) = p.token_window(&spec, start, 2);
+        let moved = moved.unwrap();
+        assert_ne!(up, ids);
+        assert_ne!(moved[a * c..a * c + 6], row(a)[..6]);
+        assert_eq!(moved[a * c + 6..(a + 1) * c], row(a)[6..]);
+        // Without levels: no coordinates.
+        let plain = WindowSpec {
+            levels: Vec::new(),
+            ..spec
+        };
+        assert_eq!(p.token_window(&plain, start, 0), (ids, None));
     }
 }

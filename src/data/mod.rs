@@ -11,5 +11,5 @@ pub mod harmony;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod sources;
 
-pub use batch::{stack, stack_tokens};
+pub use batch::{stack, stack_coordinates, stack_tokens};
 pub use example::{Example, example};

@@ -27,10 +27,9 @@ use super::sampled::song_prompt_at;
 use crate::generate::{GenerateError, Length, Sampling, continue_tokens};
 use crate::model::performer::Performer;
 use crate::music::chords::Chord;
-use crate::music::grid::Grid;
-use crate::music::labels::StepLabels;
+use crate::music::labels::PhraseLabel;
 use crate::music::metrics::{cosine, mean_std};
-use crate::music::tokens::{DEFAULT_BAR_BEATS, MAX_BAR_BEATS, STEPS_PER_BEAT, Token};
+use crate::music::tokens::{DEFAULT_BAR_BEATS, STEPS_PER_BEAT, Token};
 
 /// A plan: each new bar's chords, one per beat.
 pub type Plan = Vec<Vec<Option<Chord>>>;
@@ -117,23 +116,12 @@ pub fn token_bars(ids: &[u32]) -> Vec<TokenBar> {
 /// A melodic phrase a bar belongs to: its letter, which phrase of the song, the bar within it.
 pub type BarPhrase = (char, u16, u16);
 
-/// The melodic phrase of each token bar of a song encoded on `grid` (a bar longer than 16
-/// beats is several token bars, as [`crate::music::tokens::encode`] writes it), from the
-/// phrase labels; intros, outros, bridges and transitions count as none.
-pub fn token_bar_phrases(grid: &Grid, labels: &StepLabels) -> Vec<Option<BarPhrase>> {
-    (0..grid.num_bars())
-        .flat_map(|bar| {
-            let phrase = labels
-                .phrase
-                .get(grid.bar_steps(bar).start)
-                .copied()
-                .flatten()
-                .filter(|p| p.letter.is_ascii_uppercase())
-                .map(|p| (p.letter, p.index, p.bar));
-            let parts = grid.bar_beats(bar).len().div_ceil(MAX_BAR_BEATS).max(1);
-            std::iter::repeat_n(phrase, parts)
-        })
-        .collect()
+/// A bar's melodic phrase from its phrase label: intros, outros, bridges and transitions
+/// count as none.
+fn melodic(label: Option<PhraseLabel>) -> Option<BarPhrase> {
+    label
+        .filter(|p| p.letter.is_ascii_uppercase())
+        .map(|p| (p.letter, p.index, p.bar))
 }
 
 /// One song's prompt and what it really does after it.
@@ -145,19 +133,23 @@ pub struct PlanCase {
     pub real: Vec<TokenBar>,
     /// The melodic phrase of each of those bars (`None`: none, or not a melodic phrase).
     pub phrases: Vec<Option<BarPhrase>>,
+    /// The phrase lane over the prompt's bars and the new ones, as a person planning them
+    /// would set it: what a model with F-StrIPE reads.
+    pub lane: Vec<Option<PhraseLabel>>,
     pub prompt_bars: usize,
 }
 
 impl PlanCase {
-    /// `song`'s case from its REMI ids and its phrases per token bar; `None` when the song has
-    /// no `prompt_bars + PLAN_BARS` bars from its first bar with a note, and one after them.
+    /// `song`'s case from its REMI ids and its phrase labels per token bar (as
+    /// [`crate::data::corpus::Piece::bar_phrases`]); `None` when the song has no
+    /// `prompt_bars + PLAN_BARS` bars from its first bar with a note, and one after them.
     pub fn of(
         song: &str,
         ids: &[u32],
-        phrases: &[Option<BarPhrase>],
+        phrases: &[Option<PhraseLabel>],
         prompt_bars: usize,
     ) -> Option<Self> {
-        let (prompt, _) = song_prompt_at(ids, prompt_bars)?;
+        let (prompt, ..) = song_prompt_at(ids, prompt_bars)?;
         let bars = token_bars(ids);
         let first = (0..bars.len()).find(|&k| !bars[k].onsets.is_empty())?;
         let end = first + prompt_bars + PLAN_BARS;
@@ -169,6 +161,9 @@ impl PlanCase {
             prompt,
             real: bars[first..end].to_vec(),
             phrases: (first..end)
+                .map(|b| melodic(phrases.get(b).copied().flatten()))
+                .collect(),
+            lane: (first..end)
                 .map(|b| phrases.get(b).copied().flatten())
                 .collect(),
             prompt_bars,
@@ -377,6 +372,7 @@ pub async fn sample_plan(
         length,
         sampling,
         plan,
+        &case.lane,
         None,
         device,
         |_| std::future::ready(true),

@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::generate::{GenerateError, Length, Sampling, continue_tokens, cut_prompt};
 use crate::model::performer::Performer;
+use crate::music::labels::PhraseLabel;
 use crate::music::metrics::{BeatNote, beat_notes, cosine, mean_std, style_similarity};
 use crate::music::tokens::{self, Token};
 
@@ -45,11 +46,12 @@ pub const LONGEST_GAP_BARS: f64 = 2.0;
 /// `Bos`): `bars` bars from the first bar that holds a note, with `Bos` and the meter in force
 /// in front. `None` when the song does not have `bars` bars and one more after them.
 pub fn song_prompt(song: &[u32], bars: usize) -> Option<Vec<u32>> {
-    song_prompt_at(song, bars).map(|(prompt, _)| prompt)
+    song_prompt_at(song, bars).map(|(prompt, ..)| prompt)
 }
 
-/// [`song_prompt`], and where in `song` the music after the prompt starts.
-pub(crate) fn song_prompt_at(song: &[u32], bars: usize) -> Option<(Vec<u32>, usize)> {
+/// [`song_prompt`], where in `song` the music after the prompt starts, and the prompt's first
+/// bar (counting `Bar` tokens).
+pub(crate) fn song_prompt_at(song: &[u32], bars: usize) -> Option<(Vec<u32>, usize, usize)> {
     let bar = Token::Bar.id();
     let starts: Vec<usize> = (0..song.len()).filter(|&i| song[i] == bar).collect();
     let has_note = |k: usize| {
@@ -61,7 +63,7 @@ pub(crate) fn song_prompt_at(song: &[u32], bars: usize) -> Option<(Vec<u32>, usi
     let first = (0..starts.len()).find(|&k| has_note(k))?;
     let end = *starts.get(first + bars)?;
     let (prompt, _) = cut_prompt(&song[..end], end - starts[first]);
-    Some((prompt, end))
+    Some((prompt, end, first))
 }
 
 /// One sample's scores (the module's documentation says what each one is).
@@ -241,13 +243,14 @@ pub async fn sample_song(
     model: &Performer,
     name: &str,
     song: &[u32],
+    phrases: &[Option<PhraseLabel>],
     prompt_bars: usize,
     total: usize,
     context: Option<usize>,
     sampling: Sampling,
     device: &Device,
 ) -> Result<Option<SampleScores>, GenerateError> {
-    let Some((prompt, end)) = song_prompt_at(song, prompt_bars) else {
+    let Some((prompt, end, first)) = song_prompt_at(song, prompt_bars) else {
         return Ok(None);
     };
     if prompt.len() >= total {
@@ -258,12 +261,24 @@ pub async fn sample_song(
         context,
         ..Length::tokens(total - prompt.len())
     };
-    let generated = continue_tokens(model, &prompt, length, sampling, &[], None, device, |p| {
-        if p.token.is_some() {
-            forbidden.push(p.forbidden);
-        }
-        std::future::ready(true)
-    })
+    // The song's phrase lane from the prompt's first bar on, as a person would have set it.
+    let phrases = phrases.get(first..).unwrap_or(&[]);
+    let generated = continue_tokens(
+        model,
+        &prompt,
+        length,
+        sampling,
+        &[],
+        phrases,
+        None,
+        device,
+        |p| {
+            if p.token.is_some() {
+                forbidden.push(p.forbidden);
+            }
+            std::future::ready(true)
+        },
+    )
     .await?;
     let mut scores =
         score(name, song, &prompt, &generated, &forbidden).map_err(GenerateError::Tokens)?;

@@ -13,6 +13,8 @@ use super::{AttentionRows, GenerateError, Watch, read_f32, spread, watched_rows}
 use crate::model::config::Task;
 use crate::model::performer::{Inputs, Performer, State, StepInput};
 use crate::music::chords::Chord;
+use crate::music::labels::{PhraseLabel, StructureLevel, token_coordinates};
+use crate::music::tokens::places::{Places, TokenPlace};
 use crate::music::tokens::{self, Grammar, Token};
 
 /// How long a continuation runs.
@@ -141,8 +143,11 @@ pub struct TokenProgress {
 /// as [`crate::generate::spread`] lays them out): the planned harmony is the bar's, so every
 /// change of chord it holds is written where it falls (`Position p, Chord c`, on the bar line
 /// and mid-bar alike) and the model writes no chord of its own there; unplanned bars are the
-/// model's. `on_token` sees the prompt's attention, then each new token, and returns whether
-/// to go on (the page streams notes from it and cancels through it).
+/// model's. `phrases[b]` is the phrase lane at bar `b` of the music (`prompt`'s bars, then
+/// the new ones): a model with F-StrIPE reads it with the chord in force, the position and
+/// the time of every token ([`crate::music::labels::token_coordinates`]); the others do not.
+/// `on_token` sees the prompt's attention, then each new token, and returns whether to go on
+/// (the page streams notes from it and cancels through it).
 #[allow(clippy::too_many_arguments)]
 pub async fn continue_tokens<F, Fut>(
     model: &Performer,
@@ -150,6 +155,7 @@ pub async fn continue_tokens<F, Fut>(
     length: Length,
     sampling: Sampling,
     plan: &[Vec<Option<Chord>>],
+    phrases: &[Option<PhraseLabel>],
     watch: Option<Watch>,
     device: &Device,
     mut on_token: F,
@@ -191,12 +197,28 @@ where
         state
     };
     let mut history = prompt.clone();
+    // Where each token of the history sits, for F-StrIPE.
+    let structure = Structure {
+        levels: model.config.pe.structure_levels(),
+        phrases,
+    };
+    let mut walk = Places::default();
+    let mut places: Vec<TokenPlace> = prompt.iter().map(|&id| walk.push(id)).collect();
     let mut view = match context {
         Some(c) if prompt.len() > c => View::of(&prompt, c),
         _ => View::all(&prompt),
     };
     let mut state = start(device);
-    let mut logits = prefill(model, &mut state, &view, watch, device, &mut on_token).await?;
+    let mut logits = prefill(
+        model,
+        &mut state,
+        &view,
+        &structure.view(&view, &places),
+        watch,
+        device,
+        &mut on_token,
+    )
+    .await?;
     // The state after the view's anchor (the music's first bars), with the anchor's tokens.
     let mut anchored: Option<(Vec<u32>, State)> = None;
     let mut rng = StdRng::seed_from_u64(sampling.seed ^ 0x5A17);
@@ -291,6 +313,8 @@ where
             break;
         }
         history.push(id);
+        let place = walk.push(id);
+        places.push(place);
         let position = state.position;
         // Starting again: only when bar lines leave something out.
         let again = context
@@ -300,11 +324,14 @@ where
         let attention = match again {
             Some(next) => {
                 view = next;
-                (state, logits) = restart(model, &view, &mut anchored, &start, device).await?;
+                let coordinates = structure.view(&view, &places);
+                (state, logits) =
+                    restart(model, &view, &coordinates, &mut anchored, &start, device).await?;
                 None
             }
             None => {
-                logits = step_logits(model, &mut state, &[id], device).await?;
+                let coordinates = structure.of(&[place]);
+                logits = step_logits(model, &mut state, &[id], &coordinates, device).await?;
                 view.place(watched_rows(&state, watch, position).await?)
             }
         };
@@ -343,12 +370,51 @@ fn planned_changes(
     (!written.is_empty()).then_some(written)
 }
 
+/// What an F-StrIPE model reads of each token besides the token: its levels (none for the
+/// other encodings) and the phrase lane by bar.
+struct Structure<'a> {
+    levels: &'a [StructureLevel],
+    phrases: &'a [Option<PhraseLabel>],
+}
+
+impl Structure<'_> {
+    /// The coordinates of tokens at `places`, flat `[len, c]`; empty without levels.
+    fn of(&self, places: &[TokenPlace]) -> Vec<f32> {
+        if self.levels.is_empty() {
+            return Vec::new();
+        }
+        token_coordinates(places, self.phrases, self.levels, 0)
+    }
+
+    /// The coordinates of `view`'s tokens, each at its place in the whole music (`places`,
+    /// one per token of the history): the anchor's bars stay where they are in time.
+    fn view(&self, view: &View, places: &[TokenPlace]) -> Vec<f32> {
+        if self.levels.is_empty() {
+            return Vec::new();
+        }
+        let mut at: Vec<TokenPlace> = places[..view.anchor].to_vec();
+        at.extend_from_slice(&places[view.anchor + view.gap..]);
+        self.of(&at)
+    }
+}
+
+/// Rows `range` of flat coordinates `[len, c]` for `len` tokens (empty stays empty).
+fn rows(coordinates: &[f32], len: usize, range: std::ops::Range<usize>) -> &[f32] {
+    if coordinates.is_empty() {
+        return coordinates;
+    }
+    let c = coordinates.len() / len.max(1);
+    &coordinates[range.start * c..range.end * c]
+}
+
 /// Runs `view` through the model in chunks and returns the last position's logits; attention
-/// rows are reported placed over the whole sequence.
+/// rows are reported placed over the whole sequence. `coordinates`: the view's structure
+/// coordinates (empty without F-StrIPE).
 async fn prefill<F, Fut>(
     model: &Performer,
     state: &mut State,
     view: &View,
+    coordinates: &[f32],
     watch: Option<Watch>,
     device: &Device,
     on_token: &mut F,
@@ -358,9 +424,11 @@ where
     Fut: std::future::Future<Output = bool>,
 {
     let mut last = Vec::new();
-    for chunk in view.ids.chunks(512) {
+    let len = view.ids.len();
+    for (k, chunk) in view.ids.chunks(512).enumerate() {
         let position = state.position;
-        last = step_logits(model, state, chunk, device).await?;
+        let at = k * 512..k * 512 + chunk.len();
+        last = step_logits(model, state, chunk, rows(coordinates, len, at), device).await?;
         let attention = view.place(watched_rows(state, watch, position).await?);
         let go_on = on_token(TokenProgress {
             token: None,
@@ -382,21 +450,25 @@ where
 async fn restart(
     model: &Performer,
     view: &View,
+    coordinates: &[f32],
     anchored: &mut Option<(Vec<u32>, State)>,
     start: &impl Fn(&Device) -> State,
     device: &Device,
 ) -> Result<(State, Vec<f32>), GenerateError> {
     let anchor = &view.ids[..view.anchor];
+    let len = view.ids.len();
     let mut state = match anchored.as_ref() {
         Some((ids, after)) if ids == anchor => after.clone(),
         _ => {
             let mut after = start(device);
-            quiet_prefill(model, &mut after, anchor, device).await?;
+            let at = rows(coordinates, len, 0..view.anchor);
+            quiet_prefill(model, &mut after, anchor, at, device).await?;
             *anchored = Some((anchor.to_vec(), after.clone()));
             after
         }
     };
-    let logits = quiet_prefill(model, &mut state, &view.ids[view.anchor..], device).await?;
+    let at = rows(coordinates, len, view.anchor..len);
+    let logits = quiet_prefill(model, &mut state, &view.ids[view.anchor..], at, device).await?;
     Ok((state, logits))
 }
 
@@ -406,31 +478,41 @@ async fn quiet_prefill(
     model: &Performer,
     state: &mut State,
     ids: &[u32],
+    coordinates: &[f32],
     device: &Device,
 ) -> Result<Vec<f32>, GenerateError> {
     let mut last = Vec::new();
-    for chunk in ids.chunks(512) {
-        last = step_logits(model, state, chunk, device).await?;
+    for (k, chunk) in ids.chunks(512).enumerate() {
+        let at = rows(coordinates, ids.len(), k * 512..k * 512 + chunk.len());
+        last = step_logits(model, state, chunk, at, device).await?;
     }
     Ok(last)
 }
 
+/// The log-probabilities after `ids` (with their structure coordinates, flat `[len, c]`, when
+/// the model reads them).
 async fn step_logits(
     model: &Performer,
     state: &mut State,
     ids: &[u32],
+    coordinates: &[f32],
     device: &Device,
 ) -> Result<Vec<f32>, GenerateError> {
     let len = ids.len();
+    let labels = (!coordinates.is_empty()).then_some(coordinates);
     if let [id] = ids {
         let logits = model
-            .step(StepInput::Token(*id), None, state, device)
+            .step(StepInput::Token(*id), labels, state, device)
             .await?;
         return Ok(log_softmax_values(&logits));
     }
     let data: Vec<i64> = ids.iter().map(|&t| t as i64).collect();
     let input = Tensor::<2, Int>::from_data(TensorData::new(data, vec![1, len]), device);
-    let logits = model.forward(Inputs::Tokens(input), None, state, None)?;
+    let labels = labels.map(|l| {
+        let c = l.len() / len.max(1);
+        Tensor::<3>::from_data(TensorData::new(l.to_vec(), vec![1, len, c]), device)
+    });
+    let logits = model.forward(Inputs::Tokens(input), labels, state, None)?;
     read_f32(log_softmax(logits.narrow(1, len - 1, 1), 2)).await
 }
 

@@ -10,6 +10,7 @@ use super::melody::pick_melody_track;
 use super::midi::{Note, Song};
 use super::phrases::{PhraseOptions, Segment, segment_phrases};
 use super::roll::{PITCHES, PianoRoll};
+use super::tokens::places::TokenPlace;
 
 /// A level of structure a model can condition on (F-StrIPE's structure-aware positions), as
 /// numbers in which musically close labels are close.
@@ -35,6 +36,15 @@ pub enum StructureLevel {
     Phrase,
     /// The position in the bar, in sixteenths. One coordinate.
     Position,
+    /// The bar's place in its phrase, from 0 at the phrase's first bar (0 outside phrases).
+    /// With the letter and the position in the bar, a note of a repeated phrase gets the
+    /// coordinates of the same note in the phrase's first occurrence. One coordinate.
+    #[serde(rename = "phrase_bar")]
+    PhraseBar,
+    /// Musical time, in beats from the start of what the model reads: the step index of
+    /// sineSPE, counted in beats, so that the encoding also knows what is near in time. One
+    /// coordinate.
+    Time,
 }
 
 impl StructureLevel {
@@ -43,6 +53,15 @@ impl StructureLevel {
         StructureLevel::Chord,
         StructureLevel::Phrase,
         StructureLevel::Position,
+    ];
+
+    /// A continuation model's levels: what the tokens and the lanes say of each token.
+    pub const CONTINUATION: [StructureLevel; 5] = [
+        StructureLevel::Chord,
+        StructureLevel::Phrase,
+        StructureLevel::PhraseBar,
+        StructureLevel::Position,
+        StructureLevel::Time,
     ];
 
     /// Coordinates this level takes.
@@ -90,6 +109,49 @@ pub fn tonal_centroid(pitch_classes: impl IntoIterator<Item = u8>) -> [f32; 6] {
         c.iter_mut().for_each(|x| *x /= n as f32);
     }
     c
+}
+
+/// The chord's coordinates at [`StructureLevel::Chord`]: its tonal centroid, scaled (no chord:
+/// the origin).
+fn chord_coordinates(chord: Option<Chord>) -> [f32; 6] {
+    chord
+        .map_or([0.0; 6], |c| tonal_centroid(c.pitch_classes()))
+        .map(|x| x * CHORD_SCALE)
+}
+
+/// F-StrIPE's coordinates of tokens at `places` for `levels`, row-major `[len, Σ dims]`: the
+/// chord in force (its root moved `transpose` semitones), the phrase of the token's bar
+/// (`bar_phrases[bar]`, none past its end) and its bar's place in it, the position in the bar,
+/// and the time in beats (F-StrIPE reads differences only). Tokens carry no melody:
+/// [`StructureLevel::Melody`] reads 0.
+pub fn token_coordinates(
+    places: &[TokenPlace],
+    bar_phrases: &[Option<PhraseLabel>],
+    levels: &[StructureLevel],
+    transpose: i32,
+) -> Vec<f32> {
+    let mut out = Vec::with_capacity(places.len() * levels.iter().map(|l| l.dims()).sum::<usize>());
+    for place in places {
+        let phrase = place
+            .bar
+            .and_then(|b| bar_phrases.get(b as usize).copied().flatten());
+        let chord = place.chord.map(|mut c| {
+            c.root = (c.root as i32 + transpose).rem_euclid(12) as u8;
+            c
+        });
+        for level in levels {
+            match level {
+                StructureLevel::Melody => out.push(0.0),
+                StructureLevel::Chord => out.extend(chord_coordinates(chord)),
+                StructureLevel::ChordId => out.push(chord_id(chord)),
+                StructureLevel::Phrase => out.push(phrase_code(phrase)),
+                StructureLevel::Position => out.push(place.position as f32),
+                StructureLevel::PhraseBar => out.push(phrase.map_or(0.0, |p| p.bar as f32)),
+                StructureLevel::Time => out.push(place.beat),
+            }
+        }
+    }
+    out
 }
 
 /// The number a phrase letter stands for.
@@ -160,6 +222,28 @@ pub struct PhraseLabel {
     pub bars: u16,
 }
 
+/// The phrase label of each bar covered by `phrases` (segments in bars), `None` between them;
+/// one entry per bar up to the last phrase's end.
+pub fn bar_phrases(phrases: &[Segment]) -> Vec<Option<PhraseLabel>> {
+    let bars = phrases
+        .iter()
+        .map(|s| s.start_bar + s.bars)
+        .max()
+        .unwrap_or(0);
+    let mut out = vec![None; bars];
+    for (index, seg) in phrases.iter().enumerate() {
+        for k in 0..seg.bars {
+            out[seg.start_bar + k] = Some(PhraseLabel {
+                letter: seg.letter,
+                index: index.min(u16::MAX as usize) as u16,
+                bar: k.min(u16::MAX as usize) as u16,
+                bars: seg.bars.min(u16::MAX as usize) as u16,
+            });
+        }
+    }
+    out
+}
+
 /// Labels for every step of a grid. All vectors have one entry per step.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct StepLabels {
@@ -191,21 +275,12 @@ impl StepLabels {
             .map(|s| beat_chords.get(s / spb).copied().flatten())
             .collect();
         let mut phrase = vec![None; n];
-        for (index, seg) in phrases.iter().enumerate() {
-            for k in 0..seg.bars {
-                let bar = seg.start_bar + k;
-                if bar >= grid.num_bars() {
-                    break;
-                }
-                let label = PhraseLabel {
-                    letter: seg.letter,
-                    index: index.min(u16::MAX as usize) as u16,
-                    bar: k.min(u16::MAX as usize) as u16,
-                    bars: seg.bars.min(u16::MAX as usize) as u16,
-                };
-                for s in grid.bar_steps(bar) {
-                    phrase[s] = Some(label);
-                }
+        for (bar, label) in bar_phrases(phrases).into_iter().enumerate() {
+            if bar >= grid.num_bars() {
+                break;
+            }
+            for s in grid.bar_steps(bar) {
+                phrase[s] = label;
             }
         }
         let (bar, position) = (0..n)
@@ -270,14 +345,14 @@ impl StepLabels {
             for level in levels {
                 match level {
                     StructureLevel::Melody => out.push(self.melody[s] as f32),
-                    StructureLevel::Chord => {
-                        let c =
-                            self.chord[s].map_or([0.0; 6], |c| tonal_centroid(c.pitch_classes()));
-                        out.extend(c.map(|x| x * CHORD_SCALE));
-                    }
+                    StructureLevel::Chord => out.extend(chord_coordinates(self.chord[s])),
                     StructureLevel::ChordId => out.push(chord_id(self.chord[s])),
                     StructureLevel::Phrase => out.push(phrase_code(self.phrase[s])),
                     StructureLevel::Position => out.push(self.position[s] as f32 * per_sixteenth),
+                    StructureLevel::PhraseBar => {
+                        out.push(self.phrase[s].map_or(0.0, |p| p.bar as f32))
+                    }
+                    StructureLevel::Time => out.push(s as f32 / self.steps_per_beat.max(1) as f32),
                 }
             }
         }

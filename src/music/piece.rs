@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::chords::Chord;
 use super::grid::Grid;
 use super::harmony::ChordSource;
-use super::labels::detect_structure;
+use super::labels::{PhraseLabel, bar_phrases, detect_structure};
 use super::midi::{
     MidiError, Note, Song, TempoChange, TimeSignature, Track, read_midi, write_midi,
 };
@@ -350,6 +350,11 @@ impl Piece {
                     .collect()
             })
             .collect()
+    }
+
+    /// The phrase lane's label at each bar (planned bars included), `None` past its end.
+    pub fn bar_phrases(&self) -> Vec<Option<PhraseLabel>> {
+        bar_phrases(&self.segments())
     }
 
     /// The phrases as segments from bar 0.

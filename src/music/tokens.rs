@@ -13,6 +13,7 @@
 mod decode;
 mod encode;
 mod grammar;
+pub mod places;
 mod vocab;
 
 pub use decode::{Decoded, decode};

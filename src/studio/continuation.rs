@@ -121,12 +121,14 @@ where
     let mut ids = prompt.clone();
     let mut since = 0;
     let total = length.tokens;
+    let phrases = piece.bar_phrases();
     let added = continue_tokens(
         model,
         &prompt,
         length,
         sampling,
         &plan,
+        phrases.get(first_bar..).unwrap_or(&[]),
         options.watch(),
         device,
         |p| {
@@ -198,7 +200,8 @@ where
         .validate()
         .map_err(|e| GenerateError::Read(e.to_string()))?;
     let whole = lane_prompt(piece)?;
-    let (prompt, _) = cut_prompt(&whole, options.max_prompt_tokens.max(16));
+    let (prompt, first_bar) = cut_prompt(&whole, options.max_prompt_tokens.max(16));
+    let phrases = piece.bar_phrases();
     let length = Length::tokens(0);
     let sampling = Sampling {
         temperature: 1.0,
@@ -212,6 +215,7 @@ where
         length,
         sampling,
         &[],
+        phrases.get(first_bar..).unwrap_or(&[]),
         options.watch(),
         device,
         |p| {

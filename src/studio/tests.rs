@@ -388,6 +388,7 @@ fn continuation_follows_the_plan_and_lands_after_the_music() {
         length,
         Sampling::default(),
         &[vec![dm]],
+        &[],
         None,
         &device,
         |_| async { true },

@@ -14,7 +14,7 @@ use rand::rngs::StdRng;
 use serde::{Deserialize, Serialize};
 
 use crate::data::corpus::Batch;
-use crate::data::{stack, stack_tokens};
+use crate::data::{stack, stack_coordinates, stack_tokens};
 use crate::model::config::Task;
 use crate::model::performer::{Inputs, ModelError, Performer};
 
@@ -160,11 +160,13 @@ impl Trainer {
                     bce_per_step(logits, targets, self.pos_weight)
                 }
             }
-            Batch::Tokens(windows) => {
-                let (inputs, targets) = stack_tokens(windows, &device);
+            Batch::Tokens { ids, coordinates } => {
+                let (inputs, targets) = stack_tokens(ids, &device);
+                let coords = stack_coordinates(coordinates, inputs.dims(), &device)
+                    .filter(|_| self.model.config.pe.is_structural());
                 let logits =
                     self.model
-                        .forward(Inputs::Tokens(inputs), None, &mut state, augment)?;
+                        .forward(Inputs::Tokens(inputs), coords, &mut state, augment)?;
                 token_nll(logits, targets)
             }
         })

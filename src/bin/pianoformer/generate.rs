@@ -13,12 +13,14 @@ use pianoformer::generate::{
 };
 use pianoformer::model::config::Task;
 use pianoformer::music::chords::Chord;
+use pianoformer::music::grid::Grid;
 use pianoformer::music::harmony::ChordSource;
+use pianoformer::music::labels::{bar_phrases, detect_structure};
 use pianoformer::music::midi::{read_midi, write_midi};
 use pianoformer::music::phrases::Segment;
 use pianoformer::music::piece::{Piece, TrackRole, chord_cell};
 use pianoformer::music::pop909::parse_phrases;
-use pianoformer::music::tokens::Token;
+use pianoformer::music::tokens::{STEPS_PER_BEAT, Token};
 use pianoformer::studio::{Options, accompany_piece, continue_piece};
 
 #[derive(clap::Args, Debug)]
@@ -46,8 +48,10 @@ pub struct Args {
     /// writes no chord of its own there).
     #[arg(long)]
     pub chords: Option<String>,
-    /// Accompaniment: phrases as POP909 writes them, letter and bars (`i4A8B8A8o4`).
-    /// Detected where not given.
+    /// Phrases as POP909 writes them, letter and bars (`i4A8B8A8o4`), from the first bar;
+    /// detected where not given. Accompaniment reads them; so does a continuation model with
+    /// F-StrIPE, and those past the prompt plan its new bars (`A8B8A8` after an 8-bar prompt:
+    /// the new bars are a B, then the A again).
     #[arg(long)]
     pub phrases: Option<String>,
     /// Accompaniment without --chords: the harmonizer that writes the chord lane when no part
@@ -262,8 +266,16 @@ pub fn run(args: Args) -> Result<(), String> {
             let plan: Vec<Vec<Option<Chord>>> = cells
                 .map(|c| c.into_iter().skip(song_bars).collect())
                 .unwrap_or_default();
+            // The phrase lane (given, else detected), over the prompt and past it: what a
+            // model with F-StrIPE reads.
+            let segments = match args.phrases.as_deref() {
+                Some(text) => parse_phrase_labels(text)?,
+                None => detect_structure(&song, &Grid::for_song(&song, STEPS_PER_BEAT)).phrases,
+            };
+            let lane = bar_phrases(&segments);
+            let mut first_bar = 0;
             if args.prompt_tokens.is_some() {
-                prompt = cut_prompt(&prompt, options.max_prompt_tokens).0;
+                (prompt, first_bar) = cut_prompt(&prompt, options.max_prompt_tokens);
             }
             let added = pollster::block_on(continue_tokens(
                 model,
@@ -271,6 +283,7 @@ pub fn run(args: Args) -> Result<(), String> {
                 options.length(),
                 options.sampling(),
                 &plan,
+                lane.get(first_bar..).unwrap_or(&[]),
                 None,
                 &device,
                 |_| async { true },

@@ -17,7 +17,6 @@ use pianoformer::data::sources::{self, Parts};
 use pianoformer::device::{self, Preference};
 use pianoformer::eval::plan::{
     MAX_NOTE_RATE, PLAN_BARS, Plan, PlanCase, PlanScores, PlanSummary, sample_plan,
-    token_bar_phrases,
 };
 use pianoformer::generate::Sampling;
 use pianoformer::model::config::Task;
@@ -166,10 +165,7 @@ fn cases(
     let cases: Vec<PlanCase> = corpus
         .pieces
         .iter()
-        .filter_map(|p| {
-            let phrases = token_bar_phrases(&p.grid, &p.labels);
-            PlanCase::of(&p.name, &p.tokens, &phrases, prompt_bars)
-        })
+        .filter_map(|p| PlanCase::of(&p.name, &p.tokens, &p.bar_phrases, prompt_bars))
         .collect();
     if cases.is_empty() {
         return Err(format!(

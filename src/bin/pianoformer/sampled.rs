@@ -105,6 +105,7 @@ pub fn run(args: Args) -> Result<(), String> {
             m,
             &p.name,
             &p.tokens,
+            &p.bar_phrases,
             prompt_bars,
             length,
             (args.context > 0).then_some(args.context),

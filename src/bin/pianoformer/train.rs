@@ -42,7 +42,10 @@ pub struct Args {
     /// otherwise; the SPE paper used 512 ungated, 128 gated).
     #[arg(long)]
     pub taps: Option<usize>,
-    /// F-StrIPE structure levels, comma-separated: melody, chord, phrase, position.
+    /// F-StrIPE structure levels, comma-separated: melody, chord, phrase, position, phrase_bar
+    /// (the bar's place in its phrase), time (beats). A continuation model's default is
+    /// chord, phrase, phrase_bar, position, time (its tokens have no melody part); a
+    /// harmonizer's is melody, phrase, position.
     #[arg(
         long,
         value_delimiter = ',',

@@ -63,18 +63,19 @@ fn echo_pairs_join_a_repeated_phrase_to_its_first_occurrence() {
 }
 
 /// A song with `n` bars: a C–Am–F–G loop, melody varying by bar.
-fn looped(n: usize) -> (Vec<u32>, Vec<Option<BarPhrase>>) {
+fn looped(n: usize) -> (Vec<u32>, Vec<Option<PhraseLabel>>) {
     let names = ["C", "Am", "F", "G"];
     let melodies: [&[u8]; 4] = [&[60, 64, 67], &[57, 60], &[65, 69, 72, 65], &[67, 71]];
     let bars: Vec<(&str, &[u8])> = (0..n).map(|b| (names[b % 4], melodies[b % 4])).collect();
     // Phrases of four bars, A B A B …
     let phrases = (0..n)
         .map(|b| {
-            Some((
-                if (b / 4) % 2 == 0 { 'A' } else { 'B' },
-                (b / 4) as u16,
-                (b % 4) as u16,
-            ))
+            Some(PhraseLabel {
+                letter: if (b / 4) % 2 == 0 { 'A' } else { 'B' },
+                index: (b / 4) as u16,
+                bar: (b % 4) as u16,
+                bars: 4,
+            })
         })
         .collect();
     (song(&bars), phrases)

@@ -151,13 +151,21 @@ fn a_sampled_continuation_is_scored_end_to_end() {
         ..Sampling::default()
     };
     let s = pollster::block_on(sample_song(
-        &model, "tiny", &song, 2, 200, None, sampling, &device,
+        &model,
+        "tiny",
+        &song,
+        &[],
+        2,
+        200,
+        None,
+        sampling,
+        &device,
     ))
     .unwrap()
     .expect("the song holds the prompt");
     assert_eq!(s.prompt_tokens + s.generated_tokens, 200);
     assert_eq!(s.onset_duration.len(), QUARTERS);
-    let too_long = sample_song(&model, "tiny", &song, 8, 200, None, sampling, &device);
+    let too_long = sample_song(&model, "tiny", &song, &[], 8, 200, None, sampling, &device);
     assert!(pollster::block_on(too_long).unwrap().is_none());
 
     // An untrained model puts some of its mass on tokens the grammar forbids, and the
@@ -170,6 +178,7 @@ fn a_sampled_continuation_is_scored_end_to_end() {
         &prompt,
         length,
         sampling,
+        &[],
         &[],
         None,
         &device,

@@ -103,6 +103,7 @@ fn a_continuation_with_a_context_never_reads_past_it() {
             ..Sampling::default()
         },
         &[],
+        &[],
         watch,
         &device,
         |p| {
@@ -144,18 +145,22 @@ fn a_restart_reuses_the_anchor_and_matches_a_fresh_read() {
             let view = View::of(&music[..end], 128);
             assert!(view.anchor > 0 && view.gap > 0);
             let (mut state, logits) =
-                pollster::block_on(restart(&model, &view, &mut anchored, &start, &device)).unwrap();
+                pollster::block_on(restart(&model, &view, &[], &mut anchored, &start, &device))
+                    .unwrap();
             let mut fresh = start(&device);
             let expected =
-                pollster::block_on(quiet_prefill(&model, &mut fresh, &view.ids, &device)).unwrap();
+                pollster::block_on(quiet_prefill(&model, &mut fresh, &view.ids, &[], &device))
+                    .unwrap();
             let close = |a: &[f32], b: &[f32]| {
                 a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-4) && a.len() == b.len()
             };
             assert!(close(&logits, &expected), "{kind:?} logits at {end}");
             assert_eq!(state.position, fresh.position);
             let id = T::Bar.id();
-            let a = pollster::block_on(step_logits(&model, &mut state, &[id], &device)).unwrap();
-            let b = pollster::block_on(step_logits(&model, &mut fresh, &[id], &device)).unwrap();
+            let a =
+                pollster::block_on(step_logits(&model, &mut state, &[id], &[], &device)).unwrap();
+            let b =
+                pollster::block_on(step_logits(&model, &mut fresh, &[id], &[], &device)).unwrap();
             assert!(close(&a, &b), "{kind:?} a step after the restart at {end}");
             let kept = anchored.as_ref().map(|(ids, _)| ids.clone());
             assert_eq!(kept.as_deref(), Some(&view.ids[..view.anchor]));
@@ -191,6 +196,7 @@ fn a_planned_two_chord_bar_forces_both_chords_and_no_other() {
                 ..Sampling::default()
             },
             &plan,
+            &[],
             None,
             &device,
             |_| std::future::ready(true),
@@ -226,5 +232,96 @@ fn a_planned_two_chord_bar_forces_both_chords_and_no_other() {
         );
         assert_eq!(per_bar[0], [(0, dm), (8, g7)], "seed {seed}");
         assert_eq!(per_bar[2], [(0, c)], "seed {seed}");
+    }
+}
+
+/// A continuation model with F-StrIPE reads each token's place and the phrase lane: reading
+/// the music at once gives the logits of reading it token by token, another phrase lane gives
+/// other logits, and a continuation planned with a lane past the prompt stays grammatical.
+#[test]
+fn fstripe_continuation_reads_the_places_and_the_phrase_lane() {
+    use crate::music::labels::{PhraseLabel, StructureLevel};
+    use crate::music::tokens::places::places;
+    let device = Device::flex();
+    let pe = PeConfig::new(PeKind::Fstripe).with_levels(&StructureLevel::CONTINUATION);
+    let config = PerformerConfig::tiny(Task::Continuation, tokens::VOCAB_SIZE, pe);
+    let model = Performer::new(&config, 4, &device).unwrap();
+    let stepping = pollster::block_on(model.stepping(&device)).unwrap();
+    let music = bars(6, 3);
+    let lane = |second: char| -> Vec<Option<PhraseLabel>> {
+        (0..16)
+            .map(|b| {
+                Some(PhraseLabel {
+                    letter: if b / 4 % 2 == 0 { 'A' } else { second },
+                    index: (b / 4) as u16,
+                    bar: (b % 4) as u16,
+                    bars: 4,
+                })
+            })
+            .collect()
+    };
+    let (ab, ac) = (lane('B'), lane('C'));
+    let read = |phrases: &[Option<PhraseLabel>], one_by_one: bool| -> Vec<f32> {
+        let structure = Structure {
+            levels: model.config.pe.structure_levels(),
+            phrases,
+        };
+        let coordinates = structure.of(&places(&music));
+        let c = config.pe.coordinates();
+        assert_eq!(coordinates.len(), music.len() * c);
+        let mut state = model.start(3, false, &device).stepping(&stepping);
+        if !one_by_one {
+            return pollster::block_on(step_logits(
+                &model,
+                &mut state,
+                &music,
+                &coordinates,
+                &device,
+            ))
+            .unwrap();
+        }
+        let mut last = Vec::new();
+        for (k, &id) in music.iter().enumerate() {
+            let at = &coordinates[k * c..(k + 1) * c];
+            last = pollster::block_on(step_logits(&model, &mut state, &[id], at, &device)).unwrap();
+        }
+        last
+    };
+    let whole = read(&ab, false);
+    let steps = read(&ab, true);
+    let gap = whole
+        .iter()
+        .zip(&steps)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    assert!(gap < 1e-3, "at once and token by token differ by {gap}");
+    let other = read(&ac, false);
+    let moved = whole
+        .iter()
+        .zip(&other)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    assert!(moved > 1e-4, "the phrase lane changes nothing ({moved})");
+    // Planned past the prompt (6 bars of the lane's 16), with restarts of a short context.
+    let length = Length {
+        bars: Some(4),
+        context: Some(64),
+        ..Length::tokens(300)
+    };
+    let added = pollster::block_on(continue_tokens(
+        &model,
+        &music,
+        length,
+        Sampling::default(),
+        &[],
+        &ab,
+        None,
+        &device,
+        |_| async { true },
+    ))
+    .unwrap();
+    let mut grammar = Grammar::new();
+    for &id in music.iter().chain(&added) {
+        grammar.advance(Token::from_id(id).unwrap()).unwrap();
     }
 }

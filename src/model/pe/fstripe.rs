@@ -34,11 +34,18 @@ pub struct Fstripe {
 }
 
 impl Fstripe {
+    /// `time`: the column of the [`crate::music::labels::StructureLevel::Time`] coordinate,
+    /// if the labels have one. Then the last `sines / 2` sines of each dimension start as
+    /// sinusoids of time alone (as sineSPE's, periods of about 6–50 beats) and the others
+    /// of the structure alone: a sine that read both would tell a phrase's repetition from
+    /// its first occurrence by their distance in time, and so could not align them. Both
+    /// kinds may learn to read everything (a frequency at raw −9 is off, not frozen).
     pub fn new(
         heads: usize,
         dim: usize,
         sines: usize,
         coordinates: usize,
+        time: Option<usize>,
         rng: &mut StdRng,
         device: &Device,
     ) -> Self {
@@ -48,9 +55,23 @@ impl Fstripe {
         // frequencies around −1.5 (f ≈ 0.04–0.19 cycles per unit at ±1σ) make 2π f·Δ span
         // about π over the typical differences from the start. sineSPE's −4 (f ≈ 0.009)
         // left the kernel nearly flat, and Adam barely moves it in a few thousand steps.
-        let freqs: Vec<f32> = (0..n * coordinates)
+        let mut freqs: Vec<f32> = (0..n * coordinates)
             .map(|_| normal(rng) as f32 - 1.5)
             .collect();
+        if let Some(t) = time.filter(|&t| t < coordinates && sines >= 2) {
+            const OFF: f32 = -9.0;
+            for (i, row) in freqs.chunks_exact_mut(coordinates).enumerate() {
+                let timed = i % sines >= sines - sines / 2;
+                for (c, f) in row.iter_mut().enumerate() {
+                    if timed && c == t {
+                        // f ≈ 0.02–0.16 cycles per beat (periods of 6–50 beats) at ±1.5σ.
+                        *f = 0.8 * *f - 0.8;
+                    } else if timed || c == t {
+                        *f = OFF;
+                    }
+                }
+            }
+        }
         let theta_q: Vec<f32> = (0..n).map(|_| normal(rng) as f32).collect();
         let gains = init_gains(heads * dim, sines, rng);
         let shape = vec![heads, dim, sines];

@@ -265,9 +265,22 @@ impl PositionalEncoding {
             (kind == PeKind::SineSpe).then(|| SineSpe::new(heads, dim, config.sines, rng, device));
         let conv =
             (kind == PeKind::ConvSpe).then(|| ConvSpe::new(heads, dim, config.taps, rng, device));
-        let fstripe = config
-            .is_structural()
-            .then(|| Fstripe::new(heads, dim, config.sines, config.coordinates(), rng, device));
+        let fstripe = config.is_structural().then(|| {
+            let time = config
+                .levels
+                .iter()
+                .position(|l| *l == StructureLevel::Time)
+                .map(|i| config.levels[..i].iter().map(|l| l.dims()).sum());
+            Fstripe::new(
+                heads,
+                dim,
+                config.sines,
+                config.coordinates(),
+                time,
+                rng,
+                device,
+            )
+        });
         let gates = if config.gated && config.acts_on_attention() {
             (0..layers)
                 .map(|_| {

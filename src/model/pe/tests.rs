@@ -238,7 +238,7 @@ fn coordinates(rows: &[[f32; 2]], device: &Device) -> Tensor<3> {
 fn fstripe_depends_on_labels_not_on_time_and_rff_equals_its_cosine_sum() {
     let device = Device::flex();
     let (h, d, k) = (2, 3, 4);
-    let f = fstripe::Fstripe::new(h, d, k, 2, &mut rng(), &device);
+    let f = fstripe::Fstripe::new(h, d, k, 2, None, &mut rng(), &device);
     // Steps 0 and 3 have equal labels, as have steps 1 and 4.
     let labels = [
         [60.0, 1.0],

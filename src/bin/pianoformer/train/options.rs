@@ -34,8 +34,11 @@ pub fn parse_levels(names: &[String]) -> Result<Vec<StructureLevel>, String> {
             "chord" | "chords" => Ok(StructureLevel::Chord),
             "phrase" | "phrases" => Ok(StructureLevel::Phrase),
             "position" | "beat" | "bar" => Ok(StructureLevel::Position),
+            "phrase_bar" | "phrase-bar" => Ok(StructureLevel::PhraseBar),
+            "time" => Ok(StructureLevel::Time),
             _ => Err(format!(
-                "unknown structure level `{n}`: use melody, chord, phrase or position"
+                "unknown structure level `{n}`: use melody, chord, phrase, position, phrase_bar \
+                 or time"
             )),
         })
         .collect()
@@ -68,14 +71,20 @@ pub(super) fn model_config(args: &Args, task: Task) -> Result<PerformerConfig, S
         ));
     }
     if pe.is_structural() {
-        if task == Task::Continuation {
-            return Err(
-                "F-StrIPE reads per-step structure labels, which only the accompaniment and \
-                 harmonization tasks have"
-                    .into(),
-            );
-        }
         let mut levels = parse_levels(&args.levels)?;
+        if task == Task::Continuation {
+            if args.levels == DEFAULT_LEVELS {
+                // What the tokens and the lanes say of each token: chord in force, phrase and
+                // the bar's place in it, position in the bar, time.
+                levels = StructureLevel::CONTINUATION.to_vec();
+            } else if levels.contains(&StructureLevel::Melody) {
+                return Err(
+                    "a continuation's tokens have no melody part, so F-StrIPE cannot read the \
+                     melody level: use chord, phrase, phrase_bar, position and time"
+                        .into(),
+                );
+            }
+        }
         if task == Task::Harmonization && args.levels == DEFAULT_LEVELS {
             // The default levels less the chord, which a harmonizer writes.
             levels.retain(|l| *l != StructureLevel::Chord);
