@@ -31,6 +31,8 @@ pub struct Options {
     /// Training benchmark: steps per window and windows per batch.
     pub window: usize,
     pub batch: usize,
+    /// Harmonizer benchmark: the model timed.
+    pub model: String,
 }
 
 fn token_ids(start: usize, len: usize, vocab: usize, device: &Device) -> Tensor<2, Int> {

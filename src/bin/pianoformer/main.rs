@@ -110,6 +110,10 @@ mod cli {
             /// train: windows per batch.
             #[arg(long, default_value_t = 8)]
             batch: usize,
+            /// harmonize: the harmonizer timed (a shipped model's name or a training run's
+            /// folder).
+            #[arg(long, default_value = "default")]
+            model: String,
         },
         /// Train a model on POP909, a folder of MIDI files or one file: progress bar,
         /// checkpoints, --resume, and a JSONL log in the output folder.
@@ -173,6 +177,7 @@ mod cli {
                 json,
                 window,
                 batch,
+                model,
             } => crate::bench::run(
                 &what,
                 crate::bench::Options {
@@ -182,6 +187,7 @@ mod cli {
                     json,
                     window,
                     batch,
+                    model,
                 },
             ),
         };

@@ -2,7 +2,7 @@
 //! as the page pays it for "Suggest chords" (`studio::harmonize_piece`): the input (the piece's
 //! rolls, grid, phrase lane and labels), the beat features, the model's forward pass and the
 //! decoding (Viterbi). The melody: the bundled example's, its piano taken out, at each of
-//! `--positions` bars; the shipped default harmonizer. Medians of `--steps` runs.
+//! `--positions` bars; the shipped default harmonizer (or `--model`). Medians of `--steps` runs.
 
 use std::time::Instant;
 
@@ -30,7 +30,7 @@ pub fn harmonize(options: &Options) -> Result<(), String> {
     let preference: Preference = options.backend.parse().map_err(|e| format!("{e}"))?;
     let backend = pollster::block_on(device::init(preference)).map_err(|e| format!("{e}"))?;
     let device = backend.device.clone();
-    let loaded = crate::models::load("default", Task::Harmonization, None, &device)?;
+    let loaded = crate::models::load(&options.model, Task::Harmonization, None, &device)?;
     let model = &loaded.model;
     let decode = loaded.harmony.unwrap_or_default();
     println!(
