@@ -220,6 +220,16 @@ test('with WebGPU disabled the same accompaniment runs on the CPU', { timeout: 2
     await page.fill('#plan-bars', '2');
     await page.dispatchEvent('#plan-bars', 'change');
     await page.waitForFunction((n) => window.pianoformer.piece.bars.length === n + 2, before.bars.length);
+    // The first planned bar's chord: F, far from the piece's D major.
+    const planned = before.bars.length - 1;
+    await page.focus('canvas[aria-label^="Chord lane"]');
+    await page.keyboard.press('Home');
+    for (let k = 0; k < planned; k++) await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#label-dialog[open]');
+    await page.fill('#label-input', 'F');
+    await page.click('#label-ok');
+    await page.waitForFunction((b) => window.pianoformer.piece.chords[b] === 'F', planned);
     await page.selectOption('#task', 'continuation');
     await page.fill('#length', '96');
     const n = await page.evaluate(() => window.pianoformer.generations.length);
@@ -236,6 +246,15 @@ test('with WebGPU disabled the same accompaniment runs on the CPU', { timeout: 2
     assert.ok(added?.notes.length > 0, 'the continuation wrote notes');
     const lastOnset = Math.max(...before.tracks.flatMap((t) => t.notes.map((x) => x[1])));
     assert.ok(added.notes.every((x) => x[1] >= lastOnset), 'after the music');
+    // The planned bar is played in its chord.
+    const inPlanned = added.notes.filter((x) => x[1] >= piece.bars[planned] && x[1] < piece.bars[planned + 1]);
+    const tones = inPlanned.filter((x) => [5, 9, 0].includes(x[0] % 12)).length;
+    assert.ok(inPlanned.length > 0, 'the planned bar has notes');
+    assert.ok(
+      tones / inPlanned.length >= 0.6,
+      `${tones} of ${inPlanned.length} onsets in the planned F bar are F, A or C`,
+    );
+    console.log(`planned chord: ${tones} of ${inPlanned.length} onsets in the F bar are its tones`);
     console.log(`CPU continuation: ${cont.tokens} tokens in ${(cont.ms / 1000).toFixed(1)} s`);
     await page.screenshot({ path: join(OUT, 'playground-continuation.png'), fullPage: true });
 
