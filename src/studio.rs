@@ -210,7 +210,9 @@ mod continuation;
 mod harmonize;
 pub use accompany::accompany_piece;
 pub use continuation::{continuation_attention, continue_piece};
-pub use harmonize::{HarmonizeOptions, Harmonized, harmonize_piece, needs_harmonizer};
+pub use harmonize::{
+    HarmonizeOptions, Harmonized, HarmonyCache, harmonize_piece, needs_harmonizer,
+};
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod harmonize_tests;

@@ -273,9 +273,9 @@ fn bad_data_paths_options_and_files_are_plain_errors() {
         &data,
         &dir.join("r6"),
         "continuation",
-        &["--pe", "fstripe"],
+        &["--pe", "fstripe", "--levels", "melody,time"],
     ));
-    assert!(err.contains("per-step structure labels"), "{err}");
+    assert!(err.contains("no melody part"), "{err}");
     let err = fails_plainly(&train(
         &data,
         &dir.join("r6c"),

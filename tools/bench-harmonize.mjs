@@ -1,8 +1,9 @@
 // How long the harmonizer takes in the page (a benchmark, not a test): a melody-only file of
 // --bars bars (the bundled example's melody, written by pianoformer, its piano taken out) is
 // dropped on the page on the CPU backend; its chord lane is the harmonizer's, then "Suggest
-// chords" for the whole piece runs --repeats times. Prints the first call (with the model's
-// load into the Worker counted apart) and the median of the rest, against the same melody
+// chords" for the whole piece runs --repeats times. Prints the first call (the model reads the
+// melody; its load into the Worker counted apart) and the median of the rest (the Worker keeps
+// the probabilities of the melody it read, so these decode only), against the same melody
 // through the native CLI (`inspect`, which harmonizes it) in the same run.
 // Usage: make wasm && node tools/bench-harmonize.mjs [--bars 100] [--repeats 5]
 import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
@@ -56,8 +57,8 @@ try {
   const runs = await page.evaluate(() => window.pianoformer.harmonizations);
   const warm = median(runs.slice(1).map((r) => r.ms));
   console.log(`harmonizing a ${runs[0].bars}-bar melody on the page's CPU backend (Chromium, wasm, 1 thread):`);
-  console.log(`  first (the lane as the file opens, after the model's load): ${runs[0].ms.toFixed(1)} ms`);
-  console.log(`  warm, median of ${runs.length - 1} "Suggest chords": ${warm.toFixed(1)} ms`);
+  console.log(`  first (the lane as the file opens, after the model's load; the model reads the melody): ${runs[0].ms.toFixed(1)} ms`);
+  console.log(`  then "Suggest chords" on the same melody (its probabilities kept: decoding only), median of ${runs.length - 1}: ${warm.toFixed(1)} ms`);
   console.log(`  natively, the whole \`inspect\` process (start, model load, harmonize, print): median ${median(native).toFixed(0)} ms`);
 } finally {
   await browser.close();

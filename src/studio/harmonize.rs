@@ -12,7 +12,7 @@ use crate::model::performer::Performer;
 use crate::music::grid::Grid;
 use crate::music::harmony::BeatPlaces;
 use crate::music::harmony::decode::HarmonyDecode;
-use crate::music::piece::{Piece, TrackRole, chord_cell};
+use crate::music::piece::{Piece, PieceTrack, TrackRole, chord_cell};
 use crate::music::tokens;
 
 /// What to harmonize and how.
@@ -45,13 +45,49 @@ pub fn needs_harmonizer(piece: &Piece) -> bool {
     has(TrackRole::Melody) && !has(TrackRole::Piano) && !has(TrackRole::Generated)
 }
 
+/// The harmonizer's chord probabilities for the last melody it read, kept so that another
+/// "Suggest chords" on the same melody (another range of bars, another alternative) only
+/// decodes. They depend on the melody and bridge notes, the bars and the phrase lane, never on
+/// the chord lane.
+#[derive(Clone, Debug, Default)]
+pub struct HarmonyCache {
+    key: Option<u64>,
+    log_probs: Vec<f32>,
+}
+
+impl HarmonyCache {
+    /// What the probabilities of `piece` depend on, hashed.
+    fn key(piece: &Piece) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let read: Vec<&PieceTrack> = piece
+            .tracks
+            .iter()
+            .filter(|t| matches!(t.role, TrackRole::Melody | TrackRole::Bridge))
+            .collect();
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (
+            piece.ppq,
+            &piece.time_signatures,
+            &piece.bars,
+            &piece.phrases,
+        )
+            .hash(&mut h);
+        for t in read {
+            (t.role == TrackRole::Melody, &t.notes).hash(&mut h);
+        }
+        h.finish()
+    }
+}
+
 /// Chord cells for `options.bars` of `piece` from the harmonizer `model` (decoded with
-/// `decode`).
+/// `decode`). `cache` keeps the model's probabilities between calls on the same melody (pass
+/// a fresh one, or one kept for this model only).
 pub async fn harmonize_piece(
     model: &Performer,
     decode: &HarmonyDecode,
     piece: &Piece,
     options: &HarmonizeOptions,
+    cache: &mut HarmonyCache,
 ) -> Result<Harmonized, GenerateError> {
     piece
         .validate()
@@ -84,15 +120,20 @@ pub async fn harmonize_piece(
     let mut given = lane.clone();
     given.truncate(bars);
     let input = accompaniment_input(&song, Some(&given), Some(piece.segments()))?;
-    let seed = options.seed.unwrap_or(0);
-    let lp = chord_log_probs(
-        model,
-        &input.rolls.melody,
-        &input.rolls.bridge,
-        &input.labels,
-        seed,
-    )
-    .await?;
+    // One draw of the model's noise for every call: alternatives differ by the sampling.
+    let key = HarmonyCache::key(piece);
+    if cache.key != Some(key) {
+        cache.log_probs = chord_log_probs(
+            model,
+            &input.rolls.melody,
+            &input.rolls.bridge,
+            &input.labels,
+            0,
+        )
+        .await?;
+        cache.key = Some(key);
+    }
+    let lp = &cache.log_probs;
     let places = BeatPlaces::from_labels(&input.labels);
     let beats = grid.bar_beats(from).start..grid.bar_beats(to - 1).end;
     let before = (beats.start > 0).then(|| input.chords.get(beats.start - 1).copied().flatten());
@@ -104,7 +145,7 @@ pub async fn harmonize_piece(
         },
     }
     .for_model(model);
-    let chords = progression(&lp, &places, decode, beats.clone(), before, choice);
+    let chords = progression(lp, &places, decode, beats.clone(), before, choice);
     let cells = (from..to)
         .map(|bar| {
             let b = grid.bar_beats(bar);

@@ -12,7 +12,7 @@ use crate::music::chords::Chord;
 use crate::music::fixtures;
 use crate::music::harmony::decode::HarmonyDecode;
 use crate::music::piece::{Piece, TrackRole};
-use crate::studio::{HarmonizeOptions, harmonize_piece, needs_harmonizer};
+use crate::studio::{HarmonizeOptions, HarmonyCache, harmonize_piece, needs_harmonizer};
 
 #[test]
 fn suggested_chords_fill_the_bars_asked_for() {
@@ -31,11 +31,13 @@ fn suggested_chords_fill_the_bars_asked_for() {
     );
     let piece = Piece::from_song(&melody_only(0, 8), "tune.mid").unwrap();
     assert!(needs_harmonizer(&piece));
+    let mut cache = HarmonyCache::default();
     let all = block_on(harmonize_piece(
         &model,
         &decode,
         &piece,
         &HarmonizeOptions::default(),
+        &mut cache,
     ))
     .unwrap();
     assert_eq!((all.from, all.cells.len()), (0, 8));
@@ -48,16 +50,40 @@ fn suggested_chords_fill_the_bars_asked_for() {
         bars: Some([2, 5]),
         seed: Some(4),
     };
-    let part = block_on(harmonize_piece(&model, &decode, &piece, &some)).unwrap();
+    let part = block_on(harmonize_piece(&model, &decode, &piece, &some, &mut cache)).unwrap();
     assert_eq!((part.from, part.cells.len()), (2, 3));
-    let again = block_on(harmonize_piece(&model, &decode, &piece, &some)).unwrap();
+    let again = block_on(harmonize_piece(&model, &decode, &piece, &some, &mut cache)).unwrap();
     assert_eq!(part, again, "one seed, one progression");
+    // The kept probabilities decode as a fresh read does; another melody is read afresh.
+    let fresh = block_on(harmonize_piece(
+        &model,
+        &decode,
+        &piece,
+        &some,
+        &mut HarmonyCache::default(),
+    ))
+    .unwrap();
+    assert_eq!(part, fresh, "kept probabilities, the same progression");
+    let other = Piece::from_song(&melody_only(5, 8), "other.mid").unwrap();
+    let moved = block_on(harmonize_piece(&model, &decode, &other, &some, &mut cache)).unwrap();
+    let moved_fresh = block_on(harmonize_piece(
+        &model,
+        &decode,
+        &other,
+        &some,
+        &mut HarmonyCache::default(),
+    ))
+    .unwrap();
+    assert_eq!(
+        moved, moved_fresh,
+        "a new melody is not read from the old one's"
+    );
     // Bars past the melody, or no melody at all, are refused in words.
     let far = HarmonizeOptions {
         bars: Some([40, 44]),
         seed: None,
     };
-    let err = block_on(harmonize_piece(&model, &decode, &piece, &far)).unwrap_err();
+    let err = block_on(harmonize_piece(&model, &decode, &piece, &far, &mut cache)).unwrap_err();
     assert!(err.to_string().contains("no bars of the melody"), "{err}");
     let mut silent = piece.clone();
     for t in silent.tracks.iter_mut() {
@@ -68,6 +94,7 @@ fn suggested_chords_fill_the_bars_asked_for() {
         &decode,
         &silent,
         &HarmonizeOptions::default(),
+        &mut cache,
     ))
     .unwrap_err();
     assert!(

@@ -116,6 +116,8 @@ struct Loaded {
 pub struct Session {
     backend: Backend,
     models: RefCell<HashMap<String, std::rc::Rc<Loaded>>>,
+    /// Each harmonizer's probabilities for the last melody it read.
+    harmony: RefCell<HashMap<String, studio::HarmonyCache>>,
 }
 
 #[wasm_bindgen]
@@ -128,6 +130,7 @@ impl Session {
         Ok(Session {
             backend,
             models: RefCell::new(HashMap::new()),
+            harmony: RefCell::new(HashMap::new()),
         })
     }
 
@@ -172,6 +175,7 @@ impl Session {
             parameters: model.parameters(),
             templates: model.pe.templates(0, &[0]).is_some(),
         })?;
+        self.harmony.borrow_mut().remove(&entry.name);
         self.models.borrow_mut().insert(
             entry.name.clone(),
             std::rc::Rc::new(Loaded { model, entry }),
@@ -249,9 +253,12 @@ impl Session {
         let options: studio::HarmonizeOptions = serde_json::from_str(&options)
             .map_err(|e| JsError::new(&format!("the chord settings are not readable: {e}")))?;
         let decode = loaded.entry.harmony.unwrap_or_default();
-        let out = studio::harmonize_piece(&loaded.model, &decode, &piece, &options)
+        // Taken out while the model runs (no borrow is held across an await), then kept.
+        let mut cache = self.harmony.borrow_mut().remove(&name).unwrap_or_default();
+        let out = studio::harmonize_piece(&loaded.model, &decode, &piece, &options, &mut cache)
             .await
             .map_err(to_js)?;
+        self.harmony.borrow_mut().insert(name, cache);
         serde_json::to_string(&out).map_err(to_js)
     }
 

@@ -101,6 +101,7 @@ pub fn harmonize(options: &Options) -> Result<(), String> {
                 &decode,
                 &piece,
                 &HarmonizeOptions::default(),
+                &mut studio::HarmonyCache::default(),
             ))
             .map_err(|e| e.to_string())?;
             if whole.cells.len() != grid.num_bars() {
