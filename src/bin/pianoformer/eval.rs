@@ -54,6 +54,11 @@ pub struct Args {
     /// alone); into plan.json. --model may name a shipped model, with --out or --record.
     #[arg(long)]
     pub plan: bool,
+    /// --plan: the phrase lane the model is given over the prompt and the planned bars:
+    /// `song` (the song's own, as a person planning its form would set it) or `none` (an
+    /// empty lane: what a model with F-StrIPE does without it).
+    #[arg(long, default_value = "song")]
+    pub phrase_lane: String,
     /// --plan with a shipped model: write the chosen temperature and the panel into its entry
     /// of the manifest (what the page and `generate` then play with) instead of a file.
     #[arg(long)]

@@ -91,7 +91,16 @@ pub fn run(args: Args) -> Result<(), String> {
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let panel = |corpus: &pianoformer::data::corpus::Corpus, temperature: f32| {
-        let cases = cases(corpus, prompt_bars)?;
+        let mut cases = cases(corpus, prompt_bars)?;
+        match args.phrase_lane.as_str() {
+            "song" => {}
+            "none" => cases.iter_mut().for_each(|c| c.lane.fill(None)),
+            other => {
+                return Err(format!(
+                    "unknown --phrase-lane `{other}`: use song (the song's own) or none"
+                ));
+            }
+        }
         let sampling = Sampling {
             temperature,
             top_p: args.top_p,
