@@ -5,7 +5,7 @@
 // melody; its load into the Worker counted apart) and the median of the rest (the Worker keeps
 // the probabilities of the melody it read, so these decode only), against the same melody
 // through the native CLI (`inspect`, which harmonizes it) in the same run.
-// Usage: make wasm && node tools/bench-harmonize.mjs [--bars 100] [--repeats 5]
+// Usage: make wasm && node tools/bench-harmonize.mjs [--bars 100] [--repeats 5] [--page-only]
 import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { homedir, tmpdir } from 'node:os';
@@ -31,7 +31,7 @@ const file = join(dir, 'melody.mid');
 writeFileSync(file, melody);
 const env = { ...process.env, CARGO_TARGET_DIR: process.env.CARGO_TARGET_DIR ?? join(homedir(), '.cache/pianoformer/target') };
 const native = [];
-for (let i = 0; i < 1 + repeats; i++) {
+for (let i = 0; !args.includes('--page-only') && i < 1 + repeats; i++) {
   const t0 = performance.now();
   const r = spawnSync('cargo', ['run', '--release', '--quiet', '--', 'inspect', file], { encoding: 'utf8', env });
   if (r.status !== 0) throw new Error(`inspect failed:\n${r.stderr}`);
@@ -59,7 +59,7 @@ try {
   console.log(`harmonizing a ${runs[0].bars}-bar melody on the page's CPU backend (Chromium, wasm, 1 thread):`);
   console.log(`  first (the lane as the file opens, after the model's load; the model reads the melody): ${runs[0].ms.toFixed(1)} ms`);
   console.log(`  then "Suggest chords" on the same melody (its probabilities kept: decoding only), median of ${runs.length - 1}: ${warm.toFixed(1)} ms`);
-  console.log(`  natively, the whole \`inspect\` process (start, model load, harmonize, print): median ${median(native).toFixed(0)} ms`);
+  if (native.length) console.log(`  natively, the whole \`inspect\` process (start, model load, harmonize, print): median ${median(native).toFixed(0)} ms`);
 } finally {
   await browser.close();
   server.close();

@@ -51,7 +51,9 @@ pub async fn chord_log_probs(
     let device = model.devices()[0].clone();
     let (inputs, _, coords) = stack(std::slice::from_ref(&example), &device);
     let coords = coords.filter(|_| model.config.pe.is_structural());
-    let mut state = model.start(seed, false, &device);
+    // On the CPU the attention runs over plain slices (`Performer::stepping`).
+    let stepping = model.stepping(&device).await?;
+    let mut state = model.start(seed, false, &device).stepping(&stepping);
     let logits = model.forward(Inputs::Rolls(inputs), coords, &mut state, None)?;
     let values = read_f32(logits).await?;
     debug_assert_eq!(values.len(), beats * CHORD_CLASSES);

@@ -341,10 +341,26 @@ impl Performer {
             return Err(ModelError::MissingLabels);
         }
         let span = Span { start, len, labels };
-        let codes = self.pe.codes(&span, &mut state.draw, &device);
+        let whole = self.whole(state, batch, &span, &device);
+        let codes = match whole {
+            Some(_) => Codes::None,
+            None => self.pe.codes(&span, &mut state.draw, &device),
+        };
         let mut rows = Vec::new();
         for (layer, block) in self.blocks.iter().enumerate() {
-            let (out, row) = self.attend(layer, block, x.clone(), &codes, state);
+            let (out, row) = match &whole {
+                Some(w) => {
+                    let h = block.norm1.forward(x.clone());
+                    let (q, k, v) = (
+                        block.wq.forward(h.clone()),
+                        block.wk.forward(h.clone()),
+                        block.wv.forward(h),
+                    );
+                    let merged = self.attend_whole(layer, w, q, k, v, state);
+                    (block.wo.forward(merged), None)
+                }
+                None => self.attend(layer, block, x.clone(), &codes, state),
+            };
             x = x + out;
             rows.push(row);
             let h = block.norm2.forward(x.clone());
@@ -458,6 +474,7 @@ mod plain;
 mod state;
 mod step;
 mod weights;
+mod whole;
 pub use plain::Decoder;
 pub use state::State;
 use state::{Keys, LayerState, append};

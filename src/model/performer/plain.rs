@@ -178,44 +178,79 @@ pub(super) fn qk_plain(
     eps: Option<&[f32]>,
     out: &mut [f32],
 ) {
-    let d = dim as f32;
-    let a = |i: usize| gate.map_or(1.0, |(a, _)| a[i]);
     match codes {
         StepCodes::None => {
-            let s = d.powf(-0.25);
+            let s = (dim as f32).powf(-0.25);
             out.iter_mut().zip(x).for_each(|(o, x)| *o = x * s);
         }
         StepCodes::Bars(q, k) => {
             let bar = if side == 0 { q } else { k };
-            let bar = &bar[head * dim * r..(head + 1) * dim * r];
-            out.fill(0.0);
-            for (i, (&xi, b)) in x.iter().zip(bar.chunks_exact(r)).enumerate() {
-                axpy(xi * a(i), b, out);
-            }
-            if let (Some((_, g)), Some(eps)) = (gate, eps) {
-                for (i, (&xi, e)) in x.iter().zip(eps.chunks_exact(r)).enumerate() {
-                    axpy(xi * g[i], e, out);
-                }
-            }
-            let rr = r as f32;
-            let s = (d * rr).powf(-0.25) * rr.powf(-0.25);
-            out.iter_mut().for_each(|o| *o *= s);
+            qk_bar(
+                &bar[head * dim * r..(head + 1) * dim * r],
+                x,
+                r,
+                gate,
+                eps,
+                out,
+            );
         }
         StepCodes::Exact(q, k, j) => {
-            let j = *j;
             let omega = if side == 0 { q } else { k };
-            let omega = &omega[head * dim * j..(head + 1) * dim * j];
-            let s = d.powf(-0.25);
-            for (i, &xi) in x.iter().enumerate() {
-                for jj in 0..j {
-                    out[i * j + jj] = xi * a(i) * omega[i * j + jj] * s;
-                }
-            }
-            if let Some((_, g)) = gate {
-                for (i, &xi) in x.iter().enumerate() {
-                    out[dim * j + i] = xi * g[i] * s;
-                }
-            }
+            qk_exact(
+                &omega[head * dim * j..(head + 1) * dim * j],
+                x,
+                *j,
+                gate,
+                out,
+            );
+        }
+    }
+}
+
+/// One head's query or key `x` [dim] through its codes `bar` [dim, R] (and, gated, through ε
+/// [dim, R]): the feature map's input [R], scaled as `PositionalEncoding::qk` scales it.
+pub(super) fn qk_bar(
+    bar: &[f32],
+    x: &[f32],
+    r: usize,
+    gate: Option<(&[f32], &[f32])>,
+    eps: Option<&[f32]>,
+    out: &mut [f32],
+) {
+    out.fill(0.0);
+    for (i, (&xi, b)) in x.iter().zip(bar.chunks_exact(r)).enumerate() {
+        axpy(xi * gate.map_or(1.0, |(a, _)| a[i]), b, out);
+    }
+    if let (Some((_, g)), Some(eps)) = (gate, eps) {
+        for (i, (&xi, e)) in x.iter().zip(eps.chunks_exact(r)).enumerate() {
+            axpy(xi * g[i], e, out);
+        }
+    }
+    let (d, rr) = (x.len() as f32, r as f32);
+    let s = (d * rr).powf(-0.25) * rr.powf(-0.25);
+    out.iter_mut().for_each(|o| *o *= s);
+}
+
+/// One head's query or key `x` [dim] through F-StrIPE's exact features `omega` [dim, J]: the
+/// feature map's input [dim · J (+ dim, gated)], as `PositionalEncoding::qk` forms it.
+pub(super) fn qk_exact(
+    omega: &[f32],
+    x: &[f32],
+    j: usize,
+    gate: Option<(&[f32], &[f32])>,
+    out: &mut [f32],
+) {
+    let dim = x.len();
+    let s = (dim as f32).powf(-0.25);
+    for (i, &xi) in x.iter().enumerate() {
+        let a = gate.map_or(1.0, |(a, _)| a[i]);
+        for jj in 0..j {
+            out[i * j + jj] = xi * a * omega[i * j + jj] * s;
+        }
+    }
+    if let Some((_, g)) = gate {
+        for (i, &xi) in x.iter().enumerate() {
+            out[dim * j + i] = xi * g[i] * s;
         }
     }
 }

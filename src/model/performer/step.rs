@@ -311,7 +311,7 @@ impl Performer {
 
     /// Takes layer `layer`'s S [heads, m, d_head] and z [heads, m] out of the state as plain
     /// numbers, read from the tensors a prefill left if need be.
-    fn plain_layer(&self, state: &mut State, layer: usize) -> (Vec<f32>, Vec<f32>) {
+    pub(super) fn plain_layer(&self, state: &mut State, layer: usize) -> (Vec<f32>, Vec<f32>) {
         let c = &self.config;
         match std::mem::replace(&mut state.layers[layer], LayerState::Empty) {
             LayerState::Plain { s, z } => (s, z),

@@ -120,6 +120,96 @@ fn plain_steps_agree_with_the_tensor_form() {
     );
 }
 
+/// A whole call on the plain path (a state with the decoder, no attention map) gives the
+/// tensor form's logits: a bidirectional model's one pass, and a causal model's prefill in
+/// two calls followed by a step, for every encoding (those without plain codes take the tensor
+/// form on both) and both feature maps.
+#[test]
+fn whole_calls_on_plain_slices_agree_with_the_tensor_form() {
+    use crate::model::config::Direction;
+    let device = Device::flex();
+    let len = 70; // past one re-anchoring of sineSPE's rotated phases
+    for (task, direction) in [
+        (Task::Harmonization, Some(Direction::Bidirectional)),
+        (Task::Harmonization, Some(Direction::Causal)),
+        (Task::Continuation, None),
+    ] {
+        for feature_kind in [FeatureKind::Favor, FeatureKind::Relu] {
+            for pe in every_encoding() {
+                let mut config = PerformerConfig::tiny(task, VOCAB, pe.clone());
+                config.feature_kind = feature_kind;
+                config.direction = direction.or(config.direction);
+                let model = Performer::new(&config, 3, &device).unwrap();
+                let width = config.input_dim;
+                let coords = config.pe.coordinates();
+                let labs: Vec<f32> = (0..len * coords).map(|i| ((i * 5) % 7) as f32).collect();
+                let call = |r: std::ops::Range<usize>| {
+                    let inputs = match task {
+                        Task::Continuation => Inputs::Tokens(Tensor::from_data(
+                            TensorData::new(
+                                r.clone().map(|i| ((i * 7 + 3) % VOCAB) as i64).collect(),
+                                vec![1, r.len()],
+                            ),
+                            &device,
+                        )),
+                        _ => Inputs::Rolls(Tensor::from_data(
+                            TensorData::new(
+                                (r.start * width..r.end * width)
+                                    .map(|i| ((i * 13 % 17) as f32 / 17.0).max(0.5) - 0.5)
+                                    .collect(),
+                                vec![1, r.len(), width],
+                            ),
+                            &device,
+                        )),
+                    };
+                    let labels = config.pe.is_structural().then(|| {
+                        Tensor::from_data(
+                            TensorData::new(
+                                labs[r.start * coords..r.end * coords].to_vec(),
+                                vec![1, r.len(), coords],
+                            ),
+                            &device,
+                        )
+                    });
+                    (inputs, labels)
+                };
+                let stepping = pollster::block_on(model.stepping(&device)).unwrap();
+                let run = |plain: bool| {
+                    let mut state = model.start(5, false, &device);
+                    if plain {
+                        state = state.stepping(&stepping);
+                    }
+                    // Where each call ends.
+                    let ends: &[usize] = if config.is_causal() {
+                        &[40, len - 1, len]
+                    } else {
+                        &[len]
+                    };
+                    let calls = ends.iter().scan(0, |from, &end| {
+                        let r = *from..end;
+                        *from = end;
+                        Some(r)
+                    });
+                    let mut logits = Vec::new();
+                    for r in calls {
+                        let (inputs, labels) = call(r);
+                        let out = model.forward(inputs, labels, &mut state, None).unwrap();
+                        logits.extend(to_vec(out));
+                    }
+                    logits
+                };
+                let what = format!(
+                    "{task:?} {direction:?} {feature_kind:?} {:?} gated {}",
+                    pe.kind, pe.gated
+                );
+                let (tensor, plain) = (run(false), run(true));
+                assert_eq!(tensor.len(), plain.len(), "{what}");
+                assert!(close(&plain, &tensor, 1e-4), "logits, {what}");
+            }
+        }
+    }
+}
+
 /// Bad input to a step is an error in words, on both paths.
 #[test]
 fn a_step_refuses_what_the_model_does_not_read() {

@@ -1,6 +1,7 @@
 //! `pianoformer bench harmonize`: where the time of harmonizing a melody goes, stage by stage,
 //! as the page pays it for "Suggest chords" (`studio::harmonize_piece`): the input (the piece's
-//! rolls, grid, phrase lane and labels), the beat features, the model's forward pass and the
+//! rolls, grid, phrase lane and labels), the beat features, the model's forward pass (the
+//! tensor form, then the plain-slice attention the CPU runs, and the ratio of the two) and the
 //! decoding (Viterbi). The melody: the bundled example's, its piano taken out, at each of
 //! `--positions` bars; the shipped default harmonizer (or `--model`). Medians of `--steps` runs.
 
@@ -41,14 +42,23 @@ pub fn harmonize(options: &Options) -> Result<(), String> {
         options.steps.max(1)
     );
     println!(
-        "{:>5} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "bars", "beats", "input", "features", "forward", "read", "decode", "whole"
+        "{:>5} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "bars",
+        "beats",
+        "input",
+        "features",
+        "forward",
+        "plain",
+        "speed-up",
+        "read",
+        "decode",
+        "whole"
     );
     for &bars in &options.positions {
         let song = fixtures::song(0, bars as u64);
         let mut piece = Piece::from_song(&song, "bench").map_err(|e| e.to_string())?;
         piece.tracks.retain(|t| t.role == TrackRole::Melody);
-        let mut stages: [Vec<f64>; 6] = Default::default();
+        let mut stages: [Vec<f64>; 7] = Default::default();
         let mut beats = 0;
         for _ in 0..options.steps.max(1) {
             let t0 = Instant::now();
@@ -84,6 +94,18 @@ pub fn harmonize(options: &Options) -> Result<(), String> {
                 .map_err(|e| e.to_string())?;
             let _ = logits.clone().slice([0..1, 0..1, 0..1]).into_data();
             let t3 = Instant::now();
+            // The same pass with the attention on plain slices, as the harmonizer runs it on
+            // the CPU (reading the decoder's weights counted in).
+            let stepping =
+                pollster::block_on(model.stepping(&device)).map_err(|e| e.to_string())?;
+            let mut state = model.start(0, false, &device).stepping(&stepping);
+            let (x, _, coords) = stack(std::slice::from_ref(&example), &device);
+            let coords = coords.filter(|_| model.config.pe.is_structural());
+            let plain = model
+                .forward(Inputs::Rolls(x), coords, &mut state, None)
+                .map_err(|e| e.to_string())?;
+            let _ = plain.slice([0..1, 0..1, 0..1]).into_data();
+            let t3b = Instant::now();
             let values = logits
                 .into_data()
                 .try_to_vec::<f32>()
@@ -117,7 +139,8 @@ pub fn harmonize(options: &Options) -> Result<(), String> {
                 ms(t0, t1),
                 ms(t1, t2),
                 ms(t2, t3),
-                ms(t3, t4),
+                ms(t3, t3b),
+                ms(t3b, t4),
                 ms(t4, t5),
                 ms(t5, t6),
             ]
@@ -127,9 +150,10 @@ pub fn harmonize(options: &Options) -> Result<(), String> {
                 stages[i].push(v);
             }
         }
-        let [input, features, forward, read, dec, whole] = stages.map(median);
+        let [input, features, forward, plain, read, dec, whole] = stages.map(median);
         println!(
-            "{bars:>5} {beats:>6} {input:>9.1} {features:>9.1} {forward:>9.1} {read:>9.1} {dec:>9.1} {whole:>9.1}"
+            "{bars:>5} {beats:>6} {input:>9.1} {features:>9.1} {forward:>9.1} {plain:>9.1} {:>9.2} {read:>9.1} {dec:>9.1} {whole:>9.1}",
+            forward / plain
         );
     }
     Ok(())
