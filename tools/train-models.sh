@@ -195,7 +195,8 @@ if [ "$what" = all ] || [ "$what" = continuation-long ]; then
 fi
 
 # The harmonizer (reports/harmonizer.md): the shipped model (with the context around each
-# beat), then the encodings comparison and the causal form on each beat alone, seeds 0-2.
+# beat), then the encodings comparison (seeds 0-2) and the causal form, on each beat alone and
+# with the context up to the beat.
 if [ "$what" = all ] || [ "$what" = harmonizer ]; then
   harm() {
     local name=$1 steps=$2; shift 2
@@ -214,5 +215,6 @@ if [ "$what" = all ] || [ "$what" = harmonizer ]; then
     harm "harm-fstripe-s$seed" 3000 --pe fstripe --gated --context none --seed "$seed"
   done
   harm harm-sine-causal-s0 3000 --pe sine_spe --gated --context none --direction causal --seed 0
+  harm harm-ctx-causal-s0 5000 --pe sine_spe --gated --direction causal --seed 0
   python3 tools/harmonizer-table.py "$RUNS"/harm-* > "$RUNS/harmonizer-table.md"
 fi
