@@ -43,6 +43,10 @@ pub struct Options {
     /// the plan-following panel; 1 where none was chosen).
     pub temperature: Option<f32>,
     pub top_p: f32,
+    /// Continuation: how strongly a bar the phrase lane marks as a repeat leans towards its
+    /// phrase's first occurrence (see [`Sampling::echo`]; `None`: the default, chosen on
+    /// validation songs; 0: not at all).
+    pub echo: Option<f32>,
     /// Continuation: tokens to add at most, and new bars at most.
     pub tokens: usize,
     pub bars: Option<usize>,
@@ -94,6 +98,7 @@ impl Default for Options {
             region: None,
             temperature: None,
             top_p: 0.95,
+            echo: None,
             tokens: 512,
             bars: None,
             may_end: false,
@@ -134,6 +139,9 @@ impl Options {
                 "holdTemperature",
                 "the hold temperature must be above 0 and at most 10",
             );
+        }
+        if self.echo.is_some_and(|e| !(0.0..=10.0).contains(&e)) {
+            return bad("echo", "the echo must be between 0 and 10");
         }
         if !(self.top_p > 0.0 && self.top_p <= 1.0) {
             return bad("topP", "top-p must be above 0 and at most 1");
@@ -182,6 +190,7 @@ impl Options {
             temperature: self.temperature.unwrap_or(1.0),
             top_p: self.top_p,
             seed: self.seed,
+            echo: self.echo.unwrap_or(crate::generate::DEFAULT_ECHO),
         }
     }
 

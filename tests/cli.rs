@@ -186,6 +186,7 @@ fn generate_refuses_settings_out_of_range_naming_the_flag() {
             "--threshold: the note threshold",
         ),
         ("continuation", "--top-p", "1.5", "--top-p: top-p must be"),
+        ("continuation", "--echo", "11", "--echo: the echo must be"),
         (
             "continuation",
             "--tokens",

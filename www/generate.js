@@ -32,6 +32,7 @@ export function settings() {
     threshold: $('threshold').value === '' ? null : Number($('threshold').value),
     pianoTemperature: $('piano-temperature').value === '' ? null : Number($('piano-temperature').value),
     temperature: $('temperature').value === '' ? null : Number($('temperature').value),
+    echo: $('echo').value === '' ? null : Number($('echo').value),
     length: Number($('length').value) || 512,
     maxBars: $('max-bars').value === '' ? null : Number($('max-bars').value),
     readAll: $('read-all').checked,
@@ -53,6 +54,7 @@ export function applySettings(s) {
   set('threshold', s.threshold);
   set('piano-temperature', s.pianoTemperature);
   set('temperature', s.temperature);
+  set('echo', s.echo);
   set('length', s.length);
   set('max-bars', s.maxBars);
   if (typeof s.readAll === 'boolean') $('read-all').checked = s.readAll;

@@ -115,6 +115,7 @@ export function generateOptions(s, { task, region, context }) {
     pianoTemperature: s.pianoTemperature,
     region,
     temperature: s.temperature,
+    echo: task === 'continuation' ? s.echo ?? null : null,
     tokens: s.length,
     // A continuation model reads at most the window it was trained on (studio Options).
     context: task === 'continuation' && !s.readAll ? context : null,

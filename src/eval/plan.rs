@@ -27,7 +27,7 @@ use super::sampled::song_prompt_at;
 use crate::generate::{GenerateError, Length, Sampling, continue_tokens};
 use crate::model::performer::Performer;
 use crate::music::chords::Chord;
-use crate::music::labels::PhraseLabel;
+use crate::music::labels::{PhraseLabel, first_occurrence};
 use crate::music::metrics::{cosine, mean_std};
 use crate::music::tokens::{DEFAULT_BAR_BEATS, STEPS_PER_BEAT, Token};
 
@@ -113,15 +113,10 @@ pub fn token_bars(ids: &[u32]) -> Vec<TokenBar> {
     bars
 }
 
-/// A melodic phrase a bar belongs to: its letter, which phrase of the song, the bar within it.
-pub type BarPhrase = (char, u16, u16);
-
-/// A bar's melodic phrase from its phrase label: intros, outros, bridges and transitions
+/// A bar's phrase label as the echo measure reads it: intros, outros, bridges and transitions
 /// count as none.
-fn melodic(label: Option<PhraseLabel>) -> Option<BarPhrase> {
-    label
-        .filter(|p| p.letter.is_ascii_uppercase())
-        .map(|p| (p.letter, p.index, p.bar))
+fn melodic(label: Option<PhraseLabel>) -> Option<PhraseLabel> {
+    label.filter(|p| p.letter.is_ascii_uppercase())
 }
 
 /// One song's prompt and what it really does after it.
@@ -132,7 +127,7 @@ pub struct PlanCase {
     /// The prompt's bars, then the real next [`PLAN_BARS`] bars.
     pub real: Vec<TokenBar>,
     /// The melodic phrase of each of those bars (`None`: none, or not a melodic phrase).
-    pub phrases: Vec<Option<BarPhrase>>,
+    pub phrases: Vec<Option<PhraseLabel>>,
     /// The phrase lane over the prompt's bars and the new ones, as a person planning them
     /// would set it: what a model with F-StrIPE reads.
     pub lane: Vec<Option<PhraseLabel>>,
@@ -270,15 +265,9 @@ fn bar_similarity(a: &TokenBar, b: &TokenBar) -> Option<f64> {
 
 /// The planned repetitions among the new bars: (earlier bar, new bar) pairs, indices into
 /// the case's bars, where a new bar repeats the same bar of its phrase's first occurrence.
-pub fn echo_pairs(phrases: &[Option<BarPhrase>], prompt_bars: usize) -> Vec<(usize, usize)> {
+pub fn echo_pairs(phrases: &[Option<PhraseLabel>], prompt_bars: usize) -> Vec<(usize, usize)> {
     (prompt_bars..phrases.len())
-        .filter_map(|k| {
-            let (letter, index, bar) = phrases[k]?;
-            let first = (0..k).find(|&j| {
-                phrases[j].is_some_and(|(l, i, b)| l == letter && i < index && b == bar)
-            })?;
-            Some((first, k))
-        })
+        .filter_map(|k| Some((first_occurrence(phrases, k)?, k)))
         .collect()
 }
 

@@ -146,6 +146,9 @@ pub struct TokenProgress {
 /// model's. `phrases[b]` is the phrase lane at bar `b` of the music (`prompt`'s bars, then
 /// the new ones): a model with F-StrIPE reads it with the chord in force, the position and
 /// the time of every token ([`crate::music::labels::token_coordinates`]); the others do not.
+/// Every model echoes with it: a new bar that the lane says repeats an earlier phrase leans
+/// towards that phrase's same bar ([`Sampling::echo`], the `echo` module), and takes that
+/// bar's chords when none are planned.
 /// `on_token` sees the prompt's attention, then each new token, and returns whether to go on
 /// (the page streams notes from it and cancels through it).
 #[allow(clippy::too_many_arguments)]
@@ -236,6 +239,8 @@ where
         });
     let mut changes: std::collections::VecDeque<(u8, Option<Chord>)> = Default::default();
     let mut planned_bar = false;
+    // The bar a new bar repeats, per the phrase lane (`Sampling::echo`).
+    let mut echo = Echo::default();
     while out.len() < length.tokens {
         let mut allowed = grammar.allowed();
         let forbidden: f32 = logits
@@ -261,7 +266,20 @@ where
                         allowed[id as usize] = false;
                     }
                 }
-                (sample_token(&logits, &allowed, sampling, &mut rng), true)
+                let lean = echo
+                    .expected(chord_now.flatten())
+                    .map(|t| t.id() as usize)
+                    .filter(|&e| sampling.echo > 0.0 && allowed[e]);
+                let id = match lean {
+                    Some(e) => {
+                        // e^echo times the probability, whatever the temperature.
+                        let mut leaning = logits.clone();
+                        leaning[e] += sampling.echo * sampling.temperature.max(1e-4);
+                        sample_token(&leaning, &allowed, sampling, &mut rng)
+                    }
+                    None => sample_token(&logits, &allowed, sampling, &mut rng),
+                };
+                (id, true)
             }
         };
         let token = Token::from_id(id).unwrap_or(Token::Eos);
@@ -315,6 +333,25 @@ where
         history.push(id);
         let place = walk.push(id);
         places.push(place);
+        if sampling.echo > 0.0 {
+            match (token, place.bar) {
+                (Token::Bar, Some(bar)) => {
+                    echo = Echo::of_bar(bar as usize, phrases, &history, &places);
+                    // A repeat whose chords are not planned takes its first occurrence's.
+                    if !planned_bar {
+                        let mut before = chord_now;
+                        for (at, chord) in echo.chord_changes() {
+                            if before != Some(chord) {
+                                changes.push_back((at, chord));
+                                before = Some(chord);
+                            }
+                        }
+                        planned_bar = !changes.is_empty();
+                    }
+                }
+                _ => echo.advance(token),
+            }
+        }
         let position = state.position;
         // Starting again: only when bar lines leave something out.
         let again = context
@@ -517,5 +554,8 @@ async fn step_logits(
 }
 
 // Native only: the browser tests build the library's tests for wasm, without pollster.
+mod echo;
+use echo::Echo;
+
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;

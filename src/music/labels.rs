@@ -244,6 +244,20 @@ pub fn bar_phrases(phrases: &[Segment]) -> Vec<Option<PhraseLabel>> {
     out
 }
 
+/// Where bar `bar` of a phrase lane (one label per bar) was first heard: the same bar of the
+/// first earlier phrase with its letter, when it belongs to a melodic phrase (A, B, …; not an
+/// intro, outro, bridge or transition) that repeats one. What a planned repetition echoes.
+pub fn first_occurrence(phrases: &[Option<PhraseLabel>], bar: usize) -> Option<usize> {
+    let here = phrases.get(bar).copied().flatten()?;
+    if !here.letter.is_ascii_uppercase() {
+        return None;
+    }
+    (0..bar).find(|&j| {
+        phrases[j]
+            .is_some_and(|p| p.letter == here.letter && p.index < here.index && p.bar == here.bar)
+    })
+}
+
 /// Labels for every step of a grid. All vectors have one entry per step.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct StepLabels {

@@ -207,6 +207,7 @@ where
         temperature: 1.0,
         top_p: 1.0,
         seed: options.seed,
+        echo: 0.0,
     };
     let total = prompt.len();
     continue_tokens(

@@ -101,17 +101,18 @@ test('where a generation writes from', () => {
 
 test('the options sent to the Worker follow the settings', () => {
   const s = {
-    seed: 7, threshold: 0.4, pianoTemperature: null, temperature: 1.2, length: 256, maxBars: 8,
+    seed: 7, threshold: 0.4, pianoTemperature: null, temperature: 1.2, echo: 2, length: 256, maxBars: 8,
     readAll: false, layer: 1, head: 2,
   };
   const cont = generateOptions(s, { task: 'continuation', region: [1, 2], context: 512 });
   assert.deepEqual(cont, {
-    seed: 7, threshold: 0.4, pianoTemperature: null, region: [1, 2], temperature: 1.2, tokens: 256,
+    seed: 7, threshold: 0.4, pianoTemperature: null, region: [1, 2], temperature: 1.2, echo: 2, tokens: 256,
     context: 512, bars: 8, watch: { layer: 1, head: 2 },
   });
   assert.equal(generateOptions({ ...s, readAll: true }, { task: 'continuation', region: null, context: 512 }).context, null,
     'reading past the window: no limit');
   assert.equal(generateOptions(s, { task: 'accompaniment', region: null, context: 512 }).context, null);
+  assert.equal(generateOptions(s, { task: 'accompaniment', region: null, context: 512 }).echo, null, 'no echo for the piano');
 });
 
 test('streamed notes unflatten in fours', () => {

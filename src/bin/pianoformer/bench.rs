@@ -77,6 +77,7 @@ fn decode(
         temperature: 1.0,
         top_p: 0.95,
         seed: 0,
+        echo: 0.0,
     };
     let mut id = Token::Bos.id();
     let mut times = Vec::with_capacity(steps);

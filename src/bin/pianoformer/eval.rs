@@ -76,6 +76,10 @@ pub struct Args {
     /// --sample: nucleus sampling's probability mass.
     #[arg(long, default_value_t = 0.95)]
     pub top_p: f32,
+    /// --sample, --plan: how strongly a bar the phrase lane marks as a repeat leans towards
+    /// its phrase's first occurrence (0: not at all; default: what the page plays with).
+    #[arg(long)]
+    pub echo: Option<f32>,
     /// --sample: where the scores go (default: samples.json in the run folder).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -128,6 +132,16 @@ fn run_state(dir: &Path) -> Option<RunState> {
 }
 
 impl Args {
+    /// `--echo`, or the page's default.
+    pub fn echo(&self) -> Result<f32, String> {
+        match self.echo {
+            Some(e) if !(0.0..=10.0).contains(&e) => {
+                Err(format!("--echo {e}: it must be between 0 and 10"))
+            }
+            e => Ok(e.unwrap_or(pianoformer::generate::DEFAULT_ECHO)),
+        }
+    }
+
     /// `--split`: whether it names the test songs (else the validation songs).
     pub fn test_split(&self) -> Result<bool, String> {
         match self.split.as_str() {

@@ -94,6 +94,11 @@ pub struct Args {
     pub hold_temperature: Option<f32>,
     #[arg(long, default_value_t = 0.95)]
     pub top_p: f32,
+    /// Continuation: how strongly a bar the phrase lane marks as a repeat leans towards the
+    /// same bar of its phrase's first occurrence (0: not at all; default: chosen on
+    /// validation songs, as the page plays).
+    #[arg(long)]
+    pub echo: Option<f32>,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// cpu, gpu or auto.
@@ -340,6 +345,7 @@ fn options(
         // A continuation model's own temperature, chosen on validation (`eval --plan`).
         temperature: args.temperature.or(loaded.temperature),
         top_p: args.top_p,
+        echo: args.echo,
         tokens: args.tokens,
         bars: new_bars,
         may_end: args.may_end,
@@ -354,6 +360,7 @@ fn options(
             "temperature" | "pianoTemperature" => "--temperature",
             "holdTemperature" => "--hold-temperature",
             "topP" => "--top-p",
+            "echo" => "--echo",
             "threshold" => "--threshold",
             "region" => "--bars",
             "tokens" => "--tokens",

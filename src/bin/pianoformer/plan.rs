@@ -105,6 +105,7 @@ pub fn run(args: Args) -> Result<(), String> {
             temperature,
             top_p: args.top_p,
             seed: args.seed,
+            echo: args.echo()?,
         };
         run_panel(
             &cases,

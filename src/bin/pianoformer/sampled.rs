@@ -98,6 +98,7 @@ pub fn run(args: Args) -> Result<(), String> {
         temperature: args.temperature,
         top_p: args.top_p,
         seed: args.seed,
+        echo: args.echo()?,
     };
     let device = &device;
     let scored = crate::panel::par_map(&corpus.pieces, threads, &loaded.model, |m, p| {

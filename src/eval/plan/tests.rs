@@ -48,7 +48,14 @@ fn chord_tones_count_onsets_in_the_planned_chord_of_their_beat() {
 #[test]
 fn echo_pairs_join_a_repeated_phrase_to_its_first_occurrence() {
     // A A | B B | A A (two bars each), prompt of two bars.
-    let p = |l: char, i: u16, b: u16| Some((l, i, b));
+    let p = |letter: char, index: u16, bar: u16| {
+        Some(PhraseLabel {
+            letter,
+            index,
+            bar,
+            bars: 2,
+        })
+    };
     let phrases = [
         p('A', 0, 0),
         p('A', 0, 1),
@@ -60,6 +67,9 @@ fn echo_pairs_join_a_repeated_phrase_to_its_first_occurrence() {
     ];
     assert_eq!(echo_pairs(&phrases, 2), [(0, 4), (1, 5)]);
     assert_eq!(echo_pairs(&phrases, 5), [(1, 5)]);
+    // An intro that comes back is no melodic repeat.
+    let intro = [p('i', 0, 0), p('A', 1, 0), p('i', 2, 0)];
+    assert_eq!(echo_pairs(&intro, 1), []);
 }
 
 /// A song with `n` bars: a C–Am–F–G loop, melody varying by bar.

@@ -325,3 +325,83 @@ fn fstripe_continuation_reads_the_places_and_the_phrase_lane() {
         grammar.advance(Token::from_id(id).unwrap()).unwrap();
     }
 }
+
+/// A bar the phrase lane marks as a repeat echoes its first occurrence: with a strong echo an
+/// untrained model plays the first bar's notes again over the same (planned) chord, without
+/// it something else.
+#[test]
+fn a_planned_repeat_echoes_its_first_occurrence() {
+    use crate::music::labels::PhraseLabel;
+    let device = Device::flex();
+    let config = PerformerConfig::tiny(
+        Task::Continuation,
+        tokens::VOCAB_SIZE,
+        PeConfig::new(PeKind::SineSpe),
+    );
+    let model = Performer::new(&config, 2, &device).unwrap();
+    // Bar 0 (A): C E G on beats; bar 1 (B): one D. Then one new bar, A again.
+    let mut prompt = vec![T::Bos.id(), T::Bar.id()];
+    for (k, pitch) in [(0u8, 60u8), (4, 64), (8, 67), (12, 72)] {
+        prompt.extend([
+            T::Position(k).id(),
+            T::Pitch(pitch).id(),
+            T::Velocity(20).id(),
+            T::Duration(4).id(),
+        ]);
+    }
+    prompt.extend([
+        T::Bar.id(),
+        T::Position(0).id(),
+        T::Pitch(62).id(),
+        T::Velocity(20).id(),
+        T::Duration(16).id(),
+    ]);
+    let label = |letter, index| {
+        Some(PhraseLabel {
+            letter,
+            index,
+            bar: 0,
+            bars: 1,
+        })
+    };
+    let lane = [label('A', 0), label('B', 1), label('A', 2)];
+    let onsets = |echo: f32, seed: u64| {
+        let added = pollster::block_on(continue_tokens(
+            &model,
+            &prompt,
+            Length {
+                bars: Some(1),
+                ..Length::tokens(200)
+            },
+            Sampling {
+                seed,
+                echo,
+                ..Sampling::default()
+            },
+            // Planned "no chord", as the first time.
+            &[vec![None]],
+            &lane,
+            None,
+            &device,
+            |_| std::future::ready(true),
+        ))
+        .unwrap();
+        // The new bar's notes (the tokens before its bar line end bar 1).
+        let start = added.iter().position(|&id| id == T::Bar.id()).unwrap();
+        let mut at = 0;
+        let mut notes = Vec::new();
+        for &id in &added[start..] {
+            match Token::from_id(id).unwrap() {
+                T::Position(p) => at = p,
+                T::Pitch(p) => notes.push((at, p)),
+                _ => {}
+            }
+        }
+        notes
+    };
+    let first = vec![(0, 60), (4, 64), (8, 67), (12, 72)];
+    for seed in 0..3 {
+        assert_eq!(onsets(20.0, seed), first, "seed {seed}");
+        assert_ne!(onsets(0.0, seed), first, "seed {seed}");
+    }
+}

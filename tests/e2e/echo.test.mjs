@@ -1,0 +1,108 @@
+// End-to-end: a planned repeat echoes its first occurrence. A piece written by the project's
+// own code is dropped; two bars are planned after it, and in the phrase lane they start a new
+// phrase with the letter of the piece's first one (the second A of A … A). The default
+// continuation writes them with the page's echo (its default, chosen on validation songs) and
+// with the echo at 0: with it, the planned bars (no chords planned: they take the first
+// phrase's) share more of their onsets (sixteenth in the bar, pitch class) with the first
+// phrase's same bars. On the CPU backend. Needs pkg/.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { launch, serveApp } from './browser.mjs';
+
+const SLOW = 300_000;
+let server;
+let base;
+let midi;
+
+before(async () => {
+  let wasm;
+  ({ server, base, wasm } = await serveApp({ wasm: true }));
+  midi = wasm.exampleMidi(2, 8);
+});
+
+after(() => server?.close());
+
+/** F1 of two note lists' onsets as (sixteenth from `fromA` / `fromB`, pitch class). */
+function onsetF1(a, fromA, b, fromB, sixteenth) {
+  const set = (notes, from) => new Set(notes.map((n) => `${Math.round((n[1] - from) / sixteenth)}:${n[0] % 12}`));
+  const [x, y] = [set(a, fromA), set(b, fromB)];
+  if (x.size + y.size === 0) return null;
+  return (2 * [...x].filter((k) => y.has(k)).length) / (x.size + y.size);
+}
+
+test('a planned repeat of the first phrase echoes it', { timeout: 3 * SLOW }, async () => {
+  const { browser, page, log } = await launch({ webgpu: false, url: `${base}?backend=cpu` });
+  try {
+    await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: SLOW });
+    await page.evaluate(
+      ({ data }) => {
+        const dt = new DataTransfer();
+        dt.items.add(new File([new Uint8Array(data)], 'song.mid', { type: 'audio/midi' }));
+        document.querySelector('main').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+      },
+      { data: [...midi] },
+    );
+    await page.waitForFunction(() => window.pianoformer.piece?.name === 'song.mid', null, { timeout: 60_000 });
+    const start = await page.evaluate(() => window.pianoformer.piece);
+    const [letter, firstBars] = start.phrases[0];
+    const planned = Math.min(2, firstBars);
+    await page.fill('#plan-bars', String(planned));
+    await page.dispatchEvent('#plan-bars', 'change');
+    const from = start.bars.length;
+    await page.waitForFunction((n) => window.pianoformer.piece.bars.length === n, from + planned);
+    // The planned bars start a new phrase with the first one's letter.
+    await page.focus('canvas[aria-label^="Phrase lane"]');
+    await page.keyboard.press('Home');
+    for (let k = 0; k < from; k++) await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#label-dialog[open]');
+    await page.fill('#label-input', letter);
+    await page.check('#label-split');
+    await page.click('#label-ok');
+    await page.waitForFunction(
+      ({ letter, planned }) => JSON.stringify(window.pianoformer.piece.phrases.at(-1)) === JSON.stringify([letter, planned]),
+      { letter, planned },
+    );
+    const plannedPiece = await page.evaluate(() => window.pianoformer.piece);
+    const sixteenth = plannedPiece.ppq / 4;
+    const firstNotes = plannedPiece.tracks.flatMap((t) => t.notes);
+    await page.selectOption('#task', 'continuation');
+    await page.fill('#length', '512');
+    await page.fill('#max-bars', String(planned + 1));
+
+    const echoOf = async (echo) => {
+      await page.fill('#echo', echo);
+      const n = await page.evaluate(() => window.pianoformer.generations.length);
+      await page.click('#generate');
+      await page.waitForFunction(
+        (n) => window.pianoformer.generations.length > n || !document.getElementById('error').hidden,
+        n,
+        { timeout: SLOW },
+      );
+      assert.equal(await page.evaluate(() => (document.getElementById('error').hidden ? null : window.pianoformer.error)), null, log.join('\n'));
+      const piece = await page.evaluate(() => window.pianoformer.piece);
+      const added = piece.tracks.find((t) => t.name === 'CONTINUATION')?.notes ?? [];
+      const f1s = [];
+      for (let k = 0; k < planned; k++) {
+        const [a0, a1] = [piece.bars[k], piece.bars[k + 1]];
+        const [b0, b1] = [piece.bars[from + k], piece.bars[from + k + 1]];
+        const f1 = onsetF1(
+          firstNotes.filter((x) => x[1] >= a0 && x[1] < a1), a0,
+          added.filter((x) => x[1] >= b0 && x[1] < b1), b0,
+          sixteenth,
+        );
+        if (f1 !== null) f1s.push(f1);
+      }
+      await page.click('#undo');
+      await page.waitForFunction((n) => window.pianoformer.piece.tracks.every((t) => t.name !== 'CONTINUATION'), null);
+      return f1s.reduce((a, b) => a + b, 0) / Math.max(1, f1s.length);
+    };
+    const withEcho = await echoOf('');
+    const without = await echoOf('0');
+    console.log(`planned repeat of ${letter}: onset F1 with its first bars ${withEcho.toFixed(2)} with the echo, ${without.toFixed(2)} without`);
+    assert.ok(withEcho > without, `the echo brings the repeat closer (${withEcho} against ${without})`);
+    assert.ok(withEcho >= 0.4, `the repeat echoes its first occurrence (F1 ${withEcho})`);
+  } finally {
+    await browser.close();
+  }
+});
