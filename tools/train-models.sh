@@ -3,7 +3,7 @@
 # project's own CLI on POP909. Re-running it skips finished runs and resumes interrupted ones.
 #
 #   tools/train-models.sh [accompaniment|continuation|continuation-long|accompaniment-long|
-#                          accompaniment-ar|accompaniment-encodings|harmonizer|all]
+#                          accompaniment-ar|accompaniment-encodings|paper-tiny|harmonizer|all]
 #   (default: all)
 #
 # Environment: POP909 (the data folder, default ../shared/data/pop909), RUNS (where runs go,
@@ -12,7 +12,8 @@
 # run), AR_STEPS / AR_BATCH (the step-by-step default), ENC_STEPS / ENC_RUNS (issue 33's
 # accompaniment encodings, e.g. ENC_RUNS=acc-ar-convspe), LONG_CONT_STEPS / LONG_CONT_BATCH /
 # LONG_CONT_WINDOW / LONG_CONT_RUNS (the shipped continuation models; LONG_CONT_RUNS picks
-# some of them by name, e.g. "cont512-sinespe cont512-convspe"),
+# some of them by name, e.g. "cont512-sinespe cont512-convspe"), TINY_STEPS (the paper's
+# comparison at the tiny preset) and TINY_SEEDS (its seeds, default "0 1 2"),
 # BACKEND (cpu or gpu), THREADS (CPU threads per run), BIN (the pianoformer binary; built in
 # release when unset).
 set -euo pipefail
@@ -192,6 +193,29 @@ if [ "$what" = all ] || [ "$what" = continuation-long ]; then
   done
   "$BIN" report "$RUNS"/cont512-*-seed* --svg "$RUNS/continuation512-loss.svg" \
     --style-svg "$RUNS/continuation512-style.svg" > "$RUNS/continuation512-table.md"
+fi
+
+# Issue 33: the F-StrIPE paper's comparison (labels only through the encoding, the melody and
+# bridge as inputs) at the smallest budget found where attention is used: the tiny preset,
+# TINY_STEPS (default 4000) steps of 8 × 256, three seeds a row; about 6 minutes a run on one
+# thread. `report` prints the ablations (uniform attention, labels at zero) beside the scores.
+if [ "$what" = all ] || [ "$what" = paper-tiny ]; then
+  TINY_RUNS=(
+    "tiny-nope|--pe none"
+    "tiny-sinespe|--pe sine_spe --gated"
+    "tiny-fstripe|--pe fstripe --levels melody,chord,phrase,position"
+    "tiny-fstripe-c|--pe fstripe --levels chord"
+  )
+  for seed in ${TINY_SEEDS:-0 1 2}; do
+    for r in "${TINY_RUNS[@]}"; do
+      name=${r%%|*}-seed$seed; args=${r#*|}
+      # shellcheck disable=SC2086
+      train "$name" accompaniment "${TINY_STEPS:-4000}" --preset tiny $args --conditioning none \
+        --seed "$seed" --window 256 --batch 8 --eval-every 500 --checkpoint-every 250
+      evaluate "$name" accompaniment --bars 16 --per-song 1
+    done
+  done
+  "$BIN" report "$RUNS"/tiny-*-seed* > "$RUNS/paper-tiny-table.md"
 fi
 
 # The harmonizer (reports/harmonizer.md): the shipped model (with the context around each

@@ -67,3 +67,21 @@ export async function serveApp({ wasm = false } = {}) {
   const server = await startServer({ port: 0, quiet: true });
   return { server, base: `http://127.0.0.1:${server.address().port}/`, wasm: module };
 }
+
+/**
+ * Drops `bytes` on the page as a file named `name` (a person dragging it in) and waits until
+ * the page shows it as the piece.
+ */
+export async function dropFile(page, bytes, name) {
+  await page.evaluate(
+    ({ data, name }) => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([new Uint8Array(data)], name, { type: 'audio/midi' }));
+      for (const type of ['dragenter', 'dragover', 'drop']) {
+        document.querySelector('main').dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
+      }
+    },
+    { data: [...bytes], name },
+  );
+  await page.waitForFunction((name) => window.pianoformer.piece?.name === name, name, { timeout: 60_000 });
+}

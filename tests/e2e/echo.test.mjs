@@ -7,7 +7,7 @@
 // phrase's same bars. On the CPU backend. Needs pkg/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { launch, serveApp } from './browser.mjs';
+import { dropFile, launch, serveApp } from './browser.mjs';
 
 const SLOW = 300_000;
 let server;
@@ -34,15 +34,7 @@ test('a planned repeat of the first phrase echoes it', { timeout: 3 * SLOW }, as
   const { browser, page, log } = await launch({ webgpu: false, url: `${base}?backend=cpu` });
   try {
     await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: SLOW });
-    await page.evaluate(
-      ({ data }) => {
-        const dt = new DataTransfer();
-        dt.items.add(new File([new Uint8Array(data)], 'song.mid', { type: 'audio/midi' }));
-        document.querySelector('main').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
-      },
-      { data: [...midi] },
-    );
-    await page.waitForFunction(() => window.pianoformer.piece?.name === 'song.mid', null, { timeout: 60_000 });
+    await dropFile(page, midi, 'song.mid');
     const start = await page.evaluate(() => window.pianoformer.piece);
     const [letter, firstBars] = start.phrases[0];
     const planned = Math.min(2, firstBars);
@@ -94,7 +86,7 @@ test('a planned repeat of the first phrase echoes it', { timeout: 3 * SLOW }, as
         if (f1 !== null) f1s.push(f1);
       }
       await page.click('#undo');
-      await page.waitForFunction((n) => window.pianoformer.piece.tracks.every((t) => t.name !== 'CONTINUATION'), null);
+      await page.waitForFunction(() => window.pianoformer.piece.tracks.every((t) => t.name !== 'CONTINUATION'));
       return f1s.reduce((a, b) => a + b, 0) / Math.max(1, f1s.length);
     };
     const withEcho = await echoOf('');

@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { launch, serveApp } from './browser.mjs';
+import { dropFile, launch, serveApp } from './browser.mjs';
 
 const SLOW = 300_000;
 let server;
@@ -27,15 +27,7 @@ test('every shipped model loads and generates on the CPU backend', { timeout: 4 
   const { browser, page, log } = await launch({ webgpu: false, url: `${base}?backend=cpu` });
   try {
     await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: SLOW });
-    await page.evaluate(
-      ({ data }) => {
-        const dt = new DataTransfer();
-        dt.items.add(new File([new Uint8Array(data)], 'two-bars.mid', { type: 'audio/midi' }));
-        document.querySelector('main').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
-      },
-      { data: [...midi] },
-    );
-    await page.waitForFunction(() => window.pianoformer.piece?.name === 'two-bars.mid', null, { timeout: 60_000 });
+    await dropFile(page, midi, 'two-bars.mid');
     const notesOf = (piece) => JSON.stringify(piece.tracks.map((t) => t.notes));
     const start = notesOf(await page.evaluate(() => window.pianoformer.piece));
     const times = [];
