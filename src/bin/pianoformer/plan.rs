@@ -135,6 +135,7 @@ pub fn run(args: Args) -> Result<(), String> {
         "plan_bars": PLAN_BARS,
         "context": context,
         "top_p": decimal(args.top_p),
+        "echo": decimal(args.echo()?),
         "seed": args.seed,
         "data": data.description,
         "rule": "of the validation temperatures whose own-plan note rate is 0.8-1.25x the songs', the one whose chord tones on the planned bars come closest to the songs' own",
