@@ -30,6 +30,19 @@ fn every_shipped_model_loads_and_each_task_has_a_default() {
             "{}: the training command is recorded",
             entry.name
         );
+        // Every entry carries its evaluation on the held-out songs: the test excerpts (and,
+        // for a model that plays step by step, the panel over whole test songs), the loss by
+        // quarter and what it plays when sampled, or the harmonizer's test scores.
+        let m = &entry.metrics;
+        let has = |key: &str| m[key].is_object() || m[key].is_array();
+        let evaluated = match entry.task {
+            Task::Accompaniment => {
+                has("test") && (!model.config.is_autoregressive() || has("panel"))
+            }
+            Task::Continuation => has("quarters") && m["sampled"]["split"] == "test",
+            Task::Harmonization => has("test"),
+        };
+        assert!(evaluated, "{}: no evaluation in the manifest", entry.name);
         // An accompaniment model carries how to decode it, chosen on validation songs: the
         // sampling temperatures (notes and holds) of one that plays step by step, else its note
         // threshold.
