@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use burn::tensor::{Device, Tensor, TensorData};
 
-use super::plain::{Decoder, PlainDraw, axpy, features, qk_bar, qk_exact, sync};
+use super::plain::{Decoder, PlainDraw, Sine, axpy, features, qk_bar, qk_exact, sync};
 use super::{LayerState, Performer, State};
 use crate::model::attention::EPS;
 use crate::model::config::AttentionKind;
@@ -66,13 +66,7 @@ impl Performer {
         let r = c.pe.realizations;
         let codes = match (kind, &decoder.sine, &draw.mix) {
             (PeKind::SineSpe, Some(sine), Some(mix)) => {
-                let omega = SineOmegas {
-                    freqs: &sine.freqs,
-                    offsets: &sine.offsets,
-                    gains: &sine.gains,
-                    sines: sine.sines,
-                };
-                let (q, k) = omega.omegas(span.start, span.len);
+                let (q, k) = sine.omegas(span.start, span.len);
                 let j = 2 * sine.sines;
                 CallCodes::Bars(mix_bars(&q, mix, j, r), mix_bars(&k, mix, j, r))
             }
@@ -217,16 +211,7 @@ fn read_out(phi_q: &[f32], s: &[f32], z: &[f32], out: &mut [f32]) {
     out.iter_mut().for_each(|o| *o *= inv);
 }
 
-/// sineSPE's parameters as plain numbers ([heads · dim · sines] each, frequencies in cycles
-/// per step, gains after softplus).
-struct SineOmegas<'a> {
-    freqs: &'a [f32],
-    offsets: &'a [f32],
-    gains: &'a [f32],
-    sines: usize,
-}
-
-impl SineOmegas<'_> {
+impl Sine {
     /// Ω of queries and keys [len, heads · dim, 2K] (gains and `1/sqrt(2K)` in) at positions
     /// `start..start + len`. The phases advance by rotation (in f64, re-anchored every 64
     /// positions) instead of a sine and a cosine per position, dimension and sinusoid.
