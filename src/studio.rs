@@ -217,11 +217,13 @@ pub struct Progress {
 mod accompany;
 mod continuation;
 mod harmonize;
+mod live;
 pub use accompany::accompany_piece;
 pub use continuation::{continuation_attention, continue_piece};
 pub use harmonize::{
     HarmonizeOptions, Harmonized, HarmonyCache, harmonize_piece, needs_harmonizer,
 };
+pub use live::{KeyEvent, LiveGrid, LiveOptions, LiveResult, live_result, live_start, live_step};
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod harmonize_tests;

@@ -4,7 +4,7 @@
 // In:  {type: 'init', backend: 'auto' | 'gpu' | 'cpu'}
 //      {type: 'call', id, method, args}   methods: readMidi, writeMidi, exampleMidi, checkPiece, memory,
 //                                          loadModel, hasModel, unloadModel, generate, attention,
-//                                          harmonize,
+//                                          harmonize, liveStart, liveStep, liveStop,
 //                                          template; fine-tuning: tuneInspect, tuneStart,
 //                                          tuneStep, tuneKeep, tuneDrop, packModel, unpackModel
 //      {type: 'cancel', id}
@@ -244,6 +244,17 @@ const methods = {
   },
   hasModel: ({ name }) => session.hasModel(name),
   template: ({ model, layer, head, lags }) => session.template(model, layer, head, lags),
+  // A live take (play-in.js, live.js): started on a piece, then asked for each sixteenth
+  // shortly before it sounds with the keys played since, then stopped. Each reply carries the
+  // time the Worker spent on it (`ms`).
+  liveStart: async ({ model, harmonizer, piece, options }) =>
+    JSON.parse(await session.liveStart(model, harmonizer ?? undefined, JSON.stringify(piece), JSON.stringify(options))),
+  liveStep: async ({ events, step }) => {
+    const t = performance.now();
+    const steps = JSON.parse(await session.liveStep(JSON.stringify(events), step));
+    return { steps, ms: performance.now() - t };
+  },
+  liveStop: () => JSON.parse(session.liveStop()),
   harmonize: async ({ model, piece, options }) =>
     JSON.parse(await session.harmonize(model, JSON.stringify(piece), JSON.stringify(options))),
   attention: ({ model, piece, options }, id) =>

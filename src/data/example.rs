@@ -109,28 +109,7 @@ pub fn example(
             break;
         }
         let row = &mut inputs[t * width..(t + 1) * width];
-        planes(&rolls.melody, s, transpose, &mut row[..2 * PITCHES]);
-        planes(
-            &rolls.bridge,
-            s,
-            transpose,
-            &mut row[2 * PITCHES..4 * PITCHES],
-        );
-        let mut at = ACCOMPANIMENT_INPUTS;
-        if let Some(c) = conditioning {
-            if c.labels {
-                window.write_features(t, &mut row[at..at + LABEL_FEATURES]);
-                at += LABEL_FEATURES;
-            }
-            if c.piano && s > 0 {
-                planes(
-                    &rolls.piano,
-                    s - 1,
-                    transpose,
-                    &mut row[at..at + 2 * PITCHES],
-                );
-            }
-        }
+        write_row(rolls, &window, t, s, transpose, conditioning, row);
         planes(
             &rolls.piano,
             s,
@@ -144,6 +123,46 @@ pub fn example(
         inputs,
         targets,
         coordinates,
+    }
+}
+
+/// Step `s`'s inputs (a whole row: melody and bridge planes, then what `conditioning` adds)
+/// into `row`, transposed; the lanes are read at step `t` of `window` (the labels as the
+/// window or the whole song, already transposed). What training, generation and live playing
+/// all read.
+pub fn write_row(
+    rolls: &MultiRoll,
+    window: &StepLabels,
+    t: usize,
+    s: usize,
+    transpose: i32,
+    conditioning: Option<Conditioning>,
+    row: &mut [f32],
+) {
+    let lag = conditioning.map_or(0, |c| c.melody_lag as usize);
+    if s >= lag {
+        planes(&rolls.melody, s - lag, transpose, &mut row[..2 * PITCHES]);
+    }
+    planes(
+        &rolls.bridge,
+        s,
+        transpose,
+        &mut row[2 * PITCHES..4 * PITCHES],
+    );
+    let mut at = ACCOMPANIMENT_INPUTS;
+    if let Some(c) = conditioning {
+        if c.labels {
+            window.write_features(t, &mut row[at..at + LABEL_FEATURES]);
+            at += LABEL_FEATURES;
+        }
+        if c.piano && s > 0 {
+            planes(
+                &rolls.piano,
+                s - 1,
+                transpose,
+                &mut row[at..at + 2 * PITCHES],
+            );
+        }
     }
 }
 
@@ -243,6 +262,40 @@ mod tests {
         spec.len = 4;
         let mid = example(&rolls, &labels, &spec, 5, 0);
         assert_eq!(mid.inputs[512 + LABEL_FEATURES + 48], 1.0);
+        // A live model reads the melody a step late, the bridge, lanes and piano as before.
+        spec.len = 20;
+        spec.conditioning = Some(Conditioning::lagged(1));
+        let on_time = example(
+            &rolls,
+            &labels,
+            &WindowSpec {
+                conditioning: Some(Conditioning::AUTOREGRESSIVE),
+                ..spec.clone()
+            },
+            0,
+            2,
+        );
+        let late = example(&rolls, &labels, &spec, 0, 2);
+        let rows = |e: &Example, t: usize| e.inputs[t * width..(t + 1) * width].to_vec();
+        assert!(
+            rows(&late, 0)[..256].iter().all(|&v| v == 0.0),
+            "nothing heard yet"
+        );
+        for t in 1..20 {
+            let (a, b) = (rows(&late, t), rows(&on_time, t - 1));
+            assert_eq!(
+                a[..256],
+                b[..256],
+                "step {t} reads the melody of step {}",
+                t - 1
+            );
+            assert_eq!(
+                a[256..],
+                rows(&on_time, t)[256..],
+                "the rest on time at {t}"
+            );
+        }
+        assert_eq!(late.targets, on_time.targets);
         let t = transpose_labels(&labels, -1);
         assert_eq!(t.chord[0].unwrap().root, 11);
         assert_eq!(crop_starts(0..40, 16, 16), vec![0, 16]);

@@ -54,7 +54,23 @@ pub fn song_input(
     phrases: Option<Vec<Segment>>,
     need_melody: bool,
 ) -> Result<AccompanimentInput, GenerateError> {
-    let grid = Grid::for_song(song, STEPS_PER_BEAT);
+    song_input_on(
+        song,
+        Grid::for_song(song, STEPS_PER_BEAT),
+        bar_chords,
+        phrases,
+        need_melody,
+    )
+}
+
+/// As [`song_input`], on `grid` (the song's own, or one with room after it).
+pub fn song_input_on(
+    song: &Song,
+    grid: Grid,
+    bar_chords: Option<&[Vec<Option<Chord>>]>,
+    phrases: Option<Vec<Segment>>,
+    need_melody: bool,
+) -> Result<AccompanimentInput, GenerateError> {
     if grid.num_steps() == 0 {
         return Err(GenerateError::EmptyPrompt);
     }

@@ -68,6 +68,16 @@ pub struct Conditioning {
     /// the piano part (teacher forcing in training, one recurrent step at a time when
     /// generating), so it knows what it just played.
     pub piano: bool,
+    /// Steps by which the melody roll is read late: step `t` reads the melody of step
+    /// `t − melody_lag` (the bridge and the lanes stay on time). 0 for a model that hears the
+    /// melody note it accompanies; 1 for a live accompanist, which must decide a sixteenth's
+    /// notes before the player's note at that sixteenth is heard.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub melody_lag: u8,
+}
+
+fn is_zero(v: &u8) -> bool {
+    *v == 0
 }
 
 impl Conditioning {
@@ -75,7 +85,16 @@ impl Conditioning {
     pub const AUTOREGRESSIVE: Conditioning = Conditioning {
         labels: true,
         piano: true,
+        melody_lag: 0,
     };
+
+    /// As [`Conditioning::AUTOREGRESSIVE`], reading the melody `lag` steps late (live playing).
+    pub const fn lagged(lag: u8) -> Conditioning {
+        Conditioning {
+            melody_lag: lag,
+            ..Self::AUTOREGRESSIVE
+        }
+    }
 
     /// Extra input features per step.
     pub fn extra_inputs(self) -> usize {

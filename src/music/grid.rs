@@ -72,6 +72,39 @@ impl Grid {
         Self::regular((0..=beats).map(|b| b * ppq).collect(), steps_per_beat, 4, 0)
     }
 
+    /// This grid with its last bar completed and `bars` more bars after it, each as long as
+    /// the bar before the last (the meter in force) and with beats as long as its last beat:
+    /// room for music still to be played (a live take).
+    pub fn extended(&self, bars: usize) -> Self {
+        let beats = self.num_beats();
+        if beats == 0 {
+            return self.clone();
+        }
+        let n = self.num_bars();
+        let last = self.bar_beats(n - 1).len();
+        let per = if n >= 2 {
+            self.bar_beats(n - 2).len()
+        } else {
+            last
+        }
+        .max(last)
+        .max(1);
+        let beat = (self.beat_ticks[beats] - self.beat_ticks[beats - 1]).max(1);
+        let mut beat_ticks = self.beat_ticks.clone();
+        let mut bar_starts = self.bar_starts.clone();
+        let add = |count: usize, ticks: &mut Vec<u64>| {
+            for _ in 0..count {
+                ticks.push(ticks.last().copied().unwrap_or(0) + beat);
+            }
+        };
+        add(per - last, &mut beat_ticks);
+        for _ in 0..bars {
+            bar_starts.push(beat_ticks.len() - 1);
+            add(per, &mut beat_ticks);
+        }
+        Self::new(beat_ticks, self.steps_per_beat, bar_starts)
+    }
+
     /// The quarter-note grid of a whole song, with bars following its time-signature map (4/4
     /// before the first signature and when there is none). A signature change in the middle of
     /// a bar starts a new bar there, as sequencers do; bars of an odd number of eighths start on
@@ -247,6 +280,23 @@ mod tests {
         assert_eq!(g.bar_of_beat(5), (1, 3));
         assert_eq!(g.bar_of_step(9), (1, 1));
         assert_eq!(g.bar_steps(1), 8..24);
+    }
+
+    #[test]
+    fn a_grid_extends_by_whole_bars_of_its_meter() {
+        // 3/4 with a pickup beat, ending two beats into its third full bar.
+        let g = Grid::regular((0..=9).map(|b| b * 480).collect(), 4, 3, 1);
+        assert_eq!(g.bar_starts, vec![0, 1, 4, 7]);
+        let e = g.extended(2);
+        assert_eq!(e.bar_starts, vec![0, 1, 4, 7, 10, 13]);
+        assert_eq!(
+            e.num_beats(),
+            16,
+            "the last bar completed, then two bars of 3"
+        );
+        assert_eq!(e.beat_ticks[..10], g.beat_ticks[..]);
+        assert_eq!(*e.beat_ticks.last().unwrap(), 16 * 480);
+        assert_eq!(g.extended(0).num_beats(), 10, "completed only");
     }
 
     fn song_with(signatures: &[(u64, u8, u16)], quarters: u64) -> Song {

@@ -57,7 +57,7 @@ pub fn class_chord(class: usize) -> Option<Chord> {
 }
 
 /// The beats of a grid as the harmonizer sees them: where each beat falls in its bar.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct BeatPlaces {
     /// Beat within its bar, from 0.
     pub in_bar: Vec<usize>,
@@ -258,24 +258,29 @@ impl<'a> BeatReader<'a> {
         let places = BeatPlaces::from_labels(labels);
         let mut prefix = Vec::new();
         if inputs.context {
-            let spb = labels.steps_per_beat.max(1);
-            let share = 1.0 / spb as f32;
             prefix.reserve(places.len() + 1);
             let mut sum = [0f32; 12];
             prefix.push(sum);
             for b in 0..places.len() {
-                for s in b * spb..((b + 1) * spb).min(labels.len()) {
-                    for roll in [melody, bridge] {
-                        if s < roll.num_steps {
-                            for p in (0..PITCHES).filter(|&p| roll.sustain(s, p)) {
-                                sum[p % 12] += share;
-                            }
-                        }
-                    }
-                }
+                add_beat_chroma(melody, bridge, labels, b, &mut sum);
                 prefix.push(sum);
             }
         }
+        Self::with_parts(melody, bridge, labels, places, inputs, prefix)
+    }
+
+    /// A reader whose places and chroma sums are already known: `prefix[b]` sums
+    /// [`add_beat_chroma`] over beats `0..b`, as far as the beats that will be read need (a
+    /// causal reader of beat `b` reads `prefix[..= b + 1]`). A live harmonizer keeps them from
+    /// beat to beat instead of reading the whole song again.
+    pub fn with_parts(
+        melody: &'a PianoRoll,
+        bridge: &'a PianoRoll,
+        labels: &'a StepLabels,
+        places: BeatPlaces,
+        inputs: BeatInputs,
+        prefix: Vec<[f32; 12]>,
+    ) -> Self {
         Self {
             melody,
             bridge,
@@ -284,6 +289,11 @@ impl<'a> BeatReader<'a> {
             inputs,
             prefix,
         }
+    }
+
+    /// The places and chroma sums back (see [`BeatReader::with_parts`]).
+    pub fn into_parts(self) -> (BeatPlaces, Vec<[f32; 12]>) {
+        (self.places, self.prefix)
     }
 
     /// Beats in the song.
@@ -337,6 +347,28 @@ impl<'a> BeatReader<'a> {
             if max > 0.0 {
                 for i in 0..12 {
                     out[(i as i32 + transpose).rem_euclid(12) as usize] = (b[i] - a[i]) / max;
+                }
+            }
+        }
+    }
+}
+
+/// Adds beat `beat`'s chroma (each pitch class's share of the beat sounding, melody and
+/// bridge) to `sum`: what the context's chroma sums are made of.
+pub fn add_beat_chroma(
+    melody: &PianoRoll,
+    bridge: &PianoRoll,
+    labels: &StepLabels,
+    beat: usize,
+    sum: &mut [f32; 12],
+) {
+    let spb = labels.steps_per_beat.max(1);
+    let share = 1.0 / spb as f32;
+    for s in beat * spb..((beat + 1) * spb).min(labels.len()) {
+        for roll in [melody, bridge] {
+            if s < roll.num_steps {
+                for p in (0..PITCHES).filter(|&p| roll.sustain(s, p)) {
+                    sum[p % 12] += share;
                 }
             }
         }

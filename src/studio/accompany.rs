@@ -133,7 +133,7 @@ where
 }
 
 /// The piano a "regenerate these bars" keeps: the generated track's, else the pianist's.
-fn kept_piano(piece: &Piece, grid: &Grid) -> PianoRoll {
+pub(super) fn kept_piano(piece: &Piece, grid: &Grid) -> PianoRoll {
     let of = |role: TrackRole| {
         piece
             .tracks
@@ -158,7 +158,7 @@ fn kept_piano(piece: &Piece, grid: &Grid) -> PianoRoll {
     PianoRoll::from_notes(&notes, grid)
 }
 
-fn roll_notes(roll: &PianoRoll, grid: &Grid) -> Vec<PieceNote> {
+pub(super) fn roll_notes(roll: &PianoRoll, grid: &Grid) -> Vec<PieceNote> {
     roll.to_notes(grid, Role::Piano.channel(), GENERATED_VELOCITY)
         .into_iter()
         .map(|n| (n.pitch, n.start, n.end, n.velocity))

@@ -12,10 +12,12 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
 use crate::device::{self, Backend, BackendInfo, Preference};
+use crate::generate::live::{Live, LiveChords};
 use crate::model::config::Task;
 use crate::model::performer::Performer;
 use crate::models::{ModelEntry, load_entry, pack_model, unpack_model};
 use crate::music::fixtures;
+use crate::music::harmony::decode::HarmonyDecode;
 use crate::music::midi::write_midi;
 use crate::music::piece::{Piece, PieceNote};
 use crate::studio::{self, Options, Progress};
@@ -118,6 +120,22 @@ pub struct Session {
     models: RefCell<HashMap<String, std::rc::Rc<Loaded>>>,
     /// Each harmonizer's probabilities for the last melody it read.
     harmony: RefCell<HashMap<String, studio::HarmonyCache>>,
+    /// The live take in progress (out of the cell while one of its calls runs).
+    live: RefCell<Option<LiveRun>>,
+}
+
+/// A live take: its state and the models it plays with (the harmonizer with its decoding).
+struct LiveRun {
+    live: Live,
+    model: std::rc::Rc<Loaded>,
+    harmonizer: Option<(std::rc::Rc<Loaded>, HarmonyDecode)>,
+}
+
+fn live_chords(h: &Option<(std::rc::Rc<Loaded>, HarmonyDecode)>) -> Option<LiveChords<'_>> {
+    h.as_ref().map(|(h, decode)| LiveChords {
+        model: &h.model,
+        decode,
+    })
 }
 
 #[wasm_bindgen]
@@ -131,6 +149,7 @@ impl Session {
             backend,
             models: RefCell::new(HashMap::new()),
             harmony: RefCell::new(HashMap::new()),
+            live: RefCell::new(None),
         })
     }
 
@@ -260,6 +279,94 @@ impl Session {
             .map_err(to_js)?;
         self.harmony.borrow_mut().insert(name, cache);
         serde_json::to_string(&out).map_err(to_js)
+    }
+
+    /// Starts a live take on the piece (JSON) with the step-by-step accompaniment `name` and,
+    /// for the bars whose chords the lane leaves open, the causal harmonizer `harmonizer`
+    /// (optional). `options`: [`studio::LiveOptions`] (JSON). Returns the take's grid
+    /// ([`studio::LiveGrid`], JSON). A take already running is dropped.
+    #[wasm_bindgen(js_name = liveStart)]
+    pub async fn live_start(
+        &self,
+        name: String,
+        harmonizer: Option<String>,
+        piece: String,
+        options: String,
+    ) -> Result<String, JsError> {
+        self.live.borrow_mut().take();
+        let model = self.model(&name)?;
+        let harmonizer = match harmonizer {
+            Some(h) => {
+                let h = self.model(&h)?;
+                let decode = h.entry.harmony.unwrap_or_default();
+                Some((h, decode))
+            }
+            None => None,
+        };
+        let piece = parse_piece(&piece)?;
+        let options: studio::LiveOptions = serde_json::from_str(&options)
+            .map_err(|e| JsError::new(&format!("the live settings are not readable: {e}")))?;
+        let chords = live_chords(&harmonizer);
+        let (live, grid) = studio::live_start(
+            &model.model,
+            model.entry.piano_sampling(),
+            chords,
+            &piece,
+            &options,
+            &self.backend.device,
+        )
+        .await
+        .map_err(to_js)?;
+        *self.live.borrow_mut() = Some(LiveRun {
+            live,
+            model,
+            harmonizer,
+        });
+        serde_json::to_string(&grid).map_err(to_js)
+    }
+
+    /// Hears the keys played since the last call (`events`: JSON `[[pitch, tick, on], …]`)
+    /// and decides the piano's steps up to `step`. Returns `[{step, onsets, ends, chord?}]`
+    /// (JSON; `chord` where a beat's chord was decided live: its name, or `null` for none).
+    #[wasm_bindgen(js_name = liveStep)]
+    pub async fn live_step(&self, events: String, step: usize) -> Result<String, JsError> {
+        let events: Vec<studio::KeyEvent> = serde_json::from_str(&events)
+            .map_err(|e| JsError::new(&format!("the keys played are not readable: {e}")))?;
+        let mut run = self.live.borrow_mut().take().ok_or_else(|| {
+            JsError::new("no live take is running (or one of its steps is still being decided)")
+        })?;
+        let device = &self.backend.device;
+        let LiveRun {
+            live,
+            model,
+            harmonizer,
+        } = &mut run;
+        let chords = live_chords(harmonizer);
+        let steps = studio::live_step(live, &model.model, chords, &events, step, device).await;
+        *self.live.borrow_mut() = Some(run);
+        let steps = steps.map_err(to_js)?;
+        let view: Vec<LiveStepView> = steps
+            .into_iter()
+            .map(|s| LiveStepView {
+                step: s.step,
+                onsets: s.onsets,
+                ends: s.ends,
+                chord: s.chord.map(|c| c.map(|c| c.name())),
+            })
+            .collect();
+        serde_json::to_string(&view).map_err(to_js)
+    }
+
+    /// Ends the live take: the piano from its start and the chords decided live
+    /// ([`studio::LiveResult`], JSON).
+    #[wasm_bindgen(js_name = liveStop)]
+    pub fn live_stop(&self) -> Result<String, JsError> {
+        let run = self
+            .live
+            .borrow_mut()
+            .take()
+            .ok_or_else(|| JsError::new("no live take is running"))?;
+        serde_json::to_string(&studio::live_result(&run.live)).map_err(to_js)
     }
 
     /// The watched head's attention over the whole piece, without generating (after the user
@@ -453,6 +560,16 @@ struct ProgressEvent {
     notes: Option<Js<Float64Array>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     attention: Option<AttentionEvent>,
+}
+
+/// One decided step of a live take, as the page reads it.
+#[derive(Serialize)]
+struct LiveStepView {
+    step: usize,
+    onsets: Vec<u8>,
+    ends: Vec<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    chord: Option<Option<String>>,
 }
 
 #[derive(Serialize)]

@@ -58,6 +58,10 @@ pub struct Args {
     /// (the rolls only: the F-StrIPE paper's setting).
     #[arg(long, default_value = "autoregressive")]
     pub conditioning: String,
+    /// Step-by-step accompaniment: read the melody this many sixteenths late (1: a live
+    /// accompanist, which decides each sixteenth before the note played at it is heard).
+    #[arg(long, default_value_t = 0)]
+    pub melody_lag: u8,
     /// Harmonization: `bidirectional` (the default: reads the whole melody, for files) or
     /// `causal` (reads only up to the current beat, for live playing).
     #[arg(long)]

@@ -164,12 +164,29 @@ pub(super) fn model_config(args: &Args, task: Task) -> Result<PerformerConfig, S
         "labels" => Some(Conditioning {
             labels: true,
             piano: false,
+            melody_lag: 0,
         }),
         "none" => None,
         other => {
             return Err(format!(
                 "unknown conditioning `{other}`: use autoregressive, labels or none"
             ));
+        }
+    };
+    let conditioning = match (conditioning, args.melody_lag) {
+        (c, 0) => c,
+        (Some(c), lag) if c.piano && task == Task::Accompaniment && lag <= 4 => {
+            Some(Conditioning::lagged(lag))
+        }
+        (_, lag) if lag > 4 => {
+            return Err(format!("--melody-lag must be at most 4 steps, not {lag}"));
+        }
+        _ => {
+            return Err(
+                "--melody-lag is for the step-by-step accompaniment (--conditioning \
+                 autoregressive): it reads the melody late so that it can play live"
+                    .into(),
+            );
         }
     };
     if task == Task::Harmonization {

@@ -1,0 +1,239 @@
+//! A live take for the page: the piano accompanies a melody while it is played (see
+//! [`crate::generate::live`]). The take starts on a bar of the piece and may run past its end
+//! (the grid goes on in the last bar's meter); the page sends the keys in ticks and asks for
+//! each sixteenth shortly before it sounds; at the end the piano's notes and the chords
+//! decided live go back into the piece.
+
+use burn::tensor::Device;
+use serde::{Deserialize, Serialize};
+
+use super::accompany::{kept_piano, roll_notes};
+use crate::generate::accompany::song_input_on;
+use crate::generate::live::{Live, LiveChords, LiveStep};
+use crate::generate::{GenerateError, PianoSampling};
+use crate::model::performer::Performer;
+use crate::music::grid::Grid;
+use crate::music::piece::{Piece, PieceNote, chord_cell};
+use crate::music::tokens::STEPS_PER_BEAT;
+
+/// How a take starts.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct LiveOptions {
+    /// The bar the take starts on (0-based).
+    pub from_bar: usize,
+    /// Bars of room after the piece's end (a take longer than that stops there).
+    pub bars: usize,
+    pub seed: u64,
+    /// The piano's temperatures (else the model's, chosen on validation songs).
+    pub piano_temperature: Option<f32>,
+    pub hold_temperature: Option<f32>,
+}
+
+impl Default for LiveOptions {
+    fn default() -> Self {
+        Self {
+            from_bar: 0,
+            bars: 200,
+            seed: 0,
+            piano_temperature: None,
+            hold_temperature: None,
+        }
+    }
+}
+
+/// Where the take's sixteenths fall, for the page to time them: step `s` starts at
+/// `beat_ticks[s / steps_per_beat]` plus its share of that beat.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LiveGrid {
+    pub from_step: usize,
+    pub from_tick: u64,
+    pub steps: usize,
+    pub steps_per_beat: usize,
+    pub beat_ticks: Vec<u64>,
+    /// The first beat of every bar.
+    pub bar_starts: Vec<usize>,
+    /// Per bar from the take's: whether the chord lane planned it (else its chords are decided
+    /// live, when a harmonizer is given).
+    pub planned_bars: Vec<bool>,
+}
+
+/// What a take wrote: the piano's notes from its start (piece ticks) and, from `from_bar`, each
+/// bar's chord cell where the chords were decided live (`None`: planned, kept).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LiveResult {
+    pub from_tick: u64,
+    pub end_tick: u64,
+    pub piano: Vec<PieceNote>,
+    pub from_bar: usize,
+    pub cells: Vec<Option<String>>,
+}
+
+/// Starts a take on `piece` with the step-by-step accompaniment `model` (its own sampling
+/// unless the options say otherwise) and, for the bars the chord lane leaves empty, the causal
+/// harmonizer `chords`.
+pub async fn live_start(
+    model: &Performer,
+    model_sampling: PianoSampling,
+    chords: Option<LiveChords<'_>>,
+    piece: &Piece,
+    options: &LiveOptions,
+    device: &Device,
+) -> Result<(Live, LiveGrid), GenerateError> {
+    piece
+        .validate()
+        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    if !(1..=2000).contains(&options.bars) {
+        return Err(GenerateError::Read(
+            "a live take has room for 1 to 2000 bars after the piece".into(),
+        ));
+    }
+    let song = piece.model_song(|_| true);
+    let own = Grid::for_song(&song, STEPS_PER_BEAT);
+    let short = piece.bars.len().saturating_sub(own.num_bars());
+    let grid = own.extended(short + options.bars);
+    if options.from_bar >= grid.num_bars() {
+        return Err(GenerateError::Read(format!(
+            "bar {} is past the end of the piece",
+            options.from_bar + 1
+        )));
+    }
+    let mut cells = piece
+        .bar_chords()
+        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    cells.truncate(grid.num_bars());
+    let planned_bar = |bar: usize| cells.get(bar).is_some_and(|c| !c.is_empty());
+    let mut planned = vec![false; grid.num_beats()];
+    for bar in 0..grid.num_bars() {
+        for beat in grid.bar_beats(bar) {
+            planned[beat] = planned_bar(bar);
+        }
+    }
+    let mut input = song_input_on(
+        &song,
+        grid.clone(),
+        Some(&cells),
+        Some(piece.segments()),
+        false,
+    )?;
+    let from = grid.bar_steps(options.from_bar).start;
+    let from_beat = from / grid.steps_per_beat;
+    if chords.is_some() {
+        // Open bars from the take's start are decided live, not read from the old melody.
+        for (beat, chord) in input.chords.iter_mut().enumerate().skip(from_beat) {
+            if !planned[beat] {
+                *chord = None;
+            }
+        }
+        input.labels = crate::music::labels::StepLabels::new(
+            &input.grid,
+            &input.rolls.melody,
+            &input.chords,
+            &input.phrases,
+        );
+    }
+    let given = kept_piano(piece, &grid);
+    let sampling = PianoSampling {
+        temperature: options
+            .piano_temperature
+            .unwrap_or(model_sampling.temperature),
+        hold_temperature: options
+            .hold_temperature
+            .unwrap_or(model_sampling.hold_temperature),
+        threshold: None,
+        seed: options.seed,
+    };
+    let view = LiveGrid {
+        from_step: from,
+        from_tick: grid.tick_at(from),
+        steps: grid.num_steps(),
+        steps_per_beat: grid.steps_per_beat,
+        beat_ticks: grid.beat_ticks.clone(),
+        bar_starts: grid.bar_starts.clone(),
+        planned_bars: (options.from_bar..grid.num_bars())
+            .map(planned_bar)
+            .collect(),
+    };
+    let live = Live::start(
+        model, chords, input, planned, &given, from, sampling, device,
+    )
+    .await?;
+    Ok((live, view))
+}
+
+/// A key event of the page: `[pitch, tick, on]` (`on` 1 for down, 0 for up).
+pub type KeyEvent = (u8, f64, u8);
+
+/// Hears `events` (in the order played) and decides every step up to `step`.
+pub async fn live_step(
+    live: &mut Live,
+    model: &Performer,
+    chords: Option<LiveChords<'_>>,
+    events: &[KeyEvent],
+    step: usize,
+    device: &Device,
+) -> Result<Vec<LiveStep>, GenerateError> {
+    let grid = &live.input.grid;
+    let spb = grid.steps_per_beat as f64;
+    let at: Vec<f64> = events
+        .iter()
+        .map(|&(_, tick, _)| grid.beat_at(tick.max(0.0).round() as u64) * spb)
+        .collect();
+    for (&(pitch, _, on), at) in events.iter().zip(at) {
+        if on != 0 {
+            live.note_on(pitch, at);
+        } else {
+            live.note_off(pitch, at);
+        }
+    }
+    live.decide(model, chords, step, device).await
+}
+
+/// The take's result so far: the piano from its start to the last step decided, and the
+/// chords decided live.
+pub fn live_result(live: &Live) -> LiveResult {
+    let grid = &live.input.grid;
+    let decided = live.decided();
+    let from_tick = grid.tick_at(decided.start);
+    let end_tick = grid.tick_at(decided.end);
+    let mut roll = live.piano().clone();
+    for t in decided.end..roll.num_steps {
+        for p in 0..crate::music::roll::PITCHES {
+            roll.set(t, p, false, false, 0);
+        }
+    }
+    let piano = roll_notes(&roll, grid)
+        .into_iter()
+        .filter(|n| n.1 >= from_tick)
+        .collect();
+    let spb = grid.steps_per_beat.max(1);
+    let (from_bar, _) = grid.bar_of_step(decided.start);
+    let last_bar = if decided.is_empty() {
+        from_bar
+    } else {
+        grid.bar_of_step(decided.end - 1).0 + 1
+    };
+    let cells = (from_bar..last_bar)
+        .map(|bar| {
+            let beats = grid.bar_beats(bar);
+            let open = beats.clone().all(|b| !live.planned(b));
+            let heard = beats.clone().filter(|&b| b * spb < decided.end);
+            (open && heard.count() > 0).then(|| {
+                let chords: Vec<_> = beats
+                    .filter(|&b| b * spb < decided.end)
+                    .map(|b| live.chords()[b])
+                    .collect();
+                chord_cell(&chords)
+            })
+        })
+        .collect();
+    LiveResult {
+        from_tick,
+        end_tick,
+        piano,
+        from_bar,
+        cells,
+    }
+}
