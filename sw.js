@@ -13,7 +13,7 @@
 import { fetchModel } from './www/store.js';
 import { SAMPLES } from './www/audio.js';
 
-export const VERSION = 7;
+export const VERSION = 8;
 export const SHELL_CACHE = `pianoformer-shell-v${VERSION}`;
 
 /** What the page cannot start without, relative to this worker. */
@@ -37,6 +37,8 @@ export const SHELL_FILES = [
   'www/keys.js',
   'www/labels.js',
   'www/lanes.js',
+  'www/live-plan.js',
+  'www/live.js',
   'www/loss-curve.js',
   'www/main.js',
   'www/models.js',

@@ -49,6 +49,7 @@ export class Piano {
   #session = null; // the playback in progress
   #mute = { melody: false, accompaniment: false };
   #held = new Map(); // pitch → the voice of a key held live
+  #live = new Map(); // pitch → the voice of a live piano note (a live take's accompaniment)
 
   /** `baseUrl`: the folder holding A0.mp3 … C8.mp3 (a URL or a string, relative to the page). */
   constructor(baseUrl = new URL('./samples/', import.meta.url)) {
@@ -89,6 +90,43 @@ export class Piano {
     gain.setValueAtTime(Math.max(gain.value, voice.peak * 1e-3), now);
     gain.exponentialRampToValueAtTime(voice.peak * 1e-3, now + RELEASE);
     voice.source.stop(now + RELEASE);
+  }
+
+  /** The audio clock (context seconds), the one live notes are scheduled on. */
+  clock() {
+    const ctx = this.#context();
+    if (ctx.state !== 'running') ctx.resume().catch(() => {});
+    return ctx.currentTime;
+  }
+
+  /**
+   * A live piano note (a live take's accompaniment) attacked at context time `when`, sounding
+   * until `liveOff(pitch, …)`; one already sounding at that pitch ends there. False while the
+   * samples are not loaded.
+   */
+  liveOn(pitch, velocity, when) {
+    if (!this.#samples) return false;
+    this.liveOff(pitch, when);
+    this.#live.set(pitch, attackVoice(this.#context(), this.#samples, this.#output, pitch, velocity, when));
+    return true;
+  }
+
+  /** Ends a live piano note at context time `when` (its release fades after it). */
+  liveOff(pitch, when) {
+    const voice = this.#live.get(pitch);
+    if (!voice) return;
+    this.#live.delete(pitch);
+    const at = Math.max(when, this.#ctx.currentTime);
+    const gain = voice.envelope.gain;
+    gain.cancelScheduledValues(at);
+    gain.setValueAtTime(voice.peak, at);
+    gain.exponentialRampToValueAtTime(voice.peak * 1e-3, at + RELEASE);
+    voice.source.stop(at + RELEASE);
+  }
+
+  /** Ends every live piano note at context time `when` (the take stopped). */
+  liveStop(when = this.#ctx?.currentTime ?? 0) {
+    for (const pitch of [...this.#live.keys()]) this.liveOff(pitch, when);
   }
 
   /**

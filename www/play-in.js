@@ -9,6 +9,8 @@ import { START_DELAY } from './audio.js';
 import { piano, playheadTick, stopPlayback } from './playback.js';
 import { setPiece } from './piece-view.js';
 import { withLaneFilled } from './harmonizer.js';
+import { LiveTake } from './live.js';
+import { withLivePiano } from './live-plan.js';
 
 export const keys = {
   octave: 4,
@@ -18,17 +20,29 @@ export const keys = {
   take: null, // the recording in progress: { take, fromTick, clicks }
 };
 
-/** One key pressed (MIDI or computer): heard, and recorded when a take is running. */
-function keyOn(pitch, velocity) {
+/**
+ * One key pressed (MIDI or computer) at `ms` (the event's time): heard at once, recorded when a
+ * take is running, and passed to the live piano when it plays along.
+ */
+function keyOn(pitch, velocity, ms = performance.now()) {
   if (!piano.loaded) piano.load().catch((e) => showError(e.message));
   piano.noteOn(pitch, velocity);
-  keys.take?.take.on(pitch, velocity, performance.now());
+  const heard = performance.now();
+  keys.take?.take.on(pitch, velocity, ms);
+  keys.take?.live?.keyOn(pitch, ms, heard);
   status.keysPlayed = (status.keysPlayed ?? 0) + 1;
 }
 
-function keyOff(pitch) {
+/** An event's own time (the moment the key moved), when the browser gives a sensible one. */
+function eventMs(event) {
+  const now = performance.now();
+  return event.timeStamp > 0 && event.timeStamp <= now && now - event.timeStamp < 1000 ? event.timeStamp : now;
+}
+
+function keyOff(pitch, ms = performance.now()) {
   piano.noteOff(pitch);
-  keys.take?.take.off(pitch, performance.now());
+  keys.take?.take.off(pitch, ms);
+  keys.take?.live?.keyOff(pitch, ms);
 }
 
 export function setComputerKeys(on) {
@@ -71,8 +85,8 @@ async function connectMidi() {
       input.onmidimessage = (event) => {
         const m = noteMessage(event.data);
         if (!m) return;
-        if (m.on) keyOn(m.pitch, m.velocity);
-        else keyOff(m.pitch);
+        if (m.on) keyOn(m.pitch, m.velocity, eventMs(event));
+        else keyOff(m.pitch, eventMs(event));
       };
     }
     showKeys();
@@ -107,8 +121,21 @@ export async function toggleRecording() {
       return;
     }
   }
+  // The piano plays along live: the models are loaded and the piece read before the count-in.
+  let live = null;
+  if ($('live-piano').checked) {
+    $('keys-status').textContent = 'Getting the live piano ready…';
+    try {
+      live = await new LiveTake(piece, fromBar).start();
+    } catch (e) {
+      showError(`The piano cannot play along live: ${e.message}`);
+      showKeys();
+      return;
+    }
+  }
   const grid = Number($('quantise').value) > 0 ? piece.ppq / Number($('quantise').value) : 0;
   const startMs = performance.now() + (countIn * beat + 0.1) * 1000;
+  live?.begin(startMs);
   const take = new Take({ piece, startTick: fromTick, startMs, grid });
   // The metronome: the count-in, then every beat while recording, scheduled a little ahead.
   let next = 0;
@@ -126,11 +153,12 @@ export async function toggleRecording() {
   const playAlong = app.piece && noteCount(app.piece) > 0
     ? setTimeout(() => {
       if (keys.take?.take !== take) return;
-      piano.play(piece, { fromTick, tempo: 1, mute: { melody: true, accompaniment: $('mute-accompaniment').checked } });
+      // With the live piano, the old accompaniment is silent: the live one takes its place.
+      piano.play(piece, { fromTick, tempo: 1, mute: { melody: true, accompaniment: !!live || $('mute-accompaniment').checked } });
       status.playingAlong = true;
     }, startMs - performance.now() - START_DELAY * 1000)
     : null;
-  keys.take = { take, fromTick, piece, clicks, playAlong, fresh: !app.piece };
+  keys.take = { take, fromTick, piece, clicks, playAlong, fresh: !app.piece, live };
   status.recording = { fromTick, startMs };
   status.recordingBpm = 60 / beat;
   $('record').textContent = '■ Stop recording';
@@ -139,8 +167,17 @@ export async function toggleRecording() {
 }
 
 async function stopRecording() {
-  const { take, fromTick, piece, clicks, playAlong, fresh } = keys.take;
+  const { take, fromTick, piece, clicks, playAlong, fresh, live } = keys.take;
   keys.take = null;
+  const endMs = performance.now();
+  let played = null;
+  if (live) {
+    try {
+      played = await live.stop();
+    } catch (e) {
+      notice(`The live piano's notes could not be kept (${e.message}).`);
+    }
+  }
   clearInterval(clicks);
   clearTimeout(playAlong);
   if (piano.playing) piano.stop();
@@ -152,7 +189,7 @@ async function stopRecording() {
   for (const pitch of keys.down.values()) piano.noteOff(pitch);
   keys.down.clear();
   showKeys();
-  const notes = take.notes(performance.now());
+  const notes = take.notes(endMs);
   if (!notes.length) {
     notice('Nothing was played: the piece is as it was.');
     return;
@@ -177,8 +214,10 @@ async function stopRecording() {
       notice(`Recorded; the chords could not be detected (${e.message}): set them in the chord lane.`);
     }
   }
+  if (played) next = withLivePiano(next, played);
   setPiece(next);
-  notice(`Recorded ${notes.length} notes into the melody from bar ${barAt(next, fromTick) + 1}. Undo (Ctrl+Z) takes the take back.`);
+  const withPiano = played ? ` and ${played.piano.length} live piano notes` : '';
+  notice(`Recorded ${notes.length} notes into the melody${withPiano} from bar ${barAt(next, fromTick) + 1}. Undo (Ctrl+Z) takes the take back.`);
 }
 
 export function wirePlayIn() {
@@ -199,7 +238,7 @@ export function wirePlayIn() {
       if (pitch === null) return;
       if (!e.repeat && !keys.down.has(key)) {
         keys.down.set(key, pitch);
-        keyOn(pitch, 90);
+        keyOn(pitch, 90, eventMs(e));
       }
     }
     e.preventDefault();
@@ -210,7 +249,7 @@ export function wirePlayIn() {
     const pitch = keys.down.get(key);
     if (pitch === undefined) return;
     keys.down.delete(key);
-    keyOff(pitch);
+    keyOff(pitch, eventMs(e));
   }, { capture: true });
   addEventListener('blur', () => {
     for (const pitch of keys.down.values()) keyOff(pitch);
