@@ -32,7 +32,7 @@ export class LiveTake {
     this.events = []; // [pitch, tick, on] not yet sent
     this.inFlight = false;
     this.stopped = false;
-    this.stats = { steps: 0, hits: 0, late: 0, latencies: [], workerMs: [], keyDelays: [], notes: 0, chords: [] };
+    this.stats = { steps: 0, hits: 0, late: 0, lateSteps: [], latencies: [], workerMs: [], keyDelays: [], notes: 0, chords: [] };
   }
 
   async start() {
@@ -123,6 +123,7 @@ export class LiveTake {
       if (this.stopped) continue;
       if (arrived > at) {
         this.stats.late++;
+        this.stats.lateSteps.push([s.step, Math.round(arrived - at), Math.round(latency), steps.length]);
         continue;
       }
       this.stats.hits++;

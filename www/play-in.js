@@ -106,7 +106,8 @@ export async function toggleRecording() {
     return;
   }
   stopPlayback();
-  const piece = app.piece ?? emptyPiece();
+  const bpm = Math.min(240, Math.max(40, Number($('take-bpm').value) || 100));
+  const piece = app.piece ?? emptyPiece({ bpm });
   const fromBar = app.piece ? barAt(piece, Math.min(playheadTick(), piece.bars.at(-1))) : 0;
   const fromTick = piece.bars[fromBar];
   const beat = secondsAt(piece, fromTick + piece.ppq) - secondsAt(piece, fromTick);

@@ -8,6 +8,7 @@
 //! they are played; `sampled` continues real prompts and compares the music with the song's.
 
 pub mod harmony;
+pub mod live;
 pub mod panel;
 pub mod plan;
 pub mod sampled;

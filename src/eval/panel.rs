@@ -93,8 +93,9 @@ fn followed_ratio(
     (chord_tone_ratio(piano, &masked, steps_per_beat), changed)
 }
 
-/// Samples an accompaniment of `piece`'s annotated span with `labels` in the lanes.
-async fn sample(
+/// Samples an accompaniment of `piece`'s annotated span with `labels` in the lanes; returns it
+/// and the pianist's part there.
+pub async fn sample_with_lanes(
     model: &Performer,
     piece: &Piece,
     labels: &StepLabels,
@@ -120,7 +121,7 @@ pub async fn chord_tones_with_lanes(
     device: &Device,
 ) -> Result<Option<f64>, GenerateError> {
     let spb = piece.labels.steps_per_beat.max(1);
-    let (roll, _) = sample(model, piece, lanes, sampling, device).await?;
+    let (roll, _) = sample_with_lanes(model, piece, lanes, sampling, device).await?;
     let annotated = beat_chords(&piece.labels, piece.range.clone());
     Ok(chord_tone_ratio(&roll, &annotated, spb))
 }
@@ -134,14 +135,14 @@ pub async fn song_result(
 ) -> Result<SongResult, GenerateError> {
     let spb = piece.labels.steps_per_beat.max(1);
     let range = piece.range.clone();
-    let (roll, real) = sample(model, piece, &piece.labels, sampling, device).await?;
+    let (roll, real) = sample_with_lanes(model, piece, &piece.labels, sampling, device).await?;
     let chords = beat_chords(&piece.labels, range.clone());
     let bar_steps = piece
         .grid
         .bar_steps(piece.grid.bar_of_step(range.start).0)
         .len();
     let shifted = shifted_chords(&piece.labels, range.clone(), SHIFT_BARS * bar_steps);
-    let (other, _) = sample(model, piece, &shifted, sampling, device).await?;
+    let (other, _) = sample_with_lanes(model, piece, &shifted, sampling, device).await?;
     let given = beat_chords(&shifted, range.clone());
     let (followed, changed_beats) = followed_ratio(&other, &given, &chords, spb);
     let steps = range.len();

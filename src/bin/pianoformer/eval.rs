@@ -54,6 +54,17 @@ pub struct Args {
     /// alone); into plan.json. --model may name a shipped model, with --out or --record.
     #[arg(long)]
     pub plan: bool,
+    /// Step-by-step accompaniment: the live panel instead — every song's melody played in
+    /// exactly in time, the piano deciding each sixteenth before the note played at it is
+    /// heard, with the chord lane planned (the annotations) or open (chords decided live by
+    /// --harmonizer), beside the same model offline; chord tones and density into live.json
+    /// (--model may name a shipped model, with --out).
+    #[arg(long)]
+    pub live: bool,
+    /// --live: the causal harmonizer that decides the open lane's chords (a shipped model's
+    /// name or a run folder).
+    #[arg(long, default_value = "harmonizer-causal")]
+    pub harmonizer: String,
     /// --plan: the phrase lane the model is given over the prompt and the planned bars:
     /// `song` (the song's own, as a person planning its form would set it) or `none` (an
     /// empty lane: what a model with F-StrIPE does without it).
@@ -155,6 +166,9 @@ impl Args {
 pub fn run(args: Args) -> Result<(), String> {
     if args.plan {
         return crate::plan::run(args);
+    }
+    if args.live {
+        return crate::live::run(args);
     }
     if args.sample {
         return crate::sampled::run(args);

@@ -37,6 +37,7 @@ mod eval;
 mod generate;
 #[cfg(not(target_arch = "wasm32"))]
 mod harmony;
+mod live;
 #[cfg(not(target_arch = "wasm32"))]
 mod inspect;
 #[cfg(not(target_arch = "wasm32"))]

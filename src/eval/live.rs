@@ -1,0 +1,147 @@
+//! The live accompaniment measured on held-out songs: a song's melody played in exactly in time
+//! from the first beat of its annotated span (the music before it known, its real piano given),
+//! each sixteenth of the piano decided before the note played at it is heard — what a person
+//! playing along with the page gets — set against the same model offline, which hears each
+//! step's melody. Scored by chord tones (the share of the piano's onsets that are tones of the
+//! song's annotated chords) and density (onsets per beat over the pianist's).
+
+use burn::tensor::Device;
+
+use super::panel::sample_with_lanes;
+use crate::data::corpus::Piece;
+use crate::generate::accompany::AccompanimentInput;
+use crate::generate::live::{Live, LiveChords};
+use crate::generate::{GenerateError, PianoSampling};
+use crate::model::performer::Performer;
+use crate::music::chords::Chord;
+use crate::music::labels::StepLabels;
+use crate::music::playing::{chord_tone_ratio, onsets_per_beat};
+use crate::music::roll::{MultiRoll, PITCHES, PianoRoll};
+
+/// What one song's piano scored.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Played {
+    /// Onsets that are tones of the annotated chords (`None`: no onset on an annotated beat).
+    pub chord_tones: Option<f64>,
+    /// Onsets per beat over the pianist's (`None`: the pianist plays nothing there).
+    pub density: Option<f64>,
+}
+
+/// `roll`'s steps `range` as a roll of their own.
+fn cut(roll: &PianoRoll, range: std::ops::Range<usize>) -> PianoRoll {
+    let mut out = PianoRoll::new(range.len());
+    for (i, t) in range.enumerate() {
+        for p in 0..PITCHES {
+            out.set(i, p, roll.onset(t, p), roll.sustain(t, p), 0);
+        }
+    }
+    out
+}
+
+/// Scores `piano` (the span's steps) against `piece`'s annotated chords and its pianist.
+pub fn score(piece: &Piece, piano: &PianoRoll, span: std::ops::Range<usize>) -> Played {
+    let spb = piece.labels.steps_per_beat.max(1);
+    let annotated = piece.labels.slice(span.clone()).beat_chords();
+    let real = cut(&piece.rolls.piano, span.clone());
+    let n = span.len();
+    let real_rate = onsets_per_beat(&real, 0..n, spb);
+    Played {
+        chord_tones: chord_tone_ratio(piano, &annotated, spb),
+        density: (real_rate > 0.0).then(|| onsets_per_beat(piano, 0..n, spb) / real_rate),
+    }
+}
+
+/// The steps a take covers: from the first beat of the annotated span to its end.
+pub fn take_span(piece: &Piece) -> std::ops::Range<usize> {
+    let spb = piece.labels.steps_per_beat.max(1);
+    let start = piece.range.start.div_ceil(spb) * spb;
+    start.min(piece.range.end)..piece.range.end
+}
+
+/// The live piano over [`take_span`] with `labels` in the lanes: `planned`, every chord of
+/// theirs is played; else the chords of the take's beats are decided live by `chords` (none
+/// without it). Returns the piano over the span and the chords per beat it played with.
+pub async fn live_take(
+    model: &Performer,
+    chords: Option<LiveChords<'_>>,
+    piece: &Piece,
+    labels: &StepLabels,
+    planned: bool,
+    sampling: PianoSampling,
+    device: &Device,
+) -> Result<(PianoRoll, Vec<Option<Chord>>), GenerateError> {
+    let span = take_span(piece);
+    let spb = piece.labels.steps_per_beat.max(1);
+    let from_beat = span.start / spb;
+    let mut labels = labels.clone();
+    if !planned {
+        for c in labels.chord.iter_mut().skip(span.start) {
+            *c = None;
+        }
+    }
+    let beats = piece.grid.num_beats();
+    let input = AccompanimentInput {
+        grid: piece.grid.clone(),
+        rolls: MultiRoll {
+            melody: piece.rolls.melody.clone(),
+            bridge: piece.rolls.bridge.clone(),
+            piano: PianoRoll::new(piece.grid.num_steps()),
+        },
+        chords: labels.beat_chords(),
+        labels,
+        phrases: Vec::new(),
+        kept: Vec::new(),
+    };
+    let planned: Vec<bool> = (0..beats).map(|b| planned || b < from_beat).collect();
+    let mut live = Live::start(
+        model,
+        chords,
+        input,
+        planned,
+        &piece.rolls.piano,
+        span.start,
+        sampling,
+        device,
+    )
+    .await?;
+    // The melody's notes in the span, played exactly in time: a key that goes down or up at
+    // step t − 1 is heard before step t is decided.
+    let melody = &piece.rolls.melody;
+    for t in span.clone() {
+        if t > span.start {
+            let s = t - 1;
+            for p in 0..PITCHES {
+                let ends = s > 0
+                    && melody.sustain(s - 1, p)
+                    && (!melody.sustain(s, p) || melody.onset(s, p));
+                if ends {
+                    live.note_off(p as u8, s as f64);
+                }
+                // A note sounding into the take from before counts as played at its start.
+                let held_in = s == span.start && melody.sustain(s, p);
+                if melody.onset(s, p) || held_in {
+                    live.note_on(p as u8, s as f64);
+                }
+            }
+        }
+        live.decide(model, chords, t, device).await?;
+    }
+    let played = live.chords()[from_beat..span.end.div_ceil(spb).min(beats)].to_vec();
+    Ok((cut(live.piano(), span), played))
+}
+
+/// The same model offline over the annotated span (each step hears its own melody), with
+/// `labels` in the lanes.
+pub async fn offline_take(
+    model: &Performer,
+    piece: &Piece,
+    labels: &StepLabels,
+    sampling: PianoSampling,
+    device: &Device,
+) -> Result<PianoRoll, GenerateError> {
+    let (roll, _) = sample_with_lanes(model, piece, labels, sampling, device).await?;
+    Ok(roll)
+}
+
+#[cfg(test)]
+mod tests;
