@@ -41,6 +41,22 @@ use crate::music::roll::{PITCHES, PianoRoll};
 pub struct LiveChords<'a> {
     pub model: &'a Performer,
     pub decode: &'a HarmonyDecode,
+    /// Let a chord change a beat after a bar line or half bar as freely as on it. A beat's
+    /// chord is decided as the beat starts, before its melody is heard: a change the melody
+    /// makes on a bar line shows only on the beat after it, where the harmonic rhythm of files
+    /// would hold the old chord until the next half bar.
+    pub late_changes: bool,
+}
+
+impl<'a> LiveChords<'a> {
+    /// `model` decoded with `decode`, changes allowed a beat late (what the page plays).
+    pub fn new(model: &'a Performer, decode: &'a HarmonyDecode) -> Self {
+        Self {
+            model,
+            decode,
+            late_changes: true,
+        }
+    }
 }
 
 /// One decided step: the piano's notes that start at it (a pitch already sounding is struck
@@ -348,7 +364,11 @@ impl Live {
         let class = if planned {
             chord_class(self.input.chords.get(beat).copied().flatten())
         } else {
-            let slot = harmony.places.slot(beat);
+            let mut slot = harmony.places.slot(beat);
+            if h.late_changes && beat > 0 {
+                // Slots run from the likeliest place of a change (0, the bar line) down.
+                slot = slot.min(harmony.places.slot(beat - 1));
+            }
             causal_step(&log_probs, slot, h.decode, harmony.before)
         };
         harmony.before = Some(class);

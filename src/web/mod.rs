@@ -132,10 +132,8 @@ struct LiveRun {
 }
 
 fn live_chords(h: &Option<(std::rc::Rc<Loaded>, HarmonyDecode)>) -> Option<LiveChords<'_>> {
-    h.as_ref().map(|(h, decode)| LiveChords {
-        model: &h.model,
-        decode,
-    })
+    h.as_ref()
+        .map(|(h, decode)| LiveChords::new(&h.model, decode))
 }
 
 #[wasm_bindgen]

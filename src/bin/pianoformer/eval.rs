@@ -65,6 +65,10 @@ pub struct Args {
     /// name or a run folder).
     #[arg(long, default_value = "harmonizer-causal")]
     pub harmonizer: String,
+    /// --live: whether a chord decided live may change a beat after a bar line or half bar as
+    /// freely as on it (the page's choice: true).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub live_late_changes: bool,
     /// --plan: the phrase lane the model is given over the prompt and the planned bars:
     /// `song` (the song's own, as a person planning its form would set it) or `none` (an
     /// empty lane: what a model with F-StrIPE does without it).

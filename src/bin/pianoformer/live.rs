@@ -90,8 +90,8 @@ pub fn run(args: Args) -> Result<(), String> {
     sampling.seed = args.seed;
     let lag = acc.model.config.conditioning.map_or(0, |c| c.melody_lag);
     let chords = LiveChords {
-        model: &causal.model,
-        decode: &causal_decode,
+        late_changes: args.live_late_changes,
+        ..LiveChords::new(&causal.model, &causal_decode)
     };
     let mut songs = Vec::new();
     for piece in corpus.pieces.iter().filter(|p| p.has_harmony()) {
@@ -143,9 +143,14 @@ pub fn run(args: Args) -> Result<(), String> {
             Choice::Best,
         );
         let file_lanes = with_chords(&harmony.detected_labels, &file_chords);
-        let open_offline =
-            pollster::block_on(offline_take(&acc.model, piece, &file_lanes, sampling, &device))
-                .map_err(fail)?;
+        let open_offline = pollster::block_on(offline_take(
+            &acc.model,
+            piece,
+            &file_lanes,
+            sampling,
+            &device,
+        ))
+        .map_err(fail)?;
         let played: Vec<Played> = vec![
             score(piece, &planned_live, span.clone()),
             score(piece, &planned_offline, piece.range.clone()),
@@ -161,7 +166,10 @@ pub fn run(args: Args) -> Result<(), String> {
             .filter_map(|(a, l)| a.map(|a| (a, *l)))
             .collect();
         let root = (!pairs.is_empty()).then(|| {
-            pairs.iter().filter(|(a, l)| l.is_some_and(|l| l.root == a.root)).count() as f64
+            pairs
+                .iter()
+                .filter(|(a, l)| l.is_some_and(|l| l.root == a.root))
+                .count() as f64
                 / pairs.len() as f64
         });
         eprintln!(
@@ -189,16 +197,17 @@ pub fn run(args: Args) -> Result<(), String> {
     if songs.is_empty() {
         return Err("no song of the split has annotated chords and a melody".into());
     }
-    let column = |i: usize, what: &str| {
-        mean(songs.iter().map(|s| s["played"][i][what].as_f64()))
-    };
+    let column = |i: usize, what: &str| mean(songs.iter().map(|s| s["played"][i][what].as_f64()));
     println!(
         "{} songs ({}), {} (reads the melody {lag} step{} late), {}; chords decided live by {}",
         songs.len(),
         if test { "test" } else { "validation" },
         acc.source,
         if lag == 1 { "" } else { "s" },
-        format_args!("temperature {}, hold {}", sampling.temperature, sampling.hold_temperature),
+        format_args!(
+            "temperature {}, hold {}",
+            sampling.temperature, sampling.hold_temperature
+        ),
         causal.source
     );
     println!("| lanes | piano | chord tones (annotated chords) | density (the pianist's) |");
@@ -212,13 +221,16 @@ pub fn run(args: Args) -> Result<(), String> {
         summary.push(serde_json::json!({"case": case, "chord_tones": tones, "density": density}));
     }
     let (root, n) = mean(songs.iter().map(|s| s["live_root"].as_f64()));
-    println!("chords decided live: root of the annotated chord on {root:.3} of its beats ({n} songs)");
+    println!(
+        "chords decided live: root of the annotated chord on {root:.3} of its beats ({n} songs)"
+    );
     let result = serde_json::json!({
         "task": "accompaniment",
         "live": true,
         "model": acc.source,
         "melody_lag": lag,
         "harmonizer": causal.source,
+        "late_changes": args.live_late_changes,
         "file_harmonizer": whole.source,
         "temperature": sampling.temperature,
         "hold_temperature": sampling.hold_temperature,

@@ -37,9 +37,9 @@ mod eval;
 mod generate;
 #[cfg(not(target_arch = "wasm32"))]
 mod harmony;
-mod live;
 #[cfg(not(target_arch = "wasm32"))]
 mod inspect;
+mod live;
 #[cfg(not(target_arch = "wasm32"))]
 mod models;
 #[cfg(not(target_arch = "wasm32"))]

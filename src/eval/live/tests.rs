@@ -60,20 +60,32 @@ fn open_lanes_are_filled_live_and_the_take_is_scored() {
     let config = PerformerConfig::tiny(Task::Accompaniment, 0, PeConfig::new(PeKind::SineSpe))
         .with_inputs(Some(Conditioning::AUTOREGRESSIVE));
     let m = Performer::new(&config, 2, &device).unwrap();
-    let h = Performer::new(&tiny(PeConfig::new(PeKind::SineSpe), Direction::Causal), 1, &device)
-        .unwrap();
+    let h = Performer::new(
+        &tiny(PeConfig::new(PeKind::SineSpe), Direction::Causal),
+        1,
+        &device,
+    )
+    .unwrap();
     let decode = HarmonyDecode::default();
-    let chords = LiveChords {
-        model: &h,
-        decode: &decode,
-    };
+    let chords = LiveChords::new(&h, &decode);
     let p = piece();
     let sampling = PianoSampling::default();
-    let (live, played) =
-        block_on(live_take(&m, Some(chords), &p, &p.labels, false, sampling, &device)).unwrap();
+    let (live, played) = block_on(live_take(
+        &m,
+        Some(chords),
+        &p,
+        &p.labels,
+        false,
+        sampling,
+        &device,
+    ))
+    .unwrap();
     let span = take_span(&p);
     assert_eq!(played.len(), span.len() / 4);
-    assert!(played.iter().any(Option::is_some), "chords decided: {played:?}");
+    assert!(
+        played.iter().any(Option::is_some),
+        "chords decided: {played:?}"
+    );
     let s = score(&p, &live, span);
     assert!(s.chord_tones.is_none_or(|c| (0.0..=1.0).contains(&c)));
 }

@@ -195,10 +195,7 @@ fn open_chords_are_decided_beat_by_beat_and_planned_ones_kept() {
     let m = accompanist(Conditioning::lagged(1));
     let h = harmonizer(Direction::Causal);
     let decode = HarmonyDecode::default();
-    let chords = LiveChords {
-        model: &h,
-        decode: &decode,
-    };
+    let chords = LiveChords::new(&h, &decode);
     let input = accompaniment_input(&song(2, 3), None, None).unwrap();
     let beats = input.grid.num_beats();
     let given_chords = input.chords.clone();
@@ -269,10 +266,7 @@ fn what_cannot_play_live_says_so() {
     let m = accompanist(Conditioning::AUTOREGRESSIVE);
     let whole = harmonizer(Direction::Bidirectional);
     let decode = HarmonyDecode::default();
-    let chords = LiveChords {
-        model: &whole,
-        decode: &decode,
-    };
+    let chords = LiveChords::new(&whole, &decode);
     assert!(err(start(&m, Some(chords), 0)).contains("causal harmonizer"));
     assert!(err(start(&m, None, 2)).contains("starts on a beat"));
     assert!(err(start(&m, None, 10_000)).contains("no room"));
