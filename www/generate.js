@@ -74,6 +74,11 @@ export function applySettings(s) {
 export async function generate({ entry = currentEntry(), comparing = false, region = null, seed = null } = {}) {
   if (!app.piece || app.generating) return null;
   if (!entry) return null;
+  if (status.recording) {
+    // The take changes the piece, and a live piano needs the Worker to itself.
+    notice('A take is being recorded: stop it (Record, or R) before generating.');
+    return null;
+  }
   if (!comparing) hideCompare();
   const s = settings();
   if (seed !== null) s.seed = seed;

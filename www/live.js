@@ -32,7 +32,9 @@ export class LiveTake {
     this.events = []; // [pitch, tick, on] not yet sent
     this.inFlight = false;
     this.stopped = false;
-    this.stats = { steps: 0, hits: 0, late: 0, lateSteps: [], latencies: [], workerMs: [], keyDelays: [], notes: 0, chords: [] };
+    // minMarginMs: the least time between a sounded sixteenth's notes arriving and its start
+    // (never negative: a late sixteenth is not sounded).
+    this.stats = { steps: 0, hits: 0, late: 0, lateSteps: [], latencies: [], workerMs: [], keyDelays: [], notes: 0, chords: [], minMarginMs: null };
   }
 
   async start() {
@@ -127,6 +129,7 @@ export class LiveTake {
         continue;
       }
       this.stats.hits++;
+      this.stats.minMarginMs = Math.min(this.stats.minMarginMs ?? Infinity, at - arrived);
       const when = clock + (at - arrived) / 1000;
       for (const p of s.ends) piano.liveOff(p, when);
       for (const p of s.onsets) {

@@ -39,6 +39,7 @@ test('the piano plays along live with a melody played in, and the take goes into
     assert.ok(live, 'the take kept its live figures');
     assert.ok(live.steps >= 60, `the piano decided the sixteenths as they came: ${live.steps}`);
     assert.equal(live.hits + live.late, live.steps);
+    assert.ok(live.hits > 0 && live.minMarginMs >= 0, `sounded sixteenths were scheduled before they began: ${live.minMarginMs} ms`);
     assert.ok(live.notes > 0, `the live piano played: ${JSON.stringify({ ...live, latencies: undefined, workerMs: undefined })}`);
     assert.ok(live.keyDelays.length >= 8, 'the keys were heard');
     await page.waitForFunction(() => /live piano notes/.test(document.getElementById('notice').textContent), null, { timeout: 30_000 });
