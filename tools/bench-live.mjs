@@ -5,7 +5,9 @@
 // the share whose notes were ready before their sixteenth began (hit rate), the decision
 // latency (the page's request to the Worker's reply: p50, p99, max), the Worker's own time per
 // step, and the melody's key-to-sound delay (the key event's time to the moment the page
-// sounded it). Usage: make wasm && node tools/bench-live.mjs [--minutes 5] [--bpm 120,160]
+// sounded it). --backend gpu runs the page on WebGPU (SwiftShader on a machine without a GPU)
+// instead. Usage: make wasm && node tools/bench-live.mjs [--minutes 5] [--bpm 120,160]
+// [--backend cpu|gpu]
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { startServer } from './serve.mjs';
 import { dropFile, launch } from '../tests/e2e/browser.mjs';
@@ -16,6 +18,8 @@ const args = process.argv.slice(2);
 const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
 const minutes = Number(option('--minutes', '5'));
 const tempos = option('--bpm', '120,160').split(',').map(Number);
+const backend = option('--backend', 'cpu');
+if (!['cpu', 'gpu'].includes(backend)) throw new Error(`--backend is cpu or gpu, not ${backend}`);
 
 const wasm = await import('../pkg/pianoformer.js');
 wasm.initSync({ module: readFileSync('pkg/pianoformer_bg.wasm') });
@@ -26,9 +30,10 @@ try {
   for (const bpm of tempos) {
     const bars = Math.ceil((minutes * bpm) / 4) + 2;
     const file = melodyFile(wasm, { bars, bpm });
-    const { browser, page, log } = await launch({ webgpu: false, url: `${base}?backend=cpu`, init: fakeMidi });
+    const { browser, page, log } = await launch({ webgpu: backend === 'gpu', url: `${base}?backend=${backend}`, init: fakeMidi });
     try {
       await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 300_000 });
+      const label = await page.evaluate(() => window.pianoformer.backend?.label ?? window.pianoformer.backend?.kind);
       await dropFile(page, file.bytes, `live-${bpm}.mid`);
       await page.click('#midi-connect');
       const live = await playLiveTake(page, { notes: file.notes, ppq: file.ppq, bpm, seconds: minutes * 60 });
@@ -36,6 +41,7 @@ try {
       if (errors.length) throw new Error(errors.join('\n'));
       const ms = (xs, q) => quantile(xs, q).toFixed(2);
       rows.push({
+        backend: label,
         bpm,
         minutes,
         sixteenthMs: 15000 / bpm,
@@ -56,12 +62,12 @@ try {
 } finally {
   server.close();
 }
-console.log(`Live playing in headless Chromium, CPU backend (wasm), ${minutes}-minute takes`);
-console.log('| bpm | sixteenth | sixteenths | in time | late | decision p50 / p99 / max | Worker per step p50 / p99 / max | key-to-sound p50 / p99 / max | piano notes |');
-console.log('|---|---|---|---|---|---|---|---|---|');
+console.log(`Live playing in headless Chromium, ${minutes}-minute takes`);
+console.log('| backend | bpm | sixteenth | sixteenths | in time | late | decision p50 / p99 / max | Worker per step p50 / p99 / max | key-to-sound p50 / p99 / max | piano notes |');
+console.log('|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
   console.log(
-    `| ${r.bpm} | ${r.sixteenthMs.toFixed(1)} ms | ${r.steps} | ${(100 * r.hitRate).toFixed(2)} % | ${r.late} | ` +
+    `| ${r.backend} | ${r.bpm} | ${r.sixteenthMs.toFixed(1)} ms | ${r.steps} | ${(100 * r.hitRate).toFixed(2)} % | ${r.late} | ` +
       `${r.latency.p50} / ${r.latency.p99} / ${r.latency.max} ms | ${r.worker.p50} / ${r.worker.p99} / ${r.worker.max} ms | ` +
       `${r.keyToSound.p50} / ${r.keyToSound.p99} / ${r.keyToSound.max} ms | ${r.pianoNotes} |`,
   );
