@@ -92,16 +92,23 @@ export function withLivePiano(piece, result) {
     track = { name: 'PIANO', role: 'generated', program: 0, notes: before };
     next.tracks.push(track);
   }
-  track.notes = track.notes
-    .filter((n) => n[1] < result.fromTick)
-    .map((n) => [n[0], n[1], Math.min(n[2], Math.max(n[1] + 1, result.fromTick)), n[3]])
-    .concat(result.piano.map((n) => [...n]))
+  // Before the take the piano is kept (cut where the take starts), after it too (from where
+  // the take ended); the take's span is the live piano's.
+  const { fromTick, endTick } = result;
+  const before = track.notes
+    .filter((n) => n[1] < fromTick)
+    .map((n) => [n[0], n[1], Math.min(n[2], Math.max(n[1] + 1, fromTick)), n[3]]);
+  const after = track.notes
+    .filter((n) => n[1] >= fromTick && n[2] > endTick)
+    .map((n) => [n[0], Math.max(n[1], endTick), n[2], n[3]]);
+  track.notes = before
+    .concat(result.piano.map((n) => [...n]), after)
     .sort((a, b) => a[1] - b[1] || a[0] - b[0]);
   const end = Math.max(0, ...result.piano.map((n) => n[2]));
   while (barEnd(next, next.bars.length - 1) < end) setBarCount(next, next.bars.length + 1);
   result.cells.forEach((cell, i) => {
     const bar = result.fromBar + i;
-    if (cell !== null && bar < next.chords.length) next.chords[bar] = cell;
+    if (cell && bar < next.chords.length) next.chords[bar] = cell;
   });
   next.endTick = Math.max(next.endTick ?? 0, end);
   return next;

@@ -123,6 +123,9 @@ export class LiveTake {
       this.stats.workerMs.push(workerMs / steps.length);
       if (s.chord !== undefined) this.stats.chords.push([s.step, s.chord]);
       if (this.stopped) continue;
+      // What ends here ends even when the step came back late (at once, then).
+      const when = clock + Math.max(0, at - arrived) / 1000;
+      for (const p of s.ends) piano.liveOff(p, when);
       if (arrived > at) {
         this.stats.late++;
         this.stats.lateSteps.push([s.step, Math.round(arrived - at), Math.round(latency), steps.length]);
@@ -130,8 +133,6 @@ export class LiveTake {
       }
       this.stats.hits++;
       this.stats.minMarginMs = Math.min(this.stats.minMarginMs ?? Infinity, at - arrived);
-      const when = clock + (at - arrived) / 1000;
-      for (const p of s.ends) piano.liveOff(p, when);
       for (const p of s.onsets) {
         piano.liveOn(p, VELOCITY, when);
         this.stats.notes++;

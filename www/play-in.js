@@ -17,7 +17,8 @@ export const keys = {
   computer: false, // the computer keyboard plays notes (the toggle, or during a take)
   midi: null, // the MIDIAccess once connected
   down: new Map(), // computer key → pitch held
-  take: null, // the recording in progress: { take, fromTick, clicks }
+  take: null, // the recording in progress: { take, fromTick, clicks, live }
+  starting: false, // a take with the live piano is getting ready
 };
 
 /**
@@ -100,6 +101,7 @@ async function connectMidi() {
 
 /** Starts a take at the playhead's bar (after a bar of count-in), or stops the one running. */
 export async function toggleRecording() {
+  if (keys.starting) return; // a take is getting ready (its count-in not begun)
   if (keys.take) return stopRecording();
   if (app.generating) {
     notice('A generation is running: cancel it (Esc) before recording.');
@@ -112,27 +114,29 @@ export async function toggleRecording() {
   const fromTick = piece.bars[fromBar];
   const beat = secondsAt(piece, fromTick + piece.ppq) - secondsAt(piece, fromTick);
   const countIn = $('count-in').checked ? 4 : 0;
-  if (!piano.loaded) {
-    $('keys-status').textContent = 'Loading the piano…';
-    try {
-      await piano.load();
-    } catch (e) {
-      showError(e.message);
-      showKeys();
-      return;
-    }
-  }
-  // The piano plays along live: the models are loaded and the piece read before the count-in.
+  // The samples, and for the live piano its models and a first reading of the piece, before
+  // the count-in (another press of Record meanwhile does nothing).
   let live = null;
-  if ($('live-piano').checked) {
-    $('keys-status').textContent = 'Getting the live piano ready…';
-    try {
-      live = await new LiveTake(piece, fromBar).start();
-    } catch (e) {
-      showError(`The piano cannot play along live: ${e.message}`);
-      showKeys();
-      return;
+  keys.starting = true;
+  try {
+    if (!piano.loaded) {
+      $('keys-status').textContent = 'Loading the piano…';
+      await piano.load();
     }
+    if ($('live-piano').checked) {
+      $('keys-status').textContent = 'Getting the live piano ready…';
+      try {
+        live = await new LiveTake(piece, fromBar).start();
+      } catch (e) {
+        throw new Error(`The piano cannot play along live: ${e.message}`);
+      }
+    }
+  } catch (e) {
+    showError(e.message);
+    showKeys();
+    return;
+  } finally {
+    keys.starting = false;
   }
   const grid = Number($('quantise').value) > 0 ? piece.ppq / Number($('quantise').value) : 0;
   const startMs = performance.now() + (countIn * beat + 0.1) * 1000;

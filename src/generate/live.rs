@@ -238,6 +238,10 @@ impl Live {
         if p >= PITCHES || self.is_empty() {
             return;
         }
+        if at < self.from as f64 - 0.5 {
+            // Before the take (the count-in): not part of it, as the page's take drops it.
+            return;
+        }
         self.note_off(pitch, at);
         let q = self.quantise(at);
         self.input.rolls.melody.set(q, p, true, true, 0);
@@ -317,10 +321,11 @@ impl Live {
                 conditioning,
                 &mut row,
             );
-            let coords = self
-                .levels
-                .as_ref()
-                .map(|l| self.input.labels.slice(t..t + 1).coordinates(l));
+            let coords = self.levels.as_ref().map(|l| {
+                let mut c = Vec::new();
+                self.input.labels.write_coordinates(t, l, &mut c);
+                c
+            });
             let values = model
                 .step(
                     StepInput::Roll(&row),
@@ -395,6 +400,11 @@ impl Live {
     /// The chords per beat as played (planned or decided).
     pub fn chords(&self) -> &[Option<Chord>] {
         &self.input.chords
+    }
+
+    /// Whether open bars get their chords live (a harmonizer was given).
+    pub fn decides_chords(&self) -> bool {
+        self.harmony.is_some()
     }
 
     /// Whether the chord lane planned `beat`'s chord (else it is decided live, or none).
@@ -493,9 +503,13 @@ impl Harmony {
         (self.places, self.prefix) = reader.into_parts();
         self.prefix.truncate(beat + 1);
         let coords = h.model.config.pe.is_structural().then(|| {
+            // The beat labels of the beats up to this one (a harmonizer reads a beat's first
+            // step), so that every level, time included, counts from the song's start.
             let spb = labels.steps_per_beat.max(1);
-            let at = crate::music::harmony::beat_labels(&labels.slice(beat * spb..beat * spb + 1));
-            at.coordinates(h.model.config.pe.structure_levels())
+            let beats = crate::music::harmony::beat_labels(&labels.slice(0..beat * spb + 1));
+            let mut c = Vec::new();
+            beats.write_coordinates(beat, h.model.config.pe.structure_levels(), &mut c);
+            c
         });
         let logits = h
             .model

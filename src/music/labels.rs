@@ -352,25 +352,29 @@ impl StepLabels {
     /// Structure coordinates of every step for `levels`, row-major `[len, Σ dims]`: the
     /// positions F-StrIPE puts in place of the step index.
     pub fn coordinates(&self, levels: &[StructureLevel]) -> Vec<f32> {
-        let per_sixteenth = 4.0 / self.steps_per_beat.max(1) as f32;
         let mut out =
             Vec::with_capacity(self.len() * levels.iter().map(|l| l.dims()).sum::<usize>());
         for s in 0..self.len() {
-            for level in levels {
-                match level {
-                    StructureLevel::Melody => out.push(self.melody[s] as f32),
-                    StructureLevel::Chord => out.extend(chord_coordinates(self.chord[s])),
-                    StructureLevel::ChordId => out.push(chord_id(self.chord[s])),
-                    StructureLevel::Phrase => out.push(phrase_code(self.phrase[s])),
-                    StructureLevel::Position => out.push(self.position[s] as f32 * per_sixteenth),
-                    StructureLevel::PhraseBar => {
-                        out.push(self.phrase[s].map_or(0.0, |p| p.bar as f32))
-                    }
-                    StructureLevel::Time => out.push(s as f32 / self.steps_per_beat.max(1) as f32),
-                }
-            }
+            self.write_coordinates(s, levels, &mut out);
         }
         out
+    }
+
+    /// Step `s`'s coordinates (as in [`StepLabels::coordinates`]) appended to `out`: what a
+    /// model stepping through a song reads at `s`.
+    pub fn write_coordinates(&self, s: usize, levels: &[StructureLevel], out: &mut Vec<f32>) {
+        let per_sixteenth = 4.0 / self.steps_per_beat.max(1) as f32;
+        for level in levels {
+            match level {
+                StructureLevel::Melody => out.push(self.melody[s] as f32),
+                StructureLevel::Chord => out.extend(chord_coordinates(self.chord[s])),
+                StructureLevel::ChordId => out.push(chord_id(self.chord[s])),
+                StructureLevel::Phrase => out.push(phrase_code(self.phrase[s])),
+                StructureLevel::Position => out.push(self.position[s] as f32 * per_sixteenth),
+                StructureLevel::PhraseBar => out.push(self.phrase[s].map_or(0.0, |p| p.bar as f32)),
+                StructureLevel::Time => out.push(s as f32 / self.steps_per_beat.max(1) as f32),
+            }
+        }
     }
 
     /// The lanes at `step` as input features, written into `out` ([`LABEL_FEATURES`] values;

@@ -204,9 +204,12 @@ pub fn live_result(live: &Live) -> LiveResult {
             roll.set(t, p, false, false, 0);
         }
     }
+    // A note held into the take from before it is part of what the take played from its
+    // start; the rest before the take stays the piece's.
     let piano = roll_notes(&roll, grid)
         .into_iter()
-        .filter(|n| n.1 >= from_tick)
+        .filter(|n| n.2 > from_tick)
+        .map(|(p, s, e, v)| (p, s.max(from_tick), e, v))
         .collect();
     let spb = grid.steps_per_beat.max(1);
     let (from_bar, _) = grid.bar_of_step(decided.start);
@@ -218,13 +221,17 @@ pub fn live_result(live: &Live) -> LiveResult {
     let cells = (from_bar..last_bar)
         .map(|bar| {
             let beats = grid.bar_beats(bar);
-            let open = beats.clone().all(|b| !live.planned(b));
-            let heard = beats.clone().filter(|&b| b * spb < decided.end);
-            (open && heard.count() > 0).then(|| {
-                let chords: Vec<_> = beats
-                    .filter(|&b| b * spb < decided.end)
-                    .map(|b| live.chords()[b])
-                    .collect();
+            let open = live.decides_chords() && beats.clone().all(|b| !live.planned(b));
+            let heard: Vec<_> = beats
+                .clone()
+                .filter(|&b| b * spb < decided.end)
+                .map(|b| live.chords()[b])
+                .collect();
+            (open && !heard.is_empty()).then(|| {
+                // A bar the take ended in: its last chord heard goes on to the bar's end (a
+                // cell is spread over the whole bar).
+                let mut chords = heard.clone();
+                chords.resize(beats.len(), *heard.last().expect("not empty"));
                 chord_cell(&chords)
             })
         })

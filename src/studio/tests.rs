@@ -433,3 +433,118 @@ fn the_prompt_reads_the_chord_lane_as_edited() {
     let fourth = |ids: &[u32]| (0..ids.len()).filter(|&i| ids[i] == bar).nth(3).unwrap();
     assert_eq!(after[fourth(&after)..], before[fourth(&before)..]);
 }
+
+#[test]
+fn a_live_take_on_a_piece_plays_into_room_after_it_and_writes_its_chords_back() {
+    use crate::generate::harmonize::tests::tiny as tiny_harmonizer;
+    use crate::generate::live::LiveChords;
+    use crate::model::config::{Conditioning, Direction};
+    use crate::music::harmony::decode::HarmonyDecode;
+    let device = Device::flex();
+    let config = PerformerConfig::tiny(Task::Accompaniment, 0, PeConfig::new(PeKind::SineSpe))
+        .with_inputs(Some(Conditioning::lagged(1)));
+    let model = Performer::new(&config, 1, &device).unwrap();
+    let h = Performer::new(
+        &tiny_harmonizer(PeConfig::new(PeKind::SineSpe), Direction::Causal),
+        2,
+        &device,
+    )
+    .unwrap();
+    let decode = HarmonyDecode::default();
+    let mut piece = piece();
+    // Bar 8 (the last) open, the others planned; the take starts on bar 7 and runs past the
+    // piece's end into the room after it.
+    piece.chords[7] = String::new();
+    let options = LiveOptions {
+        from_bar: 6,
+        bars: 4,
+        ..LiveOptions::default()
+    };
+    let chords = Some(LiveChords::new(&h, &decode));
+    let sampling = PianoSampling {
+        temperature: 1.0,
+        ..PianoSampling::default()
+    };
+    let (mut live, grid) = pollster::block_on(live_start(
+        &model, sampling, chords, &piece, &options, &device,
+    ))
+    .unwrap();
+    assert_eq!(grid.from_step, 6 * 16);
+    assert_eq!(grid.from_tick, piece.bars[6]);
+    assert_eq!(grid.steps, (piece.bars.len() + 4) * 16, "four bars of room");
+    assert_eq!(grid.planned_bars[..3], [true, false, false]);
+    // Keys in ticks: a note at the take's start, one a beat later held, one in the count-in.
+    let t0 = grid.from_tick as f64;
+    let events = [
+        (72, t0 - 1900.0, 1),
+        (60, t0, 1),
+        (60, t0 + 400.0, 0),
+        (64, t0 + 480.0, 1),
+    ];
+    let steps = pollster::block_on(live_step(
+        &mut live,
+        &model,
+        chords,
+        &events,
+        grid.from_step + 40,
+        &device,
+    ))
+    .unwrap();
+    assert_eq!(steps.len(), 41);
+    assert_eq!(steps[0].step, grid.from_step);
+    let melody = &live.input.rolls.melody;
+    assert!(melody.onset(grid.from_step, 60) && melody.onset(grid.from_step + 4, 64));
+    assert!(
+        !melody.sustain(grid.from_step, 72),
+        "the count-in's key is not the take's"
+    );
+    // Bar 8 is open: its beats' chords come back as they are decided; bar 7's are planned.
+    let decided: Vec<usize> = steps
+        .iter()
+        .filter(|s| s.chord.is_some())
+        .map(|s| s.step)
+        .collect();
+    assert_eq!(decided, vec![112, 116, 120, 124, 128, 132, 136]);
+    let result = live_result(&live);
+    assert_eq!(result.from_tick, grid.from_tick);
+    assert_eq!(result.from_bar, 6);
+    assert!(
+        result
+            .piano
+            .iter()
+            .all(|n| n.1 >= result.from_tick && n.2 <= result.end_tick)
+    );
+    assert_eq!(
+        result.cells.len(),
+        3,
+        "bars 7 to 9, the last one partly played"
+    );
+    assert_eq!(result.cells[0], None, "planned: kept");
+    assert!(result.cells[1].as_ref().is_some_and(|c| !c.is_empty()));
+    // The partly played bar (three beats heard): its last chord goes on to the bar's end.
+    let c = |beat: usize| live.chords()[beat];
+    let cell = crate::music::piece::chord_cell(&[c(32), c(33), c(34), c(34)]);
+    assert_eq!(result.cells[2].as_deref(), Some(cell.as_str()));
+    // Without a harmonizer nothing is decided, and the lane is left as it is.
+    let (mut plain, grid) = pollster::block_on(live_start(
+        &model, sampling, None, &piece, &options, &device,
+    ))
+    .unwrap();
+    pollster::block_on(live_step(
+        &mut plain,
+        &model,
+        None,
+        &[],
+        grid.from_step + 40,
+        &device,
+    ))
+    .unwrap();
+    assert!(live_result(&plain).cells.iter().all(Option::is_none));
+    // Out of range: said in words.
+    let far = LiveOptions {
+        from_bar: 40,
+        ..options.clone()
+    };
+    let err = pollster::block_on(live_start(&model, sampling, None, &piece, &far, &device));
+    assert!(err.err().unwrap().to_string().contains("past the end"));
+}

@@ -341,7 +341,8 @@ impl Session {
         } = &mut run;
         let chords = live_chords(harmonizer);
         let steps = studio::live_step(live, &model.model, chords, &events, step, device).await;
-        *self.live.borrow_mut() = Some(run);
+        // Back in its cell, unless another take started meanwhile.
+        self.live.borrow_mut().get_or_insert(run);
         let steps = steps.map_err(to_js)?;
         let view: Vec<LiveStepView> = steps
             .into_iter()

@@ -76,6 +76,14 @@ test("a take's piano replaces the generated piano from its start and its chords 
   const out = withLivePiano(fresh, { fromTick: 0, endTick: 1920, fromBar: 0, piano: [[43, 0, 480, 72]], cells: [null] });
   assert.deepEqual(out.chords, ['G']);
   assert.deepEqual(out.tracks.at(-1), { name: 'PIANO', role: 'generated', program: 0, notes: [[43, 0, 480, 72]] });
+  // The old piano after the take stays (a note crossing its end struck again there); an empty
+  // cell (no chords decided) leaves the lane alone.
+  const longer = emptyPiece({ bars: 4 });
+  longer.chords = ['C', 'F', 'G', 'C'];
+  longer.tracks.push({ name: 'PIANO', role: 'generated', program: 0, notes: [[48, 0, 500, 72], [50, 3000, 4500, 72], [52, 5000, 6000, 72]] });
+  const middle = withLivePiano(longer, { fromTick: 1920, endTick: 3840, fromBar: 1, piano: [[60, 1920, 2000, 72]], cells: ['', 'Am'] });
+  assert.deepEqual(middle.tracks.at(-1).notes, [[48, 0, 500, 72], [60, 1920, 2000, 72], [50, 3840, 4500, 72], [52, 5000, 6000, 72]]);
+  assert.deepEqual(middle.chords, ['C', 'F', 'Am', 'C']);
   // A pianist's part: its notes before the take stay, in the live piano's track.
   const played = emptyPiece({ bars: 2 });
   played.tracks.push({ name: 'Piano', role: 'piano', program: 0, notes: [[40, 0, 960, 80], [41, 1920, 2400, 80]] });
