@@ -1,8 +1,8 @@
 //! The live accompaniment measured on held-out songs: a song's melody played in exactly in time
-//! from the first beat of its annotated span (the music before it known, its real piano given),
-//! each sixteenth of the piano decided before the note played at it is heard — what a person
-//! playing along with the page gets — set against the same model offline, which hears each
-//! step's melody. Scored by chord tones (the share of the piano's onsets that are tones of the
+//! from the first beat of its annotated span (the model starting there afresh, as the offline
+//! panel's window does), each sixteenth of the piano decided before the note played at it is
+//! heard — what a person playing along with the page gets — set against the same model
+//! offline, which hears each step's melody. Scored by chord tones (the share of the piano's onsets that are tones of the
 //! song's annotated chords) and density (onsets per beat over the pianist's).
 
 use burn::tensor::Device;
@@ -14,6 +14,7 @@ use crate::generate::live::{Live, LiveChords};
 use crate::generate::{GenerateError, PianoSampling};
 use crate::model::performer::Performer;
 use crate::music::chords::Chord;
+use crate::music::grid::Grid;
 use crate::music::labels::StepLabels;
 use crate::music::playing::{chord_tone_ratio, onsets_per_beat};
 use crate::music::roll::{MultiRoll, PITCHES, PianoRoll};
@@ -58,9 +59,10 @@ pub fn take_span(piece: &Piece) -> std::ops::Range<usize> {
     start.min(piece.range.end)..piece.range.end
 }
 
-/// The live piano over [`take_span`] with `labels` in the lanes: `planned`, every chord of
-/// theirs is played; else the chords of the take's beats are decided live by `chords` (none
-/// without it). Returns the piano over the span and the chords per beat it played with.
+/// The live piano over [`take_span`] with `labels` in the lanes, the take starting the model
+/// afresh there (as the offline panel's window does): `planned`, every chord of theirs is
+/// played; else the chords of the take's beats are decided live by `chords` (none without
+/// it). Returns the piano over the span and the chords per beat it played with.
 pub async fn live_take(
     model: &Performer,
     chords: Option<LiveChords<'_>>,
@@ -72,43 +74,49 @@ pub async fn live_take(
 ) -> Result<(PianoRoll, Vec<Option<Chord>>), GenerateError> {
     let span = take_span(piece);
     let spb = piece.labels.steps_per_beat.max(1);
-    let from_beat = span.start / spb;
-    let mut labels = labels.clone();
+    let (first, beats) = (span.start / spb, span.len().div_ceil(spb));
+    let grid = &piece.grid;
+    let end = (first + beats).min(grid.num_beats());
+    let bars = grid
+        .bar_starts
+        .iter()
+        .filter(|&&b| b >= first && b < end)
+        .map(|&b| b - first)
+        .collect();
+    let grid = Grid::new(grid.beat_ticks[first..=end].to_vec(), spb, bars);
+    let mut labels = labels.slice(span.clone());
     if !planned {
-        for c in labels.chord.iter_mut().skip(span.start) {
-            *c = None;
-        }
+        labels.chord.fill(None);
     }
-    let beats = piece.grid.num_beats();
+    let melody = cut(&piece.rolls.melody, span.clone());
     let input = AccompanimentInput {
-        grid: piece.grid.clone(),
+        grid,
         rolls: MultiRoll {
-            melody: piece.rolls.melody.clone(),
-            bridge: piece.rolls.bridge.clone(),
-            piano: PianoRoll::new(piece.grid.num_steps()),
+            melody: melody.clone(),
+            bridge: cut(&piece.rolls.bridge, span.clone()),
+            piano: PianoRoll::new(span.len()),
         },
         chords: labels.beat_chords(),
         labels,
         phrases: Vec::new(),
         kept: Vec::new(),
     };
-    let planned: Vec<bool> = (0..beats).map(|b| planned || b < from_beat).collect();
+    let n = span.len();
     let mut live = Live::start(
         model,
         chords,
         input,
-        planned,
-        &piece.rolls.piano,
-        span.start,
+        vec![planned; beats],
+        &PianoRoll::new(n),
+        0,
         sampling,
         device,
     )
     .await?;
-    // The melody's notes in the span, played exactly in time: a key that goes down or up at
-    // step t − 1 is heard before step t is decided.
-    let melody = &piece.rolls.melody;
-    for t in span.clone() {
-        if t > span.start {
+    // The melody's notes, played exactly in time: a key that goes down or up at step t − 1
+    // is heard before step t is decided.
+    for t in 0..n {
+        if t > 0 {
             let s = t - 1;
             for p in 0..PITCHES {
                 let ends = s > 0
@@ -118,16 +126,14 @@ pub async fn live_take(
                     live.note_off(p as u8, s as f64);
                 }
                 // A note sounding into the take from before counts as played at its start.
-                let held_in = s == span.start && melody.sustain(s, p);
-                if melody.onset(s, p) || held_in {
+                if melody.onset(s, p) || (s == 0 && melody.sustain(s, p)) {
                     live.note_on(p as u8, s as f64);
                 }
             }
         }
         live.decide(model, chords, t, device).await?;
     }
-    let played = live.chords()[from_beat..span.end.div_ceil(spb).min(beats)].to_vec();
-    Ok((cut(live.piano(), span), played))
+    Ok((live.piano().clone(), live.chords().to_vec()))
 }
 
 /// The same model offline over the annotated span (each step hears its own melody), with

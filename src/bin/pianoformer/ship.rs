@@ -136,6 +136,19 @@ pub fn run(args: Args) -> Result<(), String> {
         }
         obj.insert("plan".into(), plan);
     }
+    // The live panel (`eval --live`, test songs), where the run has it.
+    if let (Some(obj), Ok(text)) = (
+        metrics.as_object_mut(),
+        std::fs::read_to_string(args.run.join("live.json")),
+    ) {
+        let mut live: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| format!("{}/live.json: {e}", args.run.display()))?;
+        if let Some(l) = live.as_object_mut() {
+            l.remove("songs");
+            l.remove("model");
+        }
+        obj.insert("live".into(), live);
+    }
     let hold_temperature = eval["hold_temperature"].as_f64().map(|t| t as f32);
     let harmony = serde_json::from_value(eval["decode"].clone()).ok();
     if state.config.task == pianoformer::model::config::Task::Harmonization && harmony.is_none() {
