@@ -134,7 +134,7 @@ impl Live {
                 "there is no room to play into after the take's start".into(),
             ));
         }
-        if from % spb != 0 {
+        if !from.is_multiple_of(spb) {
             return Err(GenerateError::Read("a live take starts on a beat".into()));
         }
         if let Some(h) = chords
@@ -300,7 +300,7 @@ impl Live {
         while self.next < end {
             let t = self.next;
             let mut chord = None;
-            if t % spb == 0 {
+            if t.is_multiple_of(spb) {
                 // A beat starts: the keys down are taken to last it, and its chord is decided.
                 let beat = t / spb;
                 self.hold_through(t + spb - 1);

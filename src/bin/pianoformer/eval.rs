@@ -157,6 +157,33 @@ impl Args {
         }
     }
 
+    /// Where a panel's scores go: `--out`, else `file` in the run's folder (a shipped model,
+    /// which has none, needs `--out`).
+    pub fn scores_path(&self, file: &str) -> Result<PathBuf, String> {
+        match (&self.out, self.model.join("model.bpk").is_file()) {
+            (Some(out), _) => Ok(out.clone()),
+            (None, true) => Ok(self.model.join(file)),
+            (None, false) => Err(format!(
+                "{} is not a training run's folder: say where the scores go with --out",
+                self.model.display()
+            )),
+        }
+    }
+
+    /// The device of `--backend`, once `--data` is known to be the POP909 folder (`why`: what
+    /// the panel uses it for, in words).
+    pub fn pop909_device(&self, why: &str) -> Result<burn::tensor::Device, String> {
+        if !sources::is_pop909(&self.data) {
+            return Err(format!(
+                "{} is not the POP909 folder ({why})",
+                self.data.display()
+            ));
+        }
+        let preference: Preference = self.backend.parse().map_err(|e| format!("{e}"))?;
+        let backend = pollster::block_on(device::init(preference)).map_err(|e| format!("{e}"))?;
+        Ok(backend.device.clone())
+    }
+
     /// `--split`: whether it names the test songs (else the validation songs).
     pub fn test_split(&self) -> Result<bool, String> {
         match self.split.as_str() {

@@ -10,7 +10,6 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use pianoformer::data::sources::{self, Parts};
-use pianoformer::device::{self, Preference};
 use pianoformer::eval::harmony::{HarmonySong, with_chords};
 use pianoformer::eval::live::{Played, live_take, offline_take, score, take_span};
 use pianoformer::generate::harmonize::{Choice, chord_log_probs, progression};
@@ -39,24 +38,8 @@ pub fn run(args: Args) -> Result<(), String> {
     }
     let test = args.test_split()?;
     let spec = args.model.display().to_string();
-    let out = match (&args.out, args.model.join("model.bpk").is_file()) {
-        (Some(out), _) => out.clone(),
-        (None, true) => args.model.join("live.json"),
-        (None, false) => {
-            return Err(format!(
-                "{spec} is not a training run's folder: say where the scores go with --out"
-            ));
-        }
-    };
-    if !sources::is_pop909(&args.data) {
-        return Err(format!(
-            "{} is not the POP909 folder (the live panel plays its annotated songs)",
-            args.data.display()
-        ));
-    }
-    let preference: Preference = args.backend.parse().map_err(|e| format!("{e}"))?;
-    let backend = pollster::block_on(device::init(preference)).map_err(|e| format!("{e}"))?;
-    let device = backend.device.clone();
+    let out = args.scores_path("live.json")?;
+    let device = args.pop909_device("the live panel plays its annotated songs")?;
     let acc = crate::models::load(&spec, task, None, &device)?;
     if !acc.model.config.is_autoregressive() {
         return Err(format!(

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use pianoformer::data::sources::{self, Parts};
-use pianoformer::device::{self, Preference};
 use pianoformer::eval::sampled::{
     KEY_CONSISTENT, LONGEST_GAP_BARS, QUARTERS, SampleScores, SampledSummary, sample_song,
 };
@@ -50,24 +49,8 @@ pub fn run(args: Args) -> Result<(), String> {
     }
     let test = args.test_split()?;
     let spec = args.model.display().to_string();
-    let out = match (&args.out, args.model.join("model.bpk").is_file()) {
-        (Some(out), _) => out.clone(),
-        (None, true) => args.model.join(default_file),
-        (None, false) => {
-            return Err(format!(
-                "{spec} is not a training run's folder: say where the scores go with --out"
-            ));
-        }
-    };
-    if !sources::is_pop909(&args.data) {
-        return Err(format!(
-            "{} is not the POP909 folder (evaluation uses its validation and test split)",
-            args.data.display()
-        ));
-    }
-    let preference: Preference = args.backend.parse().map_err(|e| format!("{e}"))?;
-    let backend = pollster::block_on(device::init(preference)).map_err(|e| format!("{e}"))?;
-    let device = backend.device.clone();
+    let out = args.scores_path(default_file)?;
+    let device = args.pop909_device("evaluation uses its validation and test split")?;
     let loaded = crate::models::load(&spec, task, None, &device)?;
     let trained = loaded.trained_window;
     let length = match (args.length, trained) {
