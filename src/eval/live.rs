@@ -149,5 +149,5 @@ pub async fn offline_take(
     Ok(roll)
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;
