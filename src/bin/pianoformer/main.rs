@@ -39,6 +39,7 @@ mod generate;
 mod harmony;
 #[cfg(not(target_arch = "wasm32"))]
 mod inspect;
+#[cfg(not(target_arch = "wasm32"))]
 mod live;
 #[cfg(not(target_arch = "wasm32"))]
 mod models;
