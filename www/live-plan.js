@@ -69,10 +69,12 @@ export function meterText(stats) {
   const f = meterFigures(stats);
   if (!f.steps) return 'Live piano: waiting for the first sixteenth…';
   const ms = (v) => `${v.toFixed(v < 10 ? 1 : 0)} ms`;
-  return (
+  const line =
     `Live piano: ${f.steps} sixteenths, ${(100 * f.hitRate).toFixed(f.hitRate === 1 ? 0 : 1)} % in time · ` +
-    `decision p50 ${ms(f.p50)}, p99 ${ms(f.p99)}, max ${ms(f.max)}`
-  );
+    `decision p50 ${ms(f.p50)}, p99 ${ms(f.p99)}, max ${ms(f.max)}`;
+  // Late sixteenths are not sounded: say why the piano is quiet, and what helps.
+  const slow = f.steps >= 16 && f.hitRate < 0.9;
+  return slow ? `${line} — most sixteenths come too late on this backend: try the CPU backend` : line;
 }
 
 /**

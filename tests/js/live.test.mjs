@@ -50,6 +50,8 @@ test('the meter reads quantiles by nearest rank and says it in words', () => {
   assert.match(meterText({ steps: 200, hits: 199, latencies }), /200 sixteenths, 99\.5 % in time · decision p50 100 ms, p99 198 ms, max 200 ms/);
   assert.match(meterText({ steps: 4, hits: 4, latencies: [0.5, 0.7, 0.4, 2.25] }), /100 % in time · decision p50 0\.5 ms, p99 2\.3 ms/);
   assert.match(meterText({ steps: 0, hits: 0, latencies: [] }), /waiting/);
+  assert.doesNotMatch(meterText({ steps: 200, hits: 199, latencies }), /too late/);
+  assert.match(meterText({ steps: 40, hits: 2, latencies: Array(40).fill(56) }), /5\.0 % in time.*too late on this backend: try the CPU backend/);
 });
 
 test("a take's piano replaces the generated piano from its start and its chords fill open bars", () => {
