@@ -3,7 +3,8 @@
 # project's own CLI on POP909. Re-running it skips finished runs and resumes interrupted ones.
 #
 #   tools/train-models.sh [accompaniment|continuation|continuation-long|accompaniment-long|
-#                          accompaniment-ar|accompaniment-encodings|paper-tiny|harmonizer|all]
+#                          accompaniment-ar|accompaniment-live|accompaniment-encodings|paper-tiny|
+#                          harmonizer|all]
 #   (default: all)
 #
 # Environment: POP909 (the data folder, default ../shared/data/pop909), RUNS (where runs go,
@@ -13,7 +14,8 @@
 # accompaniment encodings, e.g. ENC_RUNS=acc-ar-convspe), LONG_CONT_STEPS / LONG_CONT_BATCH /
 # LONG_CONT_WINDOW / LONG_CONT_RUNS (the shipped continuation models; LONG_CONT_RUNS picks
 # some of them by name, e.g. "cont512-sinespe cont512-convspe"), TINY_STEPS (the paper's
-# comparison at the tiny preset) and TINY_SEEDS (its seeds, default "0 1 2"),
+# comparison at the tiny preset) and TINY_SEEDS (its seeds, default "0 1 2"), LIVE_STEPS (the
+# live accompanist),
 # BACKEND (cpu or gpu), THREADS (CPU threads per run), BIN (the pianoformer binary; built in
 # release when unset).
 set -euo pipefail
@@ -133,6 +135,20 @@ if [ "$what" = all ] || [ "$what" = accompaniment-ar ]; then
       --seed "$seed" --window 256 --batch "$AR_BATCH" --eval-every 500 --checkpoint-every 250
     evaluate "$name" accompaniment --bars 16,64 --per-song 2
   done
+fi
+
+# Issue 34: the live accompanist (reports/live.md) — the default's setting reading the melody one
+# sixteenth late (--melody-lag 1), so it decides each step from what was already played; then
+# its panel (temperature on validation) and the live panel (melodies played in on test songs).
+# About 75 minutes on one thread. Ship it with `pianoformer ship runs/acc-ar-live-seed0 --name
+# accompaniment-live --description "…"`.
+if [ "$what" = accompaniment-live ]; then
+  name=acc-ar-live-seed0
+  train "$name" accompaniment "${LIVE_STEPS:-4000}" --pe sine_spe --gated --conditioning autoregressive \
+    --melody-lag 1 --seed 0 --window 256 --batch 16 --eval-every 500 --checkpoint-every 100
+  evaluate "$name" accompaniment --bars 16,64 --per-song 2 --hold-temperatures 1.0,0.7,0.5,0.35
+  [ "$RUNS/$name/live.json" -nt "$RUNS/$name/eval.json" ] ||
+    "$BIN" eval --task accompaniment --live --model "$RUNS/$name" --data "$POP909" 2>>"$RUNS/$name/stderr.log"
 fi
 
 # Issue 33: the default's setting (lanes and the previous piano step as inputs, step-by-step
