@@ -102,6 +102,7 @@ export class LiveTake {
         if (!this.stopped) {
           this.stopped = true;
           clearInterval(this.timer);
+          clearInterval(this.meter);
           this.failed = e.message;
           $('live-meter').textContent = `Live piano stopped: ${e.message}`;
         }
