@@ -503,12 +503,11 @@ impl Harmony {
         (self.places, self.prefix) = reader.into_parts();
         self.prefix.truncate(beat + 1);
         let coords = h.model.config.pe.is_structural().then(|| {
-            // The beat labels of the beats up to this one (a harmonizer reads a beat's first
-            // step), so that every level, time included, counts from the song's start.
-            let spb = labels.steps_per_beat.max(1);
-            let beats = crate::music::harmony::beat_labels(&labels.slice(0..beat * spb + 1));
+            // A harmonizer reads a beat's first step; every level (position in sixteenths,
+            // time in beats) comes out as `beat_labels` gives it there.
             let mut c = Vec::new();
-            beats.write_coordinates(beat, h.model.config.pe.structure_levels(), &mut c);
+            let step = beat * labels.steps_per_beat.max(1);
+            labels.write_coordinates(step, h.model.config.pe.structure_levels(), &mut c);
             c
         });
         let logits = h

@@ -184,6 +184,19 @@ impl Args {
         Ok(backend.device.clone())
     }
 
+    /// The songs of `--split` alone (`test`: the test songs, else the validation songs),
+    /// `--limit` of them at most; says which were read.
+    pub fn load_split(&self, test: bool) -> Result<sources::Loaded, String> {
+        let parts = Parts {
+            train: false,
+            valid: !test,
+            test,
+        };
+        let data = sources::load(&self.data, parts, self.limit)?;
+        eprintln!("data: {}", data.description);
+        Ok(data)
+    }
+
     /// `--split`: whether it names the test songs (else the validation songs).
     pub fn test_split(&self) -> Result<bool, String> {
         match self.split.as_str() {
@@ -424,4 +437,16 @@ pub fn read_eval(dir: &Path) -> Result<serde_json::Value, String> {
         )
     })?;
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Writes a panel's scores as JSON to `out` (its folder made when missing) and says where.
+pub fn write_scores(out: &Path, result: &serde_json::Value) -> Result<(), String> {
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    std::fs::write(out, serde_json::to_vec_pretty(result).expect("json"))
+        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    eprintln!("written to {}", out.display());
+    Ok(())
 }

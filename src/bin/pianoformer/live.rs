@@ -6,10 +6,8 @@
 //! melody; the open lane filled by the whole-melody harmonizer, as a dropped file gets it).
 //! Chord tones against the annotated chords and density against the pianist, into live.json.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
-use pianoformer::data::sources::{self, Parts};
 use pianoformer::eval::harmony::{HarmonySong, with_chords};
 use pianoformer::eval::live::{Played, live_take, offline_take, score, take_span};
 use pianoformer::generate::harmonize::{Choice, chord_log_probs, progression};
@@ -58,16 +56,7 @@ pub fn run(args: Args) -> Result<(), String> {
     let causal_decode = causal.harmony.unwrap_or_default();
     let whole_decode = whole.harmony.unwrap_or_default();
     let started = Instant::now();
-    let data = sources::load(
-        &args.data,
-        Parts {
-            train: false,
-            valid: !test,
-            test,
-        },
-        args.limit,
-    )?;
-    eprintln!("data: {}", data.description);
+    let data = args.load_split(test)?;
     let corpus = if test { &data.test } else { &data.valid };
     let mut sampling = acc.piano_sampling();
     sampling.seed = args.seed;
@@ -225,17 +214,7 @@ pub fn run(args: Args) -> Result<(), String> {
         "songs": songs,
         "seconds": started.elapsed().as_secs_f64(),
     });
-    if let Some(dir) = PathBuf::from(&out)
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-    {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    std::fs::write(&out, serde_json::to_vec_pretty(&result).expect("json"))
-        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
-    eprintln!("written to {}", out.display());
-    Ok(())
+    crate::eval::write_scores(&out, &result)
 }
 
 fn num(v: Option<f64>) -> String {

@@ -158,14 +158,7 @@ pub fn run(args: Args) -> Result<(), String> {
     if args.record {
         return record(&loaded, &result);
     }
-    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    std::fs::write(&out, serde_json::to_vec_pretty(&result).expect("json"))
-        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
-    eprintln!("written to {}", out.display());
-    Ok(())
+    crate::eval::write_scores(&out, &result)
 }
 
 /// The cases of `corpus`'s songs that have enough bars.

@@ -7,7 +7,6 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use pianoformer::data::sources::{self, Parts};
 use pianoformer::eval::sampled::{
     KEY_CONSISTENT, LONGEST_GAP_BARS, QUARTERS, SampleScores, SampledSummary, sample_song,
 };
@@ -63,16 +62,7 @@ pub fn run(args: Args) -> Result<(), String> {
         }
     };
     let started = Instant::now();
-    let data = sources::load(
-        &args.data,
-        Parts {
-            train: false,
-            valid: !test,
-            test,
-        },
-        args.limit,
-    )?;
-    eprintln!("data: {}", data.description);
+    let data = args.load_split(test)?;
     let corpus = if test { &data.test } else { &data.valid };
     let threads = args
         .threads
@@ -163,14 +153,7 @@ pub fn run(args: Args) -> Result<(), String> {
         "samples": samples,
         "seconds": started.elapsed().as_secs_f64(),
     });
-    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    std::fs::write(&out, serde_json::to_vec_pretty(&result).expect("json"))
-        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
-    eprintln!("written to {}", out.display());
-    Ok(())
+    crate::eval::write_scores(&out, &result)
 }
 
 /// `x` with `digits` decimals, or – when there was nothing to measure.
