@@ -271,3 +271,27 @@ fn what_cannot_play_live_says_so() {
     assert!(err(start(&m, None, 2)).contains("starts on a beat"));
     assert!(err(start(&m, None, 10_000)).contains("no room"));
 }
+
+#[test]
+/// What a live structural harmonizer reads at a beat (its first step's coordinates) is what it
+/// was trained on (`beat_labels`).
+fn a_beat_s_coordinates_are_its_first_step_s() {
+    use crate::model::pe::StructureLevel;
+    use crate::music::grid::Grid;
+    use crate::music::harmony::beat_labels;
+    use crate::music::labels::StepLabels;
+    let grid = Grid::regular((0..=12).map(|b| b * 480).collect(), 4, 3, 1);
+    let labels = StepLabels::new(&grid, &PianoRoll::new(grid.num_steps()), &[], &[]);
+    let levels = [
+        StructureLevel::Phrase,
+        StructureLevel::Position,
+        StructureLevel::Time,
+    ];
+    let beats = beat_labels(&labels);
+    let per_beat = beats.coordinates(&levels);
+    for beat in 0..beats.len() {
+        let mut at_step = Vec::new();
+        labels.write_coordinates(beat * 4, &levels, &mut at_step);
+        assert_eq!(at_step, per_beat[beat * 3..beat * 3 + 3], "beat {beat}");
+    }
+}

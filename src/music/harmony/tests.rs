@@ -428,22 +428,3 @@ fn emissions_weigh_root_and_family_and_keep_the_quality() {
     assert!((two[am] - 2.0 * 0.4f32.ln()).abs() < 1e-4);
     assert!((two[c] - (2.0 * 0.6f32.ln() + (0.25f32 / 0.6).ln())).abs() < 1e-4);
 }
-
-#[test]
-fn a_beat_s_coordinates_are_its_first_step_s() {
-    use crate::model::pe::StructureLevel;
-    let grid = Grid::regular((0..=12).map(|b| b * 480).collect(), 4, 3, 1);
-    let labels = StepLabels::new(&grid, &PianoRoll::new(grid.num_steps()), &[], &[]);
-    let levels = [
-        StructureLevel::Phrase,
-        StructureLevel::Position,
-        StructureLevel::Time,
-    ];
-    let beats = beat_labels(&labels);
-    let per_beat = beats.coordinates(&levels);
-    for beat in 0..beats.len() {
-        let mut at_step = Vec::new();
-        labels.write_coordinates(beat * 4, &levels, &mut at_step);
-        assert_eq!(at_step, per_beat[beat * 3..beat * 3 + 3], "beat {beat}");
-    }
-}
