@@ -66,6 +66,12 @@ fn losses(run: &Path) -> Vec<(u64, f64)> {
 }
 
 fn train(data: &Path, out: &Path, task: &str, extra: &[&str]) -> Output {
+    train_command(data, out, task, extra)
+        .output()
+        .expect("run pianoformer")
+}
+
+fn train_command(data: &Path, out: &Path, task: &str, extra: &[&str]) -> Command {
     let window = if task == "accompaniment" { "64" } else { "48" };
     let mut cmd = pianoformer();
     cmd.args(["train", "--task", task, "--preset", "tiny", "--batch", "4"]);
@@ -78,9 +84,8 @@ fn train(data: &Path, out: &Path, task: &str, extra: &[&str]) -> Output {
         .arg(data)
         .arg("--out")
         .arg(out)
-        .args(extra)
-        .output()
-        .expect("run pianoformer")
+        .args(extra);
+    cmd
 }
 
 #[test]
@@ -186,8 +191,28 @@ fn an_interrupted_run_resumes_exactly_where_it_stopped() {
     first_half.extend(["--stop-after", "7"]);
     let err = ok(&train(&data, &interrupted, "accompaniment", &first_half));
     assert!(err.contains("stopped at step 7 of 16"), "{err}");
-    let err = ok(&train(&data, &interrupted, "accompaniment", &["--resume"]));
+    // Another folder with fewer songs is not the run's data: refused in words.
+    let fewer = dir.join("fewer");
+    std::fs::create_dir_all(&fewer).unwrap();
+    for entry in std::fs::read_dir(&data).unwrap().skip(1) {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, fewer.join(path.file_name().unwrap())).unwrap();
+    }
+    let err = fails_plainly(&train(&fewer, &interrupted, "accompaniment", &["--resume"]));
+    assert!(err.contains("resume it with the same data"), "{err}");
+    // The same songs moved elsewhere (another machine, another directory) resume, and a CPU run
+    // never opens the GPU, even where wgpu's default adapter cannot be had (Burn reads the
+    // optimiser state onto its default device).
+    let moved = dir.join("moved");
+    std::fs::rename(&data, &moved).unwrap();
+    let out = train_command(&moved, &interrupted, "accompaniment", &["--resume"])
+        .env("CUBECL_WGPU_DEFAULT_DEVICE", "DiscreteGpu(99)")
+        .env_remove("BURN_DEVICE")
+        .output()
+        .unwrap();
+    let err = ok(&out);
     assert!(err.contains("resuming at step 7"), "{err}");
+    assert!(err.contains("holds the same songs"), "{err}");
     let (a, b) = (losses(&straight), losses(&interrupted));
     assert_eq!(a.len(), 16);
     assert_eq!(b.len(), 16, "the log holds each step once: {b:?}");

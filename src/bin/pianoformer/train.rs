@@ -208,6 +208,33 @@ fn backend_name(info: &device::BackendInfo) -> String {
     }
 }
 
+/// A resumed run must read the songs it was trained on. The path may differ (the run was moved,
+/// or resumed from another directory or machine) as long as it holds the same split: the
+/// loader's description counts each part's songs.
+fn same_data(state: &RunState, found: &str, given: &Path) -> Result<(), String> {
+    let Some(path) = &state.data_path else {
+        return Ok(());
+    };
+    let given = given.display().to_string();
+    if *path == given {
+        return Ok(());
+    }
+    // A folder's description names the folder itself: compare what it says of the songs.
+    let songs = |description: &str, at: &str| description.replace(at, "<data>");
+    match state.data.strip_suffix(&format!(" at {path}")) {
+        Some(trained) if songs(trained, path) == songs(found, &given) => {
+            eprintln!(
+                "note: this run was trained on --data {path}; {given} holds the same songs ({found})"
+            );
+            Ok(())
+        }
+        trained => Err(format!(
+            "this run was trained on --data {path} ({}); {given} holds {found}: resume it with the same data",
+            trained.unwrap_or("songs not recorded")
+        )),
+    }
+}
+
 pub fn run(args: Args) -> Result<(), String> {
     let task: Task = args.task.parse()?;
     let out = args.out.clone();
@@ -241,14 +268,6 @@ pub fn run(args: Args) -> Result<(), String> {
         if let Some(steps) = args.steps {
             checkpoint.state.options.steps = steps;
         }
-        let given = args.data.display().to_string();
-        if let Some(path) = &checkpoint.state.data_path
-            && *path != given
-        {
-            return Err(format!(
-                "this run was trained on --data {path}; resume it with the same data (given: {given})"
-            ));
-        }
         if checkpoint.state.limit != args.limit {
             return Err(format!(
                 "this run was trained with --limit {:?}; resume it with the same limit",
@@ -277,7 +296,19 @@ pub fn run(args: Args) -> Result<(), String> {
 
     let mut session = match resumed {
         Some(checkpoint) => {
+            same_data(&checkpoint.state, &loaded.description, &args.data)?;
             let step = checkpoint.state.step;
+            // Burn reads the optimiser's state onto its default device before moving it to the
+            // model's on the next step; with wgpu compiled in that default is the GPU, which a
+            // machine without one cannot open. A CPU run names the CPU backend instead. Set
+            // here, before the training threads start.
+            if backend.info.kind == device::BackendKind::Cpu
+                && std::env::var_os("BURN_DEVICE").is_none()
+            {
+                // SAFETY: no other thread of this process reads or writes the environment yet
+                // (the CPU backend starts none, and the data loading above has joined its own).
+                unsafe { std::env::set_var("BURN_DEVICE", "flex") };
+            }
             let s = Session::resume(checkpoint, loaded.train, &loaded.valid, &device)?;
             eprintln!("resuming at step {step} of {}", s.options.steps);
             s
