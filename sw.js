@@ -13,7 +13,7 @@
 import { fetchModel } from './www/store.js';
 import { SAMPLES } from './www/audio.js';
 
-export const VERSION = 8;
+export const VERSION = 9;
 export const SHELL_CACHE = `pianoformer-shell-v${VERSION}`;
 
 /** What the page cannot start without, relative to this worker. */
@@ -42,6 +42,7 @@ export const SHELL_FILES = [
   'www/loss-curve.js',
   'www/main.js',
   'www/models.js',
+  'www/note-edit.js',
   'www/page-text.js',
   'www/page.js',
   'www/piece-view.js',
@@ -49,6 +50,7 @@ export const SHELL_FILES = [
   'www/play-in.js',
   'www/playback.js',
   'www/roll-draw.js',
+  'www/roll-edit.js',
   'www/roll-geometry.js',
   'www/roll-input.js',
   'www/roll.js',

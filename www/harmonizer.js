@@ -6,7 +6,7 @@
 import { app, status } from './page.js';
 import { call } from './worker-client.js';
 import { ensureModel } from './models.js';
-import { clonePiece } from './piece.js';
+import { clonePiece, fitPhrases } from './piece.js';
 import { harmonizerEntry, needsHarmonizer } from './generation-plan.js';
 
 /**
@@ -43,4 +43,46 @@ export async function withLaneFilled(piece) {
   } catch (e) {
     return { piece: { ...piece, chordSource: 'detector' }, problem: e.message };
   }
+}
+
+/**
+ * The lanes of `piece` after its notes were edited in bars [from, to): those bars' chords filled
+ * again from the notes, by what fills a lane for this kind of piece (the harmonizer for a melody
+ * alone, else the detector), and the phrases detected again, except where the person set them
+ * (a chord they chose or accepted: `chordsSet`; any phrase they edited: `phrasesSet`). Returns
+ * a new piece, or `piece` itself when nothing changed.
+ */
+export async function relabelled(piece, [from, to]) {
+  const set = new Set(piece.chordsSet ?? []);
+  const open = [];
+  for (let bar = from; bar < Math.min(to, piece.bars.length); bar++) if (!set.has(bar)) open.push(bar);
+  const bytes = await call('writeMidi', { piece });
+  const buffer = bytes.buffer;
+  const detected = await call('readMidi', { bytes: buffer, name: piece.name }, { transfer: [buffer] });
+  const fresh = new Map(detected.bars.map((tick, i) => [tick, detected.chords[i]]));
+  let source = 'detector';
+  if (open.length && needsHarmonizer(piece) && harmonizerEntry(app.manifest)) {
+    const lo = open[0];
+    const hi = open.at(-1) + 1;
+    const byHarmonizer = await harmonized(piece, { bars: [lo, hi] });
+    for (let bar = lo; bar < hi; bar++) fresh.set(piece.bars[bar], byHarmonizer.chords[bar]);
+    source = 'harmonizer';
+  }
+  // The notes are shared, not copied: the roll's selection of them stays as it was.
+  const next = { ...piece, chords: [...piece.chords], phrases: piece.phrases.map((p) => [...p]) };
+  if (open.length) next.chordSource = source;
+  let changed = false;
+  for (const bar of open) {
+    const chord = fresh.get(piece.bars[bar]) ?? '';
+    if (chord !== next.chords[bar]) {
+      next.chords[bar] = chord;
+      changed = true;
+    }
+  }
+  if (!piece.phrasesSet && detected.phrases?.length) {
+    next.phrases = detected.phrases.map((p) => [...p]);
+    fitPhrases(next);
+    changed ||= JSON.stringify(next.phrases) !== JSON.stringify(piece.phrases);
+  }
+  return changed ? next : piece;
 }

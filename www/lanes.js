@@ -29,8 +29,13 @@ export function editLabel(kind, bar) {
   dialog.onclose = () => {
     if (dialog.returnValue !== 'ok') return;
     const next = clonePiece(app.piece);
-    if (kind === 'chord') next.chords[bar] = chordCell(input.value);
-    else setPhrase(next, bar, input.value.trim(), $('label-split').checked);
+    if (kind === 'chord') {
+      next.chords[bar] = chordCell(input.value);
+      markChordsSet(next, bar, bar + 1);
+    } else {
+      setPhrase(next, bar, input.value.trim(), $('label-split').checked);
+      next.phrasesSet = true;
+    }
     setPiece(next, { keepView: true });
   };
   $('label-ok').onclick = (e) => {
@@ -43,6 +48,16 @@ export function editLabel(kind, bar) {
   };
   dialog.showModal();
   input.select();
+}
+
+/**
+ * Records that the person chose the chords of bars [from, to) (in the dialog, or by accepting
+ * "Suggest chords"): editing notes there no longer refills them.
+ */
+export function markChordsSet(piece, from, to) {
+  const set = new Set(piece.chordsSet ?? []);
+  for (let bar = from; bar < to; bar++) set.add(bar);
+  piece.chordsSet = [...set].sort((a, b) => a - b);
 }
 
 /** Wires the planned-bars field, the dialog's chord suggestions and "Suggest chords". */
@@ -82,6 +97,7 @@ export async function suggestChords() {
     updateButtons();
     // Cancelled, or another piece came meanwhile: the lane stays as it is.
     if (job.cancelled || app.piece !== piece) return;
+    markChordsSet(next, ...(bars ?? [0, next.promptBars]));
     setPiece(next, { keepView: true });
     notice(`Chords for ${where} from the harmonizer (${first ? 'its most likely progression' : `alternative ${suggestions}`}). Undo takes them back; press again for another.`);
   } catch (e) {

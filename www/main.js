@@ -13,7 +13,9 @@ import { $, app, status, t0, params, preference, MAX_FILE_BYTES, setState, showE
 import { call, drill, startWorker, setWorkerHandlers, workerBackend } from './worker-client.js';
 import { showBackend, showCheck, showCached, keepOffline } from './backend-card.js';
 import { loadManifest, showModels, showModelAbout, currentEntry, ensureModel, prefetchModel } from './models.js';
-import { roll, setPiece, updateButtons, save, undo, openFile, openExample, selectedBars } from './piece-view.js';
+import {
+  roll, setPiece, updateButtons, save, undo, redo, openFile, openExample, selectedBars, setEditing, newPiece,
+} from './piece-view.js';
 import { wireLanes } from './lanes.js';
 import { generate, cancel, applySettings, settings } from './generate.js';
 import { compare, showCompared } from './compare-panel.js';
@@ -83,6 +85,9 @@ function wire() {
   });
   $('example').addEventListener('click', openExample);
   $('undo').addEventListener('click', undo);
+  $('redo').addEventListener('click', redo);
+  $('new-piece').addEventListener('click', newPiece);
+  $('edit-notes').addEventListener('click', () => setEditing($('edit-notes').getAttribute('aria-pressed') !== 'true'));
   $('download-midi').addEventListener('click', downloadMidi);
   $('export-wav').addEventListener('click', exportWav);
   $('share').addEventListener('click', share);
@@ -205,7 +210,10 @@ function wireKeys() {
       return;
     }
     if (typing || e.altKey || e.metaKey) return;
-    if (e.ctrlKey && e.key.toLowerCase() === 'z') {
+    if (e.ctrlKey && (e.key.toLowerCase() === 'y' || (e.shiftKey && e.key.toLowerCase() === 'z'))) {
+      redo();
+      e.preventDefault();
+    } else if (e.ctrlKey && e.key.toLowerCase() === 'z') {
       undo();
       e.preventDefault();
     } else if (e.ctrlKey) {
@@ -218,6 +226,9 @@ function wireKeys() {
       e.preventDefault();
     } else if (e.key.toLowerCase() === 'k' && !e.repeat) {
       setComputerKeys(!keys.computer);
+      e.preventDefault();
+    } else if (e.key.toLowerCase() === 'e' && !e.repeat && !keys.computer && !$('edit-notes').disabled) {
+      setEditing($('edit-notes').getAttribute('aria-pressed') !== 'true');
       e.preventDefault();
     } else if (e.key.toLowerCase() === 'g' && !$('generate').disabled) {
       generate();

@@ -1,9 +1,11 @@
 // The piece on the page: the piano roll (roll.js) and the track list under it, making a piece
-// the current one (with undo), saving it for the next visit, opening a MIDI file or the example,
+// the current one (with undo and redo), notes edited in the roll (and the lanes refilled where
+// they were detected from those notes), saving it for the next visit, opening a MIDI file or the example,
 // and which of the page's buttons can be pressed.
 import { $, app, status, MAX_FILE_BYTES, showError, notice } from './page.js';
 import { call } from './worker-client.js';
 import { clonePiece } from './piece.js';
+import { emptyPiece } from './keys.js';
 import { PianoRoll } from './roll.js';
 import { saveWork } from './store.js';
 import { barsUnder, chordSourceText, harmonizerEntry, hasNotes, hasPiano } from './generation-plan.js';
@@ -12,16 +14,26 @@ import { editLabel } from './lanes.js';
 import { seek } from './playback.js';
 import { settings } from './generate.js';
 import { hideCompare } from './compare-panel.js';
-import { withLaneFilled } from './harmonizer.js';
+import { relabelled, withLaneFilled } from './harmonizer.js';
 
 export const roll = new PianoRoll($('roll'), {
   onChordClick: (bar) => editLabel('chord', bar),
   onPhraseClick: (bar) => editLabel('phrase', bar),
   onSeek: (tick) => seek(tick),
   onSelect: () => updateButtons(),
+  onEdit: (piece, { touched }) => editNotes(piece, touched),
+  onNotice: (text) => notice(text),
+  quantise: () => Number($('quantise').value),
 });
 
+// Where the roll shows a tick and pitch (or a velocity, in the lane under it), in client px: the
+// e2e test draws and drags with the mouse there.
+status.rollPoint = (tick, pitch) => roll.clientPoint(tick, pitch);
+status.velocityPoint = (tick, velocity) => roll.clientPoint(tick, null, velocity);
+status.selectedNotes = () => roll.selectedNotes();
+
 const undoStack = []; // earlier pieces, the last to come back first (50 at most)
+const redoStack = []; // pieces Undo took back, the last undone first; a new edit clears it
 
 /**
  * Puts `piece` on the undo stack: Undo brings it back. The piece already on top is not put
@@ -39,12 +51,15 @@ export function remember(piece) {
  */
 export function setPiece(piece, { undoable = true, keepView = false, fresh = false } = {}) {
   if (fresh) hideCompare();
-  if (undoable && app.piece) remember(app.piece);
+  if (undoable && app.piece) {
+    remember(app.piece);
+    redoStack.length = 0;
+  }
   // An edit while comparing stays with the result it was made on.
   else if (undoable && app.compare) app.compare.edited(piece);
   app.piece = piece;
-  if (keepView) roll.update();
-  roll.setPiece(piece);
+  if (keepView) roll.replacePiece(piece);
+  else roll.setPiece(piece);
   showPiece();
   save();
 }
@@ -102,6 +117,8 @@ export function updateButtons() {
   $('share').disabled = !has;
   $('play').disabled = !has;
   $('undo').disabled = undoStack.length === 0 || busy;
+  $('redo').disabled = redoStack.length === 0 || busy;
+  $('edit-notes').disabled = !has;
   $('generate').disabled = !has || busy || !status.backend || !$('model').value;
   $('suggest-chords').disabled = !has || busy || !status.backend || !harmonizerEntry(app.manifest);
   $('regen-bars').disabled = $('generate').disabled || !selectedBars()
@@ -123,8 +140,73 @@ export function undo() {
   if (!undoStack.length || app.generating) return;
   hideCompare();
   const previous = undoStack.pop();
+  if (app.piece) redoStack.push(app.piece);
   setPiece(previous, { undoable: false, keepView: true });
   notice('Undone.');
+}
+
+export function redo() {
+  if (!redoStack.length || app.generating) return;
+  hideCompare();
+  const next = redoStack.pop();
+  if (app.piece) remember(app.piece);
+  setPiece(next, { undoable: false, keepView: true });
+  notice('Redone.');
+}
+
+let pendingBars = null; // bars whose notes were edited since the lanes were last refilled
+let relabelTimer = 0;
+
+/**
+ * A note edit from the roll: the new piece becomes the current one (one Undo away); a moment
+ * after the last of a run of edits, the chords and phrases detected from the edited bars are
+ * filled again (harmonizer.js `relabelled`), into the same Undo step.
+ */
+export function editNotes(piece, touched) {
+  if (app.generating) {
+    notice('A generation is running: edit the notes when it is done (or cancel it with Esc).');
+    roll.replacePiece(app.piece);
+    return;
+  }
+  setPiece(piece, { keepView: true });
+  if (!touched) return;
+  pendingBars = pendingBars ? [Math.min(pendingBars[0], touched[0]), Math.max(pendingBars[1], touched[1])] : touched;
+  clearTimeout(relabelTimer);
+  relabelTimer = setTimeout(refillLanes, 400);
+}
+
+async function refillLanes() {
+  const bars = pendingBars;
+  const piece = app.piece;
+  pendingBars = null;
+  if (!bars || !piece || app.generating || !status.backend) return;
+  try {
+    const next = await relabelled(piece, bars);
+    // Another edit (or piece) came meanwhile: that one refills the lanes itself.
+    if (next === piece || app.piece !== piece || app.generating) return;
+    setPiece(next, { undoable: false, keepView: true });
+  } catch (e) {
+    notice(`The chord lane was not refreshed after the edit (${e.message}).`);
+  }
+}
+
+/** Turns note editing in the roll on or off (the "Edit notes" button, E). */
+export function setEditing(on) {
+  const button = $('edit-notes');
+  button.setAttribute('aria-pressed', String(!!on));
+  roll.setEditing(on);
+  if (on) {
+    roll.roll.focus({ preventScroll: true });
+    notice('Editing notes: click to draw (drag for length), drag a note to move it or its end to lengthen it, Shift+drag to select; Delete, arrows, [ ], N, Ctrl+C/V/D — see the help.');
+  }
+}
+
+/** A new empty piece to write into with the mouse and keyboard (8 bars of 4/4). */
+export function newPiece() {
+  if (app.generating) return;
+  const bpm = Math.min(240, Math.max(40, Number($('take-bpm').value) || 100));
+  setPiece(emptyPiece({ bpm, name: 'new piece.mid' }), { fresh: true });
+  setEditing(true);
 }
 
 export async function openFile(file) {

@@ -4,7 +4,7 @@
 // scroll, selection, playhead); nothing here changes it.
 import { barAt, barEnd, barLength } from './piece.js';
 import {
-  ROLE_COLOURS, GUTTER, RULER_H, CHORD_H, PHRASE_H, LANES_H, FONT, THEME, BLACK_KEYS, clamp,
+  ROLE_COLOURS, GUTTER, RULER_H, CHORD_H, PHRASE_H, LANES_H, VELOCITY_H, FONT, THEME, BLACK_KEYS, clamp,
   tickToX, xToTick, visibleNotes, beatTicks, phraseColour, labelStep, pitchName,
 } from './roll-geometry.js';
 
@@ -64,6 +64,7 @@ export class RollDrawing {
     this._drawChords(v);
     this._drawPhrases(v);
     this._drawRoll(v);
+    this._drawVelocities(v);
   }
 
   _visibleBars(v) {
@@ -150,7 +151,7 @@ export class RollDrawing {
   }
 
   _drawGutter(v) {
-    const ctx = sizeCanvas(this.gutter, GUTTER, LANES_H + this.rollHeight, v.dpr);
+    const ctx = sizeCanvas(this.gutter, GUTTER, LANES_H + this.rollHeight + VELOCITY_H, v.dpr);
     ctx.fillStyle = THEME.panel;
     ctx.fillRect(0, 0, GUTTER, LANES_H);
     ctx.font = `10px ${FONT}`;
@@ -160,6 +161,11 @@ export class RollDrawing {
     ctx.fillText('Chord', 4, RULER_H + CHORD_H / 2);
     ctx.fillText('Phrase', 4, RULER_H + CHORD_H + PHRASE_H / 2);
     this._drawKeyboard(ctx, LANES_H);
+    ctx.fillStyle = THEME.panel;
+    ctx.fillRect(0, LANES_H + this.rollHeight, GUTTER, VELOCITY_H);
+    ctx.fillStyle = THEME.muted;
+    ctx.font = `10px ${FONT}`;
+    ctx.fillText('Velocity', 4, LANES_H + this.rollHeight + VELOCITY_H / 2);
   }
 
   _drawKeyboard(ctx, top) {
@@ -336,7 +342,61 @@ export class RollDrawing {
     this._drawGenerating(ctx, v, h, false);
     this._drawSelection(ctx, v, h, 0.1);
     this._drawNotes(ctx, v);
+    this._drawEditing(ctx, v);
     this._drawPlayhead(ctx, v, h);
+  }
+
+  /** The notes selected for editing (outlined) and the box being dragged. */
+  _drawEditing(ctx, v) {
+    const ed = this.editor;
+    if (!ed.selection.size && !ed.box) return;
+    const [lo, hi] = this._range;
+    const rh = this.rollHeight / (hi - lo + 1);
+    ctx.strokeStyle = '#ffffff';
+    ctx.lineWidth = 1.5;
+    for (const n of ed.selection) {
+      if (n[2] <= v.t0 || n[1] >= v.t1 || n[0] < lo || n[0] > hi) continue;
+      const x = n[1] * v.px - v.x0;
+      const w = Math.max(1.5, (n[2] - n[1]) * v.px - 1);
+      ctx.strokeRect(x + 0.75, (hi - n[0]) * rh + 1.25, Math.max(1, w - 1.5), Math.max(1, rh - 2.5));
+    }
+    if (ed.box) {
+      const [tA, pA, tB, pB] = ed.box;
+      const x = Math.min(tA, tB) * v.px - v.x0;
+      const y = (hi - Math.max(pA, pB)) * rh;
+      ctx.fillStyle = 'rgba(255, 255, 255, 0.08)';
+      ctx.fillRect(x, y, Math.abs(tB - tA) * v.px, (Math.abs(pB - pA) + 1) * rh);
+      ctx.strokeRect(x, y, Math.abs(tB - tA) * v.px, (Math.abs(pB - pA) + 1) * rh);
+    }
+  }
+
+  /** The velocity lane: a stem per visible note, as tall as it is loud; selected ones white. */
+  _drawVelocities(v) {
+    const h = VELOCITY_H;
+    const ctx = sizeCanvas(this.velocityLane, v.w, h, v.dpr);
+    ctx.fillStyle = THEME.panel;
+    ctx.fillRect(0, 0, v.w, h);
+    ctx.fillStyle = THEME.line;
+    ctx.fillRect(0, 0, v.w, 1);
+    if (!this.piece) return;
+    const sel = this.editor.selection;
+    for (const track of this._tracks) {
+      const notes = track.index.notes;
+      const [i0, i1] = visibleNotes(track.index, v.t0, v.t1);
+      const path = new Path2D();
+      const chosen = new Path2D();
+      for (let i = i0; i < i1; i++) {
+        const n = notes[i];
+        if (n[1] < v.t0 - 2 / v.px) continue;
+        const x = Math.round(n[1] * v.px - v.x0);
+        const top = 2 + (h - 3) * (1 - n[3] / 127);
+        (sel.has(n) ? chosen : path).rect(x, top, 2, h - top);
+      }
+      ctx.fillStyle = this.colours[track.role];
+      ctx.fill(path);
+      ctx.fillStyle = '#ffffff';
+      ctx.fill(chosen);
+    }
   }
 
   /** Pitch rows: darker for black keys, a line under every C. */

@@ -89,6 +89,11 @@ export class RollInput extends RollDrawing {
   }
 
   _pointerDown(e, kind) {
+    if ((kind === 'roll' || kind === 'velocity') && this.editor.on) {
+      if (this.piece && e.button === 0) this.editor.down(e, kind);
+      return;
+    }
+    if (kind === 'velocity') return;
     if (!this.piece || e.button !== 0 || (kind !== 'roll' && !this.piece.bars.length)) return;
     let mode = 'bars';
     if (kind === 'roll') mode = e.shiftKey ? 'beats' : e.pointerType === 'mouse' ? 'pan' : 'click';
@@ -100,6 +105,10 @@ export class RollInput extends RollDrawing {
   }
 
   _pointerMove(e) {
+    if (this.editor.drag) {
+      this.editor.move(e);
+      return;
+    }
     const d = this._drag;
     if (!d) return;
     const dx = e.clientX - d.startX;
@@ -126,6 +135,10 @@ export class RollInput extends RollDrawing {
   }
 
   _pointerUp() {
+    if (this.editor.drag) {
+      this.editor.up();
+      return;
+    }
     const d = this._drag;
     if (!d) return;
     this._drag = null;
@@ -144,6 +157,7 @@ export class RollInput extends RollDrawing {
   }
 
   _pointerCancel() {
+    this.editor.cancel();
     if (this._drag && (this._drag.mode === 'bars' || this._drag.mode === 'beats')) this.selection = this._drag.before;
     this._drag = null;
     this._schedule();

@@ -10,11 +10,12 @@
 // drawing in roll-draw.js. Nothing touches the DOM until a PianoRoll is constructed.
 import { barLength } from './piece.js';
 import {
-  ROLE_COLOURS, DRAW_ORDER, ROLL_H, LANES_H, GUTTER, MIN_BAR_PX, MAX_QUARTER_PX, END_PAD, clamp,
-  zoomAround, pieceEndTick, fitPitchRange, noteIndex, phraseRuns, phraseAt, rollSummary,
+  ROLE_COLOURS, DRAW_ORDER, ROLL_H, LANES_H, VELOCITY_H, GUTTER, MIN_BAR_PX, MAX_QUARTER_PX, END_PAD, clamp,
+  zoomAround, pieceEndTick, fitPitchRange, noteIndex, phraseRuns, phraseAt, rollSummary, tickToX,
 } from './roll-geometry.js';
 import { element, readColours } from './roll-draw.js';
 import { RollInput } from './roll-input.js';
+import { NoteEditor } from './roll-edit.js';
 
 export {
   ROLE_COLOURS, DRAW_ORDER, tickToX, xToTick, zoomAround, pieceEndTick, fitPitchRange, noteIndex,
@@ -24,8 +25,10 @@ export {
 
 export class PianoRoll extends RollInput {
   /**
-   * callbacks: { onChordClick(bar), onPhraseClick(bar), onSeek(tick), onSelect(fromTick, toTick) }
-   * (onSelect(null, null) when the user clears the selection with Escape).
+   * callbacks: { onChordClick(bar), onPhraseClick(bar), onSeek(tick), onSelect(fromTick, toTick),
+   * onEdit(piece, { touched: [fromBar, toBar] }), onNotice(text), quantise() }
+   * (onSelect(null, null) when the user clears the selection with Escape; onEdit when notes
+   * were edited, with the new piece; quantise() the grid setting, notes per quarter).
    * options: { height } of the roll in css px.
    */
   constructor(container, callbacks = {}, { height = ROLL_H } = {}) {
@@ -56,6 +59,7 @@ export class PianoRoll extends RollInput {
     this._summary = '';
     this._patterns = new WeakMap();
     this.colours = readColours(container);
+    this.editor = new NoteEditor(this);
     this._build();
   }
 
@@ -63,6 +67,8 @@ export class PianoRoll extends RollInput {
 
   /** Shows `piece` (or nothing for null): refits the pitch range and the opening zoom. */
   setPiece(piece) {
+    this.editor.cancel();
+    this.editor.pieceChanged(null);
     this.piece = piece;
     this.selection = null;
     this._anchor = null;
@@ -81,6 +87,52 @@ export class PianoRoll extends RollInput {
     if (this.viewWidth) this._openingZoom();
     this._setCursor(0);
     this._schedule();
+  }
+
+  /**
+   * Shows `piece` in place of the current one keeping the view (zoom, scroll, loop selection,
+   * cursor, pitch range, the selected notes still in it): an edit, an undo.
+   */
+  replacePiece(piece) {
+    if (!piece || !this.piece) {
+      this.setPiece(piece);
+      return;
+    }
+    this.editor.cancel();
+    this.piece = piece;
+    this.editor.pieceChanged(piece);
+    this._stale = true;
+    this._schedule();
+  }
+
+  /** Turns note editing with the pointer and keyboard on or off (see roll-edit.js). */
+  setEditing(on) {
+    this.editor.cancel();
+    this.editor.on = !!on;
+    if (!on) this.editor.selection = new Set();
+    this.roll.style.cursor = on ? 'crosshair' : '';
+    this.velocityLane.style.cursor = on ? 'ns-resize' : '';
+    this._schedule();
+  }
+
+  /**
+   * Client coordinates of `tick` at `pitch` in the roll (the middle of its row), or with a null
+   * pitch at `velocity` in the velocity lane.
+   */
+  clientPoint(tick, pitch, velocity = 64) {
+    const x = this.strip.getBoundingClientRect().left + tickToX(tick, this.pxPerTick, this.scroller.scrollLeft);
+    if (pitch == null) {
+      const lane = this.velocityLane.getBoundingClientRect();
+      return { x, y: lane.top + lane.height * (1 - velocity / 127) };
+    }
+    const [lo, hi] = this._range;
+    const rh = this.rollHeight / (hi - lo + 1);
+    return { x, y: this.roll.getBoundingClientRect().top + (hi - pitch + 0.5) * rh };
+  }
+
+  /** The notes selected for editing (note arrays of the current piece). */
+  selectedNotes() {
+    return [...this.editor.selection];
   }
 
   /** Redraws after the piece was changed in place (notes streamed in, labels edited). */
@@ -161,7 +213,7 @@ export class PianoRoll extends RollInput {
   // --- building --------------------------------------------------------------------------------
 
   _build() {
-    const stack = LANES_H + this.rollHeight;
+    const stack = LANES_H + this.rollHeight + VELOCITY_H;
     this.root = element('div', `display:grid;grid-template-columns:${GUTTER}px minmax(0,1fr);` +
       'user-select:none;-webkit-user-select:none;width:100%;min-width:0');
     this.gutter = element('canvas', 'display:block;border-radius:0', { 'aria-hidden': 'true' });
@@ -174,9 +226,11 @@ export class PianoRoll extends RollInput {
       'one chord per bar. Left and Right choose a bar, Enter edits its chord, Shift with Left or Right selects bars to loop.'));
     this.phraseLane = element('canvas', `${laneStyle};cursor:pointer`, this._laneAttrs('Phrase lane',
       'one phrase letter per bar. Left and Right choose a bar, Enter edits its phrase, Shift with Left or Right selects bars to loop.'));
-    this.roll = element('canvas', 'display:block;border-radius:0;touch-action:pan-x pan-y',
-      { role: 'img', 'aria-label': 'Piano roll: no piece loaded' });
-    this.strip.append(this.ruler, this.chordLane, this.phraseLane, this.roll);
+    this.roll = element('canvas', 'display:block;border-radius:0;touch-action:pan-x pan-y;outline-offset:-2px',
+      { role: 'img', tabindex: '0', 'aria-label': 'Piano roll: no piece loaded' });
+    this.velocityLane = element('canvas', 'display:block;border-radius:0;touch-action:pan-y',
+      { 'aria-hidden': 'true' });
+    this.strip.append(this.ruler, this.chordLane, this.phraseLane, this.roll, this.velocityLane);
     this.content.append(this.strip);
     this.scroller.append(this.content);
     this.root.append(this.gutter, this.scroller);
@@ -192,7 +246,10 @@ export class PianoRoll extends RollInput {
   }
 
   _listen() {
-    const targets = [[this.ruler, 'ruler'], [this.chordLane, 'chord'], [this.phraseLane, 'phrase'], [this.roll, 'roll']];
+    const targets = [
+      [this.ruler, 'ruler'], [this.chordLane, 'chord'], [this.phraseLane, 'phrase'], [this.roll, 'roll'],
+      [this.velocityLane, 'velocity'],
+    ];
     for (const [canvas, kind] of targets) {
       canvas.addEventListener('pointerdown', (e) => this._pointerDown(e, kind));
       canvas.addEventListener('pointermove', (e) => this._pointerMove(e));
@@ -204,6 +261,12 @@ export class PianoRoll extends RollInput {
       lane.addEventListener('focus', () => this._schedule());
       lane.addEventListener('blur', () => this._schedule());
     }
+    this.roll.addEventListener('keydown', (e) => {
+      if (this.editor.on && this.editor.key(e)) {
+        e.preventDefault();
+        e.stopPropagation();
+      }
+    });
     this.scroller.addEventListener('scroll', () => this._onScroll());
     this.scroller.addEventListener('wheel', (e) => this._onWheel(e), { passive: false });
     if (typeof ResizeObserver === 'function') {

@@ -88,6 +88,8 @@ function shapeProblem(piece) {
     ppq: 'resolution (ticks per quarter note) is',
     promptBars: 'number of prompt bars is',
     timeSignatures: 'time signatures are',
+    chordsSet: 'list of chords set by hand is',
+    phrasesSet: 'mark of phrases set by hand is',
   };
   const optional = {
     ppq: (x) => Number.isFinite(x) && x > 0,
@@ -98,6 +100,8 @@ function shapeProblem(piece) {
     phrases: (x) =>
       isListOf(x, (p) => Array.isArray(p) && p.length === 2 && typeof p[0] === 'string' && Number.isInteger(p[1]) && p[1] > 0),
     promptBars: (x) => Number.isFinite(x),
+    chordsSet: (x) => isNumbers(x),
+    phrasesSet: (x) => typeof x === 'boolean',
     name: (x) => typeof x === 'string',
   };
   for (const [key, test] of Object.entries(optional)) {
