@@ -1,7 +1,7 @@
 // End-to-end: writing notes in the roll. From an empty page a person presses New piece, draws a
 // four-bar melody with the mouse (the chord lane fills in from it), edits it with the keyboard
 // (select, transpose, shorten, louder, delete, copy and paste) and with the mouse (move a note,
-// set a velocity in the lane under the roll), has the default model accompany it, undoes and
+// set a velocity in the lane under the roll; a chord set by hand stays through it), has the default model accompany it, undoes and
 // redoes, and shares it: the link restores every note with its velocity.
 // Needs pkg/ (make wasm) and Chromium (make setup).
 import { test, before, after } from 'node:test';
@@ -78,6 +78,14 @@ test('a melody drawn and edited in the roll, accompanied, undone, redone and sha
     assert.equal(await page.evaluate(() => window.pianoformer.selectedNotes().length), 2);
     await key(page, 'Control+c');
     await key(page, 'Escape');
+    // A chord set by hand (bar 1: Dm) stays when its notes are edited; the others refill.
+    await page.focus('canvas[aria-label^="Chord lane"]');
+    await page.keyboard.press('Home');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#label-dialog[open]');
+    await page.fill('#label-input', 'Dm');
+    await page.click('#label-ok');
+    await page.waitForFunction(() => window.pianoformer.piece.chords[0] === 'Dm');
     // The mouse: the note at beat 2 moves up a tone and a beat later; its velocity goes to about 40.
     await drag(page, [2 * Q + 100, 64], [3 * Q + 100, 66]);
     await page.waitForFunction(() => window.pianoformer.piece.tracks[0].notes.some((n) => n[0] === 66), null, { timeout: 10_000 });
@@ -86,6 +94,8 @@ test('a melody drawn and edited in the roll, accompanied, undone, redone and sha
     const moved = melody(piece).find((n) => n[0] === 66);
     assert.equal(moved[1], 3 * Q);
     assert.ok(Math.abs(moved[3] - 40) <= 4, `velocity from the lane: ${moved[3]}`);
+    await page.waitForTimeout(1500); // past the lanes' refill after an edit (400 ms)
+    assert.equal(await page.evaluate(() => window.pianoformer.piece.chords[0]), 'Dm', 'a chord set by hand is kept');
     const beforePaste = await noteCount(page);
     await key(page, 'Control+v'); // no playhead: after the selected note (beat 5)
     assert.equal(await noteCount(page), beforePaste + 2, 'two notes pasted');
