@@ -52,6 +52,41 @@ pub struct ModelEntry {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
     pub models: Vec<ModelEntry>,
+    /// The velocity model for the piano the models write (`music::dynamics`), if shipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dynamics: Option<DynamicsEntry>,
+}
+
+/// The shipped velocity model (`pianoformer dynamics`): a JSON file beside the weights.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DynamicsEntry {
+    pub name: String,
+    /// The model's file, relative to the manifest.
+    pub file: String,
+    pub description: String,
+    pub bytes: usize,
+    pub sha256: String,
+    /// What it was fitted on and how (data split, the command).
+    pub training: serde_json::Value,
+    /// Its figures on the test songs and the choice made on validation.
+    #[serde(default)]
+    pub metrics: serde_json::Value,
+}
+
+impl DynamicsEntry {
+    /// The model, read from `dir` (the manifest's folder) and checked against the entry.
+    pub fn load(&self, dir: &std::path::Path) -> Result<crate::music::dynamics::Dynamics, String> {
+        let path = dir.join(&self.file);
+        let bytes =
+            std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        if bytes.len() != self.bytes || crate::model::sha256_hex(&bytes) != self.sha256 {
+            return Err(format!(
+                "{} is not the dynamics model the manifest describes (size or checksum)",
+                path.display()
+            ));
+        }
+        crate::music::dynamics::Dynamics::from_json(&String::from_utf8_lossy(&bytes))
+    }
 }
 
 impl ModelEntry {
@@ -371,7 +406,26 @@ mod tests {
 
         let manifest = Manifest {
             models: vec![good.clone()],
+            dynamics: None,
         };
+        // The velocity model's entry survives a manifest's round trip (`ship` rewrites it), and
+        // a manifest without one stays without.
+        let text = serde_json::to_string(&manifest).unwrap();
+        assert!(!text.contains("dynamics"));
+        let with = Manifest {
+            dynamics: Some(DynamicsEntry {
+                name: "dynamics".into(),
+                file: "dynamics.json".into(),
+                description: String::new(),
+                bytes: 3,
+                sha256: "00".into(),
+                training: serde_json::Value::Null,
+                metrics: serde_json::Value::Null,
+            }),
+            ..manifest.clone()
+        };
+        let back = Manifest::parse(&serde_json::to_string(&with).unwrap()).unwrap();
+        assert_eq!(back, with);
         assert_eq!(manifest.find(None, Task::Continuation).unwrap().name, "m");
         assert!(manifest.find(Some("x"), Task::Continuation).is_err());
         assert!(manifest.find(None, Task::Accompaniment).is_err());

@@ -59,6 +59,10 @@ pub struct Options {
     pub context: Option<usize>,
     /// The attention to capture while generating.
     pub watch: Option<WatchOptions>,
+    /// Accompaniment: the velocity model that gives the written piano its dynamics (the
+    /// Session's or the CLI's, never read from JSON); without one every note has one velocity.
+    #[serde(skip)]
+    pub dynamics: Option<std::rc::Rc<crate::music::dynamics::Dynamics>>,
 }
 
 /// A setting out of its range: which one (`field`, its name in the JSON of [`Options`]) and
@@ -105,6 +109,7 @@ impl Default for Options {
             max_prompt_tokens: 1024,
             context: None,
             watch: None,
+            dynamics: None,
         }
     }
 }

@@ -274,3 +274,30 @@ fn the_default_models_accompany_and_continue_a_song() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The velocity model the accompaniments' dynamics come from: it loads (size and checksum
+/// checked), was fitted by `pianoformer dynamics`, and carries its test figures, for the
+/// pianists' own notes and for the piano the default model writes.
+#[test]
+fn the_shipped_velocity_model_loads_with_its_figures() {
+    let text = std::fs::read_to_string(models_dir().join("manifest.json")).unwrap();
+    let manifest = Manifest::parse(&text).unwrap();
+    let entry = manifest
+        .dynamics
+        .as_ref()
+        .expect("the manifest ships a velocity model (pianoformer dynamics)");
+    let model = entry.load(&models_dir()).unwrap();
+    assert!(model.noise >= 0.0 && model.residual > 0.0);
+    assert!(
+        entry.training["command"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("pianoformer dynamics"))
+    );
+    for panel in ["model", "pianists", "one_velocity"] {
+        assert!(
+            entry.metrics["test"][panel]["spread_ratio"].is_number(),
+            "{panel}"
+        );
+    }
+    assert!(entry.metrics["test_written"]["written"]["songs_melody_corr_positive"].is_number());
+}

@@ -17,7 +17,7 @@ import {
   contextOf, regionTicks, draftPiece, writesFrom, generateOptions, unflattenNotes, notesWritten,
   progressText, doneText,
 } from './generation-plan.js';
-import { currentEntry, ensureModel, showModels } from './models.js';
+import { currentEntry, dynamicsText, ensureModel, showModels } from './models.js';
 import { remember, roll, setPiece, showPiece, updateButtons } from './piece-view.js';
 import { attention, stopAttention } from './attention-panel.js';
 import { hideCompare } from './compare-panel.js';
@@ -108,10 +108,11 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
     roll.setPiece(live);
     const options = generateOptions(s, { task, region, context: contextOf(entry, app.manifest) });
     const from = writesFrom(before, task, ticks);
+    const dynamics = task === 'accompaniment' && $('dynamics').checked ? await dynamicsText() : '';
     $('gen-status').textContent = `Running ${entry.name} on ${status.backend?.kind === 'gpu' ? 'WebGPU' : 'the CPU'}…`;
     const result = await call(
       'generate',
-      { task, model: entry.name, piece: before, options },
+      { task, model: entry.name, piece: before, options, dynamics },
       {
         onProgress: (p) => {
           if (p.started) {

@@ -2,7 +2,7 @@
 // Model list of the Generate panel and what it says about the chosen one, the models it can be
 // compared with, and loading a model into the Worker once (ensureModel: concurrent asks share
 // one load; the bytes come from the page's model cache, a download, or this browser's storage).
-import { $, app, showError } from './page.js';
+import { $, app, status, showError, notice } from './page.js';
 import { call, onWorkerRestart } from './worker-client.js';
 import { fetchModel } from './store.js';
 import { defaultPartner, partnerChoices, sideLabel } from './compare.js';
@@ -36,10 +36,33 @@ export async function loadManifest() {
     if (!response.ok) throw new Error(`the server answered ${response.status}`);
     const manifest = await response.json();
     app.manifest = manifest.models ?? [];
+    app.dynamicsEntry = manifest.dynamics ?? null;
   } catch (e) {
     showError(`The list of models could not be loaded (${e.message}); generation is unavailable.`);
   }
   showModels();
+}
+
+let dynamics = null; // the velocity model's JSON, once fetched ('' when there is none)
+
+/**
+ * The velocity model the manifest ships (written accompaniments get their dynamics from it),
+ * fetched and checked once; '' when there is none or it could not be had (the piano then
+ * plays at one velocity, and the page says why once).
+ */
+export async function dynamicsText() {
+  if (dynamics !== null) return dynamics;
+  const entry = app.dynamicsEntry;
+  if (!entry) return (dynamics = '');
+  try {
+    const { bytes } = await fetchModel(entry);
+    dynamics = new TextDecoder().decode(bytes);
+    status.dynamics = entry.name;
+  } catch (e) {
+    dynamics = '';
+    notice(`The piano will play at one velocity: the dynamics model could not be loaded (${e.message}).`);
+  }
+  return dynamics;
 }
 
 /** Lists the chosen task's models, choosing `selected` (else the default) and its settings. */

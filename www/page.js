@@ -19,6 +19,7 @@ export const app = {
   generating: null,
   compare: null, // the Comparison on show (compare.js), or null
   tuning: null, // the Fine-tune panel (tune.js), once main.js has made it
+  dynamicsEntry: null, // the manifest's velocity model (models.js), or null
 };
 
 // What the end-to-end test (and a curious user in the console) can read. main.js adds the
@@ -34,6 +35,8 @@ export const status = {
   // Every harmonizer call: {bars, ms} (the lane of a melody-only file, "Suggest chords").
   harmonizations: [],
   shareLink: null,
+  // The velocity model written accompaniments use (its name), once fetched.
+  dynamics: null,
   get piece() {
     return app.piece;
   },

@@ -301,8 +301,11 @@ const methods = {
     const out = wasm.unpackModel(new Uint8Array(bytes));
     return { entry: JSON.parse(out.entry), weights: out.weights };
   },
-  generate: async ({ task, model, piece, options }, id) => {
+  generate: async ({ task, model, piece, options, dynamics }, id) => {
     const run = task === 'continuation' ? 'continuePiece' : 'accompany';
+    // The velocity model for this accompaniment ('' : none): sent with every call, so a
+    // Worker that moved backends or restarted has it too.
+    if (run === 'accompany') session.setDynamics(dynamics ?? '');
     const text = await session[run](
       model,
       JSON.stringify(piece),

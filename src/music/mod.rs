@@ -1,6 +1,7 @@
 //! Music data without tensors: MIDI in and out, piano rolls, structure labels, tokens, metrics.
 
 pub mod chords;
+pub mod dynamics;
 pub mod fixtures;
 pub mod grid;
 pub mod harmony;

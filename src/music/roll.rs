@@ -59,6 +59,19 @@ impl PianoRoll {
         self.sustain[step * PITCHES + pitch]
     }
 
+    /// The velocity of the onset at (`step`, `pitch`), 0 where none.
+    pub fn velocity(&self, step: usize, pitch: usize) -> u8 {
+        self.velocity[step * PITCHES + pitch]
+    }
+
+    /// Sets the velocity of the onset at (`step`, `pitch`) (nothing where there is none).
+    pub fn set_velocity(&mut self, step: usize, pitch: usize, velocity: u8) {
+        let i = step * PITCHES + pitch;
+        if self.onset[i] {
+            self.velocity[i] = velocity.max(1);
+        }
+    }
+
     /// Keeps the first `steps` steps only.
     pub fn truncate(&mut self, steps: usize) {
         self.num_steps = self.num_steps.min(steps);

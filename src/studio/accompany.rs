@@ -10,6 +10,7 @@ use crate::generate::{
     input_example, splice,
 };
 use crate::model::performer::Performer;
+use crate::music::dynamics::Context;
 use crate::music::grid::Grid;
 use crate::music::midi::Note;
 use crate::music::piece::{Piece, PieceNote, PieceTrack, TrackRole};
@@ -118,6 +119,19 @@ where
             None => roll,
         }
     };
+    let mut roll = roll;
+    if let Some(dynamics) = &options.dynamics {
+        // The written steps get the model's dynamics; a kept piano keeps its own.
+        let steps = match options.region {
+            None => 0..input.grid.num_steps(),
+            Some([from, to]) => {
+                let bars = input.grid.num_bars();
+                input.grid.bar_steps(from).start..input.grid.bar_steps(to.min(bars) - 1).end
+            }
+        };
+        let ctx = Context::new(&input.grid, &input.labels, &input.rolls.melody);
+        dynamics.apply(&ctx, &mut roll, steps, options.seed);
+    }
     let mut out = piece.clone();
     out.tracks
         .retain(|t| !matches!(t.role, TrackRole::Piano | TrackRole::Generated));

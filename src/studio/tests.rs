@@ -548,3 +548,95 @@ fn a_live_take_on_a_piece_plays_into_room_after_it_and_writes_its_chords_back() 
     let err = pollster::block_on(live_start(&model, sampling, None, &piece, &far, &device));
     assert!(err.err().unwrap().to_string().contains("past the end"));
 }
+
+#[test]
+fn a_velocity_model_gives_the_written_piano_its_dynamics_and_a_region_only_its_bars() {
+    use crate::music::dynamics::{Dynamics, FEATURES};
+    let device = Device::flex();
+    let model = tiny(Task::Accompaniment, 1, &device);
+    let piece = piece();
+    let flat = Options {
+        threshold: Some(0.3),
+        ..Options::default()
+    };
+    let run = |options: &Options, piece: &Piece| {
+        pollster::block_on(accompany_piece(
+            &model,
+            None,
+            PianoSampling::default(),
+            piece,
+            options,
+            &device,
+            |_| async { true },
+        ))
+        .unwrap()
+    };
+    let plain = run(&flat, &piece);
+    let written = |p: &Piece| {
+        p.tracks
+            .iter()
+            .find(|t| t.role == TrackRole::Generated)
+            .unwrap()
+            .notes
+            .clone()
+    };
+    assert!(!written(&plain).is_empty());
+    assert!(
+        written(&plain)
+            .iter()
+            .all(|n| n.3 == crate::music::roll::GENERATED_VELOCITY)
+    );
+    // Loud on the beat, softer off it, and a note's velocity follows its register.
+    let mut weights = vec![0.0; FEATURES.len()];
+    weights[0] = 90.0;
+    weights[22] = 12.0;
+    let dynamics = Dynamics {
+        features: FEATURES.iter().map(|s| s.to_string()).collect(),
+        weights,
+        residual: 5.0,
+        noise: 0.0,
+    };
+    let shaped = Options {
+        dynamics: Some(std::rc::Rc::new(dynamics)),
+        ..flat.clone()
+    };
+    let out = run(&shaped, &piece);
+    let notes = written(&out);
+    assert_eq!(
+        notes.iter().map(|n| (n.0, n.1, n.2)).collect::<Vec<_>>(),
+        written(&plain)
+            .iter()
+            .map(|n| (n.0, n.1, n.2))
+            .collect::<Vec<_>>(),
+        "the same notes"
+    );
+    for n in &notes {
+        let expected = (90.0 + 12.0 * (f64::from(n.0) - 60.0) / 12.0)
+            .round()
+            .clamp(1.0, 127.0) as u8;
+        assert_eq!(n.3, expected, "{n:?}");
+    }
+    // Rewriting bars 3–4 of the shaped piece: the notes kept elsewhere keep their velocities.
+    let region = Options {
+        region: Some([2, 4]),
+        dynamics: None,
+        ..shaped.clone()
+    };
+    let again = written(&run(&region, &out));
+    let (from, to) = (piece.bars[2], piece.bars[4]);
+    // (Notes held into the region are cut where it starts: compare onsets and velocities.)
+    let kept = |notes: &[crate::music::piece::PieceNote]| -> Vec<(u8, u64, u8)> {
+        notes
+            .iter()
+            .filter(|n| n.1 < from || n.1 >= to)
+            .map(|n| (n.0, n.1, n.3))
+            .collect()
+    };
+    assert_eq!(kept(&again), kept(&notes));
+    assert!(
+        again
+            .iter()
+            .filter(|n| n.1 >= from && n.1 < to)
+            .all(|n| n.3 == crate::music::roll::GENERATED_VELOCITY)
+    );
+}

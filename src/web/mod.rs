@@ -16,6 +16,7 @@ use crate::generate::live::{Live, LiveChords};
 use crate::model::config::Task;
 use crate::model::performer::Performer;
 use crate::models::{ModelEntry, load_entry, pack_model, unpack_model};
+use crate::music::dynamics::Dynamics;
 use crate::music::fixtures;
 use crate::music::harmony::decode::HarmonyDecode;
 use crate::music::midi::write_midi;
@@ -122,6 +123,8 @@ pub struct Session {
     harmony: RefCell<HashMap<String, studio::HarmonyCache>>,
     /// The live take in progress (out of the cell while one of its calls runs).
     live: RefCell<Option<LiveRun>>,
+    /// The velocity model for written accompaniments (`setDynamics`), if the page gave one.
+    dynamics: RefCell<Option<std::rc::Rc<Dynamics>>>,
 }
 
 /// A live take: its state and the models it plays with (the harmonizer with its decoding).
@@ -148,6 +151,7 @@ impl Session {
             models: RefCell::new(HashMap::new()),
             harmony: RefCell::new(HashMap::new()),
             live: RefCell::new(None),
+            dynamics: RefCell::new(None),
         })
     }
 
@@ -200,6 +204,21 @@ impl Session {
         Ok(info)
     }
 
+    /// Gives written accompaniments their dynamics from the velocity model in `json` (the
+    /// manifest's `dynamics` file, its checksum checked by the page), or none for `""`.
+    #[wasm_bindgen(js_name = setDynamics)]
+    pub fn set_dynamics(&self, json: &str) -> Result<(), JsError> {
+        let model = if json.is_empty() {
+            None
+        } else {
+            Some(std::rc::Rc::new(
+                Dynamics::from_json(json).map_err(|e| JsError::new(&e))?,
+            ))
+        };
+        *self.dynamics.borrow_mut() = model;
+        Ok(())
+    }
+
     /// True when the model `name` is loaded.
     #[wasm_bindgen(js_name = hasModel)]
     pub fn has_model(&self, name: &str) -> bool {
@@ -218,7 +237,8 @@ impl Session {
     ) -> Result<String, JsError> {
         let loaded = self.model(&name)?;
         let piece = parse_piece(&piece)?;
-        let options = parse_options(&options)?;
+        let mut options = parse_options(&options)?;
+        options.dynamics = self.dynamics.borrow().clone();
         let out = studio::accompany_piece(
             &loaded.model,
             loaded.entry.binarize,

@@ -13,6 +13,7 @@ use pianoformer::generate::{
 };
 use pianoformer::model::config::Task;
 use pianoformer::music::chords::Chord;
+use pianoformer::music::dynamics::Context;
 use pianoformer::music::grid::Grid;
 use pianoformer::music::harmony::ChordSource;
 use pianoformer::music::labels::{bar_phrases, detect_structure};
@@ -60,6 +61,11 @@ pub struct Args {
     /// detector always).
     #[arg(long, default_value = "default")]
     pub harmonizer: String,
+    /// Accompaniment: the velocity model that gives the piano its dynamics: `default` (the
+    /// manifest's, when it ships one), a JSON file written by `pianoformer dynamics`, or
+    /// `none` (every note at one velocity).
+    #[arg(long, default_value = "default")]
+    pub dynamics: String,
     /// Accompaniment: note threshold (default: the one chosen on validation data; a model
     /// that writes step by step draws its notes unless a threshold is given).
     #[arg(long)]
@@ -237,7 +243,7 @@ pub fn run(args: Args) -> Result<(), String> {
                     harmonizer.source
                 );
             }
-            let piano = pollster::block_on(accompany_song(
+            let mut piano = pollster::block_on(accompany_song(
                 model,
                 &input,
                 options.binarize(loaded.binarize),
@@ -245,6 +251,10 @@ pub fn run(args: Args) -> Result<(), String> {
                 &device,
             ))
             .map_err(|e| e.to_string())?;
+            if let Some(dynamics) = &options.dynamics {
+                let ctx = Context::new(&input.grid, &input.labels, &input.rolls.melody);
+                dynamics.apply(&ctx, &mut piano, 0..input.grid.num_steps(), options.seed);
+            }
             let out = with_piano(&song, &input, &piano);
             write(&args.out, &write_midi(&out))?;
             let notes = out.tracks.last().map_or(0, |t| t.notes.len());
@@ -353,6 +363,8 @@ fn options(
             .prompt_tokens
             .unwrap_or(Options::default().max_prompt_tokens),
         context: context(args, loaded)?,
+        dynamics: crate::models::dynamics(&args.dynamics, args.manifest.as_deref())?
+            .map(std::rc::Rc::new),
         ..Options::default()
     };
     options.check().map_err(|bad| {

@@ -32,6 +32,8 @@ mod bench;
 #[cfg(not(target_arch = "wasm32"))]
 mod check;
 #[cfg(not(target_arch = "wasm32"))]
+mod dynamics;
+#[cfg(not(target_arch = "wasm32"))]
 mod eval;
 #[cfg(not(target_arch = "wasm32"))]
 mod generate;
@@ -138,6 +140,9 @@ mod cli {
         Generate(crate::generate::Args),
         /// Copy a trained, evaluated run into www/models/ and its manifest.
         Ship(crate::ship::Args),
+        /// Fit the velocity model on POP909's pianists, choose its spread on validation,
+        /// score it on the test songs and ship it (www/models/dynamics.json and the manifest).
+        Dynamics(crate::dynamics::Args),
         /// Show what a MIDI file holds: tracks, tempo map, key, time signature, chords per bar.
         Inspect {
             /// The .mid file.
@@ -163,6 +168,7 @@ mod cli {
                 harmonizer,
             } => crate::inspect::run(&file, json, &harmonizer),
             Command::Train(args) => crate::train::run(args),
+            Command::Dynamics(args) => crate::dynamics::run(args),
             Command::Eval(args) => crate::eval::run(args),
             Command::Report {
                 runs,

@@ -11,6 +11,7 @@ use pianoformer::generate::binarize::Binarize;
 use pianoformer::model::config::{PerformerConfig, Task};
 use pianoformer::model::performer::Performer;
 use pianoformer::models::{Manifest, load_entry};
+use pianoformer::music::dynamics::Dynamics;
 use pianoformer::music::harmony::decode::HarmonyDecode;
 
 /// The shipped models' manifest, relative to the repository root.
@@ -204,6 +205,34 @@ pub fn plan_temperature(dir: &Path) -> Option<f32> {
 /// (`default`: the manifest's default harmonizer), with its decoding (the default rhythm when
 /// a run was never evaluated). `Ok(None)` for `none`, or when no harmonizer is shipped and
 /// none was asked for by name.
+/// The velocity model `spec` names: `default` (the manifest's `dynamics`, when the manifest
+/// ships one; none otherwise), `none`, or a JSON file written by `pianoformer dynamics`.
+pub fn dynamics(spec: &str, manifest: Option<&Path>) -> Result<Option<Dynamics>, String> {
+    match spec {
+        "none" => Ok(None),
+        "default" => {
+            let Ok(path) = find_manifest(manifest) else {
+                return Ok(None);
+            };
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let manifest = Manifest::parse(&text).map_err(|e| e.to_string())?;
+            manifest
+                .dynamics
+                .map(|entry| entry.load(path.parent().unwrap_or(Path::new("."))))
+                .transpose()
+        }
+        file => {
+            let text = std::fs::read_to_string(file).map_err(|e| {
+                format!("--dynamics {file}: cannot read it ({e}); give `default`, `none` or a file written by `pianoformer dynamics`")
+            })?;
+            Dynamics::from_json(&text)
+                .map(Some)
+                .map_err(|e| format!("{file}: {e}"))
+        }
+    }
+}
+
 pub fn harmonizer(
     spec: &str,
     manifest: Option<&Path>,
