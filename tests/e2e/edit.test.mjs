@@ -1,8 +1,9 @@
 // End-to-end: writing notes in the roll. From an empty page a person presses New piece, draws a
 // four-bar melody with the mouse (the chord lane fills in from it), edits it with the keyboard
 // (select, transpose, shorten, louder, delete, copy and paste) and with the mouse (move a note,
-// set a velocity in the lane under the roll; a chord set by hand stays through it), has the default model accompany it, undoes and
-// redoes, and shares it: the link restores every note with its velocity.
+// set a velocity in the lane under the roll; a chord set by hand stays through it), has the
+// default model accompany it (with the velocity model's dynamics), undoes and redoes, and
+// shares it: the link restores every note with its velocity.
 // Needs pkg/ (make wasm) and Chromium (make setup).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -108,7 +109,12 @@ test('a melody drawn and edited in the roll, accompanied, undone, redone and sha
     await page.waitForFunction((n) => window.pianoformer.generations.length > n || !document.getElementById('error').hidden, n, { timeout: 300_000 });
     assert.equal(await page.evaluate(() => (document.getElementById('error').hidden ? null : window.pianoformer.error)), null);
     const accompanied = await page.evaluate(() => window.pianoformer.piece);
-    assert.ok(accompanied.tracks.some((t) => t.role === 'generated' && t.notes.length), 'the piano wrote notes');
+    const piano = accompanied.tracks.find((t) => t.role === 'generated' && t.notes.length);
+    assert.ok(piano, 'the piano wrote notes');
+    // With "Dynamics" on (the default) the piano plays with the velocity model's dynamics.
+    assert.equal(await page.evaluate(() => window.pianoformer.dynamics), 'dynamics');
+    const velocities = new Set(piano.notes.map((n) => n[3]));
+    assert.ok(velocities.size >= 3, `velocities of the written piano: ${[...velocities]}`);
 
     // Undo takes the accompaniment back, Redo brings it again; a later edit clears Redo.
     await page.click('#undo');
