@@ -219,6 +219,7 @@ if [ "$what" = all ] || [ "$what" = paper-tiny ]; then
   TINY_RUNS=(
     "tiny-nope|--pe none"
     "tiny-sinespe|--pe sine_spe --gated"
+    "tiny-sinespe-ungated|--pe sine_spe"
     "tiny-fstripe|--pe fstripe --levels melody,chord,phrase,position"
     "tiny-fstripe-c|--pe fstripe --levels chord"
   )
