@@ -147,14 +147,14 @@ impl<'a> Context<'a> {
         let (beat, sub) = (pos / spb, pos % spb);
         let strength = if beat == 0 {
             0
-        } else if beats >= 4 && beats % 2 == 0 && beat == beats / 2 {
+        } else if beats >= 4 && beats.is_multiple_of(2) && beat == beats / 2 {
             1
         } else {
             2
         };
         let offset = if sub == 0 {
             0
-        } else if spb % 2 == 0 && sub == spb / 2 {
+        } else if spb.is_multiple_of(2) && sub == spb / 2 {
             1
         } else {
             2
@@ -181,7 +181,7 @@ impl<'a> Context<'a> {
             bars[b].0 += f64::from(*vel);
             bars[b].1 += 1;
             let class = self.place(step);
-            let k = if class % 3 == 0 {
+            let k = if class.is_multiple_of(3) {
                 class / 3
             } else {
                 2 + class % 3

@@ -100,7 +100,6 @@ fn features_read_the_melody_phrase_and_chord() {
     assert_eq!((x[20], x[21]), (1.0, 0.0), "the top of them");
     assert_eq!(x[22], 0.0);
     assert_eq!(x[23], 3.0, "eight sixteenths long");
-    assert_eq!(x[21 + 0], 0.0);
     assert_eq!(rows[0].1[21], 1.0, "the bottom of them");
     let (o, x) = &rows[3];
     assert_eq!(o.step, 18);
