@@ -113,11 +113,14 @@ export class NoteEditor {
     const hit = noteAt(p, tick, pitch);
     const start = { startX: e.clientX, tick, pitch, base: p, moved: false };
     if (hit) {
+      if (e.shiftKey && this.selection.has(hit)) {
+        // Shift on a selected note takes it out of the selection: nothing to drag.
+        this.selection = new Set([...this.selection].filter((n) => n !== hit));
+        this.roll.update();
+        return;
+      }
       if (e.shiftKey) {
-        const next = new Set(this.selection);
-        if (next.has(hit)) next.delete(hit);
-        else next.add(hit);
-        this.selection = next;
+        this.selection = new Set([...this.selection, hit]);
       } else if (!this.selection.has(hit)) {
         this.selection = new Set([hit]);
       }
