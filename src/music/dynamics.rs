@@ -4,8 +4,9 @@
 //! off-beats), the melody's loudness around the onset and over the song, the phrase (its first
 //! and last bar, where in it, intro or outro), the onset's chord (how many notes strike with
 //! it, top or bottom of them, register) and its length. The velocities it predicts vary as
-//! much as the features explain; the rest of a pianist's spread is drawn, scaled by a factor
-//! chosen on validation so a song's velocities spread as the pianists' do.
+//! much as the features explain; the rest of a pianist's spread is drawn — a song's as wide as
+//! its melody's velocities suggest (fitted on the training songs), scaled by a share chosen on
+//! validation so the songs' velocities spread as the pianists' do.
 //!
 //! Fitted by `pianoformer dynamics` (the fit and the choice here, the data and the command in
 //! the CLI), shipped as JSON beside the models (`www/models/dynamics.json`), and applied to the
@@ -59,8 +60,14 @@ pub struct Dynamics {
     pub weights: Vec<f64>,
     /// Root mean square of the training residuals, in velocity units.
     pub residual: f64,
-    /// How much of `residual` is drawn on top of the prediction (chosen on validation).
+    /// How much of the residual spread is drawn on top of the prediction (chosen on
+    /// validation).
     pub noise: f64,
+    /// The residual spread of a song as `a + b ×` its melody's velocity spread (fitted on the
+    /// training songs: a pianist who plays evenly goes with an even melody), at least 1; `None`:
+    /// `residual` for every song.
+    #[serde(default)]
+    pub spread: Option<[f64; 2]>,
 }
 
 /// One onset of a piano roll: its step, pitch and velocity.
@@ -97,13 +104,15 @@ pub struct Context<'a> {
     /// Mean melody onset velocity of each bar and its onset count.
     bar_melody: Vec<(Option<f64>, usize)>,
     song_melody: f64,
+    /// The standard deviation of the melody's onset velocities over the song.
+    song_melody_spread: f64,
 }
 
 impl<'a> Context<'a> {
     pub fn new(grid: &'a Grid, labels: &'a StepLabels, melody: &'a PianoRoll) -> Self {
         let bars = grid.num_bars();
         let mut sums = vec![(0.0, 0usize); bars];
-        let (mut total, mut count) = (0.0, 0usize);
+        let (mut total, mut squares, mut count) = (0.0, 0.0, 0usize);
         for o in onsets(melody) {
             if o.step >= grid.num_steps() {
                 continue;
@@ -112,8 +121,21 @@ impl<'a> Context<'a> {
             sums[bar].0 += f64::from(o.velocity);
             sums[bar].1 += 1;
             total += f64::from(o.velocity);
+            squares += f64::from(o.velocity).powi(2);
             count += 1;
         }
+        let song_melody = if count > 0 {
+            total / count as f64
+        } else {
+            80.0
+        };
+        let song_melody_spread = if count > 1 {
+            (squares / count as f64 - song_melody * song_melody)
+                .max(0.0)
+                .sqrt()
+        } else {
+            0.0
+        };
         let bar_melody = sums
             .iter()
             .map(|&(s, n)| ((n > 0).then(|| s / n as f64), n))
@@ -123,11 +145,8 @@ impl<'a> Context<'a> {
             labels,
             melody,
             bar_melody,
-            song_melody: if count > 0 {
-                total / count as f64
-            } else {
-                80.0
-            },
+            song_melody,
+            song_melody_spread,
         }
     }
 
@@ -401,6 +420,7 @@ impl Fit {
             weights: w,
             residual: (sse / self.n as f64).sqrt(),
             noise: 1.0,
+            spread: None,
         })
     }
 }
@@ -456,13 +476,52 @@ impl Dynamics {
         Ok(d)
     }
 
+    /// The spread of this song's velocities around the predictions (before `noise`).
+    pub fn song_spread(&self, ctx: &Context) -> f64 {
+        match self.spread {
+            Some([a, b]) => (a + b * ctx.song_melody_spread).max(1.0),
+            None => self.residual,
+        }
+    }
+
+    /// Fits [`Dynamics::spread`] on `songs` (each a context and the onsets with the pianist's
+    /// velocities): least squares of each song's residual RMS on its melody's velocity spread.
+    pub fn fit_spread<'a>(
+        &mut self,
+        songs: impl IntoIterator<Item = (&'a Context<'a>, &'a PianoRoll)>,
+    ) {
+        let (mut n, mut sx, mut sy, mut sxx, mut sxy) = (0.0, 0.0, 0.0, 0.0, 0.0);
+        for (ctx, piano) in songs {
+            let rows = ctx.rows(piano, 0..piano.num_steps);
+            if rows.len() < 2 {
+                continue;
+            }
+            let sse: f64 = rows
+                .iter()
+                .map(|(o, x)| (f64::from(o.velocity) - self.predict(x)).powi(2))
+                .sum();
+            let (x, y) = (ctx.song_melody_spread, (sse / rows.len() as f64).sqrt());
+            n += 1.0;
+            sx += x;
+            sy += y;
+            sxx += x * x;
+            sxy += x * y;
+        }
+        let var = n * sxx - sx * sx;
+        if n >= 3.0 && var > 1e-9 {
+            let b = (n * sxy - sx * sy) / var;
+            self.spread = Some([(sy - b * sx) / n, b]);
+        }
+    }
+
     /// The expected velocity of an onset with features `x`.
     pub fn predict(&self, x: &[f64; D]) -> f64 {
         self.weights.iter().zip(x).map(|(w, x)| w * x).sum()
     }
 
     /// Velocities for the onsets of `piano` at steps in `region`, drawn with `seed`: the
-    /// prediction plus `noise × residual` of a standard normal, rounded into 1–127.
+    /// prediction plus `noise ×` the song's spread ([`Dynamics::song_spread`]) of a standard
+    /// normal, rounded into 1–127.
     pub fn velocities(
         &self,
         ctx: &Context,
@@ -471,10 +530,11 @@ impl Dynamics {
         seed: u64,
     ) -> Vec<(Onset, u8)> {
         let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed_d1a3);
+        let spread = self.noise * self.song_spread(ctx);
         ctx.rows(piano, region)
             .into_iter()
             .map(|(o, x)| {
-                let v = self.predict(&x) + self.noise * self.residual * normal(&mut rng);
+                let v = self.predict(&x) + spread * normal(&mut rng);
                 (o, v.round().clamp(1.0, 127.0) as u8)
             })
             .collect()

@@ -594,6 +594,7 @@ fn a_velocity_model_gives_the_written_piano_its_dynamics_and_a_region_only_its_b
         features: FEATURES.iter().map(|s| s.to_string()).collect(),
         weights,
         residual: 5.0,
+        spread: None,
         noise: 0.0,
     };
     let shaped = Options {

@@ -181,6 +181,24 @@ pub fn run(args: Args) -> Result<(), String> {
         }
     }
     let mut model = fit.solve(args.lambda)?;
+    // A song's spread around the predictions follows its melody's (an even melody, an even
+    // touch): fitted on the training songs.
+    let trained: Vec<&Piece> = loaded
+        .train
+        .pieces
+        .iter()
+        .filter(|p| p.has_accompaniment())
+        .collect();
+    let contexts: Vec<Context> = trained
+        .iter()
+        .map(|p| Context::new(&p.grid, &p.labels, &p.rolls.melody))
+        .collect();
+    model.fit_spread(contexts.iter().zip(trained.iter().map(|p| &p.rolls.piano)));
+    if let Some([a, b]) = model.spread {
+        eprintln!(
+            "a song's spread around the predictions: {a:.2} + {b:.3} × its melody's velocity spread"
+        );
+    }
     eprintln!(
         "fitted on {} ({} onsets): residual {:.2}",
         loaded.description,

@@ -159,6 +159,7 @@ fn velocities_follow_the_model_in_the_region_only_and_the_seed() {
         features: FEATURES.iter().map(|s| s.to_string()).collect(),
         weights,
         residual: 8.0,
+        spread: None,
         noise: 0.0,
     };
     d.apply(&ctx, &mut piano, 0..16, 3);
@@ -211,4 +212,57 @@ fn measures_spread_accents_and_following_the_melody() {
     assert!((half.unwrap() + 5.0).abs() < 1e-9 && (other.unwrap() + 5.0).abs() < 1e-9);
     assert_eq!((eighth, sixteenth), (None, None));
     assert_eq!(ctx.measure(&[]), Measure::default());
+}
+
+#[test]
+fn a_song_spreads_as_its_melody_does() {
+    // One melody even (every onset 90), one wide (60 and 100 in turn).
+    let even: Vec<_> = (0..8u64).map(|i| (72u8, i * 8, 4, 90u8)).collect();
+    let wide: Vec<_> = (0..8u64)
+        .map(|i| (72u8, i * 8, 4, if i % 2 == 0 { 60 } else { 100 }))
+        .collect();
+    let (grid, labels, melody_even, _) = song(&even, &[]);
+    let (_, labels_wide, melody_wide, _) = song(&wide, &[]);
+    let even_ctx = Context::new(&grid, &labels, &melody_even);
+    let wide_ctx = Context::new(&grid, &labels_wide, &melody_wide);
+    let mut d = Dynamics {
+        features: FEATURES.iter().map(|s| s.to_string()).collect(),
+        weights: vec![0.0; D],
+        residual: 8.0,
+        noise: 1.0,
+        spread: None,
+    };
+    assert_eq!(d.song_spread(&even_ctx), 8.0);
+    d.spread = Some([2.0, 0.5]);
+    assert_eq!(d.song_spread(&even_ctx), 2.0);
+    assert_eq!(d.song_spread(&wide_ctx), 2.0 + 0.5 * 20.0);
+    // Fitted: pianos whose residual follows the melodies' spread exactly (velocities 64 ± k
+    // against a model predicting 64) give the line through them.
+    d.weights[0] = 64.0;
+    let pianos: Vec<PianoRoll> = [4u8, 14]
+        .iter()
+        .map(|&k| {
+            let notes: Vec<_> = (0..8u64)
+                .map(|i| (48u8, i * 8, 4, if i % 2 == 0 { 64 - k } else { 64 + k }))
+                .collect();
+            song(&[], &notes).3
+        })
+        .collect();
+    let third: Vec<_> = (0..8u64)
+        .map(|i| (72u8, i * 8, 4, if i % 2 == 0 { 70 } else { 90 }))
+        .collect();
+    let (_, labels_third, melody_third, _) = song(&third, &[]);
+    let third_ctx = Context::new(&grid, &labels_third, &melody_third);
+    let notes: Vec<_> = (0..8u64)
+        .map(|i| (48u8, i * 8, 4, if i % 2 == 0 { 55 } else { 73 }))
+        .collect();
+    let third_piano = song(&[], &notes).3;
+    d.fit_spread([
+        (&even_ctx, &pianos[0]),
+        (&wide_ctx, &pianos[1]),
+        (&third_ctx, &third_piano),
+    ]);
+    let [a, b] = d.spread.unwrap();
+    // Melody spreads 0, 20, 10 against residuals 4, 14, 9: the line 4 + 0.5 × spread.
+    assert!((a - 4.0).abs() < 1e-9 && (b - 0.5).abs() < 1e-9, "{a} {b}");
 }
