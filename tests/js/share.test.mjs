@@ -148,6 +148,17 @@ test('an empty piece round-trips', async () => {
   assert.deepEqual(await decodeShare(await encodeShare(shared)), shared);
 });
 
+test('the lanes set by hand and the velocities drawn in the roll round-trip', async () => {
+  const piece = realisticPiece(5);
+  piece.chordsSet = [0, 3];
+  piece.phrasesSet = true;
+  piece.tracks[0].notes = piece.tracks[0].notes.map((n, i) => [n[0], n[1], n[2], 1 + ((i * 37) % 127)]);
+  const shared = { piece, ...extras };
+  const back = await decodeShare(await encodeShare(shared));
+  assert.deepEqual(normalizePiece(back.piece), normalizePiece(piece));
+  assert.deepEqual([back.piece.chordsSet, back.piece.phrasesSet], [[0, 3], true]);
+});
+
 test('flipped characters give the "damaged" error', async () => {
   const fragment = await encodeShare({ piece: realisticPiece(3), ...extras });
   const body = fragment.length - 3;
@@ -238,6 +249,9 @@ test('a well-formed link holding the wrong shapes says it cannot be opened', asy
     'shape',
     /seed/,
   );
+  // The marks of lanes set by hand (roll editing keeps them) must be what they say.
+  await rejectsWith(open({ piece: { tracks: [], chordsSet: ['1'] } }), 'shape', /chords set by hand/);
+  await rejectsWith(open({ piece: { tracks: [], phrasesSet: 1 } }), 'shape', /phrases set by hand/);
   // A forged note count far beyond the data must not allocate, only fail.
   await rejectsWith(
     open({ piece: { tracks: [{ notes: null }] } }, [0xff, 0xff, 0xff, 0x7f]),
