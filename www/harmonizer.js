@@ -17,10 +17,12 @@ import { harmonizerEntry, needsHarmonizer } from './generation-plan.js';
 export async function harmonized(piece, { bars = null, seed = null } = {}) {
   const entry = harmonizerEntry(app.manifest);
   if (!entry) throw new Error('no harmonizer model is installed (www/models/manifest.json lists none)');
+  const asked = performance.now();
   await ensureModel(entry);
   const started = performance.now();
   const out = await call('harmonize', { model: entry.name, piece, options: { bars, seed } });
-  status.harmonizations.push({ bars: out.cells.length, ms: performance.now() - started });
+  // `load`: fetching and loading the model first (its warm-up included), when it was not loaded.
+  status.harmonizations.push({ bars: out.cells.length, ms: performance.now() - started, load: started - asked });
   const next = clonePiece(piece);
   out.cells.forEach((cell, i) => {
     if (out.from + i < next.chords.length) next.chords[out.from + i] = cell;

@@ -187,6 +187,9 @@ pub struct HarmonyScores {
     pub songs: usize,
     /// Per annotated beat with a chord: root, root + family, exact.
     pub accuracy: [f64; 3],
+    /// Per annotated beat with a chord: the share of the chord's tones that are the
+    /// annotated chord's ([`Accuracy::tone_share`]).
+    pub tones: f64,
     pub beats: usize,
     /// Means over songs of the reference-free measures.
     pub measures: Measures,
@@ -229,6 +232,7 @@ pub fn score(songs: &[HarmonySong], chords: &[Vec<Option<Chord>>]) -> HarmonySco
     HarmonyScores {
         songs: songs.len(),
         accuracy: accuracy.rates(),
+        tones: accuracy.tone_share(),
         beats: accuracy.beats,
         measures: mean_measures(&all),
         rhythm: Rhythmic {

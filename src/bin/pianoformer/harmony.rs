@@ -19,6 +19,8 @@ use pianoformer::music::harmony::{BeatPlaces, CHORD_CLASSES, class_chord};
 
 /// The emission weights tried on validation.
 const WEIGHTS: [f32; 9] = [0.25, 0.35, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 4.0];
+/// The tone weights tried on validation (the best progression by its chords' expected tones).
+const TONE_WEIGHTS: [f32; 7] = [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0];
 
 fn songs(corpus: &Corpus) -> (Vec<&Piece>, Vec<HarmonySong>) {
     let pieces: Vec<&Piece> = corpus.pieces.iter().filter(|p| p.has_harmony()).collect();
@@ -63,11 +65,12 @@ fn decode_all(
 fn line(what: &str, s: &HarmonyScores) {
     let m = &s.measures;
     eprintln!(
-        "  {what:<34} root {:.3}  family {:.3}  exact {:.3}  | CTnCTR {:.3} PCS {:.3} MCTD {:.3} \
+        "  {what:<34} root {:.3}  family {:.3}  exact {:.3}  tones {:.3} | CTnCTR {:.3} PCS {:.3} MCTD {:.3} \
          CHE {:.3} CC {:.1} CTD {:.3} sus {:.3} | changes/bar {:.2} on grid {:.2} | repeats {}",
         s.accuracy[0],
         s.accuracy[1],
         s.accuracy[2],
+        s.tones,
         m.ctnctr,
         m.pcs,
         m.mctd,
@@ -184,7 +187,11 @@ pub fn run(
     let mut tried = Vec::new();
     let mut best: Option<(HarmonyDecode, HarmonyScores)> = None;
     for weight in WEIGHTS {
-        let decode = HarmonyDecode { rhythm, weight };
+        let decode = HarmonyDecode {
+            rhythm,
+            weight,
+            tones: None,
+        };
         let s = score(&valid, &decode_all(&valid, &lp, &decode, choice));
         line(&format!("weight {weight}"), &s);
         let key = |s: &HarmonyScores| (s.accuracy[1], s.accuracy[0]);
@@ -193,8 +200,30 @@ pub fn run(
         }
         tried.push(serde_json::json!({"weight": weight, "scores": s}));
     }
-    let (decode, _) = best.expect("weights were tried");
+    let (mut decode, by_likelihood) = best.expect("weights were tried");
     eprintln!("chosen: weight {}", decode.weight);
+    // Then the best progression by its chords' expected tones (draws keep the weight above):
+    // kept when its tones, what a piano playing the lane gets right, beat the likeliest
+    // progression's on validation.
+    let mut best_tones = by_likelihood.tones;
+    let mut tried_tones = Vec::new();
+    for w in TONE_WEIGHTS {
+        let candidate = HarmonyDecode {
+            tones: Some(w),
+            ..decode
+        };
+        let s = score(&valid, &decode_all(&valid, &lp, &candidate, choice));
+        line(&format!("tones, weight {w}"), &s);
+        if s.tones > best_tones {
+            best_tones = s.tones;
+            decode.tones = Some(w);
+        }
+        tried_tones.push(serde_json::json!({"tones": w, "scores": s}));
+    }
+    match decode.tones {
+        Some(w) => eprintln!("chosen: the best progression by expected tones, weight {w}"),
+        None => eprintln!("chosen: the likeliest progression"),
+    }
 
     let (test_pieces, test) = songs(&data.test);
     if test.is_empty() {
@@ -255,6 +284,7 @@ pub fn run(
         "levels": model.config.pe.structure_levels(),
         "decode": decode,
         "valid": tried,
+        "valid_tones": tried_tones,
         "test": out,
     }))
 }

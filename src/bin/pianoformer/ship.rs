@@ -90,6 +90,7 @@ pub fn run(args: Args) -> Result<(), String> {
         obj.remove("hold_temperature");
         obj.remove("decode");
         obj.remove("valid");
+        obj.remove("valid_tones");
         obj.remove("model");
     }
     // What a continuation plays when sampled (`eval --sample`), where the run has it: reading

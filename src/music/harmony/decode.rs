@@ -55,6 +55,12 @@ pub struct HarmonyDecode {
     /// its own log-probability, so a root whose probability is split between C, C7 and Cmaj7
     /// is not outweighed by a single less likely chord.
     pub weight: f32,
+    /// When set, the best progression ([`viterbi`]) weighs each chord by the share of its
+    /// tones the model expects in the song's real chord ([`tone_gains`]) times this weight,
+    /// instead of by its probability: between C and Am, both likely, the chord whose tones
+    /// are most surely right. Draws and the causal form keep the probabilities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tones: Option<f32>,
 }
 
 impl Default for HarmonyDecode {
@@ -66,6 +72,7 @@ impl Default for HarmonyDecode {
                 change: [0.6, 0.3, 0.05],
             },
             weight: 1.0,
+            tones: None,
         }
     }
 }
@@ -87,6 +94,13 @@ impl HarmonyDecode {
             return Err(format!(
                 "the harmonizer's emission weight must be above 0 and at most 100, not {}",
                 self.weight
+            ));
+        }
+        if let Some(w) = self.tones
+            && !(w > 0.0 && w <= 1000.0)
+        {
+            return Err(format!(
+                "the harmonizer's tone weight must be above 0 and at most 1000, not {w}"
             ));
         }
         if self.rhythm.change.iter().any(|p| !(*p > 0.0 && *p < 1.0)) {
@@ -130,6 +144,55 @@ impl HarmonyDecode {
         }
         out
     }
+}
+
+/// Every class's pitch classes as a 12-bit mask (no chord: none).
+fn tone_masks() -> [u16; CHORD_CLASSES] {
+    let mut out = [0u16; CHORD_CLASSES];
+    for (c, mask) in out.iter_mut().enumerate() {
+        if let Some(chord) = super::class_chord(c) {
+            *mask = chord.pitch_classes().fold(0, |m, pc| m | 1 << pc);
+        }
+    }
+    out
+}
+
+/// For every beat and class ([beats, CHORD_CLASSES], from the model's log-probabilities),
+/// the share of the chord's tones that the model expects in the real chord: with `q(pc)` the
+/// probability that pitch class `pc` belongs to it (the summed probability of every chord
+/// that holds it), a chord's gain is the mean of `q` over its tones; "no chord" gains its own
+/// probability. The chord with the largest gain is the one whose tones are most surely right
+/// (a minimum-risk choice for what a piano plays from the lane), not the single most likely
+/// label.
+pub fn tone_gains(log_probs: &[f32]) -> Vec<f32> {
+    let masks = tone_masks();
+    let mut out = Vec::with_capacity(log_probs.len());
+    for row in log_probs.chunks(CHORD_CLASSES) {
+        let mut q = [0f32; 12];
+        for (c, &lp) in row.iter().enumerate() {
+            let p = lp.exp();
+            let mut m = masks[c];
+            while m != 0 {
+                q[m.trailing_zeros() as usize] += p;
+                m &= m - 1;
+            }
+        }
+        out.extend(row.iter().enumerate().map(|(c, &lp)| {
+            let m = masks[c];
+            if m == 0 {
+                return lp.exp();
+            }
+            let (mut sum, mut n) = (0f32, 0f32);
+            for (pc, qp) in q.iter().enumerate() {
+                if m >> pc & 1 == 1 {
+                    sum += qp;
+                    n += 1.0;
+                }
+            }
+            sum / n
+        }));
+    }
+    out
 }
 
 /// Root × family slots, and no chord.
@@ -194,7 +257,10 @@ pub fn viterbi(
         return Vec::new();
     }
     let slot = |b: usize| if b < places.len() { places.slot(b) } else { 2 };
-    let emitted = decode.emissions(log_probs);
+    let emitted = match decode.tones {
+        Some(w) => tone_gains(log_probs).into_iter().map(|g| w * g).collect(),
+        None => decode.emissions(log_probs),
+    };
     let mut score: Vec<f32> = emitted[..k].to_vec();
     if let Some(prev) = before {
         let (stay, change) = decode.transition(slot(0));

@@ -31,6 +31,9 @@ pub struct Accuracy {
     /// Root and family (maj / min / dim / aug / sus; sevenths and sixths as their triad).
     pub family: usize,
     pub exact: usize,
+    /// Summed over those beats: the share of the predicted chord's tones that are tones of the
+    /// annotated one (what a piano playing the predicted chord gets right; no chord: 0).
+    pub tones: f64,
 }
 
 impl Accuracy {
@@ -51,6 +54,13 @@ impl Accuracy {
                 a.root += (p.root == r.root) as usize;
                 a.family += (p.root == r.root && p.quality.family() == r.quality.family()) as usize;
                 a.exact += (p == r) as usize;
+                let theirs: Vec<u8> = r.pitch_classes().collect();
+                let (mut shared, mut all) = (0usize, 0usize);
+                for pc in p.pitch_classes() {
+                    all += 1;
+                    shared += theirs.contains(&pc) as usize;
+                }
+                a.tones += shared as f64 / all.max(1) as f64;
             }
         }
         a
@@ -61,12 +71,18 @@ impl Accuracy {
         self.root += other.root;
         self.family += other.family;
         self.exact += other.exact;
+        self.tones += other.tones;
     }
 
     /// Root, root + family and exact accuracy as shares.
     pub fn rates(&self) -> [f64; 3] {
         let n = self.beats.max(1) as f64;
         [self.root, self.family, self.exact].map(|x| x as f64 / n)
+    }
+
+    /// The mean share of the predicted chords' tones that are tones of the annotated chords.
+    pub fn tone_share(&self) -> f64 {
+        self.tones / self.beats.max(1) as f64
     }
 }
 

@@ -1,4 +1,4 @@
-use super::decode::{HarmonyDecode, Rhythm, causal, log_softmax_rows, sample, viterbi};
+use super::decode::{HarmonyDecode, Rhythm, causal, log_softmax_rows, sample, tone_gains, viterbi};
 use super::measures::{Accuracy, agreement, measures};
 use super::*;
 use crate::music::grid::Grid;
@@ -427,4 +427,54 @@ fn emissions_weigh_root_and_family_and_keep_the_quality() {
     assert!((two[c] - two[c7] - (0.25f32 / 0.2).ln()).abs() < 1e-4);
     assert!((two[am] - 2.0 * 0.4f32.ln()).abs() < 1e-4);
     assert!((two[c] - (2.0 * 0.6f32.ln() + (0.25f32 / 0.6).ln())).abs() < 1e-4);
+}
+
+#[test]
+fn tone_gains_choose_the_chord_whose_tones_are_surest() {
+    // G 0.4, C 0.3, Am 0.3: G is the likeliest label, but C's tones (C and E in C and Am, G in
+    // G and C) are the likeliest to be in the real chord. The tones objective picks C.
+    let class = |root, q| chord_class(chord(root, q));
+    let (g, c, am, em) = (
+        class(7, Quality::Maj),
+        class(0, Quality::Maj),
+        class(9, Quality::Min),
+        class(4, Quality::Min),
+    );
+    let mut p = vec![0f32; CHORD_CLASSES];
+    p[g] = 0.4;
+    p[c] = 0.3;
+    p[am] = 0.3;
+    let lp: Vec<f32> = p.iter().map(|x| x.max(1e-12).ln()).collect();
+    let gains = tone_gains(&lp);
+    assert!((gains[g] - 0.5).abs() < 1e-4, "G: {}", gains[g]);
+    assert!((gains[c] - 1.9 / 3.0).abs() < 1e-4, "C: {}", gains[c]);
+    assert!((gains[am] - 0.5).abs() < 1e-4, "Am: {}", gains[am]);
+    assert!((gains[em] - 1.7 / 3.0).abs() < 1e-4, "Em: {}", gains[em]);
+    assert!(gains[0] < 1e-6, "no chord gains its probability");
+    let places = BeatPlaces {
+        in_bar: vec![0],
+        bar_beats: vec![4],
+    };
+    let likely = HarmonyDecode::default();
+    assert_eq!(viterbi(&lp, &places, &likely, None), vec![g]);
+    let tones = HarmonyDecode {
+        tones: Some(4.0),
+        ..likely
+    };
+    assert!(tones.check().is_ok());
+    assert_eq!(viterbi(&lp, &places, &tones, None), vec![c]);
+    // Draws keep the model's probabilities: over many seeds G is drawn most.
+    let drawn: Vec<usize> = (0..200)
+        .map(|s| sample(&lp, &places, &tones, None, 1.0, s)[0])
+        .collect();
+    let count = |x| drawn.iter().filter(|&&d| d == x).count();
+    assert!(count(g) > count(c) && count(g) > count(am), "{drawn:?}");
+    let bad = HarmonyDecode {
+        tones: Some(0.0),
+        ..likely
+    };
+    assert!(bad.check().unwrap_err().contains("tone weight"));
+    // Scored against Am, C gets two of its three tones right.
+    let a = Accuracy::of(&[chord(0, Quality::Maj)], &[chord(9, Quality::Min)], 0..1);
+    assert!((a.tone_share() - 2.0 / 3.0).abs() < 1e-9 && a.root == 0);
 }
