@@ -19,7 +19,8 @@ use pianoformer::music::harmony::{BeatPlaces, CHORD_CLASSES, class_chord};
 
 /// The emission weights tried on validation.
 const WEIGHTS: [f32; 9] = [0.25, 0.35, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 4.0];
-/// The tone weights tried on validation (the best progression by its chords' expected tones).
+/// The tone weights tried on validation (the best progression by its chords' expected tones;
+/// reports/harmonizer.md, "Choosing chords by their tones").
 const TONE_WEIGHTS: [f32; 7] = [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0];
 
 fn songs(corpus: &Corpus) -> (Vec<&Piece>, Vec<HarmonySong>) {
@@ -186,6 +187,8 @@ pub fn run(
     line("each beat on its own", &score(&valid, &argmax));
     let mut tried = Vec::new();
     let mut best: Option<(HarmonyDecode, HarmonyScores)> = None;
+    // Every decoding setting is chosen by root + family accuracy, then root.
+    let key = |s: &HarmonyScores| (s.accuracy[1], s.accuracy[0]);
     for weight in WEIGHTS {
         let decode = HarmonyDecode {
             rhythm,
@@ -194,18 +197,15 @@ pub fn run(
         };
         let s = score(&valid, &decode_all(&valid, &lp, &decode, choice));
         line(&format!("weight {weight}"), &s);
-        let key = |s: &HarmonyScores| (s.accuracy[1], s.accuracy[0]);
         if best.as_ref().is_none_or(|(_, b)| key(&s) > key(b)) {
             best = Some((decode, s.clone()));
         }
         tried.push(serde_json::json!({"weight": weight, "scores": s}));
     }
-    let (mut decode, by_likelihood) = best.expect("weights were tried");
+    let (mut decode, mut chosen) = best.expect("weights were tried");
     eprintln!("chosen: weight {}", decode.weight);
-    // Then the best progression by its chords' expected tones (draws keep the weight above):
-    // kept when its tones, what a piano playing the lane gets right, beat the likeliest
-    // progression's on validation.
-    let mut best_tones = by_likelihood.tones;
+    // Then the best progression by its chords' expected tones (draws keep the weight above),
+    // judged by the same key: kept only where its root + family beats the likeliest's.
     let mut tried_tones = Vec::new();
     for w in TONE_WEIGHTS {
         let candidate = HarmonyDecode {
@@ -214,17 +214,16 @@ pub fn run(
         };
         let s = score(&valid, &decode_all(&valid, &lp, &candidate, choice));
         line(&format!("tones, weight {w}"), &s);
-        if s.tones > best_tones {
-            best_tones = s.tones;
+        if key(&s) > key(&chosen) {
             decode.tones = Some(w);
+            chosen = s.clone();
         }
         tried_tones.push(serde_json::json!({"tones": w, "scores": s}));
     }
     match decode.tones {
         Some(w) => eprintln!("chosen: the best progression by expected tones, weight {w}"),
-        None => eprintln!("chosen: the likeliest progression"),
+        None => eprintln!("chosen: the likeliest progression (by tones: no better root + family)"),
     }
-
     let (test_pieces, test) = songs(&data.test);
     if test.is_empty() {
         return Err("no test song with annotated chords".into());
