@@ -9,7 +9,10 @@ cd "$(dirname "$0")/.."
 WASM_PACK_VERSION=0.15.1
 # wasm-bindgen-cli must match the wasm-bindgen in Cargo.lock exactly.
 WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/ {getline; gsub(/[^0-9.]/, ""); print; exit}' Cargo.lock)
-APT_PACKAGES=(build-essential pkg-config python3 chromium chromium-driver)
+# mesa-vulkan-drivers: Mesa's lavapipe, a Vulkan adapter on machines without a GPU, so the native
+# GPU tests (wgpu on Vulkan) run everywhere instead of skipping.
+NATIVE_APT=(build-essential pkg-config python3 mesa-vulkan-drivers)
+APT_PACKAGES=("${NATIVE_APT[@]}" chromium chromium-driver)
 
 say() { printf '\033[1msetup:\033[0m %s\n' "$*"; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
@@ -65,7 +68,7 @@ need_lint() {
 need_rust
 need_lint
 if [ "${1:-all}" = native ]; then
-  install_apt build-essential pkg-config python3
+  install_apt "${NATIVE_APT[@]}"
   exit 0
 fi
 

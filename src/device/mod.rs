@@ -79,6 +79,11 @@ impl BackendInfo {
     }
 
     /// One line for a badge or a log.
+    /// Whether the adapter is a software renderer (SwiftShader, lavapipe, llvmpipe).
+    pub fn is_software(&self) -> bool {
+        self.kind == BackendKind::Gpu && self.device_type == "Cpu"
+    }
+
     pub fn label(&self) -> String {
         match self.kind {
             BackendKind::Cpu => "CPU".to_string(),
@@ -92,7 +97,7 @@ impl BackendInfo {
                 if !self.adapter.is_empty() {
                     s.push_str(&format!(" · {}", self.adapter));
                 }
-                if self.device_type == "Cpu" {
+                if self.is_software() {
                     s.push_str(" (software adapter)");
                 }
                 s
@@ -155,6 +160,24 @@ pub async fn init(preference: Preference) -> Result<Backend, DeviceError> {
         Preference::Cpu => Ok(cpu()),
         Preference::Gpu => gpu().await,
         Preference::Auto => match gpu().await {
+            // Natively a software adapter (Mesa's lavapipe, installed so the GPU tests run on
+            // machines without a GPU) runs these models far slower than the CPU backend: auto
+            // keeps to the CPU there and says why. In the page the Worker makes this choice.
+            Ok(backend) if cfg!(not(target_arch = "wasm32")) && backend.info.is_software() => {
+                let why = GpuUnavailable {
+                    reason: format!(
+                        "the only GPU adapter is a software renderer ({})",
+                        backend.info.adapter
+                    ),
+                    detail: "It runs these models far slower than the CPU backend; --backend gpu \
+                             uses it anyway."
+                        .into(),
+                };
+                Ok(Backend {
+                    device: Device::flex(),
+                    info: BackendInfo::cpu(Some(&why)),
+                })
+            }
             Ok(backend) => Ok(backend),
             Err(DeviceError::NoGpu(why)) => Ok(Backend {
                 device: Device::flex(),
@@ -334,6 +357,30 @@ mod tests {
         };
         assert!(info.is_browser_webgpu());
         assert_eq!(info.label(), "WebGPU (software adapter)");
+    }
+}
+
+/// Natively, on a machine whose only adapter is a software renderer (lavapipe, which the setup
+/// installs where there is no GPU): `gpu` opens it, `auto` keeps to the CPU and says why.
+#[cfg(all(test, feature = "gpu", not(target_arch = "wasm32")))]
+mod software_adapter {
+    use super::*;
+
+    #[test]
+    fn auto_keeps_to_the_cpu_on_a_software_adapter() {
+        let Ok(gpu) = pollster::block_on(init(Preference::Gpu)) else {
+            crate::note_skipped_test("no native GPU adapter");
+            return;
+        };
+        let auto = pollster::block_on(init(Preference::Auto)).expect("auto never fails");
+        if gpu.info.is_software() {
+            assert_eq!(auto.info.kind, BackendKind::Cpu, "{:?}", auto.info);
+            let reason = auto.info.fallback_reason.unwrap_or_default();
+            assert!(reason.contains("software renderer"), "{reason}");
+            assert!(reason.contains(&gpu.info.adapter), "{reason}");
+        } else {
+            assert_eq!(auto.info.kind, BackendKind::Gpu, "{:?}", auto.info);
+        }
     }
 }
 

@@ -1,0 +1,162 @@
+// What the page asks of WebGPU per unit of work (a benchmark, not a test; issue 35): the
+// compute dispatches, queue submissions, buffer read-backs (mapAsync), buffer writes and
+// buffers created per accompaniment step, per continuation token and per fine-tuning step,
+// with the default models on the page's WebGPU backend. These counts do not depend on the
+// GPU — SwiftShader here issues the same calls a hardware adapter would — and on a real GPU
+// each dispatch costs tens of microseconds and each read-back milliseconds, so they are what
+// bounds a small model there.
+//
+// How: the page's Worker is instrumented from Playwright (`worker.evaluate`) by wrapping the
+// WebGPU prototypes' methods with counters; each piece of work is run twice with different
+// lengths, and the difference of the counts over the difference of the lengths is the cost
+// per step or token (what a generation costs once, whatever its length — the prompt's
+// prefill, the model's upload — falls out).
+// Usage: make wasm && node tools/bench-gpu-calls.mjs [--bars 1,2] [--tokens 16,32] [--tune-steps 2,3]
+import { readFileSync } from 'node:fs';
+import { startServer } from './serve.mjs';
+import { launch } from '../tests/e2e/browser.mjs';
+
+const args = process.argv.slice(2);
+const pair = (name, fallback) => {
+  const v = args.includes(name) ? args[args.indexOf(name) + 1].split(',').map(Number) : fallback;
+  if (v.length !== 2 || !(v[1] > v[0]) || v.some((x) => !(x > 0))) throw new Error(`${name}: two increasing lengths, e.g. ${fallback}`);
+  return v;
+};
+const bars = pair('--bars', [1, 2]);
+const tokens = pair('--tokens', [16, 32]);
+const tuneSteps = pair('--tune-steps', [2, 3]);
+const LIMIT = 3_600_000;
+
+const mod = await import('../pkg/pianoformer.js');
+mod.initSync({ module: readFileSync('pkg/pianoformer_bg.wasm') });
+const midiOf = (n, key = 0) => Buffer.from(mod.exampleMidi(key, n));
+
+// Runs in the Worker: wraps each counted method once and keeps the tallies on globalThis.
+function instrument() {
+  if (globalThis.__gpuCalls) return true;
+  if (!globalThis.GPUQueue) return false;
+  const counts = {};
+  globalThis.__gpuCalls = counts;
+  const wrap = (cls, method, key) => {
+    const proto = globalThis[cls]?.prototype;
+    const original = proto?.[method];
+    if (typeof original !== 'function') return;
+    counts[key] = 0;
+    proto[method] = function (...a) {
+      counts[key]++;
+      return original.apply(this, a);
+    };
+  };
+  wrap('GPUComputePassEncoder', 'dispatchWorkgroups', 'dispatches');
+  wrap('GPUComputePassEncoder', 'dispatchWorkgroupsIndirect', 'dispatches');
+  wrap('GPUQueue', 'submit', 'submits');
+  wrap('GPUBuffer', 'mapAsync', 'readBacks');
+  wrap('GPUQueue', 'writeBuffer', 'writes');
+  wrap('GPUCommandEncoder', 'copyBufferToBuffer', 'copies');
+  wrap('GPUDevice', 'createBuffer', 'buffers');
+  wrap('GPUDevice', 'createBindGroup', 'bindGroups');
+  wrap('GPUDevice', 'createComputePipeline', 'pipelines');
+  return true;
+}
+
+const server = await startServer({ port: 0, quiet: true });
+const { browser, page } = await launch({ webgpu: true, url: `http://127.0.0.1:${server.address().port}/?backend=gpu` });
+try {
+  await page.waitForFunction(() => ['ready', 'error'].includes(document.body.dataset.state), null, { timeout: LIMIT });
+  await page.waitForFunction(() => window.pianoformer.modelReadyMs, null, { timeout: LIMIT });
+  const label = await page.evaluate(() => window.pianoformer.backend.label);
+  if (!(await page.evaluate(() => window.pianoformer.backend.kind === 'gpu'))) throw new Error(`the page is not on WebGPU: ${label}`);
+  const workers = page.workers();
+  if (workers.length !== 1) throw new Error(`expected the page's one Worker, found ${workers.length}`);
+  const worker = workers[0];
+  if (!(await worker.evaluate(instrument))) throw new Error('the Worker has no WebGPU to count');
+  const counts = () => worker.evaluate(() => ({ ...globalThis.__gpuCalls }));
+  const minus = (a, b) => Object.fromEntries(Object.keys(a).map((k) => [k, a[k] - (b[k] ?? 0)]));
+
+  const drop = async (bytes, name) => {
+    await page.evaluate(
+      ({ data, name }) => {
+        const dt = new DataTransfer();
+        dt.items.add(new File([new Uint8Array(data)], name));
+        document.querySelector('main').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+      },
+      { data: [...bytes], name },
+    );
+    await page.waitForFunction((name) => window.pianoformer.piece?.name === name, name, { timeout: 60_000 });
+  };
+  // The counts of one generation from `file` (dropped again before each run, so that every
+  // run starts from the same piece): a warm-up run first (kernels compiled, buffers pooled),
+  // then the counted one.
+  const generate = async (task, file, length) => {
+    let before = null;
+    let g = null;
+    for (let i = 0; i < 2; i++) {
+      await drop(file.bytes, `${file.name}-${i}.mid`);
+      await page.selectOption('#task', task);
+      if (length) await page.fill('#length', String(length));
+      const n = await page.evaluate(() => window.pianoformer.generations.length);
+      before = await counts();
+      await page.click('#generate');
+      await page.waitForFunction(
+        (n) => window.pianoformer.generations.length > n || !document.getElementById('error').hidden,
+        n,
+        { timeout: LIMIT },
+      );
+      g = await page.evaluate(() => window.pianoformer.generations.at(-1) ?? { error: window.pianoformer.error });
+      if (g.error) throw new Error(`${task}: ${g.error}`);
+    }
+    return { counts: minus(await counts(), before), generation: g };
+  };
+  const perUnit = (a, b, units) => Object.fromEntries(Object.keys(a.counts).map((k) => [k, (b.counts[k] - a.counts[k]) / units]));
+  const rows = [];
+
+  // Accompaniment: the bundled example of bars[0] and bars[1] bars (16 steps a bar).
+  const acc = [];
+  for (const n of bars) acc.push(await generate('accompaniment', { bytes: midiOf(n), name: `acc-${n}` }));
+  rows.push(['accompaniment step', perUnit(acc[0], acc[1], (bars[1] - bars[0]) * 16), acc[1]]);
+
+  // Continuation: tokens[0] and tokens[1] new tokens after the same 2-bar prompt.
+  const cont = [];
+  for (const n of tokens) cont.push(await generate('continuation', { bytes: midiOf(2), name: `prompt-${n}` }, n));
+  const made = cont.map((c) => c.generation.tokens);
+  rows.push(['continuation token', perUnit(cont[0], cont[1], made[1] - made[0]), cont[1]]);
+
+  // Fine-tuning: tuneSteps[0] and tuneSteps[1] steps on two 8-bar songs.
+  const files = [0, 7].map((key, k) => ({ name: `song${k}.mid`, mimeType: 'audio/midi', buffer: midiOf(8, key) }));
+  await page.setInputFiles('#tune-files', files);
+  await page.waitForFunction(
+    () => window.pianoformer.tune.files.length === 2 && window.pianoformer.tune.files.every((f) => f.trainBars),
+    null,
+    { timeout: LIMIT },
+  );
+  // A first run (the model's training state set up on the GPU) is left out of the counts.
+  const tune = [];
+  for (const [i, steps] of [tuneSteps[0], ...tuneSteps].entries()) {
+    await page.evaluate(() => {
+      window.pianoformer.tune.lastRun = null;
+    });
+    const before = await counts();
+    await page.fill('#tune-steps', String(steps));
+    await page.click('#tune-start');
+    await page.waitForFunction(() => window.pianoformer.tune.lastRun, null, { timeout: LIMIT });
+    const run = await page.evaluate(() => window.pianoformer.tune.lastRun);
+    if (run.state !== 'done') throw new Error(`the fine-tuning run ended ${run.state}`);
+    if (i > 0) tune.push({ counts: minus(await counts(), before) });
+  }
+  rows.push(['fine-tuning step', perUnit(tune[0], tune[1], tuneSteps[1] - tuneSteps[0]), tune[1]]);
+
+  // Buffers and pipelines come from pools and caches: per unit they are noise, so they are
+  // shown for whole runs only.
+  const keys = ['dispatches', 'submits', 'readBacks', 'writes', 'copies', 'bindGroups'];
+  const all = [...keys, 'buffers', 'pipelines'];
+  console.log(`WebGPU calls per unit of work, default models, ${label}:`);
+  console.log(`| per | ${keys.join(' | ')} |`);
+  console.log(`|---|${keys.map(() => '---').join('|')}|`);
+  for (const [what, per] of rows) console.log(`| ${what} | ${keys.map((k) => (per[k] ?? 0).toFixed(1)).join(' | ')} |`);
+  console.log('');
+  console.log('whole runs (the longer of each pair), for reference:');
+  for (const [what, , run] of rows) console.log(`  ${what}s: ${all.map((k) => `${k} ${run.counts[k] ?? 0}`).join(', ')}`);
+} finally {
+  await browser.close();
+  server.close();
+}
