@@ -13,7 +13,7 @@
 import { fetchModel } from './www/store.js';
 import { SAMPLES } from './www/audio.js';
 
-export const VERSION = 9;
+export const VERSION = 10;
 export const SHELL_CACHE = `pianoformer-shell-v${VERSION}`;
 
 /** What the page cannot start without, relative to this worker. */
@@ -43,6 +43,8 @@ export const SHELL_FILES = [
   'www/main.js',
   'www/models.js',
   'www/note-edit.js',
+  'www/options.js',
+  'www/options.json',
   'www/page-text.js',
   'www/page.js',
   'www/piece-view.js',

@@ -67,21 +67,21 @@ pub struct Options {
 
 /// A setting out of its range: which one (`field`, its name in the JSON of [`Options`]) and
 /// why, in words.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BadOption {
     pub field: &'static str,
-    pub message: &'static str,
+    pub message: String,
 }
 
 impl std::fmt::Display for BadOption {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.message)
+        f.write_str(&self.message)
     }
 }
 
 impl From<BadOption> for GenerateError {
     fn from(bad: BadOption) -> Self {
-        GenerateError::Read(bad.message.to_string())
+        GenerateError::Read(bad.message)
     }
 }
 
@@ -94,16 +94,16 @@ pub struct WatchOptions {
 impl Default for Options {
     fn default() -> Self {
         Self {
-            seed: 0,
+            seed: limits::default("seed").unwrap_or(0.0) as u64,
             threshold: None,
             piano_temperature: None,
             hold_temperature: None,
             chunk_steps: 64,
             region: None,
             temperature: None,
-            top_p: 0.95,
+            top_p: limits::default("topP").unwrap_or(0.95) as f32,
             echo: None,
-            tokens: 512,
+            tokens: limits::default("tokens").unwrap_or(512.0) as usize,
             bars: None,
             may_end: false,
             max_prompt_tokens: 1024,
@@ -125,45 +125,36 @@ impl Options {
     /// What is wrong with these settings, in words, and which setting it is (the generators
     /// call it first; the CLI names its flag).
     pub fn check(&self) -> Result<(), BadOption> {
-        let bad = |field, message| Err(BadOption { field, message });
-        let temperature_ok = |t: f32| t > 0.0 && t <= 10.0;
-        if !self.temperature.is_none_or(temperature_ok) {
-            return bad(
-                "temperature",
-                "the temperature must be above 0 and at most 10",
-            );
-        }
-        if !self.piano_temperature.is_none_or(temperature_ok) {
-            return bad(
-                "pianoTemperature",
-                "the temperature must be above 0 and at most 10",
-            );
-        }
-        if !self.hold_temperature.is_none_or(temperature_ok) {
-            return bad(
-                "holdTemperature",
-                "the hold temperature must be above 0 and at most 10",
-            );
-        }
-        if self.echo.is_some_and(|e| !(0.0..=10.0).contains(&e)) {
-            return bad("echo", "the echo must be between 0 and 10");
-        }
-        if !(self.top_p > 0.0 && self.top_p <= 1.0) {
-            return bad("topP", "top-p must be above 0 and at most 1");
-        }
-        if self.threshold.is_some_and(|t| !(t > 0.0 && t < 1.0)) {
-            return bad("threshold", "the note threshold must be between 0 and 1");
+        let numbers = [
+            ("seed", Some(self.seed as f64)),
+            ("threshold", self.threshold.map(f64::from)),
+            ("pianoTemperature", self.piano_temperature.map(f64::from)),
+            ("holdTemperature", self.hold_temperature.map(f64::from)),
+            ("temperature", self.temperature.map(f64::from)),
+            ("topP", Some(f64::from(self.top_p))),
+            ("echo", self.echo.map(f64::from)),
+            ("tokens", Some(self.tokens as f64)),
+            ("bars", self.bars.map(|b| b as f64)),
+            ("context", self.context.map(|c| c as f64)),
+        ];
+        for (key, value) in numbers {
+            let limit = limits::limit(key);
+            if let Some(v) = value
+                && let Err(message) = limit.check(v)
+            {
+                return Err(BadOption {
+                    field: limit.key.as_str(),
+                    message,
+                });
+            }
         }
         if let Some([from, to]) = self.region
             && from >= to
         {
-            return bad("region", "choose at least one bar to regenerate");
-        }
-        if self.tokens == 0 || self.tokens > 20_000 {
-            return bad("tokens", "the length must be between 1 and 20 000 tokens");
-        }
-        if self.context.is_some_and(|c| c < 32) {
-            return bad("context", "the model must read at least 32 tokens at once");
+            return Err(BadOption {
+                field: "region",
+                message: "choose at least one bar to regenerate".into(),
+            });
         }
         Ok(())
     }
@@ -222,6 +213,7 @@ pub struct Progress {
 mod accompany;
 mod continuation;
 mod harmonize;
+pub use crate::generate::limits;
 mod live;
 pub use accompany::accompany_piece;
 pub use continuation::{continuation_attention, continue_piece};

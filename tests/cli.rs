@@ -160,40 +160,37 @@ fn generate_finds_the_shipped_models_from_anywhere() {
 }
 
 /// Settings out of range are refused before any music is made, by the same check the page's
-/// settings go through (`studio::Options::check`), naming the flag.
+/// settings go through (`studio::Options::check`), naming the flag: every out-of-range case of
+/// `tests/options-cases.json` (which the page's tests run too) whose setting is a flag here.
 #[test]
 fn generate_refuses_settings_out_of_range_naming_the_flag() {
     let dir = std::env::temp_dir().join(format!("pianoformer-cli-settings-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("two-bars.mid"), two_bar_song()).unwrap();
-    for (task, flag, value, says) in [
-        (
-            "accompaniment",
-            "--temperature",
-            "0",
-            "--temperature: the temperature must be",
-        ),
-        (
-            "accompaniment",
-            "--hold-temperature",
-            "11",
-            "--hold-temperature: the hold",
-        ),
-        (
-            "accompaniment",
-            "--threshold",
-            "1",
-            "--threshold: the note threshold",
-        ),
-        ("continuation", "--top-p", "1.5", "--top-p: top-p must be"),
-        ("continuation", "--echo", "11", "--echo: the echo must be"),
-        (
-            "continuation",
-            "--tokens",
-            "0",
-            "--tokens: the length must be",
-        ),
-    ] {
+    let cases: Vec<serde_json::Value> =
+        serde_json::from_str(include_str!("options-cases.json")).unwrap();
+    let mut tried = 0;
+    for case in &cases {
+        let (Some(key), Some(value), Some(problem)) = (
+            case["key"].as_str(),
+            case["value"].as_f64(),
+            case["problem"].as_str(),
+        ) else {
+            continue;
+        };
+        // The task that reads the setting and the flag that sets it.
+        let (task, flag) = match key {
+            "pianoTemperature" => ("accompaniment", "--temperature"),
+            "holdTemperature" => ("accompaniment", "--hold-temperature"),
+            "threshold" => ("accompaniment", "--threshold"),
+            "temperature" => ("continuation", "--temperature"),
+            "topP" => ("continuation", "--top-p"),
+            "echo" => ("continuation", "--echo"),
+            // A fraction for a whole-number flag is the argument parser's to refuse.
+            "tokens" if value.fract() == 0.0 => ("continuation", "--tokens"),
+            _ => continue,
+        };
+        tried += 1;
         let out = pianoformer()
             .current_dir(&dir)
             .args([
@@ -203,17 +200,20 @@ fn generate_refuses_settings_out_of_range_naming_the_flag() {
                 "two-bars.mid",
                 "-o",
                 "out.mid",
-                flag,
-                value,
+                &format!("{flag}={value}"),
             ])
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{flag} {value}");
-        assert!(err.contains(says), "{flag} {value}: {err}");
+        assert!(
+            err.contains(&format!("{flag}: {problem}")),
+            "{flag} {value}: {err}"
+        );
         assert!(!err.contains("panicked"), "{err}");
         assert!(!dir.join("out.mid").exists(), "{flag} {value} wrote a file");
     }
+    assert!(tried >= 8, "only {tried} cases reached the CLI");
     std::fs::remove_dir_all(&dir).ok();
 }
 

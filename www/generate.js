@@ -3,6 +3,7 @@
 // WebGPU fails mid-way. The pure parts (options, counting, status lines) are in
 // generation-plan.js.
 import { $, app, status, showError, notice } from './page.js';
+import { limitOf, optionsProblem } from './options.js';
 import {
   call,
   cancelCall,
@@ -28,12 +29,12 @@ export function settings() {
   return {
     task: $('task').value,
     model: $('model').value,
-    seed: Number($('seed').value) || 0,
+    seed: $('seed').value === '' ? limitOf('seed').default : Number($('seed').value),
     threshold: $('threshold').value === '' ? null : Number($('threshold').value),
     pianoTemperature: $('piano-temperature').value === '' ? null : Number($('piano-temperature').value),
     temperature: $('temperature').value === '' ? null : Number($('temperature').value),
     echo: $('echo').value === '' ? null : Number($('echo').value),
-    length: Number($('length').value) || 512,
+    length: $('length').value === '' ? limitOf('tokens').default : Number($('length').value),
     maxBars: $('max-bars').value === '' ? null : Number($('max-bars').value),
     readAll: $('read-all').checked,
     layer: Number($('att-layer').value) || 0,
@@ -83,6 +84,13 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
   const s = settings();
   if (seed !== null) s.seed = seed;
   const task = s.task;
+  // A setting out of range is said in words at once (the Worker would refuse it the same way).
+  const bad = optionsProblem(generateOptions(s, { task, region, context: null }));
+  if (bad) {
+    notice(`${bad.message[0].toUpperCase()}${bad.message.slice(1)}.`);
+    if (bad.input) $(bad.input)?.focus();
+    return null;
+  }
   const before = app.piece;
   const started = performance.now();
   const job = { id: null, task, cancelled: false };

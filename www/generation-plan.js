@@ -107,14 +107,18 @@ export function writesFrom(before, task, ticks) {
   return ticks ? ticks[0] : task === 'accompaniment' ? 0 : before.bars[Math.max(0, before.promptBars - 1)];
 }
 
-/** The `generate` request's options from the panel's settings `s`. */
+/**
+ * The `generate` request's options from the panel's settings `s`: each task's own settings
+ * (the piano's temperature for an accompaniment, the continuation's for a continuation).
+ */
 export function generateOptions(s, { task, region, context }) {
+  const continuation = task === 'continuation';
   return {
     seed: s.seed,
-    threshold: s.threshold,
-    pianoTemperature: s.pianoTemperature,
+    threshold: continuation ? null : s.threshold,
+    pianoTemperature: continuation ? null : s.pianoTemperature,
     region,
-    temperature: s.temperature,
+    temperature: continuation ? s.temperature : null,
     echo: task === 'continuation' ? s.echo ?? null : null,
     tokens: s.length,
     // A continuation model reads at most the window it was trained on (studio Options).

@@ -18,6 +18,7 @@ import {
 } from './piece-view.js';
 import { wireLanes } from './lanes.js';
 import { generate, cancel, applySettings, settings } from './generate.js';
+import { applyLimits } from './options.js';
 import { compare, showCompared } from './compare-panel.js';
 import { attention, refreshAttention, showTemplate } from './attention-panel.js';
 import { piano, mutes, togglePlayback, startPlayback, exportWav } from './playback.js';
@@ -68,6 +69,7 @@ function whenReady() {
 }
 
 function wire() {
+  applyLimits(document); // the settings' ranges, steps and defaults (www/options.json)
   $('backend-select').value = preference;
   $('backend-select').addEventListener('change', (e) => {
     localStorage.setItem('pianoformer.backend', e.target.value);

@@ -18,6 +18,7 @@ pub mod accompany;
 pub mod binarize;
 pub mod continuation;
 pub mod harmonize;
+pub mod limits;
 pub mod live;
 pub mod piano;
 pub mod prompt;

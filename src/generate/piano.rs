@@ -69,20 +69,17 @@ impl PianoSampling {
 
     /// Checks the settings, in words.
     pub fn check(&self) -> Result<(), GenerateError> {
-        if !(self.temperature > 0.0 && self.temperature <= 10.0) {
-            return Err(GenerateError::Read(
-                "the temperature must be above 0 and at most 10".into(),
-            ));
-        }
-        if self.threshold.is_some_and(|t| !(t > 0.0 && t < 1.0)) {
-            return Err(GenerateError::Read(
-                "the note threshold must be between 0 and 1".into(),
-            ));
-        }
-        if !(self.hold_temperature > 0.0 && self.hold_temperature <= 10.0) {
-            return Err(GenerateError::Read(
-                "the hold temperature must be above 0 and at most 10".into(),
-            ));
+        let given = [
+            ("pianoTemperature", Some(self.temperature)),
+            ("threshold", self.threshold),
+            ("holdTemperature", Some(self.hold_temperature)),
+        ];
+        for (key, value) in given {
+            if let Some(v) = value {
+                super::limits::limit(key)
+                    .check(f64::from(v))
+                    .map_err(GenerateError::Read)?;
+            }
         }
         Ok(())
     }

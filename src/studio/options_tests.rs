@@ -27,21 +27,21 @@ fn options_are_checked_in_words_and_fill_in_the_models_defaults() {
                 temperature: Some(0.0),
                 ..base()
             },
-            "the temperature",
+            "the continuation's temperature",
         ),
         (
             Options {
                 piano_temperature: Some(11.0),
                 ..base()
             },
-            "the temperature",
+            "the piano's temperature",
         ),
         (
             Options {
                 hold_temperature: Some(f32::NAN),
                 ..base()
             },
-            "the hold temperature",
+            "the piano's hold temperature",
         ),
         (
             Options {
@@ -112,4 +112,43 @@ fn options_are_checked_in_words_and_fill_in_the_models_defaults() {
     assert_eq!((own.threshold, own.gap), (0.2, 2));
     assert_eq!(base().length().tokens, base().tokens);
     assert_eq!(given.sampling().seed, 7);
+}
+
+/// `value` set as the setting `key` of otherwise default options.
+fn options_with(key: &str, value: f64) -> Options {
+    let mut json = serde_json::to_value(Options::default()).expect("options serialise");
+    json[key] = if value.fract() == 0.0 && value.abs() < 9.0e15 {
+        serde_json::json!(value as i64)
+    } else {
+        serde_json::json!(value)
+    };
+    serde_json::from_value(json).unwrap_or_else(|e| panic!("{key} = {value}: {e}"))
+}
+
+/// The cases the page's tests run too (`tests/options-cases.json`), through the options the
+/// Worker and the CLI fill, where the value fits the field.
+#[test]
+fn the_shared_cases_give_the_same_words_through_the_options() {
+    for case in crate::generate::limits::tests::cases() {
+        let fits = case.value.fract() == 0.0 && case.value >= 0.0
+            || !crate::generate::limits::limit(&case.key).integer;
+        if fits && case.value.is_finite() {
+            let checked = options_with(&case.key, case.value).check();
+            match &case.problem {
+                None => assert!(
+                    checked.is_ok(),
+                    "{} = {}: {checked:?}",
+                    case.key,
+                    case.value
+                ),
+                Some(p) => {
+                    let bad = checked.expect_err(&case.key);
+                    assert_eq!(
+                        (bad.field, bad.message.as_str()),
+                        (case.key.as_str(), p.as_str())
+                    );
+                }
+            }
+        }
+    }
 }

@@ -7,6 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { cspViolations, launch, serveApp, OUT } from './browser.mjs';
 import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 
 const SLOW = 300_000;
 let server;
@@ -84,6 +85,22 @@ test('a melody alone gets the harmonizer\'s chords; Suggest chords and Undo; the
     await page.waitForFunction((n) => window.pianoformer.generations.length > n || !document.getElementById('error').hidden, n, { timeout: SLOW });
     const run = await page.evaluate(() => window.pianoformer.generations.at(-1));
     assert.ok(run?.notes > 0, await page.evaluate(() => window.pianoformer.error));
+
+    // A setting out of its range (www/options.json) is refused in the words the Worker and the
+    // CLI use (tests/options-cases.json), before anything runs, and the field gets the focus.
+    const cases = JSON.parse(readFileSync('tests/options-cases.json', 'utf8'));
+    const zero = cases.find((c) => c.key === 'temperature' && c.value === 0);
+    await page.selectOption('#task', 'continuation');
+    await page.fill('#temperature', '0');
+    const runs = await page.evaluate(() => window.pianoformer.generations.length);
+    await page.click('#generate');
+    await page.waitForFunction(() => !document.getElementById('notice').hidden, null, { timeout: 10_000 });
+    const said = await page.evaluate(() => document.getElementById('notice').textContent);
+    assert.equal(said.toLowerCase(), `${zero.problem}.`.toLowerCase());
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'temperature');
+    assert.equal(await page.evaluate(() => window.pianoformer.generations.length), runs, 'nothing ran');
+    assert.equal(await page.getAttribute('#temperature', 'max'), '10', 'the input takes its range from the file');
+    await page.fill('#temperature', '');
     assert.deepEqual(await cspViolations(page, log), []);
   } finally {
     await browser.close();

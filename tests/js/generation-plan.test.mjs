@@ -106,9 +106,11 @@ test('the options sent to the Worker follow the settings', () => {
   };
   const cont = generateOptions(s, { task: 'continuation', region: [1, 2], context: 512 });
   assert.deepEqual(cont, {
-    seed: 7, threshold: 0.4, pianoTemperature: null, region: [1, 2], temperature: 1.2, echo: 2, tokens: 256,
+    seed: 7, threshold: null, pianoTemperature: null, region: [1, 2], temperature: 1.2, echo: 2, tokens: 256,
     context: 512, bars: 8, watch: { layer: 1, head: 2 },
   });
+  const acc = generateOptions({ ...s, pianoTemperature: 0.9 }, { task: 'accompaniment', region: null, context: 512 });
+  assert.deepEqual([acc.threshold, acc.pianoTemperature, acc.temperature], [0.4, 0.9, null], "each task's own settings");
   assert.equal(generateOptions({ ...s, readAll: true }, { task: 'continuation', region: null, context: 512 }).context, null,
     'reading past the window: no limit');
   assert.equal(generateOptions(s, { task: 'accompaniment', region: null, context: 512 }).context, null);

@@ -8,7 +8,7 @@ use std::time::Instant;
 use pianoformer::device::{self, Preference};
 use pianoformer::generate::harmonize::{Choice, harmonize_input, has_accompaniment};
 use pianoformer::generate::{
-    accompaniment_input, accompany_song, chord_tone_ratio, continue_tokens, cut_prompt,
+    accompaniment_input, accompany_song, chord_tone_ratio, continue_tokens, cut_prompt, limits,
     prompt_tokens_with, song_from_tokens, with_piano,
 };
 use pianoformer::model::config::Task;
@@ -70,8 +70,8 @@ pub struct Args {
     /// that writes step by step draws its notes unless a threshold is given).
     #[arg(long)]
     pub threshold: Option<f32>,
-    /// Continuation: tokens to add at most.
-    #[arg(long, default_value_t = 2048)]
+    /// Continuation: tokens to add at most (the page's default too).
+    #[arg(long, default_value_t = limits::default("tokens").unwrap_or(512.0) as usize)]
     pub tokens: usize,
     /// Bars to rewrite, `9-16` (1-based, both included), keeping everything outside them:
     /// accompaniment rewrites the piano there (the file's PIANO track is kept elsewhere);
@@ -90,22 +90,25 @@ pub struct Args {
     /// reads everything, however long).
     #[arg(long)]
     pub context: Option<usize>,
-    /// Sampling temperature (default: the model's, chosen on validation data — for a
-    /// continuation model by `eval --plan`, 1 where none was chosen).
+    /// The sampling temperature of the task the model does: the piano's for an
+    /// accompaniment, the continuation's for a continuation (default: the model's, chosen on
+    /// validation data — for a continuation model by `eval --plan`, 1 where none was
+    /// chosen). Ranges of this and every setting: www/options.json.
     #[arg(long)]
     pub temperature: Option<f32>,
     /// Step-by-step accompaniment: the temperature of the draws that decide whether a
     /// sounding note goes on (below 1 holds notes more surely; default: the model's).
     #[arg(long)]
     pub hold_temperature: Option<f32>,
-    #[arg(long, default_value_t = 0.95)]
+    #[arg(long, default_value_t = limits::default("topP").unwrap_or(0.95) as f32)]
     pub top_p: f32,
     /// Continuation: how strongly a bar the phrase lane marks as a repeat leans towards the
     /// same bar of its phrase's first occurrence (0: not at all; default: chosen on
     /// validation songs, as the page plays).
     #[arg(long)]
     pub echo: Option<f32>,
-    #[arg(long, default_value_t = 0)]
+    /// The seed of every draw (the page's default too).
+    #[arg(long, default_value_t = limits::default("seed").unwrap_or(0.0) as u64)]
     pub seed: u64,
     /// cpu, gpu or auto.
     #[arg(long, default_value = "cpu")]
@@ -346,14 +349,21 @@ fn options(
     region: Option<[usize; 2]>,
     new_bars: Option<usize>,
 ) -> Result<Options, String> {
+    // --temperature is the temperature of the task the model does: the piano's for an
+    // accompaniment, the continuation's (else the model's own, chosen on validation by
+    // `eval --plan`) for a continuation.
+    let continuation = loaded.model.config.task == Task::Continuation;
     let options = Options {
         seed: args.seed,
         threshold: args.threshold,
-        piano_temperature: args.temperature,
+        piano_temperature: args.temperature.filter(|_| !continuation),
         hold_temperature: args.hold_temperature,
         region,
-        // A continuation model's own temperature, chosen on validation (`eval --plan`).
-        temperature: args.temperature.or(loaded.temperature),
+        temperature: if continuation {
+            args.temperature.or(loaded.temperature)
+        } else {
+            None
+        },
         top_p: args.top_p,
         echo: args.echo,
         tokens: args.tokens,
@@ -368,16 +378,10 @@ fn options(
         ..Options::default()
     };
     options.check().map_err(|bad| {
+        // Each setting's flag is written beside its range (www/options.json).
         let flag = match bad.field {
-            "temperature" | "pianoTemperature" => "--temperature",
-            "holdTemperature" => "--hold-temperature",
-            "topP" => "--top-p",
-            "echo" => "--echo",
-            "threshold" => "--threshold",
             "region" => "--bars",
-            "tokens" => "--tokens",
-            "context" => "--context",
-            _ => "the settings",
+            key => limits::limit(key).flag.as_str(),
         };
         format!("{flag}: {bad}")
     })?;
