@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
-"""Checks that the library's modules depend on each other in one direction (no cycles).
+"""Checks that the library's modules, and the page's, depend on each other in one direction
+(no cycles).
 
 Usage: python3 tools/deps.py [--graph]
+
+The page (www/*.js): every static `import`/`export ... from './x.js'` between its modules is an
+edge, and a cycle among them fails as one in src/ does (a message the other way goes through
+www/events.js).
 
 Reads every file under src/ (the CLI in src/bin/ is the top and is left out) and collects the
 module paths it names (`crate::a::b`, `super::b`, `use crate::{a, b::c}`, in code and tests
@@ -18,6 +23,8 @@ from collections import defaultdict
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "src"
+WWW = SRC.parent / "www"
+JS_IMPORT = re.compile(r"""^\s*(?:import|export)\s[^'"]*?from\s+['"]\./([\w.-]+)\.js['"]""", re.M)
 PATH = re.compile(r"\b(crate|super(?:::super)*)::(\{[^}]*\}|\w+(?:::\w+)*(?:::\{[^}]*\})?)")
 
 
@@ -87,6 +94,17 @@ def collect():
     return edges
 
 
+def collect_js():
+    """Edges between the page's modules: {(from, to): [where]}."""
+    edges = defaultdict(list)
+    for file in sorted(WWW.glob("*.js")):
+        text = file.read_text()
+        for m in JS_IMPORT.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            edges[(file.stem, m.group(1))].append(f"{file.relative_to(SRC.parent)}:{line}")
+    return edges
+
+
 def cycles(edges):
     """Strongly connected components with more than one node (Tarjan)."""
     graph = defaultdict(set)
@@ -124,6 +142,7 @@ def cycles(edges):
 
 def main():
     edges = collect()
+    edges["www"] = collect_js()
     show = "--graph" in sys.argv
     bad = 0
     for folder in sorted(edges):
@@ -139,7 +158,11 @@ def main():
         print(f"{bad} dependency cycle(s)")
         return 1
     top = {m for e in edges.get("crate", {}) for m in e}
-    print(f"no dependency cycle: {len(top)} top-level modules, and the submodules of {len(edges) - 1} folders")
+    page = {m for e in edges["www"] for m in e}
+    print(
+        f"no dependency cycle: {len(top)} top-level modules, the submodules of {len(edges) - 2} "
+        f"folders, and the page's {len(page)} modules"
+    )
     return 0
 
 

@@ -6,7 +6,8 @@ import { call, cancelCall } from './worker-client.js';
 import { AttentionMap, drawTemplate, meanTemplate } from './attention.js';
 import { noTemplateText } from './page-text.js';
 import { currentEntry, entryNamed, ensureModel } from './models.js';
-import { settings } from './generate.js';
+import { settings } from './settings.js';
+import { on } from './events.js';
 
 export const attention = new AttentionMap($('attention'));
 let job = null; // the Worker request drawing the map without generating, while one runs
@@ -66,6 +67,8 @@ export async function refreshAttention() {
     if (job === mine) job = null;
   }
 }
+
+on('model-loaded', () => showTemplate());
 
 /** Plots the chosen model's positional template for the chosen layer and head. */
 export async function showTemplate() {

@@ -6,9 +6,11 @@ import { $, app, status } from './page.js';
 import { Comparison, sideLabel } from './compare.js';
 import { currentEntry, entryNamed } from './models.js';
 import { setPiece } from './piece-view.js';
-import { generate, settings } from './generate.js';
+import { generate } from './generate.js';
+import { settings } from './settings.js';
 import { attention, refreshAttention, stopAttention } from './attention-panel.js';
 import { piano, startPlayback } from './playback.js';
+import { on } from './events.js';
 
 export async function compare() {
   const first = currentEntry();
@@ -61,6 +63,8 @@ export function showCompared(which, { draw = true } = {}) {
   else attention.reset(1);
   if (piano.playing) startPlayback();
 }
+
+on('leave-compare', () => hideCompare());
 
 export function hideCompare() {
   app.compare = null;

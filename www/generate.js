@@ -1,9 +1,11 @@
-// The Generate panel: its settings (read, restored), Generate and "Regenerate these bars", the
-// notes and attention streamed in while a model writes, Cancel, and the move to the CPU when
-// WebGPU fails mid-way. The pure parts (options, counting, status lines) are in
-// generation-plan.js.
+// The Generate panel: Generate and "Regenerate these bars", the notes and attention streamed
+// in while a model writes, Cancel, and the move to the CPU when WebGPU fails mid-way. Its
+// settings are read and restored by settings.js; the pure parts (options, counting, status
+// lines) are in generation-plan.js.
 import { $, app, status, showError, notice } from './page.js';
-import { limitOf, optionsProblem } from './options.js';
+import { optionsProblem } from './options.js';
+import { settings } from './settings.js';
+import { emit } from './events.js';
 import {
   call,
   cancelCall,
@@ -18,52 +20,10 @@ import {
   contextOf, regionTicks, draftPiece, writesFrom, generateOptions, unflattenNotes, notesWritten,
   progressText, doneText,
 } from './generation-plan.js';
-import { currentEntry, dynamicsText, ensureModel, showModels } from './models.js';
+import { currentEntry, dynamicsText, ensureModel } from './models.js';
 import { remember, roll, setPiece, showPiece, updateButtons } from './piece-view.js';
 import { attention, stopAttention } from './attention-panel.js';
-import { hideCompare } from './compare-panel.js';
 import { stopPlayback } from './playback.js';
-
-/** The panel's settings (also what is saved with the piece and put in a share link). */
-export function settings() {
-  return {
-    task: $('task').value,
-    model: $('model').value,
-    seed: $('seed').value === '' ? limitOf('seed').default : Number($('seed').value),
-    threshold: $('threshold').value === '' ? null : Number($('threshold').value),
-    pianoTemperature: $('piano-temperature').value === '' ? null : Number($('piano-temperature').value),
-    temperature: $('temperature').value === '' ? null : Number($('temperature').value),
-    echo: $('echo').value === '' ? null : Number($('echo').value),
-    length: $('length').value === '' ? limitOf('tokens').default : Number($('length').value),
-    maxBars: $('max-bars').value === '' ? null : Number($('max-bars').value),
-    readAll: $('read-all').checked,
-    layer: Number($('att-layer').value) || 0,
-    head: Number($('att-head').value) || 0,
-    tempo: Number($('tempo').value) || 100,
-  };
-}
-
-/** Puts saved settings (from `settings()`, a link or the last visit) back in the panel. */
-export function applySettings(s) {
-  if (!s) return;
-  if (s.task) $('task').value = s.task;
-  showModels(s.model);
-  const set = (id, v) => {
-    if (v !== undefined && v !== null) $(id).value = v;
-  };
-  set('seed', s.seed);
-  set('threshold', s.threshold);
-  set('piano-temperature', s.pianoTemperature);
-  set('temperature', s.temperature);
-  set('echo', s.echo);
-  set('length', s.length);
-  set('max-bars', s.maxBars);
-  if (typeof s.readAll === 'boolean') $('read-all').checked = s.readAll;
-  set('att-layer', s.layer);
-  set('att-head', s.head);
-  set('tempo', s.tempo);
-  $('tempo-value').textContent = `${$('tempo').value} %`;
-}
 
 /**
  * Generates with `entry` (the chosen model by default); resolves to the new piece, or null.
@@ -80,7 +40,7 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
     notice('A take is being recorded: stop it (Record, or R) before generating.');
     return null;
   }
-  if (!comparing) hideCompare();
+  if (!comparing) emit('leave-compare');
   const s = settings();
   if (seed !== null) s.seed = seed;
   const task = s.task;

@@ -8,6 +8,9 @@ import {
 } from './labels.js';
 import { selectedBars, setPiece, updateButtons } from './piece-view.js';
 import { harmonized } from './harmonizer.js';
+import { on } from './events.js';
+
+on('label-click', (kind, bar) => editLabel(kind, bar));
 
 /** Opens the dialog for the `kind` ('chord' or 'phrase') label of bar `bar`. */
 export function editLabel(kind, bar) {

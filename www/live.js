@@ -11,7 +11,7 @@ import { call } from './worker-client.js';
 import { currentEntry, ensureModel } from './models.js';
 import { secondsAt, tickAtSeconds } from './piece.js';
 import { piano } from './playback.js';
-import { settings } from './generate.js';
+import { settings } from './settings.js';
 import { liveModels, meterText, stepTick } from './live-plan.js';
 
 export const LEAD_MS = 25; // a sixteenth is asked for this long before it sounds

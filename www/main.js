@@ -17,7 +17,8 @@ import {
   roll, setPiece, updateButtons, save, undo, redo, openFile, openExample, selectedBars, setEditing, newPiece,
 } from './piece-view.js';
 import { wireLanes } from './lanes.js';
-import { generate, cancel, applySettings, settings } from './generate.js';
+import { generate, cancel } from './generate.js';
+import { applySettings, settings } from './settings.js';
 import { applyLimits } from './options.js';
 import { compare, showCompared } from './compare-panel.js';
 import { attention, refreshAttention, showTemplate } from './attention-panel.js';

@@ -8,8 +8,7 @@ import { fetchModel } from './store.js';
 import { defaultPartner, partnerChoices, sideLabel } from './compare.js';
 import { modelOption, modelAbout } from './page-text.js';
 import { showCached } from './backend-card.js';
-import { showTemplate } from './attention-panel.js';
-import { updateButtons } from './piece-view.js';
+import { emit } from './events.js';
 
 const loading = new Map(); // model name -> the promise of its load into the Worker
 let prefetched = null; // {name, bytes: promise of fetchModel} started with the page
@@ -76,7 +75,7 @@ export function showModels(selected) {
   for (const el of document.querySelectorAll('.acc-only')) el.hidden = task !== 'accompaniment';
   for (const el of document.querySelectorAll('.cont-only')) el.hidden = task !== 'continuation';
   showModelAbout();
-  updateButtons();
+  emit('model-shown');
   app.tuning?.showBases();
 }
 
@@ -143,7 +142,7 @@ async function loadModel(entry) {
     await call('loadModel', { entry: clean, bytes: copy.buffer }, { transfer: [copy.buffer] });
     app.loaded.add(entry.name);
     label.textContent = `${entry.name} ready (yours).`;
-    showTemplate();
+    emit('model-loaded', entry);
     return;
   }
   label.textContent = `Fetching ${entry.name}…`;
@@ -160,5 +159,5 @@ async function loadModel(entry) {
   app.loaded.add(entry.name);
   label.textContent = `${entry.name} ready (${cached ? 'from the cache' : `downloaded, ${(entry.bytes / 1e6).toFixed(1)} MB`}).`;
   showCached();
-  showTemplate();
+  emit('model-loaded', entry);
 }

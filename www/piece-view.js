@@ -10,21 +10,23 @@ import { PianoRoll } from './roll.js';
 import { saveWork } from './store.js';
 import { barsUnder, chordSourceText, harmonizerEntry, hasNotes, hasPiano } from './generation-plan.js';
 import { describeRoles, pieceTitle } from './page-text.js';
-import { editLabel } from './lanes.js';
 import { seek } from './playback.js';
-import { settings } from './generate.js';
-import { hideCompare } from './compare-panel.js';
+import { settings } from './settings.js';
+import { emit, on } from './events.js';
 import { relabelled, withLaneFilled } from './harmonizer.js';
 
 export const roll = new PianoRoll($('roll'), {
-  onChordClick: (bar) => editLabel('chord', bar),
-  onPhraseClick: (bar) => editLabel('phrase', bar),
+  onChordClick: (bar) => emit('label-click', 'chord', bar),
+  onPhraseClick: (bar) => emit('label-click', 'phrase', bar),
   onSeek: (tick) => seek(tick),
   onSelect: () => updateButtons(),
   onEdit: (piece, { touched }) => editNotes(piece, touched),
   onNotice: (text) => notice(text),
   quantise: () => Number($('quantise').value),
 });
+// The page's store holds the roll too: playback moves its playhead and reads its selection.
+app.roll = roll;
+on('model-shown', () => updateButtons());
 
 // Where the roll shows a tick and pitch (or a velocity, in the lane under it), in client px: the
 // e2e test draws and drags with the mouse there.
@@ -50,7 +52,7 @@ export function remember(piece) {
  * `fresh`: another piece (a file, a link, the last visit), which ends a comparison.
  */
 export function setPiece(piece, { undoable = true, keepView = false, fresh = false } = {}) {
-  if (fresh) hideCompare();
+  if (fresh) emit('leave-compare');
   if (undoable && app.piece) {
     remember(app.piece);
     redoStack.length = 0;
@@ -138,7 +140,7 @@ export function save() {
 
 export function undo() {
   if (!undoStack.length || app.generating) return;
-  hideCompare();
+  emit('leave-compare');
   const previous = undoStack.pop();
   if (app.piece) redoStack.push(app.piece);
   setPiece(previous, { undoable: false, keepView: true });
@@ -147,7 +149,7 @@ export function undo() {
 
 export function redo() {
   if (!redoStack.length || app.generating) return;
-  hideCompare();
+  emit('leave-compare');
   const next = redoStack.pop();
   if (app.piece) remember(app.piece);
   setPiece(next, { undoable: false, keepView: true });

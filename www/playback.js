@@ -4,7 +4,6 @@
 import { $, app, status, showError, download } from './page.js';
 import { Piano } from './audio.js';
 import { exportName } from './page-text.js';
-import { roll } from './piece-view.js';
 
 export const piano = new Piano();
 let playFrame = 0;
@@ -21,7 +20,7 @@ export function mutes() {
 /** Moves the playhead to `tick` (playback, if on, goes on from there). */
 export function seek(tick) {
   playhead = tick;
-  roll.setPlayhead(tick);
+  app.roll.setPlayhead(tick);
   if (piano.playing) startPlayback();
 }
 
@@ -41,7 +40,7 @@ export async function startPlayback() {
       });
       $('play-status').textContent = '';
     }
-    const selection = roll.getSelection();
+    const selection = app.roll.getSelection();
     const loop = $('loop').checked && !!selection;
     const [fromTick, toTick] = loop ? selection : [playhead >= app.piece.endTick ? 0 : playhead, Infinity];
     piano.play(app.piece, {
@@ -61,7 +60,7 @@ export async function startPlayback() {
     const follow = () => {
       const tick = piano.positionTick();
       if (tick !== null) {
-        roll.setPlayhead(tick);
+        app.roll.setPlayhead(tick);
         playhead = tick;
         playFrame = requestAnimationFrame(follow);
       }

@@ -8,7 +8,7 @@ import { Comparison } from './compare.js';
 import { exportName } from './page-text.js';
 import { entryNamed } from './models.js';
 import { setPiece } from './piece-view.js';
-import { applySettings, settings } from './generate.js';
+import { applySettings, settings } from './settings.js';
 import { showComparison } from './compare-panel.js';
 
 export async function downloadMidi() {
