@@ -10,11 +10,13 @@ use std::ops::Range;
 
 use serde::Serialize;
 
-use crate::data::corpus::Piece;
+use crate::data::corpus::{Corpus, Piece};
+use crate::generate::harmonize::{Choice, progression};
 use crate::music::chords::{Chord, Quality};
 use crate::music::grid::Grid;
-use crate::music::harmony::BeatPlaces;
+use crate::music::harmony::decode::{HarmonyDecode, Rhythm};
 use crate::music::harmony::measures::{Accuracy, Measures, agreement, mean_measures, measures};
+use crate::music::harmony::{BeatPlaces, CHORD_CLASSES, class_chord};
 use crate::music::labels::{StepLabels, detect_structure};
 use crate::music::midi::Note;
 use crate::music::midi::Song;
@@ -273,4 +275,123 @@ pub fn phrase_f1(songs: &[HarmonySong], chords: &[Vec<Option<Chord>>]) -> f64 {
         n += 1;
     }
     sum / n.max(1) as f64
+}
+
+/// The harmonic rhythm of `corpus`'s annotated songs (each song's annotated span only), and
+/// how many songs it was counted in; `None` when none has chords.
+pub fn rhythm_of(corpus: &Corpus) -> Option<(Rhythm, usize)> {
+    let places: Vec<(Vec<Option<Chord>>, BeatPlaces)> = corpus
+        .pieces
+        .iter()
+        .filter(|p| p.has_harmony())
+        .map(|p| {
+            let spb = p.grid.steps_per_beat.max(1);
+            let mut chords = p.labels.beat_chords();
+            // Only the annotated span's changes count.
+            let span = p.range.start.div_ceil(spb)..p.range.end / spb;
+            for (b, c) in chords.iter_mut().enumerate() {
+                if !span.contains(&b) {
+                    *c = None;
+                }
+            }
+            (chords, BeatPlaces::from_labels(&p.labels))
+        })
+        .collect();
+    (!places.is_empty()).then(|| {
+        (
+            Rhythm::fit(places.iter().map(|(c, p)| (&c[..], p))),
+            places.len(),
+        )
+    })
+}
+
+/// Every song's progression from its log-probabilities under `decode`.
+pub fn decode_all(
+    songs: &[HarmonySong],
+    log_probs: &[Vec<f32>],
+    decode: &HarmonyDecode,
+    choice: Choice,
+) -> Vec<Vec<Option<Chord>>> {
+    songs
+        .iter()
+        .zip(log_probs)
+        .map(|(s, lp)| progression(lp, &s.places, decode, 0..usize::MAX, None, choice))
+        .collect()
+}
+
+/// Each beat's most likely chord on its own, with no harmonic rhythm: what decoding adds to.
+pub fn each_beat_alone(log_probs: &[Vec<f32>]) -> Vec<Vec<Option<Chord>>> {
+    log_probs
+        .iter()
+        .map(|lp| {
+            lp.chunks(CHORD_CLASSES)
+                .map(|row| {
+                    let best = (0..row.len()).max_by(|&a, &b| row[a].total_cmp(&row[b]));
+                    class_chord(best.unwrap_or(0))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The emission weights tried on validation.
+pub const WEIGHTS: [f32; 9] = [0.25, 0.35, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 4.0];
+/// The tone weights tried on validation (the best progression by its chords' expected tones;
+/// reports/harmonizer.md, "Choosing chords by their tones").
+pub const TONE_WEIGHTS: [f32; 7] = [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0];
+
+/// The decoding chosen on validation songs, and every setting tried with its scores.
+pub struct DecodeChoice {
+    pub decode: HarmonyDecode,
+    /// (emission weight, scores) of the likeliest progression.
+    pub weights: Vec<(f32, HarmonyScores)>,
+    /// (tone weight, scores) of the progression by expected tones, at the chosen weight.
+    pub tones: Vec<(f32, HarmonyScores)>,
+}
+
+/// Chooses how the harmonizer's probabilities become chords on `valid` (their `log_probs`):
+/// every setting by the same key, root + family accuracy, then root. First the emission
+/// weight of the likeliest progression, then whether a tone weight beats it.
+pub fn choose_decode(
+    valid: &[HarmonySong],
+    log_probs: &[Vec<f32>],
+    rhythm: Rhythm,
+    choice: Choice,
+) -> DecodeChoice {
+    let key = |s: &HarmonyScores| (s.accuracy[1], s.accuracy[0]);
+    let scores =
+        |decode: &HarmonyDecode| score(valid, &decode_all(valid, log_probs, decode, choice));
+    let mut weights = Vec::new();
+    let mut best: Option<(HarmonyDecode, HarmonyScores)> = None;
+    for weight in WEIGHTS {
+        let decode = HarmonyDecode {
+            rhythm,
+            weight,
+            tones: None,
+        };
+        let s = scores(&decode);
+        if best.as_ref().is_none_or(|(_, b)| key(&s) > key(b)) {
+            best = Some((decode, s.clone()));
+        }
+        weights.push((weight, s));
+    }
+    let (mut decode, mut chosen) = best.expect("weights were tried");
+    let likeliest = decode;
+    let mut tones = Vec::new();
+    for w in TONE_WEIGHTS {
+        let s = scores(&HarmonyDecode {
+            tones: Some(w),
+            ..likeliest
+        });
+        if key(&s) > key(&chosen) {
+            decode.tones = Some(w);
+            chosen = s.clone();
+        }
+        tones.push((w, s));
+    }
+    DecodeChoice {
+        decode,
+        weights,
+        tones,
+    }
 }

@@ -4,7 +4,8 @@
 //! This file finds the data; the tests are by subject: the annotation files and their
 //! placement (`annotations`), piano rolls and MIDI writing (`rolls`), chord recognition
 //! (`chords`), phrase segmentation (`phrases`), REMI tokens (`tokens`), the metrics
-//! (`metrics`), and the CLI trained and evaluated at toy scale (`cli`).
+//! (`metrics`), the harmonizer's decoding choice (`harmony`), and the CLI trained and
+//! evaluated at toy scale (`cli`).
 #![cfg(not(target_arch = "wasm32"))]
 
 use std::path::PathBuf;
@@ -12,6 +13,7 @@ use std::path::PathBuf;
 mod annotations;
 mod chords;
 mod cli;
+mod harmony;
 mod metrics;
 mod phrases;
 mod rolls;

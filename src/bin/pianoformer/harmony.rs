@@ -8,20 +8,15 @@ use burn::tensor::Device;
 use pianoformer::data::corpus::{Corpus, Piece};
 use pianoformer::data::sources::Loaded;
 use pianoformer::eval::harmony::with_chords;
-use pianoformer::eval::harmony::{HarmonyScores, HarmonySong, phrase_f1, score, sus_share};
+use pianoformer::eval::harmony::{
+    HarmonyScores, HarmonySong, choose_decode, decode_all, each_beat_alone, phrase_f1, rhythm_of,
+    score, sus_share,
+};
 use pianoformer::eval::panel::chord_tones_with_lanes;
-use pianoformer::generate::harmonize::{Choice, chord_log_probs, progression};
+use pianoformer::generate::harmonize::{Choice, chord_log_probs};
 use pianoformer::model::config::Task;
 use pianoformer::model::performer::Performer;
 use pianoformer::music::chords::Chord;
-use pianoformer::music::harmony::decode::{HarmonyDecode, Rhythm};
-use pianoformer::music::harmony::{BeatPlaces, CHORD_CLASSES, class_chord};
-
-/// The emission weights tried on validation.
-const WEIGHTS: [f32; 9] = [0.25, 0.35, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 4.0];
-/// The tone weights tried on validation (the best progression by its chords' expected tones;
-/// reports/harmonizer.md, "Choosing chords by their tones").
-const TONE_WEIGHTS: [f32; 7] = [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0];
 
 fn songs(corpus: &Corpus) -> (Vec<&Piece>, Vec<HarmonySong>) {
     let pieces: Vec<&Piece> = corpus.pieces.iter().filter(|p| p.has_harmony()).collect();
@@ -47,19 +42,6 @@ fn all_log_probs(
             pollster::block_on(chord_log_probs(model, &s.melody, &s.bridge, labels, seed))
                 .map_err(|e| format!("{}: {e}", s.name))
         })
-        .collect()
-}
-
-fn decode_all(
-    songs: &[HarmonySong],
-    log_probs: &[Vec<f32>],
-    decode: &HarmonyDecode,
-    choice: Choice,
-) -> Vec<Vec<Option<Chord>>> {
-    songs
-        .iter()
-        .zip(log_probs)
-        .map(|(s, lp)| progression(lp, &s.places, decode, 0..usize::MAX, None, choice))
         .collect()
 }
 
@@ -132,32 +114,11 @@ pub fn run(
     device: &Device,
 ) -> Result<serde_json::Value, String> {
     let seed = args.seed;
-    let train = &data.train;
-    let places: Vec<(Vec<Option<Chord>>, BeatPlaces)> = train
-        .pieces
-        .iter()
-        .filter(|p| p.has_harmony())
-        .map(|p| {
-            let spb = p.grid.steps_per_beat.max(1);
-            let mut chords = p.labels.beat_chords();
-            // Only the annotated span's changes count.
-            let span = p.range.start.div_ceil(spb)..p.range.end / spb;
-            for (b, c) in chords.iter_mut().enumerate() {
-                if !span.contains(&b) {
-                    *c = None;
-                }
-            }
-            (chords, BeatPlaces::from_labels(&p.labels))
-        })
-        .collect();
-    if places.is_empty() {
-        return Err("no training song with chords to count the harmonic rhythm in".into());
-    }
-    let rhythm = Rhythm::fit(places.iter().map(|(c, p)| (&c[..], p)));
+    let (rhythm, counted) = rhythm_of(&data.train)
+        .ok_or("no training song with chords to count the harmonic rhythm in")?;
     eprintln!(
-        "harmonic rhythm of {} training songs: a change on {:.0} % of bar lines, {:.0} % of half \
-         bars, {:.1} % of other beats",
-        places.len(),
+        "harmonic rhythm of {counted} training songs: a change on {:.0} % of bar lines, {:.0} % \
+         of half bars, {:.1} % of other beats",
         100.0 * rhythm.change[0],
         100.0 * rhythm.change[1],
         100.0 * rhythm.change[2]
@@ -172,58 +133,33 @@ pub fn run(
         "validation ({} songs, melody and bridge only, detected phrases):",
         valid.len()
     );
-    // Each beat's most likely chord on its own, no harmonic rhythm: what the decoding adds to.
-    let argmax: Vec<Vec<Option<Chord>>> = lp
-        .iter()
-        .map(|lp| {
-            lp.chunks(CHORD_CLASSES)
-                .map(|row| {
-                    let best = (0..row.len()).max_by(|&a, &b| row[a].total_cmp(&row[b]));
-                    class_chord(best.unwrap_or(0))
-                })
-                .collect()
-        })
-        .collect();
-    line("each beat on its own", &score(&valid, &argmax));
-    let mut tried = Vec::new();
-    let mut best: Option<(HarmonyDecode, HarmonyScores)> = None;
-    // Every decoding setting is chosen by root + family accuracy, then root.
-    let key = |s: &HarmonyScores| (s.accuracy[1], s.accuracy[0]);
-    for weight in WEIGHTS {
-        let decode = HarmonyDecode {
-            rhythm,
-            weight,
-            tones: None,
-        };
-        let s = score(&valid, &decode_all(&valid, &lp, &decode, choice));
-        line(&format!("weight {weight}"), &s);
-        if best.as_ref().is_none_or(|(_, b)| key(&s) > key(b)) {
-            best = Some((decode, s.clone()));
-        }
-        tried.push(serde_json::json!({"weight": weight, "scores": s}));
+    line(
+        "each beat on its own",
+        &score(&valid, &each_beat_alone(&lp)),
+    );
+    let chosen = choose_decode(&valid, &lp, rhythm, choice);
+    for (weight, s) in &chosen.weights {
+        line(&format!("weight {weight}"), s);
     }
-    let (mut decode, mut chosen) = best.expect("weights were tried");
+    for (w, s) in &chosen.tones {
+        line(&format!("tones, weight {w}"), s);
+    }
+    let decode = chosen.decode;
     eprintln!("chosen: weight {}", decode.weight);
-    // Then the best progression by its chords' expected tones (draws keep the weight above),
-    // judged by the same key: kept only where its root + family beats the likeliest's.
-    let mut tried_tones = Vec::new();
-    for w in TONE_WEIGHTS {
-        let candidate = HarmonyDecode {
-            tones: Some(w),
-            ..decode
-        };
-        let s = score(&valid, &decode_all(&valid, &lp, &candidate, choice));
-        line(&format!("tones, weight {w}"), &s);
-        if key(&s) > key(&chosen) {
-            decode.tones = Some(w);
-            chosen = s.clone();
-        }
-        tried_tones.push(serde_json::json!({"tones": w, "scores": s}));
-    }
     match decode.tones {
         Some(w) => eprintln!("chosen: the best progression by expected tones, weight {w}"),
         None => eprintln!("chosen: the likeliest progression (by tones: no better root + family)"),
     }
+    let tried: Vec<_> = chosen
+        .weights
+        .iter()
+        .map(|(weight, s)| serde_json::json!({"weight": weight, "scores": s}))
+        .collect();
+    let tried_tones: Vec<_> = chosen
+        .tones
+        .iter()
+        .map(|(w, s)| serde_json::json!({"tones": w, "scores": s}))
+        .collect();
     let (test_pieces, test) = songs(&data.test);
     if test.is_empty() {
         return Err("no test song with annotated chords".into());
