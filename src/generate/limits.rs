@@ -10,7 +10,7 @@ use serde::Deserialize;
 /// One setting's range.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 pub struct Limit {
-    /// Its name in the JSON of [`crate::studio::Options`] (and the page's settings).
+    /// Its name in the JSON of `studio::Options` (and the page's settings).
     pub key: String,
     /// The CLI's flag for it.
     pub flag: String,
@@ -52,7 +52,7 @@ pub fn all() -> &'static [Limit] {
     &LIMITS
 }
 
-/// The range of the setting called `key` in [`crate::studio::Options`]' JSON.
+/// The range of the setting called `key` in `studio::Options`' JSON.
 ///
 /// # Panics
 /// When `www/options.json` has no such setting (a programming error; a test checks every key
