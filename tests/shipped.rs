@@ -9,8 +9,13 @@ use pianoformer::model::config::Task;
 use pianoformer::model::pe::PeKind;
 use pianoformer::models::{Manifest, load_entry};
 
+// Where this checkout is, read when the test runs (cargo sets it): a path compiled in would be
+// another checkout's when two share the target dir (CI clones do), and the tests would read
+// that one's files.
 fn models_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("www/models")
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+        .join("www/models")
 }
 
 #[test]

@@ -22,7 +22,12 @@ mod tokens;
 fn data_root() -> Option<PathBuf> {
     let root = std::env::var_os("POP909_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/pop909"));
+        .unwrap_or_else(|| {
+            // This checkout's, read at run time (see tests/shipped.rs).
+            std::env::var_os("CARGO_MANIFEST_DIR")
+                .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+                .join("../shared/data/pop909")
+        });
     if root.join("songs").is_dir() {
         Some(root)
     } else {

@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use burn::tensor::Device;
 use pianoformer::data::corpus::{Corpus, WindowSpec};
 use pianoformer::data::sources::{self, Parts};
 use pianoformer::device::{self, Preference};
@@ -258,111 +259,15 @@ pub fn run(args: Args) -> Result<(), String> {
         if task != Task::Accompaniment {
             return Err("--ablations-only is for accompaniment models".into());
         }
-        let path = args.model.join("eval.json");
-        let mut result = read_eval(&args.model)?;
-        let a = ablations(model, &data.valid, args.per_song, args.seed)?;
-        let obj = result
-            .as_object_mut()
-            .ok_or_else(|| format!("{} is not an evaluation", path.display()))?;
-        obj.insert("ablations".into(), serde_json::json!(a));
-        std::fs::write(&path, serde_json::to_vec_pretty(&result).expect("json"))
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        eprintln!("added to {}", path.display());
-        return Ok(());
+        return add_ablations(model, &data.valid, &args);
     }
     let result = match task {
         Task::Harmonization => crate::harmony::run(model, &data, &args, &device)?,
         Task::Accompaniment if model.config.is_autoregressive() => {
             crate::panel::run(model, &data, &args, &device)?
         }
-        Task::Accompaniment => {
-            let spec16 = WindowSpec::for_model(&model.config, 16 * 4 * STEPS_PER_BEAT);
-            let valid = excerpts(&data.valid, &spec16, args.per_song);
-            if valid.is_empty() {
-                return Err(
-                    "no validation song has 16 annotated bars with an accompaniment: the \
-                     threshold cannot be chosen"
-                        .into(),
-                );
-            }
-            let preds = pollster::block_on(Predictions::run(model, valid, args.seed, &device))
-                .map_err(|e| e.to_string())?;
-            let (binarize, valid_f1) = preds.choose();
-            eprintln!(
-                "validation: threshold {} and gap {} give onset F1 {valid_f1:.3} on {} excerpts",
-                binarize.threshold,
-                binarize.gap,
-                preds.items.len()
-            );
-            let mut lengths = serde_json::Map::new();
-            for &bars in &args.bars {
-                let spec = WindowSpec::for_model(&model.config, bars * 4 * STEPS_PER_BEAT);
-                let test = excerpts(&data.test, &spec, args.per_song);
-                if test.is_empty() {
-                    eprintln!("no test song has {bars} annotated bars; skipped");
-                    continue;
-                }
-                let preds = pollster::block_on(Predictions::run(model, test, args.seed, &device))
-                    .map_err(|e| e.to_string())?;
-                let scores = preds.scores(binarize, STEPS_PER_BEAT);
-                let stat = |f: fn(&pianoformer::music::metrics::AccompanimentScores) -> f64| {
-                    let v: Vec<f64> = scores.iter().map(f).collect();
-                    let (m, s) = mean_std(&v);
-                    serde_json::json!({"mean": m, "std": s})
-                };
-                let entry = serde_json::json!({
-                    "excerpts": scores.len(),
-                    "cs": stat(|s| s.cs),
-                    "ssmd": stat(|s| s.ssmd),
-                    "gs": stat(|s| s.gs),
-                    "ndd": stat(|s| s.ndd),
-                    "onset_f1": preds.onset_f1(binarize),
-                });
-                eprintln!("test, {bars} bars: {entry}");
-                lengths.insert(format!("{bars}"), entry);
-            }
-            serde_json::json!({
-                "task": "accompaniment",
-                "binarize": binarize,
-                "valid_onset_f1": valid_f1,
-                "test": lengths,
-            })
-        }
-        Task::Continuation => {
-            let trained = state.as_ref().map_or(512, |s| s.options.window);
-            let length = args.length.unwrap_or(4 * trained);
-            let spec = WindowSpec::for_model(&model.config, length);
-            let batches = data
-                .valid
-                .fixed_windows(Task::Continuation, &spec, 8, args.windows, 8);
-            if batches.is_empty() {
-                return Err(format!(
-                    "no validation song has {length} tokens after a bar line"
-                ));
-            }
-            let windows: usize = batches.iter().map(|b| b.len()).sum();
-            let curve = pollster::block_on(position_losses(model, &batches, args.seed))
-                .map_err(|e| e.to_string())?;
-            let quarter = |k: usize| -> f64 {
-                let part = &curve[k * length / 4..(k + 1) * length / 4];
-                part.iter().sum::<f64>() / part.len().max(1) as f64
-            };
-            let quarters: Vec<f64> = (0..4).map(quarter).collect();
-            eprintln!(
-                "validation cross-entropy on {windows} windows of {length} tokens (trained on \
-                 {trained}): {:.3} / {:.3} / {:.3} / {:.3} nats per token by quarter",
-                quarters[0], quarters[1], quarters[2], quarters[3]
-            );
-            serde_json::json!({
-                "task": "continuation",
-                "trained_window": trained,
-                "length": length,
-                "windows": windows,
-                "quarters": quarters,
-                "mean": curve.iter().sum::<f64>() / curve.len() as f64,
-                "positions": curve.iter().map(|v| (v * 1e4).round() / 1e4).collect::<Vec<_>>(),
-            })
-        }
+        Task::Accompaniment => accompaniment_windows(model, &data, &args, &device)?,
+        Task::Continuation => continuation_curve(model, &data, &args, state.as_ref())?,
     };
     let mut result = result;
     if task == Task::Accompaniment {
@@ -371,26 +276,164 @@ pub fn run(args: Args) -> Result<(), String> {
             obj.insert("ablations".into(), serde_json::json!(ablations));
         }
     }
-    if let Some(obj) = result.as_object_mut() {
-        obj.insert("model".into(), serde_json::json!(loaded.source));
-        obj.insert("pe".into(), serde_json::json!(model.config.pe.kind.name()));
-        obj.insert("gated".into(), serde_json::json!(model.config.pe.gated));
-        obj.insert(
-            "levels".into(),
-            serde_json::json!(model.config.pe.structure_levels()),
-        );
-        obj.insert("steps".into(), serde_json::json!(state.map(|s| s.step)));
-        obj.insert("data".into(), serde_json::json!(data.description));
-        obj.insert(
-            "seconds".into(),
-            serde_json::json!(started.elapsed().as_secs_f64()),
-        );
-    }
+    describe(
+        &mut result,
+        &loaded,
+        state.as_ref(),
+        &data.description,
+        started,
+    );
     let path = args.model.join("eval.json");
     std::fs::write(&path, serde_json::to_vec_pretty(&result).expect("json"))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     eprintln!("written to {}", path.display());
     Ok(())
+}
+
+/// `--ablations-only`: the ablations of an evaluated run, added to its eval.json.
+fn add_ablations(model: &Performer, valid: &Corpus, args: &Args) -> Result<(), String> {
+    let path = args.model.join("eval.json");
+    let mut result = read_eval(&args.model)?;
+    let a = ablations(model, valid, args.per_song, args.seed)?;
+    let obj = result
+        .as_object_mut()
+        .ok_or_else(|| format!("{} is not an evaluation", path.display()))?;
+    obj.insert("ablations".into(), serde_json::json!(a));
+    std::fs::write(&path, serde_json::to_vec_pretty(&result).expect("json"))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    eprintln!("added to {}", path.display());
+    Ok(())
+}
+
+/// What an evaluation was of: the model, its encoding, its training steps, the data, the time.
+fn describe(
+    result: &mut serde_json::Value,
+    loaded: &crate::models::Loaded,
+    state: Option<&RunState>,
+    data: &str,
+    started: Instant,
+) {
+    let model = &loaded.model;
+    let Some(obj) = result.as_object_mut() else {
+        return;
+    };
+    obj.insert("model".into(), serde_json::json!(loaded.source));
+    obj.insert("pe".into(), serde_json::json!(model.config.pe.kind.name()));
+    obj.insert("gated".into(), serde_json::json!(model.config.pe.gated));
+    obj.insert(
+        "levels".into(),
+        serde_json::json!(model.config.pe.structure_levels()),
+    );
+    obj.insert("steps".into(), serde_json::json!(state.map(|s| s.step)));
+    obj.insert("data".into(), serde_json::json!(data));
+    obj.insert(
+        "seconds".into(),
+        serde_json::json!(started.elapsed().as_secs_f64()),
+    );
+}
+
+/// A whole-window accompaniment model: its binarisation chosen on 16-bar validation excerpts,
+/// then CS, SSMD, GS, NDD and onset F1 on test excerpts of each of `--bars`.
+fn accompaniment_windows(
+    model: &Performer,
+    data: &sources::Loaded,
+    args: &Args,
+    device: &Device,
+) -> Result<serde_json::Value, String> {
+    let spec16 = WindowSpec::for_model(&model.config, 16 * 4 * STEPS_PER_BEAT);
+    let valid = excerpts(&data.valid, &spec16, args.per_song);
+    if valid.is_empty() {
+        return Err(
+            "no validation song has 16 annotated bars with an accompaniment: the \
+             threshold cannot be chosen"
+                .into(),
+        );
+    }
+    let preds = pollster::block_on(Predictions::run(model, valid, args.seed, device))
+        .map_err(|e| e.to_string())?;
+    let (binarize, valid_f1) = preds.choose();
+    eprintln!(
+        "validation: threshold {} and gap {} give onset F1 {valid_f1:.3} on {} excerpts",
+        binarize.threshold,
+        binarize.gap,
+        preds.items.len()
+    );
+    let mut lengths = serde_json::Map::new();
+    for &bars in &args.bars {
+        let spec = WindowSpec::for_model(&model.config, bars * 4 * STEPS_PER_BEAT);
+        let test = excerpts(&data.test, &spec, args.per_song);
+        if test.is_empty() {
+            eprintln!("no test song has {bars} annotated bars; skipped");
+            continue;
+        }
+        let preds = pollster::block_on(Predictions::run(model, test, args.seed, device))
+            .map_err(|e| e.to_string())?;
+        let scores = preds.scores(binarize, STEPS_PER_BEAT);
+        let stat = |f: fn(&pianoformer::music::metrics::AccompanimentScores) -> f64| {
+            let v: Vec<f64> = scores.iter().map(f).collect();
+            let (m, s) = mean_std(&v);
+            serde_json::json!({"mean": m, "std": s})
+        };
+        let entry = serde_json::json!({
+            "excerpts": scores.len(),
+            "cs": stat(|s| s.cs),
+            "ssmd": stat(|s| s.ssmd),
+            "gs": stat(|s| s.gs),
+            "ndd": stat(|s| s.ndd),
+            "onset_f1": preds.onset_f1(binarize),
+        });
+        eprintln!("test, {bars} bars: {entry}");
+        lengths.insert(format!("{bars}"), entry);
+    }
+    Ok(serde_json::json!({
+        "task": "accompaniment",
+        "binarize": binarize,
+        "valid_onset_f1": valid_f1,
+        "test": lengths,
+    }))
+}
+
+/// A continuation model: the validation cross-entropy by position over windows of `--length`
+/// tokens (4× its training window by default), and by quarter.
+fn continuation_curve(
+    model: &Performer,
+    data: &sources::Loaded,
+    args: &Args,
+    state: Option<&RunState>,
+) -> Result<serde_json::Value, String> {
+    let trained = state.as_ref().map_or(512, |s| s.options.window);
+    let length = args.length.unwrap_or(4 * trained);
+    let spec = WindowSpec::for_model(&model.config, length);
+    let batches = data
+        .valid
+        .fixed_windows(Task::Continuation, &spec, 8, args.windows, 8);
+    if batches.is_empty() {
+        return Err(format!(
+            "no validation song has {length} tokens after a bar line"
+        ));
+    }
+    let windows: usize = batches.iter().map(|b| b.len()).sum();
+    let curve = pollster::block_on(position_losses(model, &batches, args.seed))
+        .map_err(|e| e.to_string())?;
+    let quarter = |k: usize| -> f64 {
+        let part = &curve[k * length / 4..(k + 1) * length / 4];
+        part.iter().sum::<f64>() / part.len().max(1) as f64
+    };
+    let quarters: Vec<f64> = (0..4).map(quarter).collect();
+    eprintln!(
+        "validation cross-entropy on {windows} windows of {length} tokens (trained on \
+         {trained}): {:.3} / {:.3} / {:.3} / {:.3} nats per token by quarter",
+        quarters[0], quarters[1], quarters[2], quarters[3]
+    );
+    Ok(serde_json::json!({
+        "task": "continuation",
+        "trained_window": trained,
+        "length": length,
+        "windows": windows,
+        "quarters": quarters,
+        "mean": curve.iter().sum::<f64>() / curve.len() as f64,
+        "positions": curve.iter().map(|v| (v * 1e4).round() / 1e4).collect::<Vec<_>>(),
+    }))
 }
 
 /// [`Ablations`] on the 16-bar validation excerpts, printed as it goes.
