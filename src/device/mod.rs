@@ -78,12 +78,12 @@ impl BackendInfo {
         self.kind == BackendKind::Gpu && self.api == "BrowserWebGpu"
     }
 
-    /// One line for a badge or a log.
     /// Whether the adapter is a software renderer (SwiftShader, lavapipe, llvmpipe).
     pub fn is_software(&self) -> bool {
         self.kind == BackendKind::Gpu && self.device_type == "Cpu"
     }
 
+    /// One line for a badge or a log.
     pub fn label(&self) -> String {
         match self.kind {
             BackendKind::Cpu => "CPU".to_string(),

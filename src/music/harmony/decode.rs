@@ -182,14 +182,12 @@ pub fn tone_gains(log_probs: &[f32]) -> Vec<f32> {
             if m == 0 {
                 return lp.exp();
             }
-            let (mut sum, mut n) = (0f32, 0f32);
-            for (pc, qp) in q.iter().enumerate() {
-                if m >> pc & 1 == 1 {
-                    sum += qp;
-                    n += 1.0;
-                }
+            let (mut sum, mut bits) = (0f32, m);
+            while bits != 0 {
+                sum += q[bits.trailing_zeros() as usize];
+                bits &= bits - 1;
             }
-            sum / n
+            sum / m.count_ones() as f32
         }));
     }
     out
