@@ -1,7 +1,7 @@
 //! Model checks that run on any device, reading results asynchronously: the browser tests run
 //! them on WebGPU (and the CPU backend in wasm), the native tests on the CPU.
 
-use burn::module::Param;
+use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
 use super::config::{PerformerConfig, Task};
@@ -84,31 +84,13 @@ pub async fn positional_gradients(
         )
         .map_err(|e| e.to_string())?;
     let grads = logits.square().mean().backward();
-    let mut params: Vec<(String, Option<Tensor<1>>)> = Vec::new();
-    fn flat<const D: usize>(
-        p: &Param<Tensor<D>>,
-        g: &burn::tensor::Gradients,
-    ) -> Option<Tensor<1>> {
-        p.val().grad(g).map(|t| t.flatten::<1>(0, D - 1))
-    }
-    if let Some(s) = &model.pe.sine {
-        params.push(("sine frequencies".into(), flat(&s.freqs, &grads)));
-        params.push(("sine offsets".into(), flat(&s.offsets, &grads)));
-        params.push(("sine gains".into(), flat(&s.gains, &grads)));
-    }
-    if let Some(c) = &model.pe.conv {
-        params.push(("conv query filters".into(), flat(&c.filter_q, &grads)));
-        params.push(("conv key filters".into(), flat(&c.filter_k, &grads)));
-    }
-    if let Some(f) = &model.pe.fstripe {
-        params.push(("F-StrIPE frequencies".into(), flat(&f.freqs, &grads)));
-        params.push(("F-StrIPE query phases".into(), flat(&f.theta_q, &grads)));
-        params.push(("F-StrIPE key phases".into(), flat(&f.theta_k, &grads)));
-        params.push(("F-StrIPE gains".into(), flat(&f.gains, &grads)));
-    }
-    for (layer, g) in model.pe.gates.iter().enumerate() {
-        params.push((format!("layer {layer} gate"), flat(g, &grads)));
-    }
+    let mut visitor = GradientsOf {
+        grads: &grads,
+        path: Vec::new(),
+        found: Vec::new(),
+    };
+    model.pe.visit(&mut visitor);
+    let params = visitor.found;
     let mut out = Vec::new();
     for (name, grad) in params {
         let size = match grad {
@@ -118,6 +100,32 @@ pub async fn positional_gradients(
         out.push((name, size));
     }
     Ok(out)
+}
+
+/// Every float parameter of a module, named by its record path (`kernel.SineSpe.freqs`,
+/// `gates.0`), with its gradient if it has one.
+struct GradientsOf<'a> {
+    grads: &'a burn::tensor::Gradients,
+    path: Vec<String>,
+    found: Vec<(String, Option<Tensor<1>>)>,
+}
+
+impl ModuleVisitor for GradientsOf<'_> {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.path.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.pop();
+    }
+
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let grad = param
+            .val()
+            .grad(self.grads)
+            .map(|t| t.flatten::<1>(0, D - 1));
+        self.found.push((self.path.join("."), grad));
+    }
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]

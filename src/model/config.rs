@@ -280,19 +280,7 @@ impl PerformerConfig {
         if self.attention == AttentionKind::Linear && self.features == 0 {
             return Err("a feature map needs at least one feature".into());
         }
-        if matches!(
-            self.pe.kind,
-            PeKind::SineSpe | PeKind::Fstripe | PeKind::FstripeSff
-        ) && self.pe.sines == 0
-        {
-            return Err("sineSPE and F-StrIPE need at least one sinusoid".into());
-        }
-        if self.pe.kind == PeKind::ConvSpe && self.pe.taps == 0 {
-            return Err("convSPE needs filters of at least one tap".into());
-        }
-        if self.pe.is_structural() && self.pe.levels.is_empty() {
-            return Err("F-StrIPE needs at least one structure level".into());
-        }
+        crate::model::pe::Kernel::check(&self.pe)?;
         if self.pe.acts_on_attention() && self.pe.realizations == 0 {
             return Err("SPE needs at least one realization".into());
         }

@@ -16,7 +16,6 @@ use burn::tensor::activation::gelu;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use std::sync::Arc;
 
 #[cfg(not(feature = "gpu"))]
 use super::attention::causal_linear as causal_linear_fast;
@@ -26,24 +25,9 @@ use super::features::{FeatureMap, normal};
 #[cfg(feature = "gpu")]
 use super::kernels::causal_linear_fast;
 use super::pe::ape::sinusoids;
-use super::pe::conv_spe::StepFilters;
 use super::pe::{Codes, PeKind, PositionalEncoding, Span};
 
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ModelError {
-    #[error("the model configuration is not usable: {0}")]
-    Config(String),
-    #[error("this model reads {expected}, but was given {given}")]
-    Input { expected: String, given: String },
-    #[error("F-StrIPE needs structure labels (chords, phrases, melody) for every step")]
-    MissingLabels,
-    #[error("this sequence was started with {started} rows and was given {given}")]
-    Batch { started: usize, given: usize },
-    #[error("the model weights could not be saved or read: {0}")]
-    Weights(String),
-    #[error("this is not a usable model file: {0}")]
-    File(String),
-}
+pub use super::ModelError;
 
 /// What goes in: tokens [batch, len] or rolls [batch, len, input_dim].
 #[derive(Clone, Debug)]
@@ -200,26 +184,6 @@ impl Performer {
         self.num_params()
     }
 
-    /// What decoding one position a step reads once per generation, asynchronously (the
-    /// browser cannot read a WebGPU tensor synchronously): convSPE's filters, so that each
-    /// step's codes come from the cached noise on the CPU. `None` for other encodings. Put it
-    /// in a state with [`State::stepping`].
-    pub async fn step_filters(&self) -> Result<Option<Arc<StepFilters>>, ModelError> {
-        let Some(conv) = &self.pe.conv else {
-            return Ok(None);
-        };
-        let read = super::read::<3>;
-        let failed = |e: String| ModelError::Weights(format!("the convSPE filters: {e}"));
-        let q = read(conv.filter_q.val()).await.map_err(failed)?;
-        let k = read(conv.filter_k.val()).await.map_err(failed)?;
-        Ok(Some(Arc::new(StepFilters::new(
-            &q,
-            &k,
-            conv.heads * conv.dim,
-            conv.taps(),
-        ))))
-    }
-
     /// A new sequence: its noise drawn from `seed` (SPE codes and gating noise, one random
     /// feature map per layer). With `capture`, each call records the attention rows of its
     /// last position for display.
@@ -341,10 +305,10 @@ impl Performer {
             return Err(ModelError::MissingLabels);
         }
         let span = Span { start, len, labels };
-        let whole = self.whole(state, batch, &span, &device);
+        let whole = self.whole(state, batch, &span);
         let codes = match whole {
             Some(_) => Codes::None,
-            None => self.pe.codes(&span, &mut state.draw, &device),
+            None => self.pe.codes(&span, &mut state.draw, &device)?,
         };
         let mut rows = Vec::new();
         for (layer, block) in self.blocks.iter().enumerate() {

@@ -9,7 +9,7 @@ use super::step::{Schedule, Trainer, bce_per_step};
 use crate::data::corpus::{Batch, WindowSpec};
 use crate::data::example::{crop_starts, random_example};
 use crate::model::config::{Conditioning, PerformerConfig, Task};
-use crate::model::pe::{PeConfig, PeKind, StructureLevel};
+use crate::model::pe::{Kernel, PeConfig, PeKind, StructureLevel};
 use crate::model::performer::Performer;
 use crate::music::chords::{Chord, Quality};
 use crate::music::grid::Grid;
@@ -193,13 +193,9 @@ fn the_positional_encoding_learns_at_its_own_rate() {
         let delta = |a: burn::tensor::Tensor<2>, b: burn::tensor::Tensor<2>| -> f32 {
             block_on((a - b).abs().mean().into_scalar_async()).unwrap()
         };
-        let f = |m: &Performer| {
-            m.pe.fstripe
-                .as_ref()
-                .unwrap()
-                .freqs
-                .val()
-                .flatten::<2>(0, 2)
+        let f = |m: &Performer| match &m.pe.kernel {
+            Some(Kernel::Fstripe(f)) => f.freqs.val().flatten::<2>(0, 2),
+            other => panic!("an F-StrIPE kernel, not {other:?}"),
         };
         (
             delta(f(&trainer.model), f(&start)),

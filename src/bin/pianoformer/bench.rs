@@ -118,7 +118,7 @@ fn decode_rows(
     };
     for &(form, use_plain) in forms {
         let bare = Stepping {
-            filters: stepping.filters.clone(),
+            plain: stepping.plain.clone(),
             decoder: None,
         };
         let with = if use_plain { &stepping } else { &bare };

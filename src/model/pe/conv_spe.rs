@@ -7,6 +7,8 @@
 //! The noise is indexed by absolute position: the code of position m needs noise m .. m+P−1,
 //! so a decoder computes any position's code from the same seeded noise the parallel form used.
 
+use std::sync::Arc;
+
 use burn::module::{Module, Param};
 use burn::tensor::module::conv1d;
 use burn::tensor::ops::ConvOptions;
@@ -14,6 +16,8 @@ use burn::tensor::{Device, Tensor, TensorData};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
+use super::{Codes, Draw, PeConfig, PlainCodes, PlainKernel, Relative, Span};
+use crate::model::ModelError;
 use crate::model::features::normal;
 
 /// Windows at least this long are filtered through FFTs natively (see [`ConvSpe::correlate`]).
@@ -33,7 +37,7 @@ impl NoiseColumns {
     /// those it does not have.
     fn cover(
         &mut self,
-        conv: &ConvSpe,
+        channels: usize,
         realizations: usize,
         seed: u64,
         start: usize,
@@ -53,9 +57,18 @@ impl NoiseColumns {
         while self.columns.len() < width {
             let position = self.first + self.columns.len();
             self.columns
-                .push_back(conv.column(realizations, seed, position));
+                .push_back(column(channels, realizations, seed, position));
         }
     }
+}
+
+/// The noise column of one absolute position: [realizations · channels], from its own seed.
+fn column(channels: usize, realizations: usize, seed: u64, position: usize) -> Vec<f32> {
+    let mut rng =
+        StdRng::seed_from_u64(seed ^ (position as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    (0..realizations * channels)
+        .map(|_| normal(&mut rng) as f32)
+        .collect()
 }
 
 /// Both filters as plain numbers, tap-major ([taps][heads · dim]), read once per generation
@@ -69,6 +82,45 @@ pub struct StepFilters {
 }
 
 impl StepFilters {
+    /// The codes of `position` from the noise columns in `cache`: [heads, dim, R] each.
+    pub fn values(
+        &self,
+        realizations: usize,
+        seed: u64,
+        position: usize,
+        cache: &mut NoiseColumns,
+    ) -> (Vec<f32>, Vec<f32>) {
+        let (channels, taps) = (self.channels, self.taps);
+        cache.cover(channels, realizations, seed, position, taps);
+        let mut q = vec![0f32; realizations * channels];
+        let mut k = vec![0f32; realizations * channels];
+        for (p, column) in cache.columns.iter().take(taps).enumerate() {
+            let fq = &self.q[p * channels..(p + 1) * channels];
+            let fk = &self.k[p * channels..(p + 1) * channels];
+            for ((z, oq), ok) in column
+                .chunks_exact(channels)
+                .zip(q.chunks_exact_mut(channels))
+                .zip(k.chunks_exact_mut(channels))
+            {
+                for ((((oq, ok), z), fq), fk) in oq.iter_mut().zip(ok).zip(z).zip(fq).zip(fk) {
+                    *oq += fq * z;
+                    *ok += fk * z;
+                }
+            }
+        }
+        // [R, heads · dim] → [heads, dim, R], as `codes` lays them out.
+        let lay = |v: Vec<f32>| {
+            let mut out = vec![0f32; v.len()];
+            for (r, row) in v.chunks_exact(channels).enumerate() {
+                for (c, x) in row.iter().enumerate() {
+                    out[c * realizations + r] = *x;
+                }
+            }
+            out
+        };
+        (lay(q), lay(k))
+    }
+
     /// From the filters' values as stored, [heads · dim, 1, taps] each.
     pub fn new(q: &[f32], k: &[f32], channels: usize, taps: usize) -> Self {
         let tap_major = |f: &[f32]| {
@@ -122,16 +174,6 @@ impl ConvSpe {
         self.filter_q.dims()[2]
     }
 
-    /// The noise column of one absolute position: [realizations · heads · dim], from its own
-    /// seed.
-    fn column(&self, realizations: usize, seed: u64, position: usize) -> Vec<f32> {
-        let mut rng =
-            StdRng::seed_from_u64(seed ^ (position as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        (0..realizations * self.heads * self.dim)
-            .map(|_| normal(&mut rng) as f32)
-            .collect()
-    }
-
     /// White noise for positions `start .. start + len + taps − 1`, [realizations, heads · dim,
     /// len + taps − 1]: each position's column from its own seed, so any window of positions
     /// gets the same numbers. `cache` keeps the columns of the last window: a decoder moving
@@ -147,7 +189,7 @@ impl ConvSpe {
     ) -> Tensor<3> {
         let channels = self.heads * self.dim;
         let width = len + self.taps() - 1;
-        cache.cover(self, realizations, seed, start, width);
+        cache.cover(channels, realizations, seed, start, width);
         let mut values = vec![0f32; realizations * channels * width];
         for (t, col) in cache.columns.iter().take(width).enumerate() {
             for (rc, v) in col.iter().enumerate() {
@@ -191,41 +233,12 @@ impl ConvSpe {
         position: usize,
         cache: &mut NoiseColumns,
     ) -> (Vec<f32>, Vec<f32>) {
-        let channels = self.heads * self.dim;
-        let taps = self.taps();
         assert_eq!(
             (filters.channels, filters.taps),
-            (channels, taps),
+            (self.heads * self.dim, self.taps()),
             "convSPE step filters of another model"
         );
-        cache.cover(self, realizations, seed, position, taps);
-        let mut q = vec![0f32; realizations * channels];
-        let mut k = vec![0f32; realizations * channels];
-        for (p, column) in cache.columns.iter().take(taps).enumerate() {
-            let fq = &filters.q[p * channels..(p + 1) * channels];
-            let fk = &filters.k[p * channels..(p + 1) * channels];
-            for ((z, oq), ok) in column
-                .chunks_exact(channels)
-                .zip(q.chunks_exact_mut(channels))
-                .zip(k.chunks_exact_mut(channels))
-            {
-                for ((((oq, ok), z), fq), fk) in oq.iter_mut().zip(ok).zip(z).zip(fq).zip(fk) {
-                    *oq += fq * z;
-                    *ok += fk * z;
-                }
-            }
-        }
-        // [R, heads · dim] → [heads, dim, R], as `codes` lays them out.
-        let lay = |v: Vec<f32>| {
-            let mut out = vec![0f32; v.len()];
-            for (r, row) in v.chunks_exact(channels).enumerate() {
-                for (c, x) in row.iter().enumerate() {
-                    out[c * realizations + r] = *x;
-                }
-            }
-            out
-        };
-        (lay(q), lay(k))
+        filters.values(realizations, seed, position, cache)
     }
 
     /// [`Self::noise`] without a cache.
@@ -324,5 +337,100 @@ impl ConvSpe {
             })
             .collect();
         Tensor::cat(columns, 2)
+    }
+}
+
+impl Relative for ConvSpe {
+    fn new(config: &PeConfig, heads: usize, dim: usize, rng: &mut StdRng, device: &Device) -> Self {
+        ConvSpe::new(heads, dim, config.taps, rng, device)
+    }
+
+    fn check(config: &PeConfig) -> Result<(), String> {
+        if config.taps == 0 {
+            return Err("convSPE needs filters of at least one tap".into());
+        }
+        Ok(())
+    }
+
+    /// One position with the plain form at hand (a decoder's step) takes its codes from the
+    /// cached noise on the CPU; a window is filtered.
+    fn codes(
+        &self,
+        config: &PeConfig,
+        span: &Span,
+        draw: &mut Draw,
+        device: &Device,
+    ) -> Result<Codes, ModelError> {
+        let r = config.realizations;
+        if span.len == 1
+            && let Some(plain) = draw.plain.clone()
+            && let PlainCodes::Bars(q, k) = plain.step(span.start, None, draw)
+        {
+            let shape = vec![self.heads, 1, self.dim, r];
+            let t = |v: Vec<f32>| Tensor::from_data(TensorData::new(v, shape.clone()), device);
+            return Ok(Codes::Explicit {
+                qbar: t(q),
+                kbar: t(k),
+            });
+        }
+        let noise = self.noise(
+            r,
+            draw.seed,
+            span.start,
+            span.len,
+            &mut draw.conv_noise,
+            device,
+        );
+        let (qbar, kbar) = self.codes(noise);
+        Ok(Codes::Explicit { qbar, kbar })
+    }
+
+    fn templates(&self, lags: &[usize]) -> Option<Tensor<3>> {
+        Some(self.kernel(lags))
+    }
+
+    fn plain_tensors(&self) -> Vec<Tensor<1>> {
+        vec![
+            self.filter_q.val().flatten(0, 2),
+            self.filter_k.val().flatten(0, 2),
+        ]
+    }
+
+    fn plain(
+        &self,
+        config: &PeConfig,
+        values: Vec<Vec<f32>>,
+    ) -> Result<Arc<dyn PlainKernel>, String> {
+        let [q, k]: [Vec<f32>; 2] = values
+            .try_into()
+            .map_err(|_| "convSPE reads two filters".to_string())?;
+        let channels = self.heads * self.dim;
+        if q.len() != channels * self.taps() || k.len() != q.len() {
+            return Err("convSPE filters of another size".into());
+        }
+        Ok(Arc::new(PlainConv {
+            filters: StepFilters::new(&q, &k, channels, self.taps()),
+            realizations: config.realizations,
+        }))
+    }
+
+    fn plain_steps(&self) -> bool {
+        true
+    }
+}
+
+/// convSPE's plain form: the filters, and R.
+#[derive(Debug)]
+pub struct PlainConv {
+    filters: StepFilters,
+    realizations: usize,
+}
+
+impl PlainKernel for PlainConv {
+    fn step(&self, position: usize, _labels: Option<&[f32]>, draw: &mut Draw) -> PlainCodes {
+        let (q, k) =
+            self.filters
+                .values(self.realizations, draw.seed, position, &mut draw.conv_noise);
+        PlainCodes::Bars(q, k)
     }
 }

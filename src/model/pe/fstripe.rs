@@ -13,12 +13,18 @@
 //!   sineSPE, with R realizations. Both use the `1/sqrt(N)` of eq. 9 (eq. 4 has `1/sqrt(2N)`, a
 //!   constant the gains absorb), so SFF's expectation is exactly the RFF kernel.
 
+use std::sync::Arc;
+
 use burn::module::{Module, Param};
 use burn::tensor::activation::{sigmoid, softplus};
 use burn::tensor::{Device, Tensor, TensorData};
 use rand::rngs::StdRng;
 
-use super::{init_gains, omega_features, seeded};
+use super::{
+    Codes, Draw, PeConfig, PeKind, PlainCodes, PlainKernel, Relative, Span, StructureLevel,
+    init_gains, omega_features, seeded,
+};
+use crate::model::ModelError;
 use crate::model::features::normal;
 
 #[derive(Module, Debug)]
@@ -34,7 +40,7 @@ pub struct Fstripe {
 }
 
 impl Fstripe {
-    /// `time`: the column of the [`crate::music::labels::StructureLevel::Time`] coordinate,
+    /// `time`: the column of the [`StructureLevel::Time`] coordinate,
     /// if the labels have one. Then the last `sines / 2` sines of each dimension start as
     /// sinusoids of time alone (as sineSPE's, periods of about 6–50 beats) and the others
     /// of the structure alone: a sine that read both would tell a phrase's repetition from
@@ -147,5 +153,165 @@ impl Fstripe {
     pub fn draw_mix(&self, realizations: usize, seed: u64, device: &Device) -> Tensor<3> {
         let [heads, dim, sines, _] = self.freqs.dims();
         seeded(&[heads, dim * 2 * sines, realizations], seed, device)
+    }
+}
+
+/// Both forms: F-StrIPE (`fstripe`, exact features) and F-StrIPE:SFF (`fstripe_sff`, the
+/// features through a shared Gaussian), told apart by the config's kind.
+impl Relative for Fstripe {
+    fn new(config: &PeConfig, heads: usize, dim: usize, rng: &mut StdRng, device: &Device) -> Self {
+        let time = config
+            .levels
+            .iter()
+            .position(|l| *l == StructureLevel::Time)
+            .map(|i| config.levels[..i].iter().map(|l| l.dims()).sum());
+        Fstripe::new(
+            heads,
+            dim,
+            config.sines,
+            config.coordinates(),
+            time,
+            rng,
+            device,
+        )
+    }
+
+    fn check(config: &PeConfig) -> Result<(), String> {
+        super::sine_spe::check_sines(config)?;
+        if config.levels.is_empty() {
+            return Err("F-StrIPE needs at least one structure level".into());
+        }
+        Ok(())
+    }
+
+    fn reads_labels() -> bool {
+        true
+    }
+
+    fn mix(&self, config: &PeConfig, seed: u64, device: &Device) -> Option<Tensor<3>> {
+        (config.kind == PeKind::FstripeSff)
+            .then(|| self.draw_mix(config.realizations, seed, device))
+    }
+
+    fn codes(
+        &self,
+        config: &PeConfig,
+        span: &Span,
+        draw: &mut Draw,
+        device: &Device,
+    ) -> Result<Codes, ModelError> {
+        let labels = span.labels.clone().ok_or(ModelError::MissingLabels)?;
+        let (omega_q, omega_k) = self.omegas(labels);
+        Ok(if config.kind == PeKind::FstripeSff {
+            let mix = match &draw.mix {
+                Some(mix) => mix.clone(),
+                None => self.draw_mix(config.realizations, draw.seed, device),
+            };
+            Codes::Factored {
+                omega_q,
+                omega_k,
+                mix: Box::new(mix),
+            }
+        } else {
+            Codes::Exact { omega_q, omega_k }
+        })
+    }
+
+    /// Exact features: `dim · 2N` per head (and the gate's `dim`).
+    fn qk_dim(&self, config: &PeConfig, dim: usize) -> usize {
+        match config.kind {
+            PeKind::FstripeSff => config.realizations,
+            _ => dim * 2 * config.sines + if config.gated { dim } else { 0 },
+        }
+    }
+
+    fn plain_tensors(&self) -> Vec<Tensor<1>> {
+        vec![
+            self.frequencies().flatten(0, 3),
+            self.theta_q.val().flatten(0, 2),
+            self.theta_k.val().flatten(0, 2),
+            softplus(self.gains.val(), 1.0).flatten(0, 2),
+        ]
+    }
+
+    fn plain(
+        &self,
+        config: &PeConfig,
+        values: Vec<Vec<f32>>,
+    ) -> Result<Arc<dyn PlainKernel>, String> {
+        let [freqs, theta_q, theta_k, gains]: [Vec<f32>; 4] = values
+            .try_into()
+            .map_err(|_| "F-StrIPE reads four tensors".to_string())?;
+        Ok(Arc::new(PlainFstripe {
+            freqs,
+            theta_q,
+            theta_k,
+            gains,
+            sines: self.sines(),
+            coordinates: self.coordinates(),
+            factored: config.kind == PeKind::FstripeSff,
+        }))
+    }
+}
+
+/// F-StrIPE's parameters as plain numbers: frequencies [heads · dim · sines, coordinates] in
+/// cycles per unit, phases and gains (after softplus) [heads · dim · sines].
+#[derive(Debug)]
+pub struct PlainFstripe {
+    freqs: Vec<f32>,
+    theta_q: Vec<f32>,
+    theta_k: Vec<f32>,
+    gains: Vec<f32>,
+    sines: usize,
+    coordinates: usize,
+    /// SFF: the features go through the draw's mix.
+    factored: bool,
+}
+
+impl PlainKernel for PlainFstripe {
+    fn step(&self, _position: usize, labels: Option<&[f32]>, _draw: &mut Draw) -> PlainCodes {
+        self.omegas(labels.unwrap_or(&[]), 1)
+    }
+
+    fn call(&self, _start: usize, len: usize, labels: Option<&[f32]>) -> Option<PlainCodes> {
+        Some(self.omegas(labels?, len))
+    }
+}
+
+impl PlainFstripe {
+    /// Ω [len, heads · dim, 2N] of `len` positions' labels [len · coordinates], as
+    /// [`Fstripe::omegas`] computes them (labels missing or short read as zeros).
+    fn omegas(&self, labels: &[f32], len: usize) -> PlainCodes {
+        let (k, c) = (self.sines, self.coordinates);
+        let j = 2 * k;
+        let hd = self.gains.len() / k.max(1);
+        let scale = 1.0 / (k as f32).sqrt();
+        let two_pi = (2.0 * std::f64::consts::PI) as f32;
+        let (mut oq, mut ok) = (vec![0f32; len * hd * j], vec![0f32; len * hd * j]);
+        for t in 0..len {
+            let s = labels.get(t * c..(t + 1) * c);
+            for i in 0..hd * k {
+                let dot: f32 = s.map_or(0.0, |s| {
+                    self.freqs[i * c..(i + 1) * c]
+                        .iter()
+                        .zip(s)
+                        .map(|(f, x)| f * x)
+                        .sum()
+                });
+                let phase = dot * two_pi;
+                let g = self.gains[i] * scale;
+                let at = (t * hd + i / k) * j + 2 * (i % k);
+                let (pq, pk) = (phase + self.theta_q[i], phase + self.theta_k[i]);
+                oq[at] = pq.cos() * g;
+                oq[at + 1] = pq.sin() * g;
+                ok[at] = pk.cos() * g;
+                ok[at + 1] = pk.sin() * g;
+            }
+        }
+        if self.factored {
+            PlainCodes::Factored(oq, ok, j)
+        } else {
+            PlainCodes::Exact(oq, ok, j)
+        }
     }
 }

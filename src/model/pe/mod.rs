@@ -1,4 +1,5 @@
-//! Positional encodings, one file each, behind one module a model config picks:
+//! Positional encodings, one file each, listed in one table (`family!` below; how to add
+//! one: `family.rs`):
 //!
 //! | kind | where it acts | file |
 //! |---|---|---|
@@ -19,10 +20,14 @@
 //! Codes are never materialised as [len, D, R] where it can be avoided: sine and SFF codes are
 //! `Ω(m) Z`, so `qhat = ((q ⊙ Ω) reshaped to D·2K) Z`, a matmul of memory O(L·D·K).
 
+#[macro_use]
+mod family;
 pub mod ape;
 pub mod conv_spe;
 pub mod fstripe;
 pub mod sine_spe;
+
+use std::sync::Arc;
 
 use burn::module::{Module, Param};
 use burn::tensor::activation::sigmoid;
@@ -31,48 +36,23 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use serde::{Deserialize, Serialize};
 
+use crate::model::ModelError;
 use crate::model::features::normal;
 pub use crate::music::labels::StructureLevel;
 use ape::CapeAugment;
-use conv_spe::ConvSpe;
-use fstripe::Fstripe;
-use sine_spe::SineSpe;
+pub use family::{PlainCodes, PlainKernel, Relative};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PeKind {
-    None,
-    Ape,
-    Cape,
-    SineSpe,
-    ConvSpe,
-    Fstripe,
-    FstripeSff,
-}
-
-impl PeKind {
-    /// Every encoding, in the order the reports list them.
-    pub const ALL: [PeKind; 7] = [
-        PeKind::None,
-        PeKind::Ape,
-        PeKind::Cape,
-        PeKind::SineSpe,
-        PeKind::ConvSpe,
-        PeKind::Fstripe,
-        PeKind::FstripeSff,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            PeKind::None => "none",
-            PeKind::Ape => "ape",
-            PeKind::Cape => "cape",
-            PeKind::SineSpe => "sine_spe",
-            PeKind::ConvSpe => "conv_spe",
-            PeKind::Fstripe => "fstripe",
-            PeKind::FstripeSff => "fstripe_sff",
-        }
-    }
+family! {
+    /// NoPE: no positional encoding.
+    None = "none";
+    Ape = "ape";
+    /// APE with positions augmented while training.
+    Cape = "cape";
+    SineSpe = "sine_spe" => sine_spe::SineSpe;
+    ConvSpe = "conv_spe" => conv_spe::ConvSpe;
+    Fstripe = "fstripe" => fstripe::Fstripe;
+    /// F-StrIPE's features through SPE's shared Gaussian (SFF): the same kernel, other codes.
+    FstripeSff = "fstripe_sff" => fstripe::Fstripe;
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -121,7 +101,7 @@ impl PeConfig {
     }
 
     pub fn is_structural(&self) -> bool {
-        matches!(self.kind, PeKind::Fstripe | PeKind::FstripeSff)
+        Kernel::reads_labels(self.kind)
     }
 
     /// The structure levels the model reads: F-StrIPE's, none for the other encodings.
@@ -135,10 +115,7 @@ impl PeConfig {
 
     /// Whether the encoding acts on queries and keys (the SPE family).
     pub fn acts_on_attention(&self) -> bool {
-        matches!(
-            self.kind,
-            PeKind::SineSpe | PeKind::ConvSpe | PeKind::Fstripe | PeKind::FstripeSff
-        )
+        Kernel::variant(self.kind).is_some()
     }
 }
 
@@ -150,14 +127,12 @@ pub(crate) fn omega_features(phase: Tensor<5>, gains: Tensor<5>) -> Tensor<5> {
     Tensor::stack::<6>(vec![cos, sin], 5).reshape([b, h, l, d, 2 * k])
 }
 
-/// The gated and the ungated part of queries or keys: `(x·sqrt(1 − δ), x·sqrt(δ))`, or `x`
+/// The gated and the ungated part of queries or keys: `(x·sqrt(1 − δ), (x·sqrt(δ), ε))`, or `x`
 /// alone without a gate.
-fn split_by_gate(
-    x: Tensor<4>,
-    gate: Option<&(Tensor<4>, Tensor<4>)>,
-) -> (Tensor<4>, Option<Tensor<4>>) {
+type Gate = ((Tensor<4>, Tensor<4>), Tensor<4>);
+fn split_by_gate(x: Tensor<4>, gate: Option<&Gate>) -> (Tensor<4>, Option<(Tensor<4>, Tensor<4>)>) {
     match gate {
-        Some((a, g)) => (x.clone() * a.clone(), Some(x * g.clone())),
+        Some(((a, g), eps)) => (x.clone() * a.clone(), Some((x * g.clone(), eps.clone()))),
         None => (x, None),
     }
 }
@@ -212,9 +187,9 @@ pub struct Draw {
     pub eps: Vec<Tensor<3>>,
     /// convSPE's noise columns of the current window.
     pub conv_noise: conv_spe::NoiseColumns,
-    /// convSPE's filters as plain numbers, when read for decoding one position a step
-    /// (`Performer::step_filters`).
-    pub conv_filters: Option<std::sync::Arc<conv_spe::StepFilters>>,
+    /// The encoding's plain form, when read for decoding one position a step
+    /// (`Performer::stepping`).
+    pub plain: Option<Arc<dyn PlainKernel>>,
 }
 
 /// Codes for a span, shared by all layers.
@@ -226,6 +201,8 @@ pub enum Codes {
     Factored {
         omega_q: Tensor<5>,
         omega_k: Tensor<5>,
+        /// The sequence's `Z` [heads, dim · J, R].
+        mix: Box<Tensor<3>>,
     },
     /// Explicit codes [heads, len, dim, R] (conv).
     Explicit { qbar: Tensor<4>, kbar: Tensor<4> },
@@ -238,9 +215,8 @@ pub enum Codes {
 
 #[derive(Module, Debug)]
 pub struct PositionalEncoding {
-    pub sine: Option<SineSpe>,
-    pub conv: Option<ConvSpe>,
-    pub fstripe: Option<Fstripe>,
+    /// The encoding's learnt part (relative encodings only).
+    pub kernel: Option<Kernel>,
     /// Per-layer gates [heads, dim]: `δ = sigmoid(gate)`.
     pub gates: Vec<Param<Tensor<2>>>,
     #[module(skip)]
@@ -260,27 +236,7 @@ impl PositionalEncoding {
         rng: &mut StdRng,
         device: &Device,
     ) -> Self {
-        let kind = config.kind;
-        let sine =
-            (kind == PeKind::SineSpe).then(|| SineSpe::new(heads, dim, config.sines, rng, device));
-        let conv =
-            (kind == PeKind::ConvSpe).then(|| ConvSpe::new(heads, dim, config.taps, rng, device));
-        let fstripe = config.is_structural().then(|| {
-            let time = config
-                .levels
-                .iter()
-                .position(|l| *l == StructureLevel::Time)
-                .map(|i| config.levels[..i].iter().map(|l| l.dims()).sum());
-            Fstripe::new(
-                heads,
-                dim,
-                config.sines,
-                config.coordinates(),
-                time,
-                rng,
-                device,
-            )
-        });
+        let kernel = Kernel::new(config, heads, dim, rng, device);
         let gates = if config.gated && config.acts_on_attention() {
             (0..layers)
                 .map(|_| {
@@ -292,9 +248,7 @@ impl PositionalEncoding {
             Vec::new()
         };
         Self {
-            sine,
-            conv,
-            fstripe,
+            kernel,
             gates,
             config: config.clone(),
             heads,
@@ -306,26 +260,23 @@ impl PositionalEncoding {
         self.config.kind
     }
 
+    /// The relative encoding, if this is one.
+    pub fn relative(&self) -> Option<&dyn Relative> {
+        self.kernel.as_ref().map(Kernel::relative)
+    }
+
     /// Dimension of what [`Self::qk`] returns, the feature map's input.
     pub fn qk_dim(&self) -> usize {
-        match self.kind() {
-            PeKind::SineSpe | PeKind::ConvSpe | PeKind::FstripeSff => self.config.realizations,
-            PeKind::Fstripe => {
-                let j = 2 * self.config.sines;
-                self.dim * j + if self.config.gated { self.dim } else { 0 }
-            }
-            _ => self.dim,
-        }
+        self.relative()
+            .map_or(self.dim, |k| k.qk_dim(&self.config, self.dim))
     }
 
     /// A fresh draw of the sequence's noise from `seed`.
     pub fn draw(&self, seed: u64, device: &Device) -> Draw {
         let r = self.config.realizations;
-        let mix = match (&self.sine, &self.fstripe, self.kind()) {
-            (Some(s), _, _) => Some(s.draw_mix(r, seed, device)),
-            (_, Some(f), PeKind::FstripeSff) => Some(f.draw_mix(r, seed, device)),
-            _ => None,
-        };
+        let mix = self
+            .relative()
+            .and_then(|k| k.mix(&self.config, seed, device));
         let eps = (0..self.gates.len())
             .map(|layer| {
                 seeded(
@@ -340,62 +291,35 @@ impl PositionalEncoding {
             mix,
             eps,
             conv_noise: Default::default(),
-            conv_filters: None,
+            plain: None,
         }
     }
 
     /// The codes of `span`, from `draw`.
-    pub fn codes(&self, span: &Span, draw: &mut Draw, device: &Device) -> Codes {
-        match self.kind() {
-            PeKind::SineSpe => {
-                let (omega_q, omega_k) = self
-                    .sine
-                    .as_ref()
-                    .expect("sine")
-                    .omegas(span.start, span.len, device);
-                Codes::Factored { omega_q, omega_k }
-            }
-            PeKind::ConvSpe => {
-                let conv = self.conv.as_ref().expect("conv");
-                if span.len == 1
-                    && let Some(filters) = &draw.conv_filters
-                {
-                    let (qbar, kbar) = conv.step_codes(
-                        filters,
-                        self.config.realizations,
-                        draw.seed,
-                        span.start,
-                        &mut draw.conv_noise,
-                        device,
-                    );
-                    return Codes::Explicit { qbar, kbar };
-                }
-                let noise = conv.noise(
-                    self.config.realizations,
-                    draw.seed,
-                    span.start,
-                    span.len,
-                    &mut draw.conv_noise,
-                    device,
-                );
-                let (qbar, kbar) = conv.codes(noise);
-                Codes::Explicit { qbar, kbar }
-            }
-            PeKind::Fstripe | PeKind::FstripeSff => {
-                let labels = span
-                    .labels
-                    .clone()
-                    .expect("F-StrIPE needs structure labels for every step");
-                let sff = self.kind() == PeKind::FstripeSff;
-                let (omega_q, omega_k) = self.fstripe.as_ref().expect("fstripe").omegas(labels);
-                if sff {
-                    Codes::Factored { omega_q, omega_k }
-                } else {
-                    Codes::Exact { omega_q, omega_k }
-                }
-            }
-            _ => Codes::None,
+    pub fn codes(
+        &self,
+        span: &Span,
+        draw: &mut Draw,
+        device: &Device,
+    ) -> Result<Codes, ModelError> {
+        match self.relative() {
+            Some(k) => k.codes(&self.config, span, draw, device),
+            None => Ok(Codes::None),
         }
+    }
+
+    /// The plain form of the encoding (read once per generation), `None` without one.
+    pub async fn plain(&self) -> Result<Option<Arc<dyn PlainKernel>>, ModelError> {
+        let Some(k) = self.relative() else {
+            return Ok(None);
+        };
+        let failed =
+            |e: String| ModelError::Weights(format!("the positional encoding's weights: {e}"));
+        let mut values = Vec::new();
+        for t in k.plain_tensors() {
+            values.push(crate::model::read(t).await.map_err(failed)?);
+        }
+        k.plain(&self.config, values).map(Some).map_err(failed)
     }
 
     /// `sqrt(1 − δ)` and `sqrt(δ)` of `layer`'s gate, [1, heads, 1, dim].
@@ -417,29 +341,28 @@ impl PositionalEncoding {
     ) -> (Tensor<4>, Tensor<4>) {
         let d = self.dim as f64;
         let r = self.config.realizations as f64;
-        let gate = self.gate(layer);
-        // ε of this layer, [1, heads, dim, R] (only drawn when gated).
+        // The gate's two factors and ε of this layer, [1, heads, dim, R] (drawn when gated).
         let eps = draw.eps.get(layer).map(|e| e.clone().unsqueeze_dim::<4>(0));
-        let eps = || eps.clone().expect("a gated encoding draws ε per layer");
+        let gate = self.gate(layer).zip(eps);
         match codes {
             Codes::None => {
                 let s = d.powf(-0.25);
                 (q.mul_scalar(s), k.mul_scalar(s))
             }
-            Codes::Factored { omega_q, omega_k } => {
-                let mix = draw
-                    .mix
-                    .clone()
-                    .expect("a draw with codes")
-                    .unsqueeze_dim::<4>(0);
+            Codes::Factored {
+                omega_q,
+                omega_k,
+                mix,
+            } => {
+                let mix = (**mix).clone().unsqueeze_dim::<4>(0);
                 let one = |x: Tensor<4>, omega: &Tensor<5>| {
                     let [b, h, l, dd] = x.dims();
                     let j = omega.dims()[4];
                     let (x1, x2) = split_by_gate(x, gate.as_ref());
                     let u = (x1.unsqueeze_dim::<5>(4) * omega.clone()).reshape([b, h, l, dd * j]);
                     let mut hat = u.matmul(mix.clone());
-                    if let Some(x2) = x2 {
-                        hat = hat + x2.matmul(eps());
+                    if let Some((x2, eps)) = x2 {
+                        hat = hat + x2.matmul(eps);
                     }
                     // (DR)^{-1/4} from eqs. 16–17, R^{-1/4} the feature map's temperature.
                     hat.mul_scalar((d * r).powf(-0.25) * r.powf(-0.25))
@@ -455,8 +378,8 @@ impl PositionalEncoding {
                     let xs = x1.permute([1, 2, 0, 3]).reshape([h * l, b, dd]);
                     let bars = bar.clone().reshape([h * l, dd, rr]);
                     let mut hat = xs.matmul(bars).reshape([h, l, b, rr]).permute([2, 0, 1, 3]);
-                    if let Some(x2) = x2 {
-                        hat = hat + x2.matmul(eps());
+                    if let Some((x2, eps)) = x2 {
+                        hat = hat + x2.matmul(eps);
                     }
                     hat.mul_scalar((d * r).powf(-0.25) * r.powf(-0.25))
                 };
@@ -469,7 +392,7 @@ impl PositionalEncoding {
                     let (x1, x2) = split_by_gate(x, gate.as_ref());
                     let u = (x1.unsqueeze_dim::<5>(4) * omega.clone()).reshape([b, h, l, dd * j]);
                     let hat = match x2 {
-                        Some(x2) => Tensor::cat(vec![u, x2], 3),
+                        Some((x2, _)) => Tensor::cat(vec![u, x2], 3),
                         None => u,
                     };
                     hat.mul_scalar(d.powf(-0.25))
@@ -480,13 +403,10 @@ impl PositionalEncoding {
     }
 
     /// The positional templates `P_d(τ)` of `layer` at lags `τ ≥ 0`, [heads, dim, lags],
-    /// gate included (`(1 − δ) P + δ`), for sineSPE and convSPE; `None` for the others.
+    /// gate included (`(1 − δ) P + δ`), for encodings whose kernel is a function of the lag
+    /// (sineSPE, convSPE); `None` for the others.
     pub fn templates(&self, layer: usize, lags: &[usize]) -> Option<Tensor<3>> {
-        let p = match (&self.sine, &self.conv) {
-            (Some(s), _) => s.kernel(&lags.iter().map(|&t| t as f32).collect::<Vec<_>>()),
-            (_, Some(c)) => c.kernel(lags),
-            _ => return None,
-        };
+        let p = self.relative()?.templates(lags)?;
         Some(match self.gates.get(layer) {
             Some(g) => {
                 let delta = sigmoid(g.val()).reshape([self.heads, self.dim, 1]);

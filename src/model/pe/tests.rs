@@ -311,10 +311,12 @@ fn qk_gives_the_positional_logit() {
         )),
     };
     let draw = pe.draw(0, &device);
-    let codes = pe.codes(&span, &mut draw.clone(), &device);
+    let codes = pe.codes(&span, &mut draw.clone(), &device).unwrap();
     let (qh, kh) = pe.qk(0, q.clone(), k.clone(), &codes, &draw);
     let dots = to_vec(qh.matmul(kh.swap_dims(2, 3)));
-    let f = pe.fstripe.as_ref().unwrap();
+    let Some(Kernel::Fstripe(f)) = &pe.kernel else {
+        panic!("an F-StrIPE kernel")
+    };
     let deltas: Vec<f32> = (0..len)
         .flat_map(|m| (0..len).map(|n| labels[m] - labels[n]).collect::<Vec<_>>())
         .collect();
@@ -336,12 +338,17 @@ fn qk_gives_the_positional_logit() {
     config.realizations = 16384;
     let pe = PositionalEncoding::new(&config, 1, h, d, &mut rng(), &device);
     let draw = pe.draw(5, &device);
-    let codes = pe.codes(&Span::positions(0, len), &mut draw.clone(), &device);
+    let codes = pe
+        .codes(&Span::positions(0, len), &mut draw.clone(), &device)
+        .unwrap();
     let (qh, kh) = pe.qk(0, q, k, &codes, &draw);
     // Undo the feature map temperature R^{-1/4} on each side: the logit is qhat·khat·sqrt(R)/sqrt(R).
     let dots = to_vec(qh.matmul(kh.swap_dims(2, 3)));
     let lags: Vec<f32> = (-(len as i32 - 1)..len as i32).map(|t| t as f32).collect();
-    let kern = to_vec(pe.sine.as_ref().unwrap().kernel(&lags));
+    let Some(Kernel::SineSpe(sine)) = &pe.kernel else {
+        panic!("a sineSPE kernel")
+    };
+    let kern = to_vec(sine.kernel(&lags));
     let p = |dd: usize, m: usize, n: usize| kern[dd * lags.len() + (m + len - 1 - n)];
     let mut worst = 0f32;
     for m in 0..len {
@@ -363,7 +370,9 @@ fn an_open_gate_removes_the_positional_dependence() {
         let mut pe = PositionalEncoding::new(&config, 2, h, d, &mut rng(), &device);
         pe.gates[1] = Param::from_data(TensorData::new(vec![40f32; h * d], vec![h, d]), &device);
         let draw = pe.draw(1, &device);
-        let codes = pe.codes(&Span::positions(3, len), &mut draw.clone(), &device);
+        let codes = pe
+            .codes(&Span::positions(3, len), &mut draw.clone(), &device)
+            .unwrap();
         // The same query at every position.
         let q = crate::model::testing::random::<4>(&[1, h, 1, d], 4, &device).repeat_dim(2, len);
         let (open, _) = pe.qk(1, q.clone(), q.clone(), &codes, &draw);

@@ -9,7 +9,7 @@ use burn::tensor::Tensor;
 
 use crate::model::attention::EPS;
 use crate::model::features::FeatureKind;
-use crate::model::pe::conv_spe::StepFilters;
+use crate::model::pe::PlainKernel;
 
 /// A linear layer: `x W + b`, `W` [d_in, d_out] as Burn stores it.
 #[derive(Debug)]
@@ -84,16 +84,6 @@ pub(super) struct Block {
     pub(super) ff2: Dense,
 }
 
-/// sineSPE's parameters as the tensor form computes them: frequencies in cycles per step,
-/// query offsets and gains (after softplus), each [heads, dim, sines].
-#[derive(Debug)]
-pub(super) struct Sine {
-    pub(super) freqs: Vec<f32>,
-    pub(super) offsets: Vec<f32>,
-    pub(super) gains: Vec<f32>,
-    pub(super) sines: usize,
-}
-
 /// A model's weights as plain numbers, for [`Performer::step`] on the CPU.
 #[derive(Debug)]
 pub struct Decoder {
@@ -102,10 +92,10 @@ pub struct Decoder {
     pub(super) blocks: Vec<Block>,
     pub(super) norm: Norm,
     pub(super) head: Dense,
-    pub(super) sine: Option<Sine>,
+    /// The positional encoding's plain form, if it has one.
+    pub(super) kernel: Option<Arc<dyn PlainKernel>>,
     /// Per layer, `sqrt(1 − δ)` and `sqrt(δ)` [heads · dim] of the gate.
     pub(super) gates: Vec<(Vec<f32>, Vec<f32>)>,
-    pub(super) filters: Option<Arc<StepFilters>>,
 }
 
 /// A sequence's draws as plain numbers, read at its first plain step.

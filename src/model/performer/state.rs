@@ -90,10 +90,11 @@ pub struct State {
 
 impl State {
     /// This state with what [`Performer::stepping`] read: one-position calls then take the
-    /// CPU path for convSPE codes (the same codes), and [`Performer::step`] the plain-slice
+    /// encoding's plain codes where the tensor form steps with them (convSPE: the same codes),
+    /// and [`Performer::step`] the plain-slice
     /// decoder where there is one.
     pub fn stepping(mut self, stepping: &Stepping) -> Self {
-        self.draw.conv_filters = stepping.filters.clone();
+        self.draw.plain = stepping.plain.clone();
         self.decoder = stepping.decoder.clone();
         self
     }

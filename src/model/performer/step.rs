@@ -12,19 +12,17 @@
 
 use std::sync::Arc;
 
-use burn::tensor::activation::softplus;
 use burn::tensor::{Device, Tensor, TensorData};
 
 use super::plain::{
-    Block, Decoder, Dense, Norm, PlainDraw, Sine, StepCodes, axpy, captured_row, features, gelu,
+    Block, Decoder, Dense, Norm, PlainDraw, StepCodes, axpy, captured_row, features, gelu,
     qk_plain, sync,
 };
 use super::{Keys, LayerState, ModelError, Performer, State};
 use crate::model::attention::{EPS, LinearState};
 use crate::model::config::AttentionKind;
 use crate::model::pe::ape::sinusoid_values;
-use crate::model::pe::conv_spe::StepFilters;
-use crate::model::pe::{Codes, PeKind, Span};
+use crate::model::pe::{PeKind, PlainCodes, PlainKernel};
 
 /// What one step reads: a token id (continuation) or a row of the input roll (accompaniment).
 #[derive(Clone, Copy, Debug)]
@@ -37,29 +35,39 @@ pub enum StepInput<'a> {
 /// [`State::stepping`].
 #[derive(Clone, Debug, Default)]
 pub struct Stepping {
-    /// convSPE's filters as plain numbers (for the tensor form's steps too).
-    pub filters: Option<Arc<StepFilters>>,
+    /// The positional encoding's plain form: on the CPU backend, and on every device for
+    /// encodings whose tensor-form steps take their codes from it (convSPE).
+    pub plain: Option<Arc<dyn PlainKernel>>,
     /// The model's weights as plain numbers, when steps run on the CPU.
     pub decoder: Option<Arc<Decoder>>,
 }
 
 impl Performer {
-    /// What decoding a position a step reads once per generation: convSPE's filters, and on
-    /// the CPU backend (`Device::flex()`) the weights for the plain-slice decoder. Softmax
-    /// attention and other devices decode through tensors.
+    /// What decoding a position a step reads once per generation, asynchronously (the
+    /// browser cannot read a WebGPU tensor synchronously): on the CPU backend
+    /// (`Device::flex()`) the weights for the plain-slice decoder and the encoding's plain
+    /// form; elsewhere the plain form only where the tensor form's steps use it (convSPE:
+    /// each step's codes from the cached noise on the CPU). Softmax attention and other
+    /// devices decode through tensors.
     pub async fn stepping(&self, device: &Device) -> Result<Stepping, ModelError> {
-        let filters = self.step_filters().await?;
-        let plain = *device == Device::flex() && self.config.attention == AttentionKind::Linear;
-        let decoder = if plain {
-            let read = self.read_decoder(filters.clone());
+        let on_cpu = *device == Device::flex() && self.config.attention == AttentionKind::Linear;
+        let kernel = match self.pe.relative() {
+            Some(k) if on_cpu || k.plain_steps() => self.pe.plain().await?,
+            _ => None,
+        };
+        let decoder = if on_cpu {
+            let read = self.read_decoder(kernel.clone());
             Some(Arc::new(read.await.map_err(ModelError::Weights)?))
         } else {
             None
         };
-        Ok(Stepping { filters, decoder })
+        Ok(Stepping {
+            plain: kernel,
+            decoder,
+        })
     }
 
-    async fn read_decoder(&self, filters: Option<Arc<StepFilters>>) -> Result<Decoder, String> {
+    async fn read_decoder(&self, kernel: Option<Arc<dyn PlainKernel>>) -> Result<Decoder, String> {
         use crate::model::read;
         let mut blocks = Vec::with_capacity(self.blocks.len());
         for b in &self.blocks {
@@ -74,18 +82,8 @@ impl Performer {
                 ff2: Dense::read(&b.ff2).await?,
             });
         }
-        let sine = match &self.pe.sine {
-            Some(s) => Some(Sine {
-                freqs: read(s.frequencies()).await?,
-                offsets: read(s.offsets.val()).await?,
-                gains: read(softplus(s.gains.val(), 1.0)).await?,
-                sines: s.sines(),
-            }),
-            None => None,
-        };
         let mut gates = Vec::new();
-        for layer in 0..self.pe.gates.len() {
-            let (a, g) = self.pe.gate(layer).expect("a gate per layer");
+        for (a, g) in (0..self.pe.gates.len()).filter_map(|layer| self.pe.gate(layer)) {
             gates.push((read(a).await?, read(g).await?));
         }
         Ok(Decoder {
@@ -100,9 +98,8 @@ impl Performer {
             blocks,
             norm: Norm::read(&self.norm).await?,
             head: Dense::read(&self.head).await?,
-            sine,
+            kernel,
             gates,
-            filters,
         })
     }
 
@@ -217,7 +214,7 @@ impl Performer {
         if matches!(c.pe.kind, PeKind::Ape | PeKind::Cape) {
             axpy(1.0, &sinusoid_values(&[position as f32], dm), &mut x);
         }
-        let codes = self.step_codes(d, &draw, labels, state, device);
+        let codes = self.step_codes(d, &draw, labels, state);
         let r = c.pe.realizations;
         let qk_dim = self.pe.qk_dim();
         let directions = draw.maps.first().map_or(0, |m| m.len() / (heads * qk_dim));
@@ -333,15 +330,15 @@ impl Performer {
         draw: &PlainDraw,
         labels: Option<&[f32]>,
         state: &mut State,
-        device: &Device,
     ) -> StepCodes {
         let c = &self.config.pe;
         let (heads, dim, r) = (self.config.heads, self.config.d_head, c.realizations);
-        let position = state.position;
         // Ω [heads, dim, J] → codes [heads, dim, R] through Z.
         let bars = |omega: &[f32], j: usize| -> Vec<f32> {
-            let mix = draw.mix.as_ref().expect("a draw with codes");
             let mut out = vec![0f32; heads * dim * r];
+            let Some(mix) = draw.mix.as_ref() else {
+                return out;
+            };
             for (hd, o) in out.chunks_exact_mut(r).enumerate() {
                 let z = &mix[hd * j * r..(hd + 1) * j * r];
                 for (w, zr) in omega[hd * j..(hd + 1) * j].iter().zip(z.chunks_exact(r)) {
@@ -350,67 +347,13 @@ impl Performer {
             }
             out
         };
-        match c.kind {
-            PeKind::SineSpe => {
-                let s = d.sine.as_ref().expect("sine");
-                let j = 2 * s.sines;
-                let scale = 1.0 / (j as f32).sqrt();
-                let mut oq = vec![0f32; heads * dim * j];
-                let mut ok = vec![0f32; heads * dim * j];
-                let two_pi = (2.0 * std::f64::consts::PI) as f32;
-                for i in 0..heads * dim * s.sines {
-                    let phase_k = (s.freqs[i] * position as f32) * two_pi;
-                    let phase_q = phase_k + s.offsets[i];
-                    let g = s.gains[i];
-                    let (hd, kk) = (i / s.sines, i % s.sines);
-                    let at = hd * j + 2 * kk;
-                    oq[at] = phase_q.cos() * g * scale;
-                    oq[at + 1] = phase_q.sin() * g * scale;
-                    ok[at] = phase_k.cos() * g * scale;
-                    ok[at + 1] = phase_k.sin() * g * scale;
-                }
-                StepCodes::Bars(bars(&oq, j), bars(&ok, j))
-            }
-            PeKind::ConvSpe => {
-                let conv = self.pe.conv.as_ref().expect("conv");
-                let filters = d
-                    .filters
-                    .as_ref()
-                    .expect("convSPE filters read with the weights");
-                let (q, k) = conv.step_values(
-                    filters,
-                    r,
-                    state.draw.seed,
-                    position,
-                    &mut state.draw.conv_noise,
-                );
-                StepCodes::Bars(q, k)
-            }
-            PeKind::Fstripe | PeKind::FstripeSff => {
-                // Ω from the labels through the tensor form (a few ops a step).
-                let labels = labels.expect("checked in step").to_vec();
-                let n = labels.len();
-                let span = Span {
-                    start: position,
-                    len: 1,
-                    labels: Some(Tensor::from_data(
-                        TensorData::new(labels, vec![1, 1, n]),
-                        device,
-                    )),
-                };
-                match self.pe.codes(&span, &mut state.draw, device) {
-                    Codes::Factored { omega_q, omega_k } => {
-                        let j = omega_q.dims()[4];
-                        StepCodes::Bars(bars(&sync(omega_q), j), bars(&sync(omega_k), j))
-                    }
-                    Codes::Exact { omega_q, omega_k } => {
-                        let j = omega_q.dims()[4];
-                        StepCodes::Exact(sync(omega_q), sync(omega_k), j)
-                    }
-                    _ => unreachable!("F-StrIPE codes"),
-                }
-            }
-            _ => StepCodes::None,
+        match &d.kernel {
+            None => StepCodes::None,
+            Some(k) => match k.step(state.position, labels, &mut state.draw) {
+                PlainCodes::Factored(q, k, j) => StepCodes::Bars(bars(&q, j), bars(&k, j)),
+                PlainCodes::Bars(q, k) => StepCodes::Bars(q, k),
+                PlainCodes::Exact(q, k, j) => StepCodes::Exact(q, k, j),
+            },
         }
     }
 }

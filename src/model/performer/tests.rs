@@ -28,12 +28,9 @@ pub(crate) fn every_encoding() -> Vec<PeConfig> {
     let mut out = Vec::new();
     for kind in PeKind::ALL {
         let levels = [StructureLevel::Melody, StructureLevel::Chord];
-        out.push(PeConfig::new(kind).with_levels(&levels));
-        if matches!(
-            kind,
-            PeKind::SineSpe | PeKind::ConvSpe | PeKind::Fstripe | PeKind::FstripeSff
-        ) {
-            out.push(PeConfig::new(kind).with_gate(true).with_levels(&levels));
+        out.push(PeConfig::new(*kind).with_levels(&levels));
+        if PeConfig::new(*kind).acts_on_attention() {
+            out.push(PeConfig::new(*kind).with_gate(true).with_levels(&levels));
         }
     }
     out
@@ -50,8 +47,8 @@ fn conv_spe_steps_with_filters_read_once_agree() {
         let pe = PeConfig::new(PeKind::ConvSpe).with_gate(gated);
         let config = PerformerConfig::tiny(Task::Continuation, VOCAB, pe);
         let model = Performer::new(&config, 1, &device).unwrap();
-        let filters = pollster::block_on(model.step_filters()).unwrap();
-        assert!(filters.is_some());
+        let plain = pollster::block_on(model.pe.plain()).unwrap();
+        assert!(plain.is_some());
         let toks = tokens(len, &device);
         let run = |state: &mut State| {
             // A prefill of 3 (the convolution), then steps.
@@ -71,18 +68,19 @@ fn conv_spe_steps_with_filters_read_once_agree() {
             }
             to_vec(Tensor::cat(parts, 1))
         };
-        let plain = run(&mut model.start(9, false, &device));
+        let tensor = run(&mut model.start(9, false, &device));
         let stepping = Stepping {
-            filters: filters.clone(),
+            plain: plain.clone(),
             decoder: None,
         };
         let fast = run(&mut model.start(9, false, &device).stepping(&stepping));
-        assert!(close(&plain, &fast, 1e-4), "gated {gated}");
+        assert!(close(&tensor, &fast, 1e-4), "gated {gated}");
     }
-    // Other encodings read nothing.
+    // Off the CPU, other encodings read nothing for their steps.
     let sine = PerformerConfig::tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::SineSpe));
     let model = Performer::new(&sine, 1, &device).unwrap();
-    assert!(pollster::block_on(model.step_filters()).unwrap().is_none());
+    let relative = model.pe.relative().unwrap();
+    assert!(!relative.plain_steps());
 }
 
 /// Token by token (the recurrent form), a prefill then steps, and the whole sequence at once
@@ -386,4 +384,61 @@ fn the_config_is_saved_as_json_beside_the_weights() {
     let loaded = <PerformerConfig as burn::config::Config>::load(&path).unwrap();
     assert_eq!(loaded, config);
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Weights saved before the encodings became one family (`pe.sine.*`, `pe.conv.*`,
+/// `pe.fstripe.*`: every model shipped before then) load into today's `pe.kernel.<Kind>.*`
+/// and give the same outputs; today's files name the kernel by its kind.
+#[test]
+fn weights_saved_with_the_legacy_encoding_paths_load() {
+    let device = Device::flex();
+    for pe in every_encoding()
+        .into_iter()
+        .filter(PeConfig::acts_on_attention)
+    {
+        let config = PerformerConfig::tiny(Task::Continuation, VOCAB, pe.clone());
+        let model = Performer::new(&config, 3, &device).unwrap();
+        let out = |m: &Performer| {
+            let mut state = m.start(2, false, &device);
+            let labels = labels(&config, 5, &device);
+            to_vec(
+                m.forward(Inputs::Tokens(tokens(5, &device)), labels, &mut state, None)
+                    .unwrap(),
+            )
+        };
+        let bytes = model.clone().to_bytes().unwrap();
+        let variant = crate::model::pe::Kernel::variant(pe.kind).unwrap();
+        let old = match pe.kind {
+            PeKind::SineSpe => "sine",
+            PeKind::ConvSpe => "conv",
+            _ => "fstripe",
+        };
+        let new_prefix = format!("pe.kernel.{variant}.");
+        let reader =
+            burn_pack::Reader::from_bytes(burn::tensor::Bytes::from_bytes_vec(bytes)).unwrap();
+        let mut renamed = 0;
+        let tensors: Vec<burn_pack::Tensor> = reader
+            .into_tensors()
+            .unwrap()
+            .into_iter()
+            .map(|t| {
+                let (path, dtype, shape, id, data) = t.into_parts().unwrap();
+                let path = match path.strip_prefix(&new_prefix) {
+                    Some(rest) => {
+                        renamed += 1;
+                        format!("pe.{old}.{rest}")
+                    }
+                    None => path,
+                };
+                burn_pack::Tensor::new(path, dtype, shape, id, data)
+            })
+            .collect();
+        assert!(renamed >= 2, "{:?}: the kernel under {new_prefix}", pe.kind);
+        let legacy = burn_pack::Writer::new(tensors)
+            .into_bytes()
+            .unwrap()
+            .to_vec();
+        let loaded = Performer::from_bytes(&config, &legacy, &device).unwrap();
+        assert_eq!(out(&loaded), out(&model), "{:?}", pe.kind);
+    }
 }

@@ -7,6 +7,7 @@ use burn::tensor::{Bytes, Device, Tensor};
 
 use super::{ModelError, Performer};
 use crate::model::config::PerformerConfig;
+use crate::model::pe::Kernel;
 
 impl Performer {
     /// The weights as bytes (Burn's burnpack record). Reads every parameter synchronously:
@@ -51,12 +52,45 @@ impl Performer {
         bytes: &[u8],
         device: &Device,
     ) -> Result<Self, ModelError> {
-        let record = ModuleRecord::from_bytes(Bytes::from_bytes_vec(bytes.to_vec()))
-            .map_err(|e| ModelError::Weights(e.to_string()))?;
+        let failed = |e: String| ModelError::Weights(e);
+        let bytes = match renamed(config, bytes).map_err(|e| failed(e.to_string()))? {
+            Some(renamed) => renamed,
+            None => bytes.to_vec(),
+        };
+        let record = ModuleRecord::from_bytes(Bytes::from_bytes_vec(bytes))
+            .map_err(|e| failed(e.to_string()))?;
         Self::build(config, 0, false, device)?
             .try_load_record(record)
             .map_err(|e| ModelError::Weights(e.to_string()))
     }
+}
+
+/// Where weights saved before the encodings became one family (every model shipped before
+/// December 2026, and fine-tuned copies of them) kept the encoding's parameters: `pe.sine.*`,
+/// `pe.conv.*` and `pe.fstripe.*`, now `pe.kernel.<Kind>.*` ([`crate::model::pe::Kernel`]).
+const LEGACY: [&str; 3] = ["pe.sine.", "pe.conv.", "pe.fstripe."];
+
+/// `bytes` with the legacy paths of the encoding's parameters renamed, or `None` when
+/// there are none to rename.
+fn renamed(config: &PerformerConfig, bytes: &[u8]) -> Result<Option<Vec<u8>>, burn_pack::Error> {
+    let Some(variant) = Kernel::variant(config.pe.kind) else {
+        return Ok(None);
+    };
+    let reader = burn_pack::Reader::from_bytes(Bytes::from_bytes_vec(bytes.to_vec()))?;
+    let legacy = |name: &str| LEGACY.iter().find(|l| name.starts_with(**l)).copied();
+    if !reader.tensor_names().iter().any(|n| legacy(n).is_some()) {
+        return Ok(None);
+    }
+    let mut tensors = Vec::new();
+    for t in reader.into_tensors()? {
+        let (path, dtype, shape, id, data) = t.into_parts()?;
+        let path = match legacy(&path) {
+            Some(old) => format!("pe.kernel.{variant}.{}", &path[old.len()..]),
+            None => path,
+        };
+        tensors.push(burn_pack::Tensor::new(path, dtype, shape, id, data));
+    }
+    Ok(Some(burn_pack::Writer::new(tensors).into_bytes()?.to_vec()))
 }
 
 /// Every parameter of a module as (path, id, tensor), in visiting order and named as Burn's

@@ -13,13 +13,13 @@
 
 use std::sync::Arc;
 
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::tensor::{Tensor, TensorData};
 
-use super::plain::{Decoder, PlainDraw, Sine, axpy, features, qk_bar, qk_exact, sync};
+use super::plain::{Decoder, PlainDraw, axpy, features, qk_bar, qk_exact, sync};
 use super::{LayerState, Performer, State};
 use crate::model::attention::EPS;
 use crate::model::config::AttentionKind;
-use crate::model::pe::{Codes, PeKind, Span};
+use crate::model::pe::{PlainCodes, Span};
 
 /// What every layer of one call reads on the plain path.
 pub(super) struct Whole {
@@ -39,21 +39,10 @@ enum CallCodes {
 
 impl Performer {
     /// The plain path's codes for `span`, or `None` where the call takes the tensor form.
-    pub(super) fn whole(
-        &self,
-        state: &mut State,
-        batch: usize,
-        span: &Span,
-        device: &Device,
-    ) -> Option<Whole> {
+    pub(super) fn whole(&self, state: &mut State, batch: usize, span: &Span) -> Option<Whole> {
         let c = &self.config;
         let decoder = state.decoder.clone()?;
-        let kind = c.pe.kind;
-        if batch != 1
-            || state.capture
-            || c.attention != AttentionKind::Linear
-            || kind == PeKind::ConvSpe
-        {
+        if batch != 1 || state.capture || c.attention != AttentionKind::Linear {
             return None;
         }
         let draw = Arc::clone(state.plain_draw.get_or_insert_with(|| {
@@ -64,33 +53,19 @@ impl Performer {
             })
         }));
         let r = c.pe.realizations;
-        let codes = match (kind, &decoder.sine, &draw.mix) {
-            (PeKind::SineSpe, Some(sine), Some(mix)) => {
-                let (q, k) = sine.omegas(span.start, span.len);
-                let j = 2 * sine.sines;
-                CallCodes::Bars(mix_bars(&q, mix, j, r), mix_bars(&k, mix, j, r))
-            }
-            (PeKind::Fstripe | PeKind::FstripeSff, _, mix) => {
-                // Ω from the labels through the tensor form: a few ops for the whole call.
-                let (q, k, factored) = match self.pe.codes(span, &mut state.draw, device) {
-                    Codes::Factored { omega_q, omega_k } => (omega_q, omega_k, true),
-                    Codes::Exact { omega_q, omega_k } => (omega_q, omega_k, false),
-                    _ => return None,
-                };
-                let j = q.dims()[4];
-                // [1, heads, len, dim, J] → [len, heads, dim, J].
-                let order = |t: Tensor<5>| sync(t.swap_dims(1, 2));
-                let (q, k) = (order(q), order(k));
-                match (factored, mix) {
-                    (true, Some(mix)) => {
+        let codes = match &decoder.kernel {
+            None => CallCodes::None,
+            Some(kernel) => {
+                let labels = span.labels.clone().map(sync);
+                match kernel.call(span.start, span.len, labels.as_deref())? {
+                    PlainCodes::Factored(q, k, j) => {
+                        let mix = draw.mix.as_ref()?;
                         CallCodes::Bars(mix_bars(&q, mix, j, r), mix_bars(&k, mix, j, r))
                     }
-                    (true, None) => return None,
-                    (false, _) => CallCodes::Exact(q, k, j),
+                    PlainCodes::Bars(q, k) => CallCodes::Bars(q, k),
+                    PlainCodes::Exact(q, k, j) => CallCodes::Exact(q, k, j),
                 }
             }
-            (PeKind::SineSpe, _, _) => return None,
-            _ => CallCodes::None,
         };
         Some(Whole {
             decoder,
@@ -209,57 +184,6 @@ fn read_out(phi_q: &[f32], s: &[f32], z: &[f32], out: &mut [f32]) {
     }
     let inv = 1.0 / (den + EPS as f32);
     out.iter_mut().for_each(|o| *o *= inv);
-}
-
-impl Sine {
-    /// Ω of queries and keys [len, heads · dim, 2K] (gains and `1/sqrt(2K)` in) at positions
-    /// `start..start + len`. The phases advance by rotation (in f64, re-anchored every 64
-    /// positions) instead of a sine and a cosine per position, dimension and sinusoid.
-    fn omegas(&self, start: usize, len: usize) -> (Vec<f32>, Vec<f32>) {
-        let k = self.sines;
-        let j = 2 * k;
-        let hd = self.freqs.len() / k.max(1);
-        let scale = 1.0 / (j as f64).sqrt();
-        let two_pi = 2.0 * std::f64::consts::PI;
-        let (mut oq, mut ok) = (vec![0f32; len * hd * j], vec![0f32; len * hd * j]);
-        // Per (dimension, sinusoid): the key's phase as (cos, sin) and one step's rotation.
-        let mut phase = vec![(0f64, 0f64); hd * k];
-        let step: Vec<(f64, f64)> = self
-            .freqs
-            .iter()
-            .map(|&f| {
-                let a = two_pi * f as f64;
-                (a.cos(), a.sin())
-            })
-            .collect();
-        let offsets: Vec<(f64, f64)> = self
-            .offsets
-            .iter()
-            .map(|&o| ((o as f64).cos(), (o as f64).sin()))
-            .collect();
-        for t in 0..len {
-            let position = start + t;
-            for (i, p) in phase.iter_mut().enumerate() {
-                *p = if t % 64 == 0 {
-                    let a = two_pi * self.freqs[i] as f64 * position as f64;
-                    (a.cos(), a.sin())
-                } else {
-                    let (c, s) = *p;
-                    let (rc, rs) = step[i];
-                    (c * rc - s * rs, s * rc + c * rs)
-                };
-                let (c, s) = *p;
-                let (oc, os) = offsets[i];
-                let g = self.gains[i] as f64 * scale;
-                let at = (t * hd + i / k) * j + 2 * (i % k);
-                ok[at] = (c * g) as f32;
-                ok[at + 1] = (s * g) as f32;
-                oq[at] = ((c * oc - s * os) * g) as f32;
-                oq[at + 1] = ((s * oc + c * os) * g) as f32;
-            }
-        }
-        (oq, ok)
-    }
 }
 
 /// Codes [len, heads · dim, R] from Ω [len, heads · dim, J] through the mix `Z`

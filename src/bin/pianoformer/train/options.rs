@@ -11,7 +11,8 @@ use pianoformer::train::session::RunOptions;
 
 pub fn parse_pe(s: &str) -> Result<PeKind, String> {
     PeKind::ALL
-        .into_iter()
+        .iter()
+        .copied()
         .find(|k| k.name() == s.replace('-', "_"))
         .ok_or_else(|| {
             let names: Vec<&str> = PeKind::ALL.iter().map(|k| k.name()).collect();
