@@ -10,7 +10,7 @@ www/events.js).
 
 Reads every file under src/ (the CLI in src/bin/ is the top and is left out) and collects the
 module paths it names (`crate::a::b`, `super::b`, `use crate::{a, b::c}`, in code and tests
-alike). Every level is checked: the crate's top-level modules (music, model, data, train,
+alike). `model` must not import `music` (FORBIDDEN). Every level is checked: the crate's top-level modules (music, model, data, train,
 generate, eval, ...) and, inside each folder module, its submodules (model's attention,
 performer, kernels, ...; performer's state, step, plain, ...). An edge to a folder's own
 items (its mod.rs or foo.rs) is not an edge between its submodules. Every cycle is printed with the lines that make it, and the exit status is 1; with
@@ -140,6 +140,11 @@ def cycles(edges):
     return out
 
 
+# Edges that must not exist even without a cycle: the model core knows nothing of music (its
+# inputs are numbers; `data` turns music into them).
+FORBIDDEN = {("crate", "model", "music"): "the model core imports nothing from music/ (data/ feeds it)"}
+
+
 def main():
     edges = collect()
     edges["www"] = collect_js()
@@ -154,8 +159,13 @@ def main():
             for (a, b), where in sorted(edges[folder].items()):
                 if a in comp and b in comp:
                     print(f"  {a} -> {b}: {', '.join(where[:3])}{' …' if len(where) > 3 else ''}")
+    for (folder, a, b), why in FORBIDDEN.items():
+        where = edges.get(folder, {}).get((a, b))
+        if where:
+            bad += 1
+            print(f"forbidden import {a} -> {b} ({why}): {', '.join(where[:5])}")
     if bad:
-        print(f"{bad} dependency cycle(s)")
+        print(f"{bad} dependency problem(s)")
         return 1
     top = {m for e in edges.get("crate", {}) for m in e}
     page = {m for e in edges["www"] for m in e}

@@ -10,10 +10,11 @@ use rand::rngs::StdRng;
 
 pub use super::example::WindowSpec;
 use super::example::{Example, example};
+use super::features::token_coordinates;
 use super::harmony::{beat_crop_starts, harmony_example};
 use crate::model::config::Task;
 use crate::music::grid::Grid;
-use crate::music::labels::{PhraseLabel, StepLabels, token_coordinates};
+use crate::music::labels::{PhraseLabel, StepLabels};
 use crate::music::midi::{Note, Song};
 use crate::music::roll::{MultiRoll, PianoRoll, Role};
 use crate::music::tokens::places::{TokenPlace, bar_token_steps, places};
@@ -506,7 +507,7 @@ mod tests {
 
     #[test]
     fn token_windows_carry_each_tokens_place_for_fstripe() {
-        use crate::music::labels::StructureLevel;
+        use crate::model::pe::StructureLevel;
         use crate::music::phrases::Segment;
         let song = crate::music::fixtures::song(0, 16);
         let found = Piece::from_song("loop".into(), &song).unwrap();

@@ -5,10 +5,11 @@
 use rand::RngExt;
 use rand::rngs::StdRng;
 
+use super::beats::BeatInputs;
+use super::features::{LABEL_FEATURES, LabelFeatures};
 use crate::model::config::{ACCOMPANIMENT_INPUTS, Conditioning, PerformerConfig};
 use crate::model::pe::StructureLevel;
-use crate::music::harmony::BeatInputs;
-use crate::music::labels::{LABEL_FEATURES, StepLabels};
+use crate::music::labels::StepLabels;
 use crate::music::roll::{MultiRoll, PITCHES, PianoRoll};
 
 /// What a window of the accompaniment task looks like.
@@ -196,9 +197,9 @@ pub fn random_example(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::pe::StructureLevel;
     use crate::music::chords::{Chord, Quality};
     use crate::music::grid::Grid;
-    use crate::music::labels::StructureLevel;
     use crate::music::midi::tests::note;
     use crate::music::roll::Role;
 

@@ -5,9 +5,10 @@
 
 use std::ops::Range;
 
+use super::beats::{BeatReader, beat_labels};
 use super::example::{Example, WindowSpec, transpose_labels, window_coordinates};
 use crate::music::grid::Grid;
-use crate::music::harmony::{BeatReader, beat_labels, chord_class};
+use crate::music::harmony::chord_class;
 use crate::music::labels::StepLabels;
 use crate::music::roll::MultiRoll;
 
@@ -71,9 +72,10 @@ pub fn beat_crop_starts(grid: &Grid, len: usize) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::beats::{BEAT_FEATURES, BeatInputs};
+    use crate::model::pe::StructureLevel;
     use crate::music::chords::{Chord, Quality};
-    use crate::music::harmony::{BEAT_FEATURES, BeatInputs, class_chord};
-    use crate::music::labels::StructureLevel;
+    use crate::music::harmony::class_chord;
     use crate::music::midi::tests::note;
     use crate::music::phrases::Segment;
     use crate::music::roll::Role;

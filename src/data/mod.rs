@@ -5,9 +5,12 @@
 //! alike.
 
 pub mod batch;
+pub mod beats;
 pub mod corpus;
 pub mod example;
+pub mod features;
 pub mod harmony;
+pub mod shapes;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod sources;
 

@@ -17,11 +17,11 @@ use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 
 use crate::data::corpus::{Batch, Corpus, WindowSpec};
+use crate::data::features::LABEL_FEATURES;
 use crate::data::{Example, example};
 use crate::generate::binarize::{Binarize, binarize};
 use crate::model::config::ACCOMPANIMENT_INPUTS;
 use crate::model::performer::Performer;
-use crate::music::labels::LABEL_FEATURES;
 use crate::music::metrics::{AccompanimentScores, accompaniment_scores};
 use crate::music::roll::{PITCHES, PianoRoll};
 use crate::train::step::TrainError;

@@ -10,10 +10,12 @@ use rand::rngs::StdRng;
 
 use super::sample::{Sampling, log_softmax_values, sample_token};
 use super::{AttentionRows, GenerateError, Watch, read_f32, spread, watched_rows};
+use crate::data::features::token_coordinates;
 use crate::model::config::Task;
+use crate::model::pe::StructureLevel;
 use crate::model::performer::{Inputs, Performer, State, StepInput};
 use crate::music::chords::Chord;
-use crate::music::labels::{PhraseLabel, StructureLevel, token_coordinates};
+use crate::music::labels::PhraseLabel;
 use crate::music::tokens::places::{Places, TokenPlace};
 use crate::music::tokens::{self, Grammar, Token};
 
@@ -145,7 +147,7 @@ pub struct TokenProgress {
 /// and mid-bar alike) and the model writes no chord of its own there; unplanned bars are the
 /// model's. `phrases[b]` is the phrase lane at bar `b` of the music (`prompt`'s bars, then
 /// the new ones): a model with F-StrIPE reads it with the chord in force, the position and
-/// the time of every token ([`crate::music::labels::token_coordinates`]); the others do not.
+/// the time of every token ([`crate::data::features::token_coordinates`]); the others do not.
 /// Every model echoes with it: a new bar that the lane says repeats an earlier phrase leans
 /// towards that phrase's same bar ([`Sampling::echo`], the `echo` module), and takes that
 /// bar's chords when none are planned.

@@ -5,13 +5,15 @@
 
 use burn::module::Module;
 
+use crate::data::beats::{beat_features, beat_labels};
+use crate::data::features::LabelFeatures;
 use crate::data::stack;
 use crate::data::{Example, harmony::NO_TARGET};
 use crate::model::config::Task;
 use crate::model::performer::{Inputs, Performer};
 use crate::music::chords::Chord;
 use crate::music::harmony::decode::{HarmonyDecode, causal, log_softmax_rows, sample, viterbi};
-use crate::music::harmony::{BeatPlaces, CHORD_CLASSES, beat_features, beat_labels, class_chord};
+use crate::music::harmony::{BeatPlaces, CHORD_CLASSES, class_chord};
 use crate::music::labels::StepLabels;
 use crate::music::roll::PianoRoll;
 

@@ -24,15 +24,15 @@ use rand::rngs::StdRng;
 use super::GenerateError;
 use super::accompany::AccompanimentInput;
 use super::piano::{PianoSampling, draw_step};
+use crate::data::beats::{BeatInputs, BeatReader, add_beat_chroma};
 use crate::data::example::write_row;
+use crate::data::features::LabelFeatures;
 use crate::model::config::Task;
 use crate::model::pe::StructureLevel;
 use crate::model::performer::{Inputs, Performer, State, StepInput};
 use crate::music::chords::Chord;
 use crate::music::harmony::decode::{HarmonyDecode, causal_step, log_softmax_rows};
-use crate::music::harmony::{
-    BeatInputs, BeatPlaces, BeatReader, CHORD_CLASSES, add_beat_chroma, chord_class, class_chord,
-};
+use crate::music::harmony::{BeatPlaces, CHORD_CLASSES, chord_class, class_chord};
 use crate::music::labels::sounding_pitch;
 use crate::music::roll::{PITCHES, PianoRoll};
 
@@ -449,7 +449,7 @@ impl Harmony {
             (places, prefix) = reader.into_parts();
             let coords = model.config.pe.is_structural().then(|| {
                 let spb = labels.steps_per_beat.max(1);
-                let beats = crate::music::harmony::beat_labels(&labels.slice(0..from_beat * spb));
+                let beats = crate::data::beats::beat_labels(&labels.slice(0..from_beat * spb));
                 let values = beats.coordinates(model.config.pe.structure_levels());
                 let dims = values.len() / from_beat;
                 Tensor::<3>::from_data(TensorData::new(values, vec![1, from_beat, dims]), device)

@@ -19,7 +19,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{AttentionRows, GenerateError, Watch, read_f32, watched_rows};
 use crate::data::Example;
-use crate::model::config::{ACCOMPANIMENT_INPUTS, LABEL_FEATURES, Task};
+use crate::data::features::LABEL_FEATURES;
+use crate::model::config::{ACCOMPANIMENT_INPUTS, Task};
 use crate::model::performer::{Inputs, Performer, StepInput};
 use crate::music::roll::{PITCHES, PianoRoll};
 

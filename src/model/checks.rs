@@ -34,7 +34,7 @@ pub async fn parallel_vs_recurrent(
     len: usize,
     device: &Device,
 ) -> Result<f32, String> {
-    let mut config = PerformerConfig::tiny(Task::Continuation, VOCAB, pe.clone());
+    let mut config = PerformerConfig::tiny_sized(Task::Continuation, VOCAB, VOCAB, pe.clone());
     config.chunk = 4;
     config.feature_kind = features;
     let model = Performer::new(&config, 1, device).map_err(|e| e.to_string())?;
@@ -72,7 +72,7 @@ pub async fn positional_gradients(
     device: &Device,
 ) -> Result<Vec<(String, f32)>, String> {
     let device = device.clone().autodiff();
-    let config = PerformerConfig::tiny(Task::Continuation, VOCAB, pe.clone());
+    let config = PerformerConfig::tiny_sized(Task::Continuation, VOCAB, VOCAB, pe.clone());
     let model = Performer::new(&config, 5, &device).map_err(|e| e.to_string())?;
     let mut state = model.start(1, false, &device);
     let logits = model

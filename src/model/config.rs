@@ -95,11 +95,6 @@ impl Conditioning {
             ..Self::AUTOREGRESSIVE
         }
     }
-
-    /// Extra input features per step.
-    pub fn extra_inputs(self) -> usize {
-        self.labels as usize * LABEL_FEATURES + self.piano as usize * ACCOMPANIMENT_OUTPUTS
-    }
 }
 
 #[derive(Config, Debug, PartialEq)]
@@ -137,46 +132,34 @@ pub struct PerformerConfig {
 pub const ACCOMPANIMENT_INPUTS: usize = 4 * 128;
 /// Piano onset and sustain logits per step.
 pub const ACCOMPANIMENT_OUTPUTS: usize = 2 * 128;
-pub use crate::music::harmony::{BEAT_FEATURES, BeatInputs, CHORD_CLASSES};
-pub use crate::music::labels::LABEL_FEATURES;
 
 impl PerformerConfig {
-    fn for_task(task: Task, vocab: usize) -> (usize, usize) {
-        Self::sizes(task, vocab, None)
+    /// The tiny shape (a few thousand parameters, for tests and quick runs) for `task` with
+    /// `input_dim` values in and `output_dim` out per position.
+    pub fn tiny_sized(task: Task, input_dim: usize, output_dim: usize, pe: PeConfig) -> Self {
+        let mut pe = pe;
+        pe.realizations = 16;
+        pe.sines = 3;
+        pe.taps = 8;
+        Self::new(task, input_dim, output_dim, 32, 2, 2, 16, 64)
+            .with_features(16)
+            .with_pe(pe)
+            .with_chunk(16)
     }
 
-    /// Inputs and outputs per step of a `task` model.
-    pub fn sizes(task: Task, vocab: usize, conditioning: Option<Conditioning>) -> (usize, usize) {
-        match task {
-            Task::Accompaniment => (
-                ACCOMPANIMENT_INPUTS + conditioning.map_or(0, Conditioning::extra_inputs),
-                ACCOMPANIMENT_OUTPUTS,
-            ),
-            Task::Continuation => (vocab, vocab),
-            // New harmonizers read the context; the causal form's is cut at the current beat
-            // (same width).
-            Task::Harmonization => (BeatInputs::WITH_CONTEXT.width(), CHORD_CLASSES),
-        }
-    }
-
-    /// What a harmonizer reads per beat: its input width says whether it reads the context
-    /// (the first shipped harmonizer did not), its direction how far.
-    pub fn beat_inputs(&self) -> BeatInputs {
-        BeatInputs::of_width(self.input_dim, self.is_causal()).unwrap_or_default()
+    /// The shape shipped to the page (4 layers, 4 heads of 32, d_model 128) for `task` with
+    /// `input_dim` values in and `output_dim` out per position.
+    pub fn small_sized(task: Task, input_dim: usize, output_dim: usize, pe: PeConfig) -> Self {
+        let mut pe = pe;
+        pe.realizations = 32;
+        Self::new(task, input_dim, output_dim, 128, 4, 4, 32, 512)
+            .with_features(64)
+            .with_pe(pe)
     }
 
     /// Whether attention reads only the past (every model but a whole-melody harmonizer).
     pub fn is_causal(&self) -> bool {
         self.direction != Some(Direction::Bidirectional)
-    }
-
-    /// This config with `conditioning` (accompaniment), its input size to match.
-    pub fn with_inputs(mut self, conditioning: Option<Conditioning>) -> Self {
-        if self.task == Task::Accompaniment {
-            self.conditioning = conditioning;
-            self.input_dim = Self::sizes(self.task, 0, conditioning).0;
-        }
-        self
     }
 
     /// Whether accompaniment is generated one step at a time from the piano written so far.
@@ -187,80 +170,6 @@ impl PerformerConfig {
     /// Whether the chord and phrase lanes reach the model (as inputs or through F-StrIPE).
     pub fn reads_lanes(&self) -> bool {
         self.conditioning.is_some_and(|c| c.labels) || self.pe.is_structural()
-    }
-
-    /// A few thousand parameters: for tests and quick runs.
-    pub fn tiny(task: Task, vocab: usize, pe: PeConfig) -> Self {
-        let (i, o) = Self::for_task(task, vocab);
-        let mut pe = pe;
-        pe.realizations = 16;
-        pe.sines = 3;
-        pe.taps = 8;
-        Self::new(task, i, o, 32, 2, 2, 16, 64)
-            .with_features(16)
-            .with_pe(pe)
-            .with_chunk(16)
-    }
-
-    /// The size shipped to the page: 4 layers, 4 heads of 32, d_model 128.
-    pub fn small(task: Task, vocab: usize, pe: PeConfig) -> Self {
-        let (i, o) = Self::for_task(task, vocab);
-        let mut pe = pe;
-        pe.realizations = 32;
-        Self::new(task, i, o, 128, 4, 4, 32, 512)
-            .with_features(64)
-            .with_pe(pe)
-    }
-
-    /// The harmonizer's size (about 0.4 M parameters, under 2 MB): 3 layers, 4 heads of 32,
-    /// d_model 128, reading the whole melody (`Bidirectional`) or only up to the current beat.
-    pub fn harmonizer(pe: PeConfig, direction: Direction) -> Self {
-        let (i, o) = Self::sizes(Task::Harmonization, 0, None);
-        let mut pe = pe;
-        pe.realizations = 32;
-        Self::new(Task::Harmonization, i, o, 128, 3, 4, 32, 256)
-            .with_features(32)
-            .with_pe(pe)
-            .with_direction(Some(direction))
-    }
-
-    /// The decode benchmark's headline size: the token vocabulary, d_model 256, 4 layers, 4
-    /// heads × 64, R = 64, 128 FAVOR+ features, gated sineSPE with K = 5 and one shared code.
-    pub fn bench() -> Self {
-        let pe = PeConfig::new(PeKind::SineSpe).with_gate(true);
-        let vocab = crate::music::tokens::VOCAB_SIZE;
-        Self::new(Task::Continuation, vocab, vocab, 256, 4, 4, 64, 1024)
-            .with_features(128)
-            .with_pe(pe)
-    }
-
-    /// Checks that the input and output sizes are those of the task: 512 roll features (plus
-    /// the conditioning's) in and 256 logits out for accompaniment, the vocabulary `vocab`
-    /// both ways for continuation.
-    pub fn validate_for(&self, vocab: usize) -> Result<(), String> {
-        self.validate()?;
-        if self.task != Task::Accompaniment && self.conditioning.is_some() {
-            return Err(format!(
-                "a {:?} model takes no accompaniment conditioning",
-                self.task
-            ));
-        }
-        let (i, o) = Self::sizes(self.task, vocab, self.conditioning);
-        // A harmonizer reads its beats with or without the context (the first shipped one
-        // without).
-        let i = match self.task {
-            Task::Harmonization => BeatInputs::of_width(self.input_dim, self.is_causal())
-                .map_or(i, |reads| reads.width()),
-            _ => i,
-        };
-        if (self.input_dim, self.output_dim) != (i, o) {
-            return Err(format!(
-                "a {:?} model reads {i} and writes {o} values per step, but this config says {} \
-                 and {}",
-                self.task, self.input_dim, self.output_dim
-            ));
-        }
-        Ok(())
     }
 
     /// Checks that the sizes fit together, in words.

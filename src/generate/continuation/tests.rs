@@ -240,7 +240,8 @@ fn a_planned_two_chord_bar_forces_both_chords_and_no_other() {
 /// other logits, and a continuation planned with a lane past the prompt stays grammatical.
 #[test]
 fn fstripe_continuation_reads_the_places_and_the_phrase_lane() {
-    use crate::music::labels::{PhraseLabel, StructureLevel};
+    use crate::model::pe::StructureLevel;
+    use crate::music::labels::PhraseLabel;
     use crate::music::tokens::places::places;
     let device = Device::flex();
     let pe = PeConfig::new(PeKind::Fstripe).with_levels(&StructureLevel::CONTINUATION);

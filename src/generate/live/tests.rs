@@ -276,9 +276,10 @@ fn what_cannot_play_live_says_so() {
 /// What a live structural harmonizer reads at a beat (its first step's coordinates) is what it
 /// was trained on (`beat_labels`).
 fn a_beat_s_coordinates_are_its_first_step_s() {
+    use crate::data::beats::beat_labels;
+    use crate::data::features::LabelFeatures;
     use crate::model::pe::StructureLevel;
     use crate::music::grid::Grid;
-    use crate::music::harmony::beat_labels;
     use crate::music::labels::StepLabels;
     let grid = Grid::regular((0..=12).map(|b| b * 480).collect(), 4, 3, 1);
     let labels = StepLabels::new(&grid, &PianoRoll::new(grid.num_steps()), &[], &[]);

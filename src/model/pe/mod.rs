@@ -25,6 +25,7 @@ mod family;
 pub mod ape;
 pub mod conv_spe;
 pub mod fstripe;
+pub mod levels;
 pub mod sine_spe;
 
 use std::sync::Arc;
@@ -38,9 +39,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::ModelError;
 use crate::model::features::normal;
-pub use crate::music::labels::StructureLevel;
 use ape::CapeAugment;
 pub use family::{PlainCodes, PlainKernel, Relative};
+pub use levels::StructureLevel;
 
 family! {
     /// NoPE: no positional encoding.

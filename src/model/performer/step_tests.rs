@@ -2,9 +2,9 @@
 
 use burn::tensor::Device;
 
-use super::tests::{VOCAB, every_encoding};
+use super::tests::{VOCAB, every_encoding, tiny};
 use super::*;
-use crate::model::config::{PerformerConfig, Task};
+use crate::model::config::Task;
 use crate::model::features::FeatureKind;
 use crate::model::pe::{PeConfig, PeKind};
 use crate::model::testing::{close, to_vec};
@@ -19,7 +19,7 @@ fn plain_steps_agree_with_the_tensor_form() {
     for task in [Task::Continuation, Task::Accompaniment, Task::Harmonization] {
         for feature_kind in [FeatureKind::Favor, FeatureKind::Relu] {
             for pe in every_encoding() {
-                let mut config = PerformerConfig::tiny(task, VOCAB, pe.clone());
+                let mut config = tiny(task, VOCAB, pe.clone());
                 config.feature_kind = feature_kind;
                 let model = Performer::new(&config, 3, &device).unwrap();
                 let width = config.input_dim;
@@ -109,7 +109,7 @@ fn plain_steps_agree_with_the_tensor_form() {
         }
     }
     // Softmax attention decodes through tensors.
-    let mut softmax = PerformerConfig::tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::None));
+    let mut softmax = tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::None));
     softmax.attention = crate::model::config::AttentionKind::Softmax;
     let model = Performer::new(&softmax, 1, &device).unwrap();
     assert!(
@@ -136,7 +136,7 @@ fn whole_calls_on_plain_slices_agree_with_the_tensor_form() {
     ] {
         for feature_kind in [FeatureKind::Favor, FeatureKind::Relu] {
             for pe in every_encoding() {
-                let mut config = PerformerConfig::tiny(task, VOCAB, pe.clone());
+                let mut config = tiny(task, VOCAB, pe.clone());
                 config.feature_kind = feature_kind;
                 config.direction = direction.or(config.direction);
                 let model = Performer::new(&config, 3, &device).unwrap();
@@ -214,7 +214,7 @@ fn whole_calls_on_plain_slices_agree_with_the_tensor_form() {
 #[test]
 fn a_step_refuses_what_the_model_does_not_read() {
     let device = Device::flex();
-    let config = PerformerConfig::tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::SineSpe));
+    let config = tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::SineSpe));
     let model = Performer::new(&config, 1, &device).unwrap();
     let stepping = pollster::block_on(model.stepping(&device)).unwrap();
     for plain in [false, true] {

@@ -3,12 +3,24 @@
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
 use super::*;
-use crate::model::config::{PerformerConfig, Task};
+use crate::model::config::{ACCOMPANIMENT_INPUTS, ACCOMPANIMENT_OUTPUTS, PerformerConfig, Task};
 use crate::model::features::FeatureKind;
 use crate::model::pe::{PeConfig, PeKind, StructureLevel};
 use crate::model::testing::{close, random, to_vec};
 
 pub(super) const VOCAB: usize = 20;
+
+/// A tiny config of `task` at sizes the model core knows as numbers: the accompaniment's
+/// rolls, `vocab` tokens both ways, or a harmonizer's 124 values per beat and 169 chord
+/// classes (what the feeding layer writes today; any widths serve these tests).
+pub(crate) fn tiny(task: Task, vocab: usize, pe: PeConfig) -> PerformerConfig {
+    let (i, o) = match task {
+        Task::Accompaniment => (ACCOMPANIMENT_INPUTS, ACCOMPANIMENT_OUTPUTS),
+        Task::Continuation => (vocab, vocab),
+        Task::Harmonization => (124, 169),
+    };
+    PerformerConfig::tiny_sized(task, i, o, pe)
+}
 
 pub(super) fn tokens(len: usize, device: &Device) -> Tensor<2, Int> {
     let ids: Vec<i64> = (0..2 * len).map(|i| ((i * 7 + 3) % VOCAB) as i64).collect();
@@ -45,7 +57,7 @@ fn conv_spe_steps_with_filters_read_once_agree() {
     let len = 9;
     for gated in [false, true] {
         let pe = PeConfig::new(PeKind::ConvSpe).with_gate(gated);
-        let config = PerformerConfig::tiny(Task::Continuation, VOCAB, pe);
+        let config = tiny(Task::Continuation, VOCAB, pe);
         let model = Performer::new(&config, 1, &device).unwrap();
         let plain = pollster::block_on(model.pe.plain()).unwrap();
         assert!(plain.is_some());
@@ -77,7 +89,7 @@ fn conv_spe_steps_with_filters_read_once_agree() {
         assert!(close(&tensor, &fast, 1e-4), "gated {gated}");
     }
     // Off the CPU, other encodings read nothing for their steps.
-    let sine = PerformerConfig::tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::SineSpe));
+    let sine = tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::SineSpe));
     let model = Performer::new(&sine, 1, &device).unwrap();
     let relative = model.pe.relative().unwrap();
     assert!(!relative.plain_steps());
@@ -91,7 +103,7 @@ fn parallel_and_recurrent_forms_agree_for_every_encoding() {
     let len = 11;
     for feature_kind in [FeatureKind::Favor, FeatureKind::Relu] {
         for pe in every_encoding() {
-            let mut config = PerformerConfig::tiny(Task::Continuation, VOCAB, pe.clone());
+            let mut config = tiny(Task::Continuation, VOCAB, pe.clone());
             config.feature_kind = feature_kind;
             config.chunk = 4;
             let model = Performer::new(&config, 1, &device).unwrap();
@@ -158,7 +170,7 @@ fn parallel_and_recurrent_forms_agree_for_every_encoding() {
 #[test]
 fn softmax_baseline_decodes_like_it_runs_in_parallel() {
     let device = Device::flex();
-    let mut config = PerformerConfig::tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::Ape));
+    let mut config = tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::Ape));
     config.attention = AttentionKind::Softmax;
     let model = Performer::new(&config, 2, &device).unwrap();
     let toks = tokens(9, &device);
@@ -187,7 +199,7 @@ fn softmax_baseline_decodes_like_it_runs_in_parallel() {
 #[test]
 fn captured_rows_are_distributions_over_the_past() {
     let device = Device::flex();
-    let config = PerformerConfig::tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::SineSpe));
+    let config = tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::SineSpe));
     let model = Performer::new(&config, 3, &device).unwrap();
     let toks = tokens(6, &device);
     let mut plain = model.start(4, false, &device);
@@ -245,7 +257,7 @@ fn captured_rows_are_distributions_over_the_past() {
 fn weights_round_trip_through_bytes() {
     let device = Device::flex();
     let pe = PeConfig::new(PeKind::ConvSpe).with_gate(true);
-    let config = PerformerConfig::tiny(Task::Accompaniment, 0, pe);
+    let config = tiny(Task::Accompaniment, 0, pe);
     let model = Performer::new(&config, 6, &device).unwrap();
     let rolls = random::<3>(&[1, 5, config.input_dim], 3, &device).abs();
     let run = |m: &Performer| {
@@ -262,7 +274,7 @@ fn weights_round_trip_through_bytes() {
     assert_eq!(loaded.parameters(), params);
     assert_eq!(run(&loaded), before);
     // Another config, or damaged bytes: an error, not a panic.
-    let other = PerformerConfig::tiny(Task::Accompaniment, 0, PeConfig::new(PeKind::SineSpe));
+    let other = tiny(Task::Accompaniment, 0, PeConfig::new(PeKind::SineSpe));
     assert!(Performer::from_bytes(&other, &bytes, &device).is_err());
     assert!(Performer::from_bytes(&config, &bytes[..bytes.len() / 2], &device).is_err());
     // Loading builds on zeros, not on drawn weights: every encoding and task still comes back
@@ -273,7 +285,7 @@ fn weights_round_trip_through_bytes() {
             (Task::Continuation, VOCAB),
             (Task::Harmonization, 0),
         ] {
-            let config = PerformerConfig::tiny(task, vocab, pe.clone());
+            let config = tiny(task, vocab, pe.clone());
             let model = Performer::new(&config, 9, &device).unwrap();
             let rolls = random::<3>(&[2, 5, config.input_dim], 4, &device).abs();
             let input = || match task {
@@ -301,7 +313,7 @@ fn weights_round_trip_through_bytes() {
 #[test]
 fn wrong_inputs_are_errors_in_words() {
     let device = Device::flex();
-    let config = PerformerConfig::tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::Fstripe));
+    let config = tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::Fstripe));
     let model = Performer::new(&config, 7, &device).unwrap();
     let mut state = model.start(0, false, &device);
     let err = model
@@ -330,7 +342,7 @@ fn wrong_inputs_are_errors_in_words() {
             .is_err()
     );
     let plain = Performer::new(
-        &PerformerConfig::tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::SineSpe)),
+        &tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::SineSpe)),
         7,
         &device,
     )
@@ -358,16 +370,17 @@ fn wrong_inputs_are_errors_in_words() {
             Err(ModelError::Config(_))
         ));
     }
-    let mut conv = PerformerConfig::tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::ConvSpe));
+    let mut conv = tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::ConvSpe));
     conv.pe.taps = 0;
     assert!(Performer::new(&conv, 0, &device).is_err());
 }
 
 #[test]
 fn the_config_is_saved_as_json_beside_the_weights() {
-    let config = PerformerConfig::small(
+    let config = PerformerConfig::small_sized(
         Task::Accompaniment,
-        0,
+        ACCOMPANIMENT_INPUTS,
+        ACCOMPANIMENT_OUTPUTS,
         PeConfig::new(PeKind::Fstripe).with_levels(&[StructureLevel::Chord]),
     );
     let json = serde_json::to_string_pretty(&config).unwrap();
@@ -396,7 +409,7 @@ fn weights_saved_with_the_legacy_encoding_paths_load() {
         .into_iter()
         .filter(PeConfig::acts_on_attention)
     {
-        let config = PerformerConfig::tiny(Task::Continuation, VOCAB, pe.clone());
+        let config = tiny(Task::Continuation, VOCAB, pe.clone());
         let model = Performer::new(&config, 3, &device).unwrap();
         let out = |m: &Performer| {
             let mut state = m.start(2, false, &device);

@@ -4,22 +4,10 @@ use super::*;
 use crate::music::grid::Grid;
 use crate::music::labels::StepLabels;
 use crate::music::midi::tests::note;
-use crate::music::phrases::Segment;
+use crate::music::roll::PianoRoll;
 
 fn chord(root: u8, quality: Quality) -> Option<Chord> {
     Some(Chord { root, quality })
-}
-
-/// Labels of `beats` beats of 4/4 (4 steps a beat) with one phrase `A` over everything.
-fn grid_labels(beats: u64, melody: &PianoRoll, chords: &[Option<Chord>]) -> (Grid, StepLabels) {
-    let grid = Grid::quarters(480, beats * 480, 4);
-    let phrases = [Segment {
-        start_bar: 0,
-        bars: grid.num_bars(),
-        letter: 'A',
-    }];
-    let labels = StepLabels::new(&grid, melody, chords, &phrases);
-    (grid, labels)
 }
 
 #[test]
@@ -45,137 +33,6 @@ fn beat_places_know_bar_lines_and_half_bars() {
     assert_eq!(places.bar_beats, vec![4, 4, 4, 4, 3, 3, 3, 2, 2]);
     let slots: Vec<usize> = (0..9).map(|b| places.slot(b)).collect();
     assert_eq!(slots, vec![0, 2, 1, 2, 0, 2, 2, 0, 2]);
-}
-
-#[test]
-fn beat_features_read_the_melody_transposed_and_never_the_chords() {
-    let grid = Grid::quarters(480, 8 * 480, 4);
-    // E5 for beat 0's first half, G5 from beat 2 for two beats; a bridge C4 on beat 0.
-    let melody = PianoRoll::from_notes(&[note(76, 0, 240), note(79, 960, 1920)], &grid);
-    let bridge = PianoRoll::from_notes(&[note(60, 0, 480)], &grid);
-    let c = chord(0, Quality::Maj);
-    let (_, labels) = grid_labels(8, &melody, &[c; 8]);
-    let f = beat_features(&melody, &bridge, &labels, 0, BeatInputs::default());
-    assert_eq!(f.len(), 8 * BEAT_FEATURES);
-    let row = |b: usize| &f[b * BEAT_FEATURES..(b + 1) * BEAT_FEATURES];
-    assert_eq!(row(0)[4], 0.5, "E sounds half of beat 0");
-    assert_eq!((row(0)[12 + 4], row(0)[24 + 4]), (1.0, 1.0));
-    assert_eq!(row(0)[36], 1.0, "the bridge's C");
-    assert_eq!(row(0)[48], 0.5, "rests half the beat");
-    assert!((row(0)[49] - (76.0 - 60.0) / 12.0).abs() < 1e-6);
-    assert_eq!((row(0)[50], row(0)[58], row(0)[59]), (1.0, 0.0, 0.0));
-    assert_eq!(
-        (row(2)[52], row(2)[59]),
-        (1.0, 1.0),
-        "beat 2 is the half bar"
-    );
-    assert_eq!(row(3)[58], 1.0, "beat 3 ends the bar");
-    assert_eq!(
-        (row(3)[7], row(3)[12 + 7]),
-        (1.0, 0.0),
-        "G held, not struck"
-    );
-    assert_eq!(row(2)[75], 1.0, "G starts after a beat of rest");
-    assert_eq!(row(0)[61], 1.0, "phrase A");
-    assert_eq!(row(0)[61 + 11], 1.0, "the phrase's first bar");
-    // Transposed: pitch classes move, the rest stays.
-    let up = beat_features(&melody, &bridge, &labels, 3, BeatInputs::default());
-    assert_eq!(up[7], 0.5);
-    assert_eq!(up[36 + 3], 1.0);
-    assert_eq!(up[48], f[48]);
-    assert!(
-        (up[49] - f[49] - 0.25).abs() < 1e-6,
-        "three semitones higher"
-    );
-    assert_eq!(&up[50..BEAT_FEATURES], &f[50..BEAT_FEATURES]);
-    // Other chords in the labels change nothing.
-    let (_, other) = grid_labels(8, &melody, &[chord(6, Quality::Dim); 8]);
-    assert_eq!(
-        beat_features(&melody, &bridge, &other, 0, BeatInputs::default()),
-        f
-    );
-    // One label per beat for F-StrIPE: the melody at the beat's start, the beat in the bar.
-    let beats = beat_labels(&labels);
-    assert_eq!(beats.len(), 8);
-    assert_eq!(&beats.melody[..4], &[76, 0, 79, 79]);
-    assert_eq!(&beats.position[..5], &[0, 1, 2, 3, 0]);
-    let coords = beats.coordinates(&[crate::music::labels::StructureLevel::Position]);
-    assert_eq!(
-        &coords[..4],
-        &[0.0, 4.0, 8.0, 12.0],
-        "sixteenths, as on the step grid"
-    );
-}
-
-#[test]
-fn the_context_is_the_chroma_of_the_bar_half_bar_nearby_bars_and_song() {
-    // Eight bars of 4/4: C5 through bar 0's first half, E5 its second, G4 on every later beat.
-    let grid = Grid::quarters(480, 32 * 480, 4);
-    let mut notes = vec![note(72, 0, 960), note(76, 960, 1920)];
-    notes.extend((4..32).map(|b| note(67, b * 480, (b + 1) * 480)));
-    let melody = PianoRoll::from_notes(&notes, &grid);
-    let bridge = PianoRoll::new(grid.num_steps());
-    let (_, labels) = grid_labels(32, &melody, &[]);
-    let reads = BeatInputs::WITH_CONTEXT;
-    assert_eq!(BeatInputs::of_width(reads.width(), false), Some(reads));
-    assert_eq!(
-        BeatInputs::of_width(BEAT_FEATURES, false),
-        Some(BeatInputs::default())
-    );
-    assert_eq!(BeatInputs::of_width(7, false), None);
-    let f = beat_features(&melody, &bridge, &labels, 0, reads);
-    let w = reads.width();
-    let plain = beat_features(&melody, &bridge, &labels, 0, BeatInputs::default());
-    let context =
-        |f: &[f32], b: usize, k: usize| f[b * w + BEAT_FEATURES + 12 * k..][..12].to_vec();
-    assert_eq!(
-        &f[..BEAT_FEATURES],
-        &plain[..BEAT_FEATURES],
-        "the beat's own values first"
-    );
-    let (bar, half) = (context(&f, 0, 0), context(&f, 0, 1));
-    assert_eq!(
-        (bar[0], bar[4], bar[7]),
-        (1.0, 1.0, 0.0),
-        "bar 0: C and E equally"
-    );
-    assert_eq!((half[0], half[4]), (1.0, 0.0), "its first half: C alone");
-    assert_eq!(context(&f, 2, 1)[4], 1.0, "its second half: E");
-    let near = context(&f, 0, 2);
-    assert_eq!(near[7], 1.0, "bars 1 and 2 hold eight beats of G");
-    assert!(
-        (near[0] - 0.25).abs() < 1e-6,
-        "two beats of C against eight of G"
-    );
-    let song = context(&f, 0, 3);
-    assert_eq!(song[7], 1.0);
-    assert!((song[0] - 2.0 / 28.0).abs() < 1e-6);
-    // Transposed: the context turns with the melody.
-    let up = beat_features(&melody, &bridge, &labels, 2, reads);
-    assert_eq!(context(&up, 0, 0)[2], 1.0);
-    assert_eq!(context(&up, 0, 3)[9], 1.0);
-    // Causal: beat 0 hears only itself, so its bar, half bar and song are C alone.
-    let causal = BeatInputs {
-        context: true,
-        causal: true,
-    };
-    let c = beat_features(&melody, &bridge, &labels, 0, causal);
-    for k in 0..4 {
-        let v = context(&c, 0, k);
-        assert_eq!((v[0], v[4], v[7]), (1.0, 0.0, 0.0), "span {k}");
-    }
-    assert_eq!(
-        context(&c, 3, 0),
-        bar,
-        "the bar's last beat hears the whole bar"
-    );
-    // Later notes never reach an earlier beat's causal context.
-    let mut later = notes.clone();
-    later.push(note(61, 20 * 480, 21 * 480));
-    let moved = PianoRoll::from_notes(&later, &grid);
-    let c2 = beat_features(&moved, &bridge, &labels, 0, causal);
-    assert_eq!(&c2[..20 * w], &c[..20 * w]);
-    assert_ne!(&c2[20 * w..], &c[20 * w..]);
 }
 
 fn places(beats: usize) -> BeatPlaces {

@@ -7,6 +7,8 @@
 
 use std::time::Instant;
 
+use pianoformer::data::beats::{beat_features, beat_labels};
+use pianoformer::data::features::LabelFeatures;
 use pianoformer::data::{Example, harmony::NO_TARGET, stack};
 use pianoformer::device::{self, Preference};
 use pianoformer::generate::accompaniment_input;
@@ -14,8 +16,8 @@ use pianoformer::generate::harmonize::{Choice, progression};
 use pianoformer::model::config::Task;
 use pianoformer::model::performer::Inputs;
 use pianoformer::music::grid::Grid;
+use pianoformer::music::harmony::BeatPlaces;
 use pianoformer::music::harmony::decode::log_softmax_rows;
-use pianoformer::music::harmony::{BeatPlaces, beat_features, beat_labels};
 use pianoformer::music::piece::{Piece, TrackRole};
 use pianoformer::music::{fixtures, tokens};
 use pianoformer::studio::{self, HarmonizeOptions};

@@ -2,9 +2,8 @@
 //! names of encodings and structure levels as the CLI takes them.
 
 use super::Args;
-use pianoformer::model::config::{
-    AttentionKind, BeatInputs, Conditioning, Direction, PerformerConfig, Task,
-};
+use pianoformer::data::beats::BeatInputs;
+use pianoformer::model::config::{AttentionKind, Conditioning, Direction, PerformerConfig, Task};
 use pianoformer::model::pe::{PeConfig, PeKind, StructureLevel};
 use pianoformer::music::tokens::VOCAB_SIZE;
 use pianoformer::train::session::RunOptions;
