@@ -18,6 +18,7 @@ use crate::music::grid::Grid;
 use crate::music::labels::{StepLabels, detect_structure};
 use crate::music::midi::{Note, Song, Track};
 use crate::music::phrases::Segment;
+use crate::music::piece::{Piece, TrackRole};
 use crate::music::roll::{GENERATED_VELOCITY, MultiRoll, PITCHES, PianoRoll, Role};
 use crate::music::tokens::STEPS_PER_BEAT;
 
@@ -107,6 +108,63 @@ pub fn song_input_on(
         lay_cells(&mut chords, &grid, given);
     }
     let phrases = phrases.unwrap_or(detected.phrases);
+    let labels = StepLabels::new(&grid, &rolls.melody, &chords, &phrases);
+    let mut kept = melody;
+    kept.extend(bridge);
+    Ok(AccompanimentInput {
+        grid,
+        rolls,
+        labels,
+        chords,
+        phrases,
+        kept,
+    })
+}
+
+/// What the accompaniment model reads from `piece` as the person set it, on `grid`: the
+/// tracks marked melody and bridge, and the chord and phrase lanes as they are. Nothing is
+/// detected again and no role goes through a track name: a bar with an empty chord cell reads
+/// no chord. Without `need_melody`, a piece with no melody notes (a piano piece to continue)
+/// gets an empty melody roll instead of an error.
+///
+/// A chord edit reaches the model in four calls: [`Piece::bar_chords`] parses the lane,
+/// [`lay_cells`] spreads it over the beats, [`StepLabels::new`] puts it on the steps, and
+/// `write_features` (`crate::data::features`) makes the model's inputs.
+pub fn piece_input(
+    piece: &Piece,
+    grid: Grid,
+    need_melody: bool,
+) -> Result<AccompanimentInput, GenerateError> {
+    if grid.num_steps() == 0 {
+        return Err(GenerateError::EmptyPrompt);
+    }
+    let role = |role: TrackRole| -> Vec<usize> {
+        (0..piece.tracks.len())
+            .filter(|&i| piece.tracks[i].role == role)
+            .collect()
+    };
+    let melody = role(TrackRole::Melody);
+    if need_melody && melody.iter().all(|&i| piece.tracks[i].notes.is_empty()) {
+        return Err(GenerateError::NoMelody);
+    }
+    let bridge = role(TrackRole::Bridge);
+    // The song's tracks are the piece's, in order (notes as MIDI writes them).
+    let song = piece.to_song();
+    let notes = |ids: &[usize]| -> Vec<Note> {
+        ids.iter()
+            .flat_map(|&i| song.tracks[i].notes.iter().copied())
+            .collect()
+    };
+    let mut rolls = MultiRoll::new(grid.num_steps());
+    rolls.melody = PianoRoll::from_notes(&notes(&melody), &grid);
+    rolls.bridge = PianoRoll::from_notes(&notes(&bridge), &grid);
+    let mut cells = piece
+        .bar_chords()
+        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    cells.truncate(grid.num_bars());
+    let mut chords = vec![None; grid.num_beats()];
+    lay_cells(&mut chords, &grid, &cells);
+    let phrases = piece.segments();
     let labels = StepLabels::new(&grid, &rolls.melody, &chords, &phrases);
     let mut kept = melody;
     kept.extend(bridge);

@@ -26,7 +26,7 @@ pub mod sample;
 
 pub use accompany::{
     AccompanimentInput, AccompanimentProgress, accompaniment_input, accompany_probs,
-    accompany_song, input_example, song_input, spread, with_piano,
+    accompany_song, input_example, piece_input, song_input, spread, with_piano,
 };
 pub use binarize::{Binarize, binarize};
 pub use continuation::{Length, TokenProgress, View, continue_tokens};

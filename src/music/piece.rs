@@ -248,6 +248,11 @@ impl Piece {
         }
     }
 
+    /// The grid of the tracks `keep` accepts (their extent, the piece's tempo and meters).
+    pub fn grid(&self, keep: impl Fn(&PieceTrack) -> bool) -> Grid {
+        Grid::for_song(&self.song_with(|t| t.name.clone(), keep), STEPS_PER_BEAT)
+    }
+
     pub fn to_song(&self) -> Song {
         self.song_with(|t| t.name.clone(), |_| true)
     }

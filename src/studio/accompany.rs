@@ -6,8 +6,8 @@ use burn::tensor::Device;
 use super::{ACCOMPANIMENT_TRACK, Options, Progress};
 use crate::generate::binarize::{Binarize, binarize};
 use crate::generate::{
-    GenerateError, PianoSampling, accompaniment_input, accompany_probs, accompany_steps,
-    input_example, splice,
+    GenerateError, PianoSampling, accompany_probs, accompany_steps, input_example, piece_input,
+    splice,
 };
 use crate::model::performer::Performer;
 use crate::music::dynamics::Context;
@@ -15,7 +15,6 @@ use crate::music::grid::Grid;
 use crate::music::midi::Note;
 use crate::music::piece::{Piece, PieceNote, PieceTrack, TrackRole};
 use crate::music::roll::{GENERATED_VELOCITY, PianoRoll, Role};
-use crate::music::tokens::{self};
 
 /// An accompaniment for the melody (and bridge) of `piece` with its chord and phrase lanes as
 /// labels; the result replaces the piece's piano and generated tracks.
@@ -47,13 +46,7 @@ where
     }
     // Every track counts for the grid's extent (a kept piano may outlast the melody); the
     // model reads the melody and bridge only.
-    let song = piece.model_song(|_| true);
-    let grid = Grid::for_song(&song, tokens::STEPS_PER_BEAT);
-    let mut chords = piece
-        .bar_chords()
-        .map_err(|e| GenerateError::Read(e.to_string()))?;
-    chords.truncate(grid.num_bars());
-    let input = accompaniment_input(&song, Some(&chords), Some(piece.segments()))?;
+    let input = piece_input(piece, piece.grid(|_| true), true)?;
     let b = options.binarize(model_binarize);
     let e = input_example(model, &input);
     let (region, given) = match options.region {

@@ -6,14 +6,12 @@
 use serde::{Deserialize, Serialize};
 
 use crate::generate::GenerateError;
-use crate::generate::accompaniment_input;
 use crate::generate::harmonize::{Choice, chord_log_probs, progression};
+use crate::generate::piece_input;
 use crate::model::performer::Performer;
-use crate::music::grid::Grid;
 use crate::music::harmony::BeatPlaces;
 use crate::music::harmony::decode::HarmonyDecode;
 use crate::music::piece::{Piece, PieceTrack, TrackRole, chord_cell};
-use crate::music::tokens;
 
 /// What to harmonize and how.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -104,8 +102,7 @@ pub async fn harmonize_piece(
                 .into(),
         ));
     }
-    let song = piece.model_song(|t| matches!(t.role, TrackRole::Melody | TrackRole::Bridge));
-    let grid = Grid::for_song(&song, tokens::STEPS_PER_BEAT);
+    let grid = piece.grid(|t| matches!(t.role, TrackRole::Melody | TrackRole::Bridge));
     let bars = grid.num_bars();
     let [from, to] = options.bars.unwrap_or([0, bars]);
     if from >= to || from >= bars {
@@ -114,12 +111,7 @@ pub async fn harmonize_piece(
         )));
     }
     let to = to.min(bars);
-    let lane = piece
-        .bar_chords()
-        .map_err(|e| GenerateError::Read(e.to_string()))?;
-    let mut given = lane.clone();
-    given.truncate(bars);
-    let input = accompaniment_input(&song, Some(&given), Some(piece.segments()))?;
+    let input = piece_input(piece, grid.clone(), true)?;
     // One draw of the model's noise for every call: alternatives differ by the sampling.
     let key = HarmonyCache::key(piece);
     if cache.key != Some(key) {

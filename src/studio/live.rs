@@ -8,13 +8,11 @@ use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 
 use super::accompany::{kept_piano, roll_notes};
-use crate::generate::accompany::song_input_on;
 use crate::generate::live::{Live, LiveChords, LiveStep};
+use crate::generate::piece_input;
 use crate::generate::{GenerateError, PianoSampling};
 use crate::model::performer::Performer;
-use crate::music::grid::Grid;
 use crate::music::piece::{Piece, PieceNote, chord_cell};
-use crate::music::tokens::STEPS_PER_BEAT;
 
 /// How a take starts.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -90,8 +88,7 @@ pub async fn live_start(
             "a live take has room for 1 to 2000 bars after the piece".into(),
         ));
     }
-    let song = piece.model_song(|_| true);
-    let own = Grid::for_song(&song, STEPS_PER_BEAT);
+    let own = piece.grid(|_| true);
     let short = piece.bars.len().saturating_sub(own.num_bars());
     let grid = own.extended(short + options.bars);
     if options.from_bar >= grid.num_bars() {
@@ -111,13 +108,7 @@ pub async fn live_start(
             planned[beat] = planned_bar(bar);
         }
     }
-    let mut input = song_input_on(
-        &song,
-        grid.clone(),
-        Some(&cells),
-        Some(piece.segments()),
-        false,
-    )?;
+    let mut input = piece_input(piece, grid.clone(), false)?;
     let from = grid.bar_steps(options.from_bar).start;
     let from_beat = from / grid.steps_per_beat;
     if chords.is_some() {

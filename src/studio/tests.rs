@@ -641,3 +641,43 @@ fn a_velocity_model_gives_the_written_piano_its_dynamics_and_a_region_only_its_b
             .all(|n| n.3 == crate::music::roll::GENERATED_VELOCITY)
     );
 }
+
+/// What the model reads from a piece is the piece as the person set it: roles from the track
+/// list (not from track names), the chord lane's cells as written (an empty cell reads no
+/// chord; nothing is detected again), both chords of a two-chord bar, and the phrase lane.
+#[test]
+fn the_model_reads_the_lanes_and_roles_as_the_piece_holds_them() {
+    use crate::generate::piece_input;
+    let mut piece = piece();
+    let grid = piece.grid(|_| true);
+    let input = piece_input(&piece, grid.clone(), true).unwrap();
+    let melody = input.rolls.melody.clone();
+    assert!(melody.onset_plane().iter().sum::<f32>() > 0.0);
+    // A bar emptied in the lane reads no chord, though its notes would give one.
+    piece.chords[1] = String::new();
+    piece.chords[2] = "F G7".into();
+    piece.phrases = vec![('A', 4), ('B', 4)];
+    let input = piece_input(&piece, grid.clone(), true).unwrap();
+    let beats = |bar: usize| {
+        grid.bar_beats(bar)
+            .map(|b| input.chords[b])
+            .collect::<Vec<_>>()
+    };
+    assert!(beats(1).iter().all(Option::is_none), "{:?}", beats(1));
+    let f = Chord::parse_any("F").unwrap();
+    let g7 = Chord::parse_any("G7").unwrap();
+    assert_eq!(beats(2), vec![f, f, g7, g7]);
+    assert_eq!(
+        input.labels.phrase[grid.bar_steps(4).start].unwrap().letter,
+        'B'
+    );
+    // The melody is the track marked melody, whatever its name; a track named MELODY that is
+    // marked as another part is not read.
+    piece.tracks[0].name = "MELODY".into();
+    piece.tracks[0].role = TrackRole::Other;
+    assert!(piece_input(&piece, grid.clone(), true).is_err());
+    piece.tracks[0].name = "Lead synth".into();
+    piece.tracks[0].role = TrackRole::Melody;
+    let input = piece_input(&piece, grid, true).unwrap();
+    assert_eq!(input.rolls.melody, melody);
+}

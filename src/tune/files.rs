@@ -5,13 +5,12 @@
 use serde::Serialize;
 
 use crate::data::corpus::Piece as TrainPiece;
-use crate::generate::song_input;
+use crate::generate::piece_input;
 use crate::model::config::Task;
-use crate::music::grid::Grid;
 use crate::music::midi::Note;
 use crate::music::piece::{Piece, TrackRole};
-use crate::music::roll::{PianoRoll, Role};
-use crate::music::tokens::{MAX_BAR_BEATS, STEPS_PER_BEAT};
+use crate::music::roll::PianoRoll;
+use crate::music::tokens::MAX_BAR_BEATS;
 
 /// What was understood of one file, for the panel's list.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -50,33 +49,26 @@ fn count_notes(piece: &Piece, roles: &[TrackRole]) -> usize {
 /// `piece` as training reads it for `task`, with the labels of its lanes.
 pub(super) fn training_piece(piece: &Piece, task: Task) -> Result<TrainPiece, String> {
     piece.validate().map_err(|e| e.to_string())?;
-    let song = piece.model_song(|t| {
+    let used = |t: &crate::music::piece::PieceTrack| {
         matches!(
             t.role,
             TrackRole::Melody | TrackRole::Bridge | TrackRole::Piano
         )
-    });
-    let grid = Grid::for_song(&song, STEPS_PER_BEAT);
+    };
+    let grid = piece.grid(used);
     if grid.num_steps() == 0 {
         return Err("it holds no notes in its melody or accompaniment tracks".into());
     }
-    let mut chords = piece.bar_chords().map_err(|e| e.to_string())?;
-    chords.truncate(grid.num_bars());
-    let input = song_input(
-        &song,
-        Some(&chords),
-        Some(piece.segments()),
-        task == Task::Accompaniment,
-    )
-    .map_err(|e| e.to_string())?;
+    let input = piece_input(piece, grid, task == Task::Accompaniment).map_err(|e| e.to_string())?;
+    // The piece's tracks in order; the tokens read the tracks training uses.
+    let all = piece.to_song();
     let mut rolls = input.rolls;
-    let piano: Vec<&Note> = song
-        .tracks
-        .iter()
-        .filter(|t| Role::from_track_name(&t.name) == Some(Role::Piano))
-        .flat_map(|t| t.notes.iter())
+    let piano: Vec<&Note> = (0..piece.tracks.len())
+        .filter(|&i| piece.tracks[i].role == TrackRole::Piano)
+        .flat_map(|i| all.tracks[i].notes.iter())
         .collect();
     rolls.piano = PianoRoll::from_notes(piano, &input.grid);
+    let song = piece.model_song(used);
     let steps = input.grid.num_steps();
     TrainPiece::new(
         piece.name.clone(),
