@@ -241,73 +241,15 @@ pub fn run(args: Args) -> Result<(), String> {
     let preference: Preference = args.backend.parse().map_err(|e| format!("{e}"))?;
     let backend = pollster::block_on(device::init(preference)).map_err(|e| format!("{e}"))?;
     let device = backend.device.clone().autodiff();
-
-    let existing = out.join("run.json").exists();
-    if existing && !args.resume {
-        return Err(format!(
-            "{} already holds a training run: pass --resume to continue it, or choose another --out",
-            out.display()
-        ));
-    }
-    let resumed = if args.resume {
-        if !existing {
-            return Err(format!(
-                "there is no run to resume in {} (no run.json)",
-                out.display()
-            ));
-        }
-        let mut checkpoint = load_checkpoint(&out)?;
-        if checkpoint.state.config.task != task {
-            return Err(format!(
-                "{} holds a {:?} run, but --task is {}",
-                out.display(),
-                checkpoint.state.config.task,
-                args.task
-            ));
-        }
-        if let Some(steps) = args.steps {
-            checkpoint.state.options.steps = steps;
-        }
-        if checkpoint.state.limit != args.limit {
-            return Err(format!(
-                "this run was trained with --limit {:?}; resume it with the same limit",
-                checkpoint.state.limit
-            ));
-        }
-        Some(checkpoint)
-    } else {
-        None
-    };
-
-    let started = Instant::now();
-    let loaded = sources::load(&args.data, Parts::ALL, args.limit)?;
-    eprintln!(
-        "data: {} in {:.1} s",
-        loaded.description,
-        started.elapsed().as_secs_f64()
-    );
-    for s in loaded.skipped.iter().take(5) {
-        eprintln!("skipped {s}");
-    }
-    if loaded.skipped.len() > 5 {
-        eprintln!("… and {} more skipped", loaded.skipped.len() - 5);
-    }
+    let resumed = to_resume(&args, task)?;
+    let loaded = load_data(&args)?;
     let description = format!("{} at {}", loaded.description, args.data.display());
-
     let mut session = match resumed {
         Some(checkpoint) => {
             same_data(&checkpoint.state, &loaded.description, &args.data)?;
             let step = checkpoint.state.step;
-            // Burn reads the optimiser's state onto its default device before moving it to the
-            // model's on the next step; with wgpu compiled in that default is the GPU, which a
-            // machine without one cannot open. A CPU run names the CPU backend instead. Set
-            // here, before the training threads start.
-            if backend.info.kind == device::BackendKind::Cpu
-                && std::env::var_os("BURN_DEVICE").is_none()
-            {
-                // SAFETY: no other thread of this process reads or writes the environment yet
-                // (the CPU backend starts none, and the data loading above has joined its own).
-                unsafe { std::env::set_var("BURN_DEVICE", "flex") };
+            if backend.info.kind == device::BackendKind::Cpu {
+                stay_on_the_cpu();
             }
             let s = Session::resume(checkpoint, loaded.train, &loaded.valid, &device)?;
             eprintln!("resuming at step {step} of {}", s.options.steps);
@@ -328,35 +270,17 @@ pub fn run(args: Args) -> Result<(), String> {
             )?
         }
     };
-    let config = session.trainer.model.config.clone();
-    eprintln!(
-        "model: {:?}, {} positional encoding{}, {} parameters, on {}",
-        config.task,
-        config.pe.kind.name(),
-        if config.pe.is_structural() {
-            format!(" over {:?}", config.pe.levels)
-        } else {
-            String::new()
-        },
-        session.trainer.model.parameters(),
-        backend_name(&backend.info)
-    );
-    eprintln!(
-        "run: {} steps of {} windows × {}, validation on {} windows",
-        session.options.steps,
-        session.options.batch,
-        session.options.window,
-        session.validation_windows()
-    );
+    let backend = backend_name(&backend.info);
+    describe(&session, &backend);
     let mut log = Log::open(&out.join("log.jsonl"), Some(session.step()))?;
     if session.step() == 0 {
         log.write(serde_json::json!({
             "event": "start",
             "step": 0,
-            "config": config,
+            "config": session.trainer.model.config,
             "options": session.options,
             "data": session.data,
-            "backend": backend_name(&backend.info),
+            "backend": backend,
             "parameters": session.trainer.model.parameters(),
         }))?;
         save(
@@ -365,7 +289,107 @@ pub fn run(args: Args) -> Result<(), String> {
             &args,
         )?;
     }
+    train_steps(&args, &mut session, &mut log)
+}
 
+/// The checkpoint `--resume` continues (checked against the arguments), or `None` for a new
+/// run in a folder that holds none.
+fn to_resume(args: &Args, task: Task) -> Result<Option<Checkpoint>, String> {
+    let out = &args.out;
+    let existing = out.join("run.json").exists();
+    if existing && !args.resume {
+        return Err(format!(
+            "{} already holds a training run: pass --resume to continue it, or choose another --out",
+            out.display()
+        ));
+    }
+    if !args.resume {
+        return Ok(None);
+    }
+    if !existing {
+        return Err(format!(
+            "there is no run to resume in {} (no run.json)",
+            out.display()
+        ));
+    }
+    let mut checkpoint = load_checkpoint(out)?;
+    if checkpoint.state.config.task != task {
+        return Err(format!(
+            "{} holds a {:?} run, but --task is {}",
+            out.display(),
+            checkpoint.state.config.task,
+            args.task
+        ));
+    }
+    if let Some(steps) = args.steps {
+        checkpoint.state.options.steps = steps;
+    }
+    if checkpoint.state.limit != args.limit {
+        return Err(format!(
+            "this run was trained with --limit {:?}; resume it with the same limit",
+            checkpoint.state.limit
+        ));
+    }
+    Ok(Some(checkpoint))
+}
+
+/// The training and validation songs of `--data`, with what was skipped said.
+fn load_data(args: &Args) -> Result<sources::Loaded, String> {
+    let started = Instant::now();
+    let loaded = sources::load(&args.data, Parts::ALL, args.limit)?;
+    eprintln!(
+        "data: {} in {:.1} s",
+        loaded.description,
+        started.elapsed().as_secs_f64()
+    );
+    for s in loaded.skipped.iter().take(5) {
+        eprintln!("skipped {s}");
+    }
+    if loaded.skipped.len() > 5 {
+        eprintln!("… and {} more skipped", loaded.skipped.len() - 5);
+    }
+    Ok(loaded)
+}
+
+/// Burn reads the optimiser's state onto its default device before moving it to the model's
+/// on the next step; with wgpu compiled in that default is the GPU, which a machine without
+/// one cannot open. A CPU run resuming names the CPU backend instead, before the training
+/// threads start.
+fn stay_on_the_cpu() {
+    if std::env::var_os("BURN_DEVICE").is_none() {
+        // SAFETY: no other thread of this process reads or writes the environment yet (the
+        // CPU backend starts none, and the data loading has joined its own).
+        unsafe { std::env::set_var("BURN_DEVICE", "flex") };
+    }
+}
+
+/// The model and the run, in two lines.
+fn describe(session: &Session, backend: &str) {
+    let config = &session.trainer.model.config;
+    eprintln!(
+        "model: {:?}, {} positional encoding{}, {} parameters, on {backend}",
+        config.task,
+        config.pe.kind.name(),
+        if config.pe.is_structural() {
+            format!(" over {:?}", config.pe.levels)
+        } else {
+            String::new()
+        },
+        session.trainer.model.parameters(),
+    );
+    eprintln!(
+        "run: {} steps of {} windows × {}, validation on {} windows",
+        session.options.steps,
+        session.options.batch,
+        session.options.window,
+        session.validation_windows()
+    );
+}
+
+/// Trains to the run's last step (or `--stop-after` steps), logging, validating and saving
+/// checkpoints on the way.
+fn train_steps(args: &Args, session: &mut Session, log: &mut Log) -> Result<(), String> {
+    let out = &args.out;
     let total = session.options.steps as u64;
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
     bar.set_style(
@@ -374,7 +398,6 @@ pub fn run(args: Args) -> Result<(), String> {
     );
     bar.set_position(session.step() as u64);
     bar.reset_eta();
-    let hidden = bar.is_hidden();
     let run_started = Instant::now();
     let first_step = session.step();
     let mut smoothed: Option<f32> = None;
@@ -384,9 +407,9 @@ pub fn run(args: Args) -> Result<(), String> {
             .is_some_and(|n| session.step() - first_step >= n)
         {
             save(
-                &out,
+                out,
                 &mut session.checkpoint().map_err(|e| e.to_string())?,
-                &args,
+                args,
             )?;
             bar.finish_and_clear();
             eprintln!(
@@ -405,47 +428,22 @@ pub fn run(args: Args) -> Result<(), String> {
             )
         })?;
         let step = session.step();
-        smoothed = Some(smoothed.map_or(loss, |s| 0.95 * s + 0.05 * loss));
-        let lr = session.trainer.schedule.lr(step - 1);
+        let shown = *smoothed.insert(smoothed.map_or(loss, |s| 0.95 * s + 0.05 * loss));
         log.write(serde_json::json!({
             "step": step,
             "loss": loss,
-            "lr": lr,
+            "lr": session.trainer.schedule.lr(step - 1),
             "ms": step_started.elapsed().as_secs_f64() * 1e3,
         }))?;
-        bar.set_message(format!("{:.4}", smoothed.unwrap_or(loss)));
+        bar.set_message(format!("{shown:.4}"));
         bar.set_position(step as u64);
-        let done = (step - first_step) as f64;
-        let rate = done / run_started.elapsed().as_secs_f64().max(1e-9);
-        if session.validates_after(step) {
-            let valid = pollster::block_on(session.validate())
-                .map_err(|e| format!("validation at step {step}: {e}"))?;
-            if let Some(v) = valid {
-                log.write(serde_json::json!({"step": step, "valid_loss": v}))?;
-                let line = format!(
-                    "step {step}: train loss {:.4}, validation loss {v:.4}, {rate:.2} steps/s",
-                    smoothed.unwrap_or(loss)
-                );
-                if hidden {
-                    eprintln!("{line}");
-                } else {
-                    bar.println(line);
-                }
-            }
-        } else if hidden && (step % 50 == 0 || step == 1) {
-            let eta = (session.options.steps - step) as f64 / rate.max(1e-9);
-            eprintln!(
-                "step {step}/{}: loss {:.4}, {rate:.2} steps/s, eta {:.0} s",
-                session.options.steps,
-                smoothed.unwrap_or(loss),
-                eta
-            );
-        }
+        let rate = (step - first_step) as f64 / run_started.elapsed().as_secs_f64().max(1e-9);
+        report_step(session, log, &bar, step, shown, rate)?;
         if step % args.checkpoint_every.max(1) == 0 || session.is_done() {
             save(
-                &out,
+                out,
                 &mut session.checkpoint().map_err(|e| e.to_string())?,
-                &args,
+                args,
             )?;
         }
     }
@@ -463,5 +461,40 @@ pub fn run(args: Args) -> Result<(), String> {
         seconds,
         out.display()
     );
+    Ok(())
+}
+
+/// After a step: the validation loss where one is due, else a progress line every 50 steps
+/// when the bar is hidden (a log file).
+fn report_step(
+    session: &mut Session,
+    log: &mut Log,
+    bar: &ProgressBar,
+    step: usize,
+    loss: f32,
+    rate: f64,
+) -> Result<(), String> {
+    let hidden = bar.is_hidden();
+    if session.validates_after(step) {
+        let valid = pollster::block_on(session.validate())
+            .map_err(|e| format!("validation at step {step}: {e}"))?;
+        if let Some(v) = valid {
+            log.write(serde_json::json!({"step": step, "valid_loss": v}))?;
+            let line = format!(
+                "step {step}: train loss {loss:.4}, validation loss {v:.4}, {rate:.2} steps/s"
+            );
+            if hidden {
+                eprintln!("{line}");
+            } else {
+                bar.println(line);
+            }
+        }
+    } else if hidden && (step % 50 == 0 || step == 1) {
+        let eta = (session.options.steps - step) as f64 / rate.max(1e-9);
+        eprintln!(
+            "step {step}/{}: loss {loss:.4}, {rate:.2} steps/s, eta {eta:.0} s",
+            session.options.steps,
+        );
+    }
     Ok(())
 }
