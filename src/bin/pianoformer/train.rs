@@ -439,7 +439,7 @@ fn train_steps(args: &Args, session: &mut Session, log: &mut Log) -> Result<(), 
         bar.set_position(step as u64);
         let rate = (step - first_step) as f64 / run_started.elapsed().as_secs_f64().max(1e-9);
         report_step(session, log, &bar, step, shown, rate)?;
-        if step % args.checkpoint_every.max(1) == 0 || session.is_done() {
+        if step.is_multiple_of(args.checkpoint_every.max(1)) || session.is_done() {
             save(
                 out,
                 &mut session.checkpoint().map_err(|e| e.to_string())?,
@@ -489,7 +489,7 @@ fn report_step(
                 bar.println(line);
             }
         }
-    } else if hidden && (step % 50 == 0 || step == 1) {
+    } else if hidden && (step.is_multiple_of(50) || step == 1) {
         let eta = (session.options.steps - step) as f64 / rate.max(1e-9);
         eprintln!(
             "step {step}/{}: loss {loss:.4}, {rate:.2} steps/s, eta {eta:.0} s",

@@ -46,21 +46,83 @@ pub fn parse_levels(names: &[String]) -> Result<Vec<StructureLevel>, String> {
 
 pub(super) fn model_config(args: &Args, task: Task) -> Result<PerformerConfig, String> {
     if let Some(path) = &args.config {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read the config {}: {e}", path.display()))?;
-        let config: PerformerConfig = serde_json::from_str(&text)
-            .map_err(|e| format!("{} is not a model config: {e}", path.display()))?;
-        if config.task != task {
+        return config_file(path, args, task);
+    }
+    let pe = pe_config(args, task)?;
+    let direction = direction(args, task)?;
+    let mut config = match args.preset.as_str() {
+        "tiny" => PerformerConfig::tiny(task, VOCAB_SIZE, pe),
+        "small" if task == Task::Harmonization => PerformerConfig::harmonizer(pe, direction),
+        "small" => PerformerConfig::small(task, VOCAB_SIZE, pe),
+        other => return Err(format!("unknown preset `{other}`: use tiny or small")),
+    };
+    if let Some(taps) = args.taps {
+        if config.pe.kind != PeKind::ConvSpe {
             return Err(format!(
-                "{} is a {:?} config, but --task is {}",
-                path.display(),
-                config.task,
+                "--taps is the length of convSPE's filters; --pe {} has none",
+                args.pe
+            ));
+        }
+        if taps == 0 || taps > 4096 {
+            return Err(format!("--taps must be between 1 and 4096, not {taps}"));
+        }
+        config.pe.taps = taps;
+    }
+    let attention = match args.attention.as_str() {
+        "linear" => AttentionKind::Linear,
+        "softmax" => AttentionKind::Softmax,
+        other => {
+            return Err(format!(
+                "unknown attention `{other}`: use linear or softmax"
+            ));
+        }
+    };
+    let conditioning = conditioning(args, task)?;
+    if task == Task::Harmonization {
+        config = config.with_direction(Some(direction));
+    }
+    match (args.context.as_deref(), task) {
+        (None, _) | (Some("song"), Task::Harmonization) => {}
+        (Some("none"), Task::Harmonization) => config.input_dim = BeatInputs::default().width(),
+        (Some("song" | "none"), _) => {
+            return Err(format!(
+                "--context is what a harmonizer reads around each beat; a {} model reads none",
                 args.task
             ));
         }
-        config.validate_for(VOCAB_SIZE)?;
-        return Ok(config);
+        (Some(other), _) => {
+            return Err(format!(
+                "unknown context `{other}`: use song (the chroma around each beat) or none"
+            ));
+        }
     }
+    let config = config
+        .with_attention(attention)
+        .with_inputs(conditioning.filter(|_| task == Task::Accompaniment));
+    config.validate()?;
+    Ok(config)
+}
+
+/// A config from `--config`, checked against the task.
+fn config_file(path: &std::path::Path, args: &Args, task: Task) -> Result<PerformerConfig, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the config {}: {e}", path.display()))?;
+    let config: PerformerConfig = serde_json::from_str(&text)
+        .map_err(|e| format!("{} is not a model config: {e}", path.display()))?;
+    if config.task != task {
+        return Err(format!(
+            "{} is a {:?} config, but --task is {}",
+            path.display(),
+            config.task,
+            args.task
+        ));
+    }
+    config.validate_for(VOCAB_SIZE)?;
+    Ok(config)
+}
+
+/// The positional encoding of `--pe`, `--gated`, `--levels` and `--chord-encoding`.
+fn pe_config(args: &Args, task: Task) -> Result<PeConfig, String> {
     let kind = parse_pe(&args.pe)?;
     let mut pe = PeConfig::new(kind).with_gate(args.gated);
     if args.chord_encoding != "centroid" && !pe.is_structural() {
@@ -115,7 +177,12 @@ pub(super) fn model_config(args: &Args, task: Task) -> Result<PerformerConfig, S
         }
         pe = pe.with_levels(&levels);
     }
-    let direction = match (args.direction.as_deref(), task) {
+    Ok(pe)
+}
+
+/// Which positions attention reads (`--direction`): a harmonizer reads both ways by default.
+fn direction(args: &Args, task: Task) -> Result<Direction, String> {
+    Ok(match (args.direction.as_deref(), task) {
         (None | Some("bidirectional" | "whole"), Task::Harmonization) => Direction::Bidirectional,
         (Some("causal"), Task::Harmonization) => Direction::Causal,
         (None | Some("causal"), _) => Direction::Causal,
@@ -131,34 +198,11 @@ pub(super) fn model_config(args: &Args, task: Task) -> Result<PerformerConfig, S
                  (up to the current beat)"
             ));
         }
-    };
-    let mut config = match args.preset.as_str() {
-        "tiny" => PerformerConfig::tiny(task, VOCAB_SIZE, pe),
-        "small" if task == Task::Harmonization => PerformerConfig::harmonizer(pe, direction),
-        "small" => PerformerConfig::small(task, VOCAB_SIZE, pe),
-        other => return Err(format!("unknown preset `{other}`: use tiny or small")),
-    };
-    if let Some(taps) = args.taps {
-        if config.pe.kind != PeKind::ConvSpe {
-            return Err(format!(
-                "--taps is the length of convSPE's filters; --pe {} has none",
-                args.pe
-            ));
-        }
-        if taps == 0 || taps > 4096 {
-            return Err(format!("--taps must be between 1 and 4096, not {taps}"));
-        }
-        config.pe.taps = taps;
-    }
-    let attention = match args.attention.as_str() {
-        "linear" => AttentionKind::Linear,
-        "softmax" => AttentionKind::Softmax,
-        other => {
-            return Err(format!(
-                "unknown attention `{other}`: use linear or softmax"
-            ));
-        }
-    };
+    })
+}
+
+/// What an accompaniment reads besides the rolls (`--conditioning`, `--melody-lag`).
+fn conditioning(args: &Args, task: Task) -> Result<Option<Conditioning>, String> {
     let conditioning = match args.conditioning.as_str() {
         "autoregressive" | "ar" => Some(Conditioning::AUTOREGRESSIVE),
         "labels" => Some(Conditioning {
@@ -173,7 +217,7 @@ pub(super) fn model_config(args: &Args, task: Task) -> Result<PerformerConfig, S
             ));
         }
     };
-    let conditioning = match (conditioning, args.melody_lag) {
+    Ok(match (conditioning, args.melody_lag) {
         (c, 0) => c,
         (Some(c), lag) if c.piano && task == Task::Accompaniment && lag <= 4 => {
             Some(Conditioning::lagged(lag))
@@ -188,30 +232,7 @@ pub(super) fn model_config(args: &Args, task: Task) -> Result<PerformerConfig, S
                     .into(),
             );
         }
-    };
-    if task == Task::Harmonization {
-        config = config.with_direction(Some(direction));
-    }
-    match (args.context.as_deref(), task) {
-        (None, _) | (Some("song"), Task::Harmonization) => {}
-        (Some("none"), Task::Harmonization) => config.input_dim = BeatInputs::default().width(),
-        (Some("song" | "none"), _) => {
-            return Err(format!(
-                "--context is what a harmonizer reads around each beat; a {} model reads none",
-                args.task
-            ));
-        }
-        (Some(other), _) => {
-            return Err(format!(
-                "unknown context `{other}`: use song (the chroma around each beat) or none"
-            ));
-        }
-    }
-    let config = config
-        .with_attention(attention)
-        .with_inputs(conditioning.filter(|_| task == Task::Accompaniment));
-    config.validate()?;
-    Ok(config)
+    })
 }
 
 pub(super) fn run_options(args: &Args, task: Task) -> RunOptions {
