@@ -151,3 +151,100 @@ pub async fn offline_take(
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;
+/// The four cases of the live panel, in the order [`LiveSong::played`] holds them.
+pub const CASES: [&str; 4] = [
+    "planned lanes, live",
+    "planned lanes, offline",
+    "open lanes, live (causal harmonizer)",
+    "open lanes, offline (whole-melody harmonizer)",
+];
+
+/// One song of the live panel: the piano of each of [`CASES`] scored, and how often the
+/// chords decided live have the annotated chord's root.
+#[derive(Clone, Debug)]
+pub struct LiveSong {
+    pub played: [Played; 4],
+    /// Share of annotated beats whose live chord has the annotated root (`None` without any).
+    pub live_root: Option<f64>,
+    /// Beats of the take.
+    pub beats: usize,
+}
+
+/// What the live panel needs besides a song: the step-by-step accompanist and its sampling,
+/// the live chord decisions (the causal harmonizer), and the whole-melody harmonizer with its
+/// decoding for the offline open lane.
+pub struct LivePanel<'a> {
+    pub accompanist: &'a Performer,
+    pub sampling: PianoSampling,
+    pub chords: LiveChords<'a>,
+    pub whole: &'a Performer,
+    pub whole_decode: &'a crate::music::harmony::decode::HarmonyDecode,
+    pub seed: u64,
+}
+
+impl LivePanel<'_> {
+    /// The four takes of `piece` (melody played in, lanes planned or open, live or offline),
+    /// scored against its annotations.
+    pub async fn song(&self, piece: &Piece, device: &Device) -> Result<LiveSong, GenerateError> {
+        use crate::generate::harmonize::{Choice, chord_log_probs, progression};
+        let harmony = super::harmony::HarmonySong::new(piece);
+        let span = take_span(piece);
+        let acc = self.accompanist;
+        let (planned_live, _) =
+            live_take(acc, None, piece, &piece.labels, true, self.sampling, device).await?;
+        let planned_offline =
+            offline_take(acc, piece, &piece.labels, self.sampling, device).await?;
+        let (open_live, live_chords) = live_take(
+            acc,
+            Some(self.chords),
+            piece,
+            &harmony.detected_labels,
+            false,
+            self.sampling,
+            device,
+        )
+        .await?;
+        let lp = chord_log_probs(
+            self.whole,
+            &harmony.melody,
+            &harmony.bridge,
+            &harmony.detected_labels,
+            self.seed,
+        )
+        .await?;
+        let file_chords = progression(
+            &lp,
+            &harmony.places,
+            self.whole_decode,
+            0..usize::MAX,
+            None,
+            Choice::Best,
+        );
+        let file_lanes = super::harmony::with_chords(&harmony.detected_labels, &file_chords);
+        let open_offline = offline_take(acc, piece, &file_lanes, self.sampling, device).await?;
+        let played = [
+            score(piece, &planned_live, span.clone()),
+            score(piece, &planned_offline, piece.range.clone()),
+            score(piece, &open_live, span.clone()),
+            score(piece, &open_offline, piece.range.clone()),
+        ];
+        let annotated = piece.labels.slice(span.clone()).beat_chords();
+        let pairs: Vec<_> = annotated
+            .iter()
+            .zip(&live_chords)
+            .filter_map(|(a, l)| a.map(|a| (a, *l)))
+            .collect();
+        let live_root = (!pairs.is_empty()).then(|| {
+            pairs
+                .iter()
+                .filter(|(a, l)| l.is_some_and(|l| l.root == a.root))
+                .count() as f64
+                / pairs.len() as f64
+        });
+        Ok(LiveSong {
+            played,
+            live_root,
+            beats: span.len() / piece.labels.steps_per_beat.max(1),
+        })
+    }
+}

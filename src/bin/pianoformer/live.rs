@@ -8,21 +8,12 @@
 
 use std::time::Instant;
 
-use pianoformer::eval::harmony::{HarmonySong, with_chords};
-use pianoformer::eval::live::{Played, live_take, offline_take, score, take_span};
-use pianoformer::generate::harmonize::{Choice, chord_log_probs, progression};
+use pianoformer::eval::live::{CASES, LivePanel, LiveSong};
 use pianoformer::generate::live::LiveChords;
 use pianoformer::model::config::Task;
 
 use crate::eval::Args;
-
-/// The cases, in the order printed.
-const CASES: [&str; 4] = [
-    "planned lanes, live",
-    "planned lanes, offline",
-    "open lanes, live (causal harmonizer)",
-    "open lanes, offline (whole-melody harmonizer)",
-];
+use crate::models::Loaded;
 
 fn mean(values: impl Iterator<Item = Option<f64>>) -> (f64, usize) {
     let v: Vec<f64> = values.flatten().collect();
@@ -38,21 +29,7 @@ pub fn run(args: Args) -> Result<(), String> {
     let spec = args.model.display().to_string();
     let out = args.scores_path("live.json")?;
     let device = args.pop909_device("the live panel plays its annotated songs")?;
-    let acc = crate::models::load(&spec, task, None, &device)?;
-    if !acc.model.config.is_autoregressive() {
-        return Err(format!(
-            "{spec} writes the whole accompaniment at once: live playing needs a step-by-step model"
-        ));
-    }
-    let causal = crate::models::load(&args.harmonizer, Task::Harmonization, None, &device)?;
-    if !causal.model.config.is_causal() {
-        return Err(format!(
-            "--harmonizer {}: live chords need a causal harmonizer (one that reads only up to \
-             the current beat)",
-            args.harmonizer
-        ));
-    }
-    let whole = crate::models::load("default", Task::Harmonization, None, &device)?;
+    let (acc, causal, whole) = models(&args, &spec, &device)?;
     let causal_decode = causal.harmony.unwrap_or_default();
     let whole_decode = whole.harmony.unwrap_or_default();
     let started = Instant::now();
@@ -61,115 +38,33 @@ pub fn run(args: Args) -> Result<(), String> {
     let mut sampling = acc.piano_sampling();
     sampling.seed = args.seed;
     let lag = acc.model.config.conditioning.map_or(0, |c| c.melody_lag);
-    let chords = LiveChords {
-        late_changes: args.live_late_changes,
-        ..LiveChords::new(&causal.model, &causal_decode)
+    let panel = LivePanel {
+        accompanist: &acc.model,
+        sampling,
+        chords: LiveChords {
+            late_changes: args.live_late_changes,
+            ..LiveChords::new(&causal.model, &causal_decode)
+        },
+        whole: &whole.model,
+        whole_decode: &whole_decode,
+        seed: args.seed,
     };
     let mut songs = Vec::new();
     for piece in corpus.pieces.iter().filter(|p| p.has_harmony()) {
-        let fail = |e: pianoformer::generate::GenerateError| format!("{}: {e}", piece.name);
-        let harmony = HarmonySong::new(piece);
-        let span = take_span(piece);
-        let (planned_live, _) = pollster::block_on(live_take(
-            &acc.model,
-            None,
-            piece,
-            &piece.labels,
-            true,
-            sampling,
-            &device,
-        ))
-        .map_err(fail)?;
-        let planned_offline = pollster::block_on(offline_take(
-            &acc.model,
-            piece,
-            &piece.labels,
-            sampling,
-            &device,
-        ))
-        .map_err(fail)?;
-        let (open_live, live_chords) = pollster::block_on(live_take(
-            &acc.model,
-            Some(chords),
-            piece,
-            &harmony.detected_labels,
-            false,
-            sampling,
-            &device,
-        ))
-        .map_err(fail)?;
-        let lp = pollster::block_on(chord_log_probs(
-            &whole.model,
-            &harmony.melody,
-            &harmony.bridge,
-            &harmony.detected_labels,
-            args.seed,
-        ))
-        .map_err(fail)?;
-        let file_chords = progression(
-            &lp,
-            &harmony.places,
-            &whole_decode,
-            0..usize::MAX,
-            None,
-            Choice::Best,
-        );
-        let file_lanes = with_chords(&harmony.detected_labels, &file_chords);
-        let open_offline = pollster::block_on(offline_take(
-            &acc.model,
-            piece,
-            &file_lanes,
-            sampling,
-            &device,
-        ))
-        .map_err(fail)?;
-        let played: Vec<Played> = vec![
-            score(piece, &planned_live, span.clone()),
-            score(piece, &planned_offline, piece.range.clone()),
-            score(piece, &open_live, span.clone()),
-            score(piece, &open_offline, piece.range.clone()),
-        ];
-        // How often the live chords' root is the annotated one, per annotated beat.
-        let spb = piece.labels.steps_per_beat.max(1);
-        let annotated = piece.labels.slice(span.clone()).beat_chords();
-        let pairs: Vec<_> = annotated
-            .iter()
-            .zip(&live_chords)
-            .filter_map(|(a, l)| a.map(|a| (a, *l)))
-            .collect();
-        let root = (!pairs.is_empty()).then(|| {
-            pairs
-                .iter()
-                .filter(|(a, l)| l.is_some_and(|l| l.root == a.root))
-                .count() as f64
-                / pairs.len() as f64
-        });
+        let song = pollster::block_on(panel.song(piece, &device))
+            .map_err(|e| format!("{}: {e}", piece.name))?;
         eprintln!(
-            "{}: {} beats; chord tones {} / {} / {} / {}; density {} / {} / {} / {}; live root \
-             {} ({:.0} s)",
+            "{}: {} ({:.0} s)",
             piece.name,
-            span.len() / spb,
-            num(played[0].chord_tones),
-            num(played[1].chord_tones),
-            num(played[2].chord_tones),
-            num(played[3].chord_tones),
-            num(played[0].density),
-            num(played[1].density),
-            num(played[2].density),
-            num(played[3].density),
-            num(root),
+            song_line(&song),
             started.elapsed().as_secs_f64()
         );
         songs.push(serde_json::json!({
             "song": piece.name,
-            "played": CASES.iter().zip(&played).map(|(c, p)| serde_json::json!({"case": c, "chord_tones": p.chord_tones, "density": p.density})).collect::<Vec<_>>(),
-            "live_root": root,
+            "played": CASES.iter().zip(&song.played).map(|(c, p)| serde_json::json!({"case": c, "chord_tones": p.chord_tones, "density": p.density})).collect::<Vec<_>>(),
+            "live_root": song.live_root,
         }));
     }
-    if songs.is_empty() {
-        return Err("no song of the split has annotated chords and a melody".into());
-    }
-    let column = |i: usize, what: &str| mean(songs.iter().map(|s| s["played"][i][what].as_f64()));
     println!(
         "{} songs ({}), {} (reads the melody {lag} step{} late), {}; chords decided live by {}",
         songs.len(),
@@ -182,20 +77,7 @@ pub fn run(args: Args) -> Result<(), String> {
         ),
         causal.source
     );
-    println!("| lanes | piano | chord tones (annotated chords) | density (the pianist's) |");
-    println!("|---|---|---|---|");
-    let mut summary = Vec::new();
-    for (i, case) in CASES.iter().enumerate() {
-        let (tones, n) = column(i, "chord_tones");
-        let (density, m) = column(i, "density");
-        let (lanes, piano) = case.split_once(", ").unwrap_or((case, ""));
-        println!("| {lanes} | {piano} | {tones:.3} ({n} songs) | {density:.2}x ({m} songs) |");
-        summary.push(serde_json::json!({"case": case, "chord_tones": tones, "density": density}));
-    }
-    let (root, n) = mean(songs.iter().map(|s| s["live_root"].as_f64()));
-    println!(
-        "chords decided live: root of the annotated chord on {root:.3} of its beats ({n} songs)"
-    );
+    let (summary, root) = print_table(&songs)?;
     let result = serde_json::json!({
         "task": "accompaniment",
         "live": true,
@@ -215,6 +97,73 @@ pub fn run(args: Args) -> Result<(), String> {
         "seconds": started.elapsed().as_secs_f64(),
     });
     crate::eval::write_scores(&out, &result)
+}
+
+/// The step-by-step accompanist `spec`, the causal harmonizer that decides chords live and the
+/// whole-melody one a file gets, each checked for its part.
+fn models(
+    args: &Args,
+    spec: &str,
+    device: &burn::tensor::Device,
+) -> Result<(Loaded, Loaded, Loaded), String> {
+    let task = Task::Accompaniment;
+    let acc = crate::models::load(spec, task, None, device)?;
+    if !acc.model.config.is_autoregressive() {
+        return Err(format!(
+            "{spec} writes the whole accompaniment at once: live playing needs a step-by-step model"
+        ));
+    }
+    let causal = crate::models::load(&args.harmonizer, Task::Harmonization, None, device)?;
+    if !causal.model.config.is_causal() {
+        return Err(format!(
+            "--harmonizer {}: live chords need a causal harmonizer (one that reads only up to \
+             the current beat)",
+            args.harmonizer
+        ));
+    }
+    let whole = crate::models::load("default", Task::Harmonization, None, device)?;
+    Ok((acc, causal, whole))
+}
+
+/// A song's figures on one line: beats, chord tones and density per case, the live root.
+fn song_line(song: &LiveSong) -> String {
+    let p = &song.played;
+    format!(
+        "{} beats; chord tones {} / {} / {} / {}; density {} / {} / {} / {}; live root {}",
+        song.beats,
+        num(p[0].chord_tones),
+        num(p[1].chord_tones),
+        num(p[2].chord_tones),
+        num(p[3].chord_tones),
+        num(p[0].density),
+        num(p[1].density),
+        num(p[2].density),
+        num(p[3].density),
+        num(song.live_root),
+    )
+}
+
+/// The table of means over songs, per case; returns the summary rows and the live root.
+fn print_table(songs: &[serde_json::Value]) -> Result<(Vec<serde_json::Value>, f64), String> {
+    if songs.is_empty() {
+        return Err("no song of the split has annotated chords and a melody".into());
+    }
+    let column = |i: usize, what: &str| mean(songs.iter().map(|s| s["played"][i][what].as_f64()));
+    println!("| lanes | piano | chord tones (annotated chords) | density (the pianist's) |");
+    println!("|---|---|---|---|");
+    let mut summary = Vec::new();
+    for (i, case) in CASES.iter().enumerate() {
+        let (tones, n) = column(i, "chord_tones");
+        let (density, m) = column(i, "density");
+        let (lanes, piano) = case.split_once(", ").unwrap_or((case, ""));
+        println!("| {lanes} | {piano} | {tones:.3} ({n} songs) | {density:.2}x ({m} songs) |");
+        summary.push(serde_json::json!({"case": case, "chord_tones": tones, "density": density}));
+    }
+    let (root, n) = mean(songs.iter().map(|s| s["live_root"].as_f64()));
+    println!(
+        "chords decided live: root of the annotated chord on {root:.3} of its beats ({n} songs)"
+    );
+    Ok((summary, root))
 }
 
 fn num(v: Option<f64>) -> String {
