@@ -24,6 +24,7 @@ import { currentEntry, dynamicsText, ensureModel } from './models.js';
 import { remember, roll, setPiece, showPiece, updateButtons } from './piece-view.js';
 import { attention, stopAttention } from './attention-panel.js';
 import { stopPlayback } from './playback.js';
+import { withPageMarks } from './piece.js';
 
 /**
  * Generates with `entry` (the chosen model by default); resolves to the new piece, or null.
@@ -95,7 +96,7 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
     roll.setGenerating(null);
     const ms = performance.now() - started;
     const notes = notesWritten(before, result, { task, trackName: track.name, ticks });
-    setPiece(result, { undoable: false });
+    setPiece(withPageMarks(result, before), { undoable: false });
     remember(before);
     $('gen-status').textContent =
       doneText({ task, region, notes, ms, gpu: status.backend?.kind === 'gpu', seed: s.seed });

@@ -148,3 +148,17 @@ export function noteCount(piece) {
 export function clonePiece(piece) {
   return structuredClone(piece);
 }
+
+/**
+ * A piece the Worker wrote from `before` (a generation's result), with what only the page
+ * keeps about `before`: the bars whose chord the person set by hand (`chordsSet`) and whether
+ * they edited the phrases (`phrasesSet`). The Worker's piece has no such fields; without them
+ * the next note edit would refill a chord the person chose.
+ */
+export function withPageMarks(result, before) {
+  const out = { ...result };
+  for (const key of ['chordsSet', 'phrasesSet']) {
+    if (before?.[key] !== undefined && out[key] === undefined) out[key] = before[key];
+  }
+  return out;
+}
