@@ -11,6 +11,7 @@ pub mod harmony;
 pub mod live;
 pub mod panel;
 pub mod plan;
+pub mod report;
 pub mod sampled;
 
 use burn::tensor::Device;
