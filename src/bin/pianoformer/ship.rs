@@ -39,6 +39,78 @@ fn read(path: &Path) -> Result<String, String> {
 }
 
 pub fn run(args: Args) -> Result<(), String> {
+    let state = finished_state(&args)?;
+    let eval: serde_json::Value = serde_json::from_str(&read(&args.run.join("eval.json"))?)
+        .map_err(|e| format!("{}/eval.json: {e}", args.run.display()))?;
+    let bytes = std::fs::read(args.run.join("model.bpk"))
+        .map_err(|e| format!("cannot read {}/model.bpk: {e}", args.run.display()))?;
+    let model =
+        Performer::from_bytes(&state.config, &bytes, &Device::flex()).map_err(|e| e.to_string())?;
+    let file = format!("{}.bpk", args.name);
+    let dir = args
+        .manifest
+        .parent()
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let manifest = if args.manifest.exists() {
+        Manifest::parse(&read(&args.manifest)?).map_err(|e| e.to_string())?
+    } else {
+        Manifest::default()
+    };
+    let metrics = metrics(&args, &eval)?;
+    let binarize = serde_json::from_value(eval["binarize"].clone()).ok();
+    let temperature = eval["temperature"]
+        .as_f64()
+        .map(|t| t as f32)
+        .or_else(|| crate::models::plan_temperature(&args.run));
+    let hold_temperature = eval["hold_temperature"].as_f64().map(|t| t as f32);
+    let harmony = serde_json::from_value(eval["decode"].clone()).ok();
+    if state.config.task == pianoformer::model::config::Task::Harmonization && harmony.is_none() {
+        return Err(format!(
+            "{}/eval.json has no harmonic rhythm and weight (`decode`): run `pianoformer eval \
+             --task harmonization` on it first",
+            args.run.display()
+        ));
+    }
+    let entry = ModelEntry {
+        name: args.name.clone(),
+        file: file.clone(),
+        task: state.config.task,
+        pe: state.config.pe.kind.name().to_string(),
+        description: args.description.clone(),
+        default: args.default,
+        config: state.config.clone(),
+        parameters: model.parameters(),
+        bytes: bytes.len(),
+        sha256: sha256_hex(&bytes),
+        training: serde_json::json!({
+            "data": state.data,
+            "split": "POP909 songs with id % 10 not in {0, 5} (0: test, 5: validation)",
+            "steps": state.step,
+            "options": state.options,
+            "final_valid_loss": state.valid_loss,
+            "command": args.command,
+        }),
+        metrics,
+        binarize,
+        temperature,
+        hold_temperature,
+        harmony,
+    };
+    write(&args, &dir, manifest, entry, &bytes)?;
+    eprintln!(
+        "shipped {} ({} parameters, {} bytes) as {}",
+        args.run.display(),
+        model.parameters(),
+        bytes.len(),
+        dir.join(&file).display()
+    );
+    Ok(())
+}
+
+/// The run's state, checked: a usable name, and a finished run unless `--unfinished`.
+fn finished_state(args: &Args) -> Result<RunState, String> {
     if args.name.is_empty()
         || !args
             .name
@@ -61,24 +133,12 @@ pub fn run(args: Args) -> Result<(), String> {
             state.options.steps
         ));
     }
-    let eval: serde_json::Value = serde_json::from_str(&read(&args.run.join("eval.json"))?)
-        .map_err(|e| format!("{}/eval.json: {e}", args.run.display()))?;
-    let bytes = std::fs::read(args.run.join("model.bpk"))
-        .map_err(|e| format!("cannot read {}/model.bpk: {e}", args.run.display()))?;
-    let model =
-        Performer::from_bytes(&state.config, &bytes, &Device::flex()).map_err(|e| e.to_string())?;
-    let file = format!("{}.bpk", args.name);
-    let dir = args
-        .manifest
-        .parent()
-        .unwrap_or(Path::new("."))
-        .to_path_buf();
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let mut manifest = if args.manifest.exists() {
-        Manifest::parse(&read(&args.manifest)?).map_err(|e| e.to_string())?
-    } else {
-        Manifest::default()
-    };
+    Ok(state)
+}
+
+/// What the manifest records of the run's evaluation: eval.json without what lives elsewhere
+/// in the entry, with the sampled, plan and live panels where the run has them.
+fn metrics(args: &Args, eval: &serde_json::Value) -> Result<serde_json::Value, String> {
     let mut metrics = eval.clone();
     if let Some(obj) = metrics.as_object_mut() {
         // The per-position curve and the chosen binarisation live elsewhere in the entry; the
@@ -119,11 +179,6 @@ pub fn run(args: Args) -> Result<(), String> {
             }),
         );
     }
-    let binarize = serde_json::from_value(eval["binarize"].clone()).ok();
-    let temperature = eval["temperature"]
-        .as_f64()
-        .map(|t| t as f32)
-        .or_else(|| crate::models::plan_temperature(&args.run));
     // The plan-following panel (`eval --plan`), where the run has it.
     if let (Some(obj), Ok(text)) = (
         metrics.as_object_mut(),
@@ -150,40 +205,19 @@ pub fn run(args: Args) -> Result<(), String> {
         }
         obj.insert("live".into(), live);
     }
-    let hold_temperature = eval["hold_temperature"].as_f64().map(|t| t as f32);
-    let harmony = serde_json::from_value(eval["decode"].clone()).ok();
-    if state.config.task == pianoformer::model::config::Task::Harmonization && harmony.is_none() {
-        return Err(format!(
-            "{}/eval.json has no harmonic rhythm and weight (`decode`): run `pianoformer eval \
-             --task harmonization` on it first",
-            args.run.display()
-        ));
-    }
-    let entry = ModelEntry {
-        name: args.name.clone(),
-        file: file.clone(),
-        task: state.config.task,
-        pe: state.config.pe.kind.name().to_string(),
-        description: args.description.clone(),
-        default: args.default,
-        config: state.config.clone(),
-        parameters: model.parameters(),
-        bytes: bytes.len(),
-        sha256: sha256_hex(&bytes),
-        training: serde_json::json!({
-            "data": state.data,
-            "split": "POP909 songs with id % 10 not in {0, 5} (0: test, 5: validation)",
-            "steps": state.step,
-            "options": state.options,
-            "final_valid_loss": state.valid_loss,
-            "command": args.command,
-        }),
-        metrics,
-        binarize,
-        temperature,
-        hold_temperature,
-        harmony,
-    };
+    Ok(metrics)
+}
+
+/// The entry in the manifest (the task's default moves to it when asked) and its weights
+/// beside it.
+fn write(
+    args: &Args,
+    dir: &Path,
+    mut manifest: Manifest,
+    entry: ModelEntry,
+    bytes: &[u8],
+) -> Result<(), String> {
+    let file = entry.file.clone();
     if args.default {
         for m in manifest.models.iter_mut().filter(|m| m.task == entry.task) {
             m.default = false;
@@ -191,17 +225,10 @@ pub fn run(args: Args) -> Result<(), String> {
     }
     manifest.models.retain(|m| m.name != entry.name);
     manifest.models.push(entry);
-    std::fs::write(dir.join(&file), &bytes)
+    std::fs::write(dir.join(&file), bytes)
         .map_err(|e| format!("cannot write {}: {e}", dir.join(&file).display()))?;
     let text = serde_json::to_string_pretty(&manifest).expect("manifest serialises");
     std::fs::write(&args.manifest, text + "\n")
         .map_err(|e| format!("cannot write {}: {e}", args.manifest.display()))?;
-    eprintln!(
-        "shipped {} ({} parameters, {} bytes) as {}",
-        args.run.display(),
-        model.parameters(),
-        bytes.len(),
-        dir.join(&file).display()
-    );
     Ok(())
 }
