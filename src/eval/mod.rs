@@ -13,6 +13,7 @@ pub mod panel;
 pub mod plan;
 pub mod report;
 pub mod sampled;
+pub mod stepwise;
 
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
