@@ -197,7 +197,6 @@ pub fn run(args: Args) -> Result<(), String> {
     let backend = pollster::block_on(device::init(preference)).map_err(|e| format!("{e}"))?;
     let device = backend.device.clone();
     let loaded = crate::models::load(&args.model, task, args.manifest.as_deref(), &device)?;
-    let model = &loaded.model;
     let started = Instant::now();
     let bars = args.bars.as_deref().map(parse_bars).transpose()?;
     if let Some(Bars::Region(region)) = bars {
@@ -217,113 +216,8 @@ pub fn run(args: Args) -> Result<(), String> {
     let options = options(&args, &loaded, None, new_bars)?;
     match task {
         Task::Harmonization => return Err(HARMONIZER_WRITES_NO_MUSIC.into()),
-        Task::Accompaniment => {
-            let chords = args.chords.as_deref().map(parse_chords).transpose()?;
-            let phrases = args
-                .phrases
-                .as_deref()
-                .map(parse_phrase_labels)
-                .transpose()?;
-            let mut input = accompaniment_input(&song, chords.as_deref(), phrases)
-                .map_err(|e| format!("{}: {e}", args.prompt.display()))?;
-            let harmonizer = if chords.is_none() && !has_accompaniment(&song, &input) {
-                crate::models::harmonizer(&args.harmonizer, None, &device)?
-            } else {
-                None
-            };
-            if let Some((harmonizer, decode)) = harmonizer {
-                pollster::block_on(harmonize_input(
-                    &harmonizer.model,
-                    &decode,
-                    &mut input,
-                    Choice::Best,
-                    options.seed,
-                ))
-                .map_err(|e| e.to_string())?;
-                eprintln!(
-                    "chords: {} — {}",
-                    ChordSource::Harmonizer.describe(),
-                    harmonizer.source
-                );
-            }
-            let mut piano = pollster::block_on(accompany_song(
-                model,
-                &input,
-                options.binarize(loaded.binarize),
-                options.piano_sampling(loaded.piano_sampling()),
-                &device,
-            ))
-            .map_err(|e| e.to_string())?;
-            if let Some(dynamics) = &options.dynamics {
-                let ctx = Context::new(&input.grid, &input.labels, &input.rolls.melody);
-                dynamics.apply(&ctx, &mut piano, 0..input.grid.num_steps(), options.seed);
-            }
-            let out = with_piano(&song, &input, &piano);
-            write(&args.out, &write_midi(&out))?;
-            let notes = out.tracks.last().map_or(0, |t| t.notes.len());
-            let ratio = chord_tone_ratio(&piano, &input.chords, input.grid.steps_per_beat);
-            eprintln!(
-                "{} bars accompanied by {} in {:.2} s: {notes} piano notes{}; written to {}",
-                input.grid.num_bars(),
-                loaded.source,
-                started.elapsed().as_secs_f64(),
-                ratio.map_or(String::new(), |r| format!(
-                    ", {:.0} % of them chord tones",
-                    100.0 * r
-                )),
-                args.out.display()
-            );
-        }
-        Task::Continuation => {
-            // --chords over the prompt's bars replace the detected ones; those past its end
-            // plan the new bars.
-            let cells = args.chords.as_deref().map(parse_chords).transpose()?;
-            let mut prompt =
-                prompt_tokens_with(&song, cells.as_deref()).map_err(|e| e.to_string())?;
-            let song_bars = prompt.iter().filter(|&&id| id == Token::Bar.id()).count();
-            let plan: Vec<Vec<Option<Chord>>> = cells
-                .map(|c| c.into_iter().skip(song_bars).collect())
-                .unwrap_or_default();
-            // The phrase lane (given, else detected), over the prompt and past it: what a
-            // model with F-StrIPE reads.
-            let segments = match args.phrases.as_deref() {
-                Some(text) => parse_phrase_labels(text)?,
-                None => detect_structure(&song, &Grid::for_song(&song, STEPS_PER_BEAT)).phrases,
-            };
-            let lane = bar_phrases(&segments);
-            let mut first_bar = 0;
-            if args.prompt_tokens.is_some() {
-                (prompt, first_bar) = cut_prompt(&prompt, options.max_prompt_tokens);
-            }
-            let added = pollster::block_on(continue_tokens(
-                model,
-                &prompt,
-                options.length(),
-                options.sampling(),
-                &plan,
-                lane.get(first_bar..).unwrap_or(&[]),
-                None,
-                &device,
-                |_| async { true },
-            ))
-            .map_err(|e| e.to_string())?;
-            let mut all = prompt.clone();
-            all.extend_from_slice(&added);
-            let out = song_from_tokens(&all).map_err(|e| e.to_string())?;
-            write(&args.out, &write_midi(&out))?;
-            let secs = started.elapsed().as_secs_f64();
-            eprintln!(
-                "{} prompt tokens, {} new tokens by {} in {:.2} s ({:.2} ms a token), up to \
-                 position {}; written to {}",
-                prompt.len(),
-                added.len(),
-                loaded.source,
-                secs,
-                1e3 * secs / added.len().max(1) as f64,
-                all.len(),
-                args.out.display()
-            );
-        }
+        Task::Accompaniment => accompany(&args, &song, &loaded, &options, &device, started)?,
+        Task::Continuation => continue_song(&args, &song, &loaded, &options, &device, started)?,
     }
     Ok(())
 }
@@ -456,6 +350,138 @@ fn regenerate(
         from + 1,
         loaded.source,
         started.elapsed().as_secs_f64(),
+        args.out.display()
+    );
+    Ok(())
+}
+
+/// `generate --task accompaniment`: the melody's piano, under the given or detected lanes (the
+/// harmonizer's chords for a melody alone), written as a MIDI file.
+fn accompany(
+    args: &Args,
+    song: &pianoformer::music::midi::Song,
+    loaded: &crate::models::Loaded,
+    options: &Options,
+    device: &burn::tensor::Device,
+    started: Instant,
+) -> Result<(), String> {
+    let model = &loaded.model;
+    let device = device.clone();
+    let chords = args.chords.as_deref().map(parse_chords).transpose()?;
+    let phrases = args
+        .phrases
+        .as_deref()
+        .map(parse_phrase_labels)
+        .transpose()?;
+    let mut input = accompaniment_input(song, chords.as_deref(), phrases)
+        .map_err(|e| format!("{}: {e}", args.prompt.display()))?;
+    let harmonizer = if chords.is_none() && !has_accompaniment(song, &input) {
+        crate::models::harmonizer(&args.harmonizer, None, &device)?
+    } else {
+        None
+    };
+    if let Some((harmonizer, decode)) = harmonizer {
+        pollster::block_on(harmonize_input(
+            &harmonizer.model,
+            &decode,
+            &mut input,
+            Choice::Best,
+            options.seed,
+        ))
+        .map_err(|e| e.to_string())?;
+        eprintln!(
+            "chords: {} — {}",
+            ChordSource::Harmonizer.describe(),
+            harmonizer.source
+        );
+    }
+    let mut piano = pollster::block_on(accompany_song(
+        model,
+        &input,
+        options.binarize(loaded.binarize),
+        options.piano_sampling(loaded.piano_sampling()),
+        &device,
+    ))
+    .map_err(|e| e.to_string())?;
+    if let Some(dynamics) = &options.dynamics {
+        let ctx = Context::new(&input.grid, &input.labels, &input.rolls.melody);
+        dynamics.apply(&ctx, &mut piano, 0..input.grid.num_steps(), options.seed);
+    }
+    let out = with_piano(song, &input, &piano);
+    write(&args.out, &write_midi(&out))?;
+    let notes = out.tracks.last().map_or(0, |t| t.notes.len());
+    let ratio = chord_tone_ratio(&piano, &input.chords, input.grid.steps_per_beat);
+    eprintln!(
+        "{} bars accompanied by {} in {:.2} s: {notes} piano notes{}; written to {}",
+        input.grid.num_bars(),
+        loaded.source,
+        started.elapsed().as_secs_f64(),
+        ratio.map_or(String::new(), |r| format!(
+            ", {:.0} % of them chord tones",
+            100.0 * r
+        )),
+        args.out.display()
+    );
+    Ok(())
+}
+
+/// `generate --task continuation`: new bars after the prompt, under the planned chords and
+/// the phrase lane, written as a MIDI file.
+fn continue_song(
+    args: &Args,
+    song: &pianoformer::music::midi::Song,
+    loaded: &crate::models::Loaded,
+    options: &Options,
+    device: &burn::tensor::Device,
+    started: Instant,
+) -> Result<(), String> {
+    let model = &loaded.model;
+    let device = device.clone();
+    // --chords over the prompt's bars replace the detected ones; those past its end
+    // plan the new bars.
+    let cells = args.chords.as_deref().map(parse_chords).transpose()?;
+    let mut prompt = prompt_tokens_with(song, cells.as_deref()).map_err(|e| e.to_string())?;
+    let song_bars = prompt.iter().filter(|&&id| id == Token::Bar.id()).count();
+    let plan: Vec<Vec<Option<Chord>>> = cells
+        .map(|c| c.into_iter().skip(song_bars).collect())
+        .unwrap_or_default();
+    // The phrase lane (given, else detected), over the prompt and past it: what a
+    // model with F-StrIPE reads.
+    let segments = match args.phrases.as_deref() {
+        Some(text) => parse_phrase_labels(text)?,
+        None => detect_structure(song, &Grid::for_song(song, STEPS_PER_BEAT)).phrases,
+    };
+    let lane = bar_phrases(&segments);
+    let mut first_bar = 0;
+    if args.prompt_tokens.is_some() {
+        (prompt, first_bar) = cut_prompt(&prompt, options.max_prompt_tokens);
+    }
+    let added = pollster::block_on(continue_tokens(
+        model,
+        &prompt,
+        options.length(),
+        options.sampling(),
+        &plan,
+        lane.get(first_bar..).unwrap_or(&[]),
+        None,
+        &device,
+        |_| async { true },
+    ))
+    .map_err(|e| e.to_string())?;
+    let mut all = prompt.clone();
+    all.extend_from_slice(&added);
+    let out = song_from_tokens(&all).map_err(|e| e.to_string())?;
+    write(&args.out, &write_midi(&out))?;
+    let secs = started.elapsed().as_secs_f64();
+    eprintln!(
+        "{} prompt tokens, {} new tokens by {} in {:.2} s ({:.2} ms a token), up to \
+         position {}; written to {}",
+        prompt.len(),
+        added.len(),
+        loaded.source,
+        secs,
+        1e3 * secs / added.len().max(1) as f64,
+        all.len(),
         args.out.display()
     );
     Ok(())
