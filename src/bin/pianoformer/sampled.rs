@@ -24,28 +24,7 @@ pub fn run(args: Args) -> Result<(), String> {
                 .into(),
         );
     }
-    let prompt_bars = args.prompt_bars.unwrap_or(4);
-    if prompt_bars == 0 {
-        return Err("--prompt-bars must be positive".into());
-    }
-    if (1..32).contains(&args.context) {
-        return Err(format!(
-            "--context {}: the model must read at least 32 tokens at once (0 reads everything)",
-            args.context
-        ));
-    }
-    // What `ship` reads: samples.json reading everything, samples-context.json as played.
-    let default_file = if args.context > 0 {
-        "samples-context.json"
-    } else {
-        "samples.json"
-    };
-    if !(args.temperature > 0.0 && args.temperature <= 10.0) {
-        return Err("--temperature must be above 0 and at most 10".into());
-    }
-    if !(args.top_p > 0.0 && args.top_p <= 1.0) {
-        return Err("--top-p must be above 0 and at most 1".into());
-    }
+    let (prompt_bars, default_file) = checked(&args)?;
     let test = args.test_split()?;
     let spec = args.model.display().to_string();
     let out = args.scores_path(default_file)?;
@@ -108,6 +87,56 @@ pub fn run(args: Args) -> Result<(), String> {
         ));
     }
     let summary = SampledSummary::of(&samples);
+    print_summary(&summary, prompt_bars, length, started);
+    let result = serde_json::json!({
+        "task": "continuation",
+        "model": loaded.source,
+        "pe": loaded.model.config.pe.kind.name(),
+        "gated": loaded.model.config.pe.gated,
+        "trained_window": trained,
+        "length": length,
+        "prompt_bars": prompt_bars,
+        "context": (args.context > 0).then_some(args.context),
+        "split": if test { "test" } else { "validation" },
+        "sampling": {"temperature": args.temperature, "top_p": args.top_p, "seed": args.seed},
+        "data": data.description,
+        "quarters": QUARTERS,
+        "summary": summary,
+        "samples": samples,
+        "seconds": started.elapsed().as_secs_f64(),
+    });
+    crate::eval::write_scores(&out, &result)
+}
+
+/// The arguments of `--sample`, checked: the prompt's bars and the file the scores go to.
+fn checked(args: &Args) -> Result<(usize, &'static str), String> {
+    let prompt_bars = args.prompt_bars.unwrap_or(4);
+    if prompt_bars == 0 {
+        return Err("--prompt-bars must be positive".into());
+    }
+    if (1..32).contains(&args.context) {
+        return Err(format!(
+            "--context {}: the model must read at least 32 tokens at once (0 reads everything)",
+            args.context
+        ));
+    }
+    // What `ship` reads: samples.json reading everything, samples-context.json as played.
+    let default_file = if args.context > 0 {
+        "samples-context.json"
+    } else {
+        "samples.json"
+    };
+    if !(args.temperature > 0.0 && args.temperature <= 10.0) {
+        return Err("--temperature must be above 0 and at most 10".into());
+    }
+    if !(args.top_p > 0.0 && args.top_p <= 1.0) {
+        return Err("--top-p must be above 0 and at most 1".into());
+    }
+    Ok((prompt_bars, default_file))
+}
+
+/// The summary over songs on one paragraph.
+fn print_summary(summary: &SampledSummary, prompt_bars: usize, length: usize, started: Instant) {
     let f = |v: &[f64]| {
         v.iter()
             .map(|x| format!("{x:.3}"))
@@ -136,24 +165,6 @@ pub fn run(args: Args) -> Result<(), String> {
         summary.forbidden_mass,
         started.elapsed().as_secs_f64()
     );
-    let result = serde_json::json!({
-        "task": "continuation",
-        "model": loaded.source,
-        "pe": loaded.model.config.pe.kind.name(),
-        "gated": loaded.model.config.pe.gated,
-        "trained_window": trained,
-        "length": length,
-        "prompt_bars": prompt_bars,
-        "context": (args.context > 0).then_some(args.context),
-        "split": if test { "test" } else { "validation" },
-        "sampling": {"temperature": args.temperature, "top_p": args.top_p, "seed": args.seed},
-        "data": data.description,
-        "quarters": QUARTERS,
-        "summary": summary,
-        "samples": samples,
-        "seconds": started.elapsed().as_secs_f64(),
-    });
-    crate::eval::write_scores(&out, &result)
 }
 
 /// `x` with `digits` decimals, or – when there was nothing to measure.
