@@ -30,35 +30,8 @@ pub fn run(args: Args) -> Result<(), String> {
     if task != Task::Continuation {
         return Err("--plan is for continuation models".into());
     }
-    let prompt_bars = args.prompt_bars.unwrap_or(8);
-    if prompt_bars == 0 {
-        return Err("--prompt-bars must be positive".into());
-    }
-    if !(args.top_p > 0.0 && args.top_p <= 1.0) {
-        return Err("--top-p must be above 0 and at most 1".into());
-    }
-    let test = args.test_split()?;
+    let (prompt_bars, test, out) = checked(&args)?;
     let spec = args.model.display().to_string();
-    let out = match (&args.out, args.model.join("model.bpk").is_file()) {
-        (Some(out), _) => out.clone(),
-        (None, true) => args.model.join("plan.json"),
-        (None, false) if args.record => PathBuf::new(),
-        (None, false) => {
-            return Err(format!(
-                "{spec} is not a training run's folder: say where the scores go with --out \
-                 (or --record them in the manifest)"
-            ));
-        }
-    };
-    if args.record && args.model.join("model.bpk").is_file() {
-        return Err("--record is for shipped models: a run's plan.json is read by `ship`".into());
-    }
-    if !sources::is_pop909(&args.data) {
-        return Err(format!(
-            "{} is not the POP909 folder (the panel plans with its annotated chords and phrases)",
-            args.data.display()
-        ));
-    }
     let preference: Preference = args.backend.parse().map_err(|e| format!("{e}"))?;
     let backend = pollster::block_on(device::init(preference)).map_err(|e| format!("{e}"))?;
     let device = backend.device.clone();
@@ -159,6 +132,41 @@ pub fn run(args: Args) -> Result<(), String> {
         return record(&loaded, &result);
     }
     crate::eval::write_scores(&out, &result)
+}
+
+/// The arguments of `--plan`, checked: the prompt's bars, whether the test songs are played,
+/// and where the scores go.
+fn checked(args: &Args) -> Result<(usize, bool, PathBuf), String> {
+    let prompt_bars = args.prompt_bars.unwrap_or(8);
+    if prompt_bars == 0 {
+        return Err("--prompt-bars must be positive".into());
+    }
+    if !(args.top_p > 0.0 && args.top_p <= 1.0) {
+        return Err("--top-p must be above 0 and at most 1".into());
+    }
+    let test = args.test_split()?;
+    let spec = args.model.display();
+    let out = match (&args.out, args.model.join("model.bpk").is_file()) {
+        (Some(out), _) => out.clone(),
+        (None, true) => args.model.join("plan.json"),
+        (None, false) if args.record => PathBuf::new(),
+        (None, false) => {
+            return Err(format!(
+                "{spec} is not a training run's folder: say where the scores go with --out \
+                 (or --record them in the manifest)"
+            ));
+        }
+    };
+    if args.record && args.model.join("model.bpk").is_file() {
+        return Err("--record is for shipped models: a run's plan.json is read by `ship`".into());
+    }
+    if !sources::is_pop909(&args.data) {
+        return Err(format!(
+            "{} is not the POP909 folder (the panel plans with its annotated chords and phrases)",
+            args.data.display()
+        ));
+    }
+    Ok((prompt_bars, test, out))
 }
 
 /// The cases of `corpus`'s songs that have enough bars.
