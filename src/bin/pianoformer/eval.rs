@@ -148,6 +148,12 @@ fn run_state(dir: &Path) -> Option<RunState> {
 }
 
 impl Args {
+    /// `--threads`, else every core.
+    pub fn threads(&self) -> usize {
+        self.threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    }
+
     /// `--echo`, or the page's default.
     pub fn echo(&self) -> Result<f32, String> {
         match self.echo {

@@ -17,6 +17,7 @@ use pianoformer::generate::harmonize::{Choice, chord_log_probs};
 use pianoformer::model::config::Task;
 use pianoformer::model::performer::Performer;
 use pianoformer::music::chords::Chord;
+use pianoformer::music::harmony::decode::{HarmonyDecode, Rhythm};
 
 fn songs(corpus: &Corpus) -> (Vec<&Piece>, Vec<HarmonySong>) {
     let pieces: Vec<&Piece> = corpus.pieces.iter().filter(|p| p.has_harmony()).collect();
@@ -107,23 +108,22 @@ fn accompaniment_check(
     Ok(serde_json::Value::Object(out))
 }
 
-pub fn run(
+/// The decoding (emission weight, tones) chosen on the validation songs, with every setting
+/// tried and its scores.
+fn choose_on_validation(
     model: &Performer,
     data: &Loaded,
-    args: &crate::eval::Args,
-    device: &Device,
-) -> Result<serde_json::Value, String> {
-    let seed = args.seed;
-    let (rhythm, counted) = rhythm_of(&data.train)
-        .ok_or("no training song with chords to count the harmonic rhythm in")?;
-    eprintln!(
-        "harmonic rhythm of {counted} training songs: a change on {:.0} % of bar lines, {:.0} % \
-         of half bars, {:.1} % of other beats",
-        100.0 * rhythm.change[0],
-        100.0 * rhythm.change[1],
-        100.0 * rhythm.change[2]
-    );
-    let choice = Choice::Best.for_model(model);
+    rhythm: Rhythm,
+    choice: Choice,
+    seed: u64,
+) -> Result<
+    (
+        HarmonyDecode,
+        Vec<serde_json::Value>,
+        Vec<serde_json::Value>,
+    ),
+    String,
+> {
     let (_, valid) = songs(&data.valid);
     if valid.is_empty() {
         return Err("no validation song with annotated chords".into());
@@ -160,6 +160,27 @@ pub fn run(
         .iter()
         .map(|(w, s)| serde_json::json!({"tones": w, "scores": s}))
         .collect();
+    Ok((decode, tried, tried_tones))
+}
+
+pub fn run(
+    model: &Performer,
+    data: &Loaded,
+    args: &crate::eval::Args,
+    device: &Device,
+) -> Result<serde_json::Value, String> {
+    let seed = args.seed;
+    let (rhythm, counted) = rhythm_of(&data.train)
+        .ok_or("no training song with chords to count the harmonic rhythm in")?;
+    eprintln!(
+        "harmonic rhythm of {counted} training songs: a change on {:.0} % of bar lines, {:.0} % \
+         of half bars, {:.1} % of other beats",
+        100.0 * rhythm.change[0],
+        100.0 * rhythm.change[1],
+        100.0 * rhythm.change[2]
+    );
+    let choice = Choice::Best.for_model(model);
+    let (decode, tried, tried_tones) = choose_on_validation(model, data, rhythm, choice, seed)?;
     let (test_pieces, test) = songs(&data.test);
     if test.is_empty() {
         return Err("no test song with annotated chords".into());

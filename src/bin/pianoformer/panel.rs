@@ -23,9 +23,7 @@ pub fn run(
     args: &Args,
     device: &Device,
 ) -> Result<serde_json::Value, String> {
-    let threads = args
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let threads = args.threads();
     let started = Instant::now();
     let sampling = choose(model, data, args, threads, device, started)?;
     let (panel, results) = test_songs(model, &data.test, sampling.0, threads, device)?;

@@ -36,68 +36,31 @@ pub fn run(args: Args) -> Result<(), String> {
     let backend = pollster::block_on(device::init(preference)).map_err(|e| format!("{e}"))?;
     let device = backend.device.clone();
     let loaded = crate::models::load(&spec, task, None, &device)?;
-    // As the page plays: reading at most the window it was trained on.
-    let context = match args.context {
-        0 => loaded.trained_window,
-        c if c < 32 => {
-            return Err(format!(
-                "--context {c}: the model must read at least 32 tokens at once"
-            ));
-        }
-        c => Some(c),
-    };
-    if args.temperatures.is_empty() || args.temperatures.iter().any(|&t| !(t > 0.0 && t <= 10.0)) {
-        return Err("--temperatures: each must be above 0 and at most 10".into());
-    }
+    let context = context(&args, loaded.trained_window)?;
     let started = Instant::now();
-    let data = sources::load(
-        &args.data,
-        Parts {
-            train: false,
-            valid: true,
-            test,
-        },
-        args.limit,
-    )?;
+    let parts = Parts {
+        train: false,
+        valid: true,
+        test,
+    };
+    let data = sources::load(&args.data, parts, args.limit)?;
     eprintln!("data: {}", data.description);
-    let threads = args
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let threads = args.threads();
     let panel = |corpus: &pianoformer::data::corpus::Corpus, temperature: f32| {
-        let mut cases = cases(corpus, prompt_bars)?;
-        match args.phrase_lane.as_str() {
-            "song" => {}
-            "none" => cases.iter_mut().for_each(|c| c.lane.fill(None)),
-            other => {
-                return Err(format!(
-                    "unknown --phrase-lane `{other}`: use song (the song's own) or none"
-                ));
-            }
-        }
+        let cases = lane_cases(&args, corpus, prompt_bars)?;
         let sampling = Sampling {
             temperature,
             top_p: args.top_p,
             seed: args.seed,
             echo: args.echo()?,
         };
-        run_panel(
-            &cases,
-            &loaded.model,
-            sampling,
-            context,
-            threads,
-            &device,
-            started,
-        )
+        let model = &loaded.model;
+        run_panel(&cases, model, sampling, context, threads, &device, started)
     };
     // The validation sweep, and the temperature it chooses.
-    let mut tried = Vec::new();
-    for &t in &args.temperatures {
-        let (summaries, _) = panel(&data.valid, t)?;
-        eprintln!("validation, temperature {t}:");
-        print_table(&summaries, &mut std::io::stderr());
-        tried.push((t, summaries));
-    }
+    let tried = sweep(&args.temperatures, |t| {
+        panel(&data.valid, t).map(|(s, _)| s)
+    })?;
     let chosen = choose(&tried);
     eprintln!("chosen on validation: temperature {chosen}");
     let mut result = serde_json::json!({
@@ -134,6 +97,40 @@ pub fn run(args: Args) -> Result<(), String> {
     crate::eval::write_scores(&out, &result)
 }
 
+/// The cases of `corpus`'s songs with the phrase lane `--phrase-lane` asks for.
+fn lane_cases(
+    args: &Args,
+    corpus: &pianoformer::data::corpus::Corpus,
+    prompt_bars: usize,
+) -> Result<Vec<PlanCase>, String> {
+    let mut cases = cases(corpus, prompt_bars)?;
+    match args.phrase_lane.as_str() {
+        "song" => {}
+        "none" => cases.iter_mut().for_each(|c| c.lane.fill(None)),
+        other => {
+            return Err(format!(
+                "unknown --phrase-lane `{other}`: use song (the song's own) or none"
+            ));
+        }
+    }
+    Ok(cases)
+}
+
+/// Each temperature's validation summaries, printed as they come.
+fn sweep(
+    temperatures: &[f32],
+    panel: impl Fn(f32) -> Result<Vec<PlanSummary>, String>,
+) -> Result<Vec<(f32, Vec<PlanSummary>)>, String> {
+    let mut tried = Vec::new();
+    for &t in temperatures {
+        let summaries = panel(t)?;
+        eprintln!("validation, temperature {t}:");
+        print_table(&summaries, &mut std::io::stderr());
+        tried.push((t, summaries));
+    }
+    Ok(tried)
+}
+
 /// The arguments of `--plan`, checked: the prompt's bars, whether the test songs are played,
 /// and where the scores go.
 fn checked(args: &Args) -> Result<(usize, bool, PathBuf), String> {
@@ -166,7 +163,22 @@ fn checked(args: &Args) -> Result<(usize, bool, PathBuf), String> {
             args.data.display()
         ));
     }
+    if args.temperatures.is_empty() || args.temperatures.iter().any(|&t| !(t > 0.0 && t <= 10.0)) {
+        return Err("--temperatures: each must be above 0 and at most 10".into());
+    }
     Ok((prompt_bars, test, out))
+}
+
+/// The most tokens the model reads at once: `--context`, else (as the page plays) the window
+/// it was trained on.
+fn context(args: &Args, trained: Option<usize>) -> Result<Option<usize>, String> {
+    match args.context {
+        0 => Ok(trained),
+        c if c < 32 => Err(format!(
+            "--context {c}: the model must read at least 32 tokens at once"
+        )),
+        c => Ok(Some(c)),
+    }
 }
 
 /// The cases of `corpus`'s songs that have enough bars.

@@ -31,21 +31,13 @@ pub fn run(args: Args) -> Result<(), String> {
     let device = args.pop909_device("evaluation uses its validation and test split")?;
     let loaded = crate::models::load(&spec, task, None, &device)?;
     let trained = loaded.trained_window;
-    let length = match (args.length, trained) {
-        (Some(l), _) => l,
-        (None, Some(w)) => 4 * w,
-        (None, None) => {
-            return Err(format!(
-                "{spec} does not say the window it was trained on: give --length"
-            ));
-        }
-    };
+    let length = args.length.or(trained.map(|w| 4 * w)).ok_or_else(|| {
+        format!("{spec} does not say the window it was trained on: give --length")
+    })?;
     let started = Instant::now();
     let data = args.load_split(test)?;
     let corpus = if test { &data.test } else { &data.valid };
-    let threads = args
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let threads = args.threads();
     let sampling = Sampling {
         temperature: args.temperature,
         top_p: args.top_p,
@@ -54,29 +46,14 @@ pub fn run(args: Args) -> Result<(), String> {
     };
     let device = &device;
     let scored = crate::panel::par_map(&corpus.pieces, threads, &loaded.model, |m, p| {
-        let s = pollster::block_on(sample_song(
-            m,
-            &p.name,
-            &p.tokens,
-            &p.bar_phrases,
+        let context = (args.context > 0).then_some(args.context);
+        let take = Take {
             prompt_bars,
             length,
-            (args.context > 0).then_some(args.context),
+            context,
             sampling,
-            device,
-        ))
-        .map_err(|e| format!("{}: {e}", p.name))?;
-        if let Some(s) = &s {
-            eprintln!(
-                "{}: {} bars, style {} / {} by quarter ({:.0} s)",
-                s.song,
-                s.bars,
-                quarters(&s.onset_duration),
-                quarters(&s.time_pitch),
-                started.elapsed().as_secs_f64()
-            );
-        }
-        Ok(s)
+        };
+        sample_one(m, p, take, device, started)
     })?;
     let samples: Vec<SampleScores> = scored.into_iter().flatten().collect();
     if samples.is_empty() {
@@ -106,6 +83,48 @@ pub fn run(args: Args) -> Result<(), String> {
         "seconds": started.elapsed().as_secs_f64(),
     });
     crate::eval::write_scores(&out, &result)
+}
+
+/// How each song is played: its prompt's bars, the tokens written, the most read at once.
+#[derive(Clone, Copy)]
+struct Take {
+    prompt_bars: usize,
+    length: usize,
+    context: Option<usize>,
+    sampling: Sampling,
+}
+
+/// One song sampled and scored (`None` when it is too short), with a line said.
+fn sample_one(
+    m: &pianoformer::model::performer::Performer,
+    p: &pianoformer::data::corpus::Piece,
+    take: Take,
+    device: &burn::tensor::Device,
+    started: Instant,
+) -> Result<Option<SampleScores>, String> {
+    let s = pollster::block_on(sample_song(
+        m,
+        &p.name,
+        &p.tokens,
+        &p.bar_phrases,
+        take.prompt_bars,
+        take.length,
+        take.context,
+        take.sampling,
+        device,
+    ))
+    .map_err(|e| format!("{}: {e}", p.name))?;
+    if let Some(s) = &s {
+        eprintln!(
+            "{}: {} bars, style {} / {} by quarter ({:.0} s)",
+            s.song,
+            s.bars,
+            quarters(&s.onset_duration),
+            quarters(&s.time_pitch),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(s)
 }
 
 /// The arguments of `--sample`, checked: the prompt's bars and the file the scores go to.
@@ -186,28 +205,7 @@ fn quarters(v: &[Option<f64>]) -> String {
 /// The `report` section for runs with a `samples.json`: a table, and where `svg` is given, a
 /// plot of both style similarities by quarter (one line per run name, seeds averaged).
 pub fn report(runs: &[PathBuf], svg: Option<&Path>) -> Result<String, String> {
-    let mut groups: Vec<(String, Vec<serde_json::Value>)> = Vec::new();
-    // samples.json reads everything; samples-context.json (`--context`) is as the page plays.
-    let files = runs
-        .iter()
-        .flat_map(|r| ["samples.json", "samples-context.json"].map(|f| (r, r.join(f))));
-    for (r, path) in files {
-        if !path.is_file() {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let v: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        let mut name = crate::report::group_name(&crate::report::run_name(r));
-        if let Some(c) = v["context"].as_u64() {
-            name = format!("{name}, context {c}");
-        }
-        match groups.iter_mut().find(|(n, _)| *n == name) {
-            Some((_, vs)) => vs.push(v),
-            None => groups.push((name, vec![v])),
-        }
-    }
+    let groups = read_groups(runs)?;
     if groups.is_empty() {
         return Ok(String::new());
     }
@@ -270,6 +268,34 @@ pub fn report(runs: &[PathBuf], svg: Option<&Path>) -> Result<String, String> {
         eprintln!("style plot written to {}", path.display());
     }
     Ok(out)
+}
+
+/// Every run's samples.json and samples-context.json, grouped by run name (seeds together) and
+/// context.
+fn read_groups(runs: &[PathBuf]) -> Result<Vec<(String, Vec<serde_json::Value>)>, String> {
+    let mut groups: Vec<(String, Vec<serde_json::Value>)> = Vec::new();
+    // samples.json reads everything; samples-context.json (`--context`) is as the page plays.
+    let files = runs
+        .iter()
+        .flat_map(|r| ["samples.json", "samples-context.json"].map(|f| (r, r.join(f))));
+    for (r, path) in files {
+        if !path.is_file() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut name = crate::report::group_name(&crate::report::run_name(r));
+        if let Some(c) = v["context"].as_u64() {
+            name = format!("{name}, context {c}");
+        }
+        match groups.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, vs)) => vs.push(v),
+            None => groups.push((name, vec![v])),
+        }
+    }
+    Ok(groups)
 }
 
 /// Two panels (onset–duration, time–pitch): similarity by quarter of the new part, a line
