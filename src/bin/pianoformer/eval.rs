@@ -267,7 +267,7 @@ pub fn run(args: Args) -> Result<(), String> {
         }
         return add_ablations(model, &data.valid, &args);
     }
-    let result = match task {
+    let mut result = match task {
         Task::Harmonization => crate::harmony::run(model, &data, &args, &device)?,
         Task::Accompaniment if model.config.is_autoregressive() => {
             crate::panel::run(model, &data, &args, &device)?
@@ -275,20 +275,14 @@ pub fn run(args: Args) -> Result<(), String> {
         Task::Accompaniment => accompaniment_windows(model, &data, &args, &device)?,
         Task::Continuation => continuation_curve(model, &data, &args, state.as_ref())?,
     };
-    let mut result = result;
     if task == Task::Accompaniment {
         let ablations = ablations(model, &data.valid, args.per_song, args.seed)?;
         if let Some(obj) = result.as_object_mut() {
             obj.insert("ablations".into(), serde_json::json!(ablations));
         }
     }
-    describe(
-        &mut result,
-        &loaded,
-        state.as_ref(),
-        &data.description,
-        started,
-    );
+    let description = &data.description;
+    describe(&mut result, &loaded, state.as_ref(), description, started);
     let path = args.model.join("eval.json");
     std::fs::write(&path, serde_json::to_vec_pretty(&result).expect("json"))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;

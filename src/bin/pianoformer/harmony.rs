@@ -108,6 +108,21 @@ fn accompaniment_check(
     Ok(serde_json::Value::Object(out))
 }
 
+/// How often the training songs' annotations change chord on bar lines, half bars and other
+/// beats, said.
+fn training_rhythm(data: &Loaded) -> Result<Rhythm, String> {
+    let (rhythm, counted) = rhythm_of(&data.train)
+        .ok_or("no training song with chords to count the harmonic rhythm in")?;
+    eprintln!(
+        "harmonic rhythm of {counted} training songs: a change on {:.0} % of bar lines, {:.0} % \
+         of half bars, {:.1} % of other beats",
+        100.0 * rhythm.change[0],
+        100.0 * rhythm.change[1],
+        100.0 * rhythm.change[2]
+    );
+    Ok(rhythm)
+}
+
 /// The decoding (emission weight, tones) chosen on the validation songs, with every setting
 /// tried and its scores.
 fn choose_on_validation(
@@ -170,25 +185,18 @@ pub fn run(
     device: &Device,
 ) -> Result<serde_json::Value, String> {
     let seed = args.seed;
-    let (rhythm, counted) = rhythm_of(&data.train)
-        .ok_or("no training song with chords to count the harmonic rhythm in")?;
-    eprintln!(
-        "harmonic rhythm of {counted} training songs: a change on {:.0} % of bar lines, {:.0} % \
-         of half bars, {:.1} % of other beats",
-        100.0 * rhythm.change[0],
-        100.0 * rhythm.change[1],
-        100.0 * rhythm.change[2]
-    );
+    let rhythm = training_rhythm(data)?;
     let choice = Choice::Best.for_model(model);
     let (decode, tried, tried_tones) = choose_on_validation(model, data, rhythm, choice, seed)?;
     let (test_pieces, test) = songs(&data.test);
     if test.is_empty() {
         return Err("no test song with annotated chords".into());
     }
-    let lp = all_log_probs(model, &test, false, seed)?;
-    let harmonizer = decode_all(&test, &lp, &decode, choice);
-    let lp_annotated = all_log_probs(model, &test, true, seed)?;
-    let with_phrases = decode_all(&test, &lp_annotated, &decode, choice);
+    let decoded = |annotated| -> Result<_, String> {
+        let lp = all_log_probs(model, &test, annotated, seed)?;
+        Ok(decode_all(&test, &lp, &decode, choice))
+    };
+    let (harmonizer, with_phrases) = (decoded(false)?, decoded(true)?);
     let detector: Vec<_> = test.iter().map(|s| s.detector.clone()).collect();
     let full_mix: Vec<_> = test.iter().map(|s| s.full_mix.clone()).collect();
     let annotations: Vec<_> = test.iter().map(|s| s.reference.clone()).collect();
