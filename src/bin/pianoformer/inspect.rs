@@ -7,7 +7,7 @@ use pianoformer::generate::harmonize::lane_chords;
 use pianoformer::music::grid::Grid;
 use pianoformer::music::harmony::ChordSource;
 use pianoformer::music::midi::{MAX_FILE_BYTES, Song, read_midi};
-use pianoformer::music::summary::{note_name, summarize};
+use pianoformer::music::summary::{SongSummary, note_name, summarize};
 
 /// Appends a line to a `String` (writing to a `String` cannot fail).
 macro_rules! outln {
@@ -74,6 +74,33 @@ fn render(path: &Path, json: bool, harmonizer: &str) -> Result<String, String> {
         text.push('\n');
         return Ok(text);
     }
+    header(&mut out, path, &s);
+    outln!(out, "tracks:");
+    for (i, t) in s.tracks.iter().enumerate() {
+        let channels: Vec<String> = t.channels.iter().map(|c| c.to_string()).collect();
+        outln!(
+            out,
+            "  {:>2} {:<20} program {:>3}  channel {:<5} {:>6} notes  {}–{}{}",
+            i + 1,
+            if t.name.is_empty() {
+                "(unnamed)"
+            } else {
+                &t.name
+            },
+            t.program.map_or("-".to_string(), |p| p.to_string()),
+            channels.join(","),
+            t.notes,
+            note_name(t.lowest),
+            note_name(t.highest),
+            if t.drums { "  drums" } else { "" }
+        );
+    }
+    structure(&mut out, &s, source.as_deref());
+    Ok(out)
+}
+
+/// The file's length, meters, key and tempo.
+fn header(out: &mut String, path: &Path, s: &SongSummary) {
     let minutes = s.seconds / 60.0;
     outln!(
         out,
@@ -114,32 +141,16 @@ fn render(path: &Path, json: bool, harmonizer: &str) -> Result<String, String> {
             }
         }
     }
-    outln!(out, "tracks:");
-    for (i, t) in s.tracks.iter().enumerate() {
-        let channels: Vec<String> = t.channels.iter().map(|c| c.to_string()).collect();
-        outln!(
-            out,
-            "  {:>2} {:<20} program {:>3}  channel {:<5} {:>6} notes  {}–{}{}",
-            i + 1,
-            if t.name.is_empty() {
-                "(unnamed)"
-            } else {
-                &t.name
-            },
-            t.program.map_or("-".to_string(), |p| p.to_string()),
-            channels.join(","),
-            t.notes,
-            note_name(t.lowest),
-            note_name(t.highest),
-            if t.drums { "  drums" } else { "" }
-        );
-    }
+}
+
+/// The melody track, the detected phrases and the chords per beat of each bar.
+fn structure(out: &mut String, s: &SongSummary, source: Option<&str>) {
     match s.melody_track {
         Some(i) => outln!(out, "melody: track {} ({})", i + 1, s.tracks[i].name),
         None => outln!(out, "melody: no track looks like one"),
     }
     outln!(out, "phrases (detected): {}", s.phrase_labels);
-    match &source {
+    match source {
         Some(model) => outln!(out, "chords: {} — {model}", s.chord_source.describe()),
         None => outln!(out, "chords: {}", s.chord_source.describe()),
     }
@@ -153,5 +164,4 @@ fn render(path: &Path, json: bool, harmonizer: &str) -> Result<String, String> {
         let chords: String = bar.iter().map(|c| format!("{c:<6}")).collect();
         outln!(out, "{:>3}  {phrase:<6}  {}", i + 1, chords.trim_end());
     }
-    Ok(out)
 }
