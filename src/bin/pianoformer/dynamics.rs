@@ -173,56 +173,9 @@ fn write_manifest(
 
 pub fn run(args: Args) -> Result<(), String> {
     let loaded = sources::load(&args.data, Parts::ALL, None)?;
-    let mut fit = Fit::default();
-    for p in loaded.train.pieces.iter().filter(|p| p.has_accompaniment()) {
-        let ctx = Context::new(&p.grid, &p.labels, &p.rolls.melody);
-        for (o, x) in ctx.rows(&p.rolls.piano, 0..p.grid.num_steps()) {
-            fit.add(&x, f64::from(o.velocity));
-        }
-    }
-    let mut model = fit.solve(args.lambda)?;
-    // A song's spread around the predictions follows its melody's (an even melody, an even
-    // touch): fitted on the training songs.
-    let trained: Vec<&Piece> = loaded
-        .train
-        .pieces
-        .iter()
-        .filter(|p| p.has_accompaniment())
-        .collect();
-    let contexts: Vec<Context> = trained
-        .iter()
-        .map(|p| Context::new(&p.grid, &p.labels, &p.rolls.melody))
-        .collect();
-    model.fit_spread(contexts.iter().zip(trained.iter().map(|p| &p.rolls.piano)));
-    if let Some([a, b]) = model.spread {
-        eprintln!(
-            "a song's spread around the predictions: {a:.2} + {b:.3} × its melody's velocity spread"
-        );
-    }
-    eprintln!(
-        "fitted on {} ({} onsets): residual {:.2}",
-        loaded.description,
-        fit_count(&loaded.train.pieces),
-        model.residual
-    );
-    // How much of the pianists' unexplained spread to draw: on validation, the share whose
-    // songs spread nearest the pianists' (the spread ratio nearest 1).
-    let mut tried = Vec::new();
-    for &noise in &args.noises {
-        model.noise = noise;
-        let songs = score(&model, &loaded.valid.pieces);
-        let p = panel(&songs, |s| &s.model);
-        eprintln!("validation, noise {noise}: {}", line("", &p));
-        tried.push((noise, p));
-    }
-    let best = tried
-        .iter()
-        .min_by(|a, b| {
-            let d = |p: &Value| (p["spread_ratio"].as_f64().unwrap_or(f64::INFINITY) - 1.0).abs();
-            d(&a.1).total_cmp(&d(&b.1))
-        })
-        .ok_or("no noise to try (--noises)")?;
-    model.noise = best.0;
+    let mut model = fitted(&loaded, args.lambda)?;
+    let (noise, tried) = choose_noise(&mut model, &loaded.valid.pieces, &args.noises)?;
+    model.noise = noise;
     let songs = score(&model, &loaded.test.pieces);
     let ours = panel(&songs, |s| &s.model);
     let pianists = panel(&songs, |s| &s.pianist);
@@ -275,6 +228,71 @@ pub fn run(args: Args) -> Result<(), String> {
         println!("its entry is in {}", args.manifest);
     }
     Ok(())
+}
+
+/// The velocity model fitted on the training songs' onsets (ridge `lambda`), its spread
+/// around the predictions fitted too, said.
+fn fitted(loaded: &sources::Loaded, lambda: f64) -> Result<Dynamics, String> {
+    let mut fit = Fit::default();
+    for p in loaded.train.pieces.iter().filter(|p| p.has_accompaniment()) {
+        let ctx = Context::new(&p.grid, &p.labels, &p.rolls.melody);
+        for (o, x) in ctx.rows(&p.rolls.piano, 0..p.grid.num_steps()) {
+            fit.add(&x, f64::from(o.velocity));
+        }
+    }
+    let mut model = fit.solve(lambda)?;
+    // A song's spread around the predictions follows its melody's (an even melody, an even
+    // touch): fitted on the training songs.
+    let trained: Vec<&Piece> = loaded
+        .train
+        .pieces
+        .iter()
+        .filter(|p| p.has_accompaniment())
+        .collect();
+    let contexts: Vec<Context> = trained
+        .iter()
+        .map(|p| Context::new(&p.grid, &p.labels, &p.rolls.melody))
+        .collect();
+    model.fit_spread(contexts.iter().zip(trained.iter().map(|p| &p.rolls.piano)));
+    if let Some([a, b]) = model.spread {
+        eprintln!(
+            "a song's spread around the predictions: {a:.2} + {b:.3} × its melody's velocity spread"
+        );
+    }
+    eprintln!(
+        "fitted on {} ({} onsets): residual {:.2}",
+        loaded.description,
+        fit_count(&loaded.train.pieces),
+        model.residual
+    );
+    Ok(model)
+}
+
+/// How much of the pianists' unexplained spread to draw: on validation, the share whose songs
+/// spread nearest the pianists' (the spread ratio nearest 1); with each share tried.
+fn choose_noise(
+    model: &mut Dynamics,
+    valid: &[Piece],
+    noises: &[f64],
+) -> Result<(f64, Vec<(f64, Value)>), String> {
+    // How much of the pianists' unexplained spread to draw: on validation, the share whose
+    // songs spread nearest the pianists' (the spread ratio nearest 1).
+    let mut tried = Vec::new();
+    for &noise in noises {
+        model.noise = noise;
+        let songs = score(model, valid);
+        let p = panel(&songs, |s| &s.model);
+        eprintln!("validation, noise {noise}: {}", line("", &p));
+        tried.push((noise, p));
+    }
+    let best = tried
+        .iter()
+        .min_by(|a, b| {
+            let d = |p: &Value| (p["spread_ratio"].as_f64().unwrap_or(f64::INFINITY) - 1.0).abs();
+            d(&a.1).total_cmp(&d(&b.1))
+        })
+        .ok_or("no noise to try (--noises)")?;
+    Ok((best.0, tried))
 }
 
 /// The dynamics of the piano `spec` (an accompaniment model) writes for each piece's annotated
