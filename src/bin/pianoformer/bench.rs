@@ -310,6 +310,12 @@ pub fn run(what: &str, mut options: Options) -> Result<(), String> {
             "unknown benchmark '{what}' (there are: decode, train, tune, attention, harmonize)"
         ));
     }
+    decode_bench(&options)
+}
+
+/// `bench decode`: ms per token of the shipped continuation model and of the bench-sized
+/// Performer and softmax baseline, at each of `--positions`.
+fn decode_bench(options: &Options) -> Result<(), String> {
     let mut positions = options.positions.clone();
     positions.sort_unstable();
     positions.dedup();
@@ -352,11 +358,24 @@ pub fn run(what: &str, mut options: Options) -> Result<(), String> {
         };
         decode_rows(&model, name, &positions, options.steps, &device, &mut rows)?;
     }
+    let shipped = (shipped_name, shipped_params, &shipped.model.config);
+    print_decode(options, &backend.info, shipped, params, &positions, &rows)
+}
+
+/// The decode benchmark's rows as JSON (`--json`) or a table.
+fn print_decode(
+    options: &Options,
+    info: &device::BackendInfo,
+    (shipped_name, shipped_params, shipped_config): (String, usize, &PerformerConfig),
+    params: usize,
+    positions: &[usize],
+    rows: &[(String, Vec<f64>)],
+) -> Result<(), String> {
     let ratio = |t: &[f64]| t[t.len() - 1] / t[0];
     if options.json {
         let value = serde_json::json!({
-            "backend": backend.info,
-            "shipped": { "name": shipped_name, "parameters": shipped_params, "config": shipped.model.config },
+            "backend": info,
+            "shipped": { "name": shipped_name, "parameters": shipped_params, "config": shipped_config },
             "bench": { "parameters": params, "config": PerformerConfig::bench() },
             "positions": positions,
             "steps": options.steps,
@@ -371,7 +390,7 @@ pub fn run(what: &str, mut options: Options) -> Result<(), String> {
     }
     println!(
         "decode, {}; whole tokens (step, log-softmax, grammar mask, top-p draw)",
-        backend.info.label()
+        info.label()
     );
     println!(
         "{shipped_name}: {shipped_params} parameters (the page's default); bench: {params} \
@@ -385,12 +404,12 @@ pub fn run(what: &str, mut options: Options) -> Result<(), String> {
     );
     let width = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(10) + 2;
     print!("{:<width$}", "position");
-    for p in &positions {
+    for p in positions {
         print!("{p:>10}");
     }
     let last = positions[positions.len() - 1];
     println!("{:>16}", format!("t({last})/t({})", positions[0]));
-    for (name, times) in &rows {
+    for (name, times) in rows {
         print!("{name:<width$}");
         for t in times {
             print!("{t:>10.2}");
