@@ -7,19 +7,19 @@
 
 use std::time::Instant;
 
+use burn::tensor::Device;
 use pianoformer::data::beats::{beat_features, beat_labels};
 use pianoformer::data::features::LabelFeatures;
 use pianoformer::data::{Example, harmony::NO_TARGET, stack};
 use pianoformer::device::{self, Preference};
-use pianoformer::generate::accompaniment_input;
 use pianoformer::generate::harmonize::{Choice, progression};
+use pianoformer::generate::piece_input;
 use pianoformer::model::config::Task;
-use pianoformer::model::performer::Inputs;
-use pianoformer::music::grid::Grid;
+use pianoformer::model::performer::{Inputs, Performer};
+use pianoformer::music::fixtures;
 use pianoformer::music::harmony::BeatPlaces;
-use pianoformer::music::harmony::decode::log_softmax_rows;
+use pianoformer::music::harmony::decode::{HarmonyDecode, log_softmax_rows};
 use pianoformer::music::piece::{Piece, TrackRole};
-use pianoformer::music::{fixtures, tokens};
 use pianoformer::studio::{self, HarmonizeOptions};
 
 use super::Options;
@@ -63,93 +63,10 @@ pub fn harmonize(options: &Options) -> Result<(), String> {
         let mut stages: [Vec<f64>; 7] = Default::default();
         let mut beats = 0;
         for _ in 0..options.steps.max(1) {
-            let t0 = Instant::now();
-            let song = piece.model_song(|t| t.role == TrackRole::Melody);
-            let grid = Grid::for_song(&song, tokens::STEPS_PER_BEAT);
-            let mut lane = piece.bar_chords().map_err(|e| e.to_string())?;
-            lane.truncate(grid.num_bars());
-            let input = accompaniment_input(&song, Some(&lane), Some(piece.segments()))
-                .map_err(|e| e.to_string())?;
-            let t1 = Instant::now();
-            let reads = model.config.beat_inputs();
-            let inputs = beat_features(
-                &input.rolls.melody,
-                &input.rolls.bridge,
-                &input.labels,
-                0,
-                reads,
-            );
-            beats = inputs.len() / reads.width();
-            let levels = model.config.pe.structure_levels().to_vec();
-            let example = Example {
-                len: beats,
-                inputs,
-                targets: vec![NO_TARGET; beats],
-                coordinates: beat_labels(&input.labels).coordinates(&levels),
-            };
-            let (x, _, coords) = stack(std::slice::from_ref(&example), &device);
-            let coords = coords.filter(|_| model.config.pe.is_structural());
-            let t2 = Instant::now();
-            let mut state = model.start(0, false, &device);
-            let logits = model
-                .forward(Inputs::Rolls(x), coords, &mut state, None)
-                .map_err(|e| e.to_string())?;
-            let _ = logits.clone().slice([0..1, 0..1, 0..1]).into_data();
-            let t3 = Instant::now();
-            // The same pass with the attention on plain slices, as the harmonizer runs it on
-            // the CPU (reading the decoder's weights counted in).
-            let stepping =
-                pollster::block_on(model.stepping(&device)).map_err(|e| e.to_string())?;
-            let mut state = model.start(0, false, &device).stepping(&stepping);
-            let (x, _, coords) = stack(std::slice::from_ref(&example), &device);
-            let coords = coords.filter(|_| model.config.pe.is_structural());
-            let plain = model
-                .forward(Inputs::Rolls(x), coords, &mut state, None)
-                .map_err(|e| e.to_string())?;
-            let _ = plain.slice([0..1, 0..1, 0..1]).into_data();
-            let t3b = Instant::now();
-            let values = logits
-                .into_data()
-                .try_to_vec::<f32>()
-                .map_err(|e| format!("{e:?}"))?;
-            let lp = log_softmax_rows(&values);
-            let t4 = Instant::now();
-            let places = BeatPlaces::from_labels(&input.labels);
-            let chords = progression(&lp, &places, &decode, 0..beats, None, Choice::Best);
-            if chords.len() != beats {
-                return Err(format!("decoded {} beats of {beats}", chords.len()));
-            }
-            let t5 = Instant::now();
-            let whole = pollster::block_on(studio::harmonize_piece(
-                model,
-                &decode,
-                &piece,
-                &HarmonizeOptions::default(),
-                &mut studio::HarmonyCache::default(),
-            ))
-            .map_err(|e| e.to_string())?;
-            if whole.cells.len() != grid.num_bars() {
-                return Err(format!(
-                    "harmonize_piece wrote {} bars of {}",
-                    whole.cells.len(),
-                    grid.num_bars()
-                ));
-            }
-            let t6 = Instant::now();
-            let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
-            for (i, v) in [
-                ms(t0, t1),
-                ms(t1, t2),
-                ms(t2, t3),
-                ms(t3, t3b),
-                ms(t3b, t4),
-                ms(t4, t5),
-                ms(t5, t6),
-            ]
-            .into_iter()
-            .enumerate()
-            {
-                stages[i].push(v);
+            let times;
+            (times, beats) = timed_run(model, &decode, &piece, &device)?;
+            for (stage, t) in stages.iter_mut().zip(times) {
+                stage.push(t);
             }
         }
         let [input, features, forward, plain, read, dec, whole] = stages.map(median);
@@ -159,4 +76,102 @@ pub fn harmonize(options: &Options) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// One harmonization of `piece`, stage by stage: the input, the beat features, the forward
+/// pass (tensor form), the same on plain slices, reading the logits, the decoding, and the
+/// whole `harmonize_piece`; ms each, and the beats.
+fn timed_run(
+    model: &Performer,
+    decode: &HarmonyDecode,
+    piece: &Piece,
+    device: &Device,
+) -> Result<([f64; 7], usize), String> {
+    let t0 = Instant::now();
+    let grid = piece.grid(|t| t.role == TrackRole::Melody);
+    let input = piece_input(piece, grid.clone(), true).map_err(|e| e.to_string())?;
+    let t1 = Instant::now();
+    let example = beat_example(model, &input);
+    let beats = example.len;
+    let (x, _, coords) = stack(std::slice::from_ref(&example), device);
+    let coords = coords.filter(|_| model.config.pe.is_structural());
+    let t2 = Instant::now();
+    let mut state = model.start(0, false, device);
+    let logits = model
+        .forward(Inputs::Rolls(x), coords, &mut state, None)
+        .map_err(|e| e.to_string())?;
+    let _ = logits.clone().slice([0..1, 0..1, 0..1]).into_data();
+    let t3 = Instant::now();
+    // The same pass with the attention on plain slices, as the harmonizer runs it on
+    // the CPU (reading the decoder's weights counted in).
+    let stepping = pollster::block_on(model.stepping(device)).map_err(|e| e.to_string())?;
+    let mut state = model.start(0, false, device).stepping(&stepping);
+    let (x, _, coords) = stack(std::slice::from_ref(&example), device);
+    let coords = coords.filter(|_| model.config.pe.is_structural());
+    let plain = model
+        .forward(Inputs::Rolls(x), coords, &mut state, None)
+        .map_err(|e| e.to_string())?;
+    let _ = plain.slice([0..1, 0..1, 0..1]).into_data();
+    let t3b = Instant::now();
+    let values = logits
+        .into_data()
+        .try_to_vec::<f32>()
+        .map_err(|e| format!("{e:?}"))?;
+    let lp = log_softmax_rows(&values);
+    let t4 = Instant::now();
+    let places = BeatPlaces::from_labels(&input.labels);
+    let chords = progression(&lp, &places, decode, 0..beats, None, Choice::Best);
+    if chords.len() != beats {
+        return Err(format!("decoded {} beats of {beats}", chords.len()));
+    }
+    let t5 = Instant::now();
+    let whole = pollster::block_on(studio::harmonize_piece(
+        model,
+        decode,
+        piece,
+        &HarmonizeOptions::default(),
+        &mut studio::HarmonyCache::default(),
+    ))
+    .map_err(|e| e.to_string())?;
+    if whole.cells.len() != grid.num_bars() {
+        return Err(format!(
+            "harmonize_piece wrote {} bars of {}",
+            whole.cells.len(),
+            grid.num_bars()
+        ));
+    }
+    let t6 = Instant::now();
+    let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
+    Ok((
+        [
+            ms(t0, t1),
+            ms(t1, t2),
+            ms(t2, t3),
+            ms(t3, t3b),
+            ms(t3b, t4),
+            ms(t4, t5),
+            ms(t5, t6),
+        ],
+        beats,
+    ))
+}
+
+/// What the harmonizer reads of `input`: a beat a position, with its structure coordinates.
+fn beat_example(model: &Performer, input: &pianoformer::generate::AccompanimentInput) -> Example {
+    let reads = model.config.beat_inputs();
+    let inputs = beat_features(
+        &input.rolls.melody,
+        &input.rolls.bridge,
+        &input.labels,
+        0,
+        reads,
+    );
+    let beats = inputs.len() / reads.width();
+    let levels = model.config.pe.structure_levels().to_vec();
+    Example {
+        len: beats,
+        inputs,
+        targets: vec![NO_TARGET; beats],
+        coordinates: beat_labels(&input.labels).coordinates(&levels),
+    }
 }
