@@ -309,22 +309,7 @@ fn style_plot(lines: &[(String, Vec<f64>, Vec<f64>)]) -> String {
     const COLORS: [&str; 8] = [
         "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666",
     ];
-    let all = lines
-        .iter()
-        .flat_map(|(_, a, b)| a.iter().chain(b))
-        .copied()
-        .filter(|v| v.is_finite());
-    let (lo, hi) = all.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-        (a.min(v), b.max(v))
-    });
-    let (lo, hi) = if lo.is_finite() && hi > lo {
-        (
-            (lo - 0.1 * (hi - lo)).max(0.0),
-            (hi + 0.1 * (hi - lo)).min(1.0),
-        )
-    } else {
-        (0.0, 1.0)
-    };
+    let (lo, hi) = value_range(lines);
     // Room for the longest run name in the legend (about 7 px a character at 12 px).
     let longest = lines
         .iter()
@@ -369,28 +354,7 @@ fn style_plot(lines: &[(String, Vec<f64>, Vec<f64>)]) -> String {
         );
         for (k, (_, od, tp)) in lines.iter().enumerate() {
             let values = if p == 0 { od } else { tp };
-            let color = COLORS[k % COLORS.len()];
-            let points: Vec<(f64, f64)> = values
-                .iter()
-                .enumerate()
-                .filter(|(_, v)| v.is_finite())
-                .map(|(q, &v)| (x(q), y(v)))
-                .collect();
-            let path: Vec<String> = points
-                .iter()
-                .map(|(a, b)| format!("{a:.1},{b:.1}"))
-                .collect();
-            let _ = writeln!(
-                s,
-                "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>",
-                path.join(" ")
-            );
-            for (a, b) in points {
-                let _ = writeln!(
-                    s,
-                    "<circle cx=\"{a:.1}\" cy=\"{b:.1}\" r=\"3\" fill=\"{color}\"/>"
-                );
-            }
+            curve(&mut s, values, COLORS[k % COLORS.len()], &|q| x(q), &y);
         }
     }
     for (k, (name, ..)) in lines.iter().enumerate() {
@@ -409,6 +373,57 @@ fn style_plot(lines: &[(String, Vec<f64>, Vec<f64>)]) -> String {
     }
     s.push_str("</svg>\n");
     s
+}
+
+/// The similarity axis: the values' range with a margin, within [0, 1].
+fn value_range(lines: &[(String, Vec<f64>, Vec<f64>)]) -> (f64, f64) {
+    let all = lines
+        .iter()
+        .flat_map(|(_, a, b)| a.iter().chain(b))
+        .copied()
+        .filter(|v| v.is_finite());
+    let (lo, hi) = all.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+        (a.min(v), b.max(v))
+    });
+    if lo.is_finite() && hi > lo {
+        (
+            (lo - 0.1 * (hi - lo)).max(0.0),
+            (hi + 0.1 * (hi - lo)).min(1.0),
+        )
+    } else {
+        (0.0, 1.0)
+    }
+}
+
+/// A run's line over the quarters, a dot at each value (unmeasured quarters left out).
+fn curve(
+    s: &mut String,
+    values: &[f64],
+    color: &str,
+    x: &dyn Fn(usize) -> f64,
+    y: &dyn Fn(f64) -> f64,
+) {
+    let points: Vec<(f64, f64)> = values
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.is_finite())
+        .map(|(q, &v)| (x(q), y(v)))
+        .collect();
+    let path: Vec<String> = points
+        .iter()
+        .map(|(a, b)| format!("{a:.1},{b:.1}"))
+        .collect();
+    let _ = writeln!(
+        s,
+        "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" points=\"{}\"/>",
+        path.join(" ")
+    );
+    for (a, b) in points {
+        let _ = writeln!(
+            s,
+            "<circle cx=\"{a:.1}\" cy=\"{b:.1}\" r=\"3\" fill=\"{color}\"/>"
+        );
+    }
 }
 
 fn escape(text: &str) -> String {
