@@ -13,6 +13,7 @@ pub mod panel;
 pub mod plan;
 pub mod report;
 pub mod sampled;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod stepwise;
 
 use burn::tensor::Device;
