@@ -26,7 +26,7 @@ use super::{Codes, Draw, PeConfig, Span};
 use crate::model::ModelError;
 
 /// One relative encoding: its learnt parameters (a Burn module) and what it makes of them.
-pub trait Relative: std::fmt::Debug {
+pub trait Relative {
     /// Fresh parameters for `heads` heads of `dim` query/key dimensions.
     fn new(config: &PeConfig, heads: usize, dim: usize, rng: &mut StdRng, device: &Device) -> Self
     where
