@@ -168,30 +168,12 @@ mod tests {
     use super::*;
     use crate::music::chords::Quality;
     use crate::music::grid::Grid;
-    use crate::music::midi::tests::note;
     use crate::music::phrases::Segment;
     use crate::music::roll::PianoRoll;
 
     #[test]
     fn coordinates_follow_the_labels_per_step() {
-        // Two bars of 4/4 at 2 steps per beat; a pickup beat first.
-        let grid = Grid::regular((0..=9).map(|b| b * 480).collect(), 2, 4, 1);
-        let melody = PianoRoll::from_notes(&[note(72, 0, 480), note(67, 960, 1200)], &grid);
-        let c = Chord {
-            root: 0,
-            quality: Quality::Maj,
-        };
-        let g = Chord {
-            root: 7,
-            quality: Quality::Maj,
-        };
-        let chords = [None, Some(c), Some(c), Some(g)];
-        let phrases = [Segment {
-            start_bar: 1,
-            bars: 2,
-            letter: 'A',
-        }];
-        let l = StepLabels::new(&grid, &melody, &chords, &phrases);
+        let (l, _) = crate::music::labels::pickup_labels();
         let levels = [
             StructureLevel::Melody,
             StructureLevel::Phrase,

@@ -9,6 +9,11 @@ use serde_json::Value;
 
 use crate::music::metrics::mean_std;
 
+/// The plots' line colours, one per run (ColorBrewer's Dark2, then grey).
+pub const COLORS: [&str; 8] = [
+    "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666",
+];
+
 /// Runs of one name (their seeds), each run's eval.json.
 pub type Group<'a> = (String, Vec<&'a Value>);
 
@@ -226,9 +231,6 @@ pub fn loss_plot(groups: &[(String, Vec<&serde_json::Value>)]) -> String {
     const R: f64 = 170.0;
     const T: f64 = 20.0;
     const B: f64 = 45.0;
-    const COLORS: [&str; 8] = [
-        "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666",
-    ];
     let curves: Vec<(String, Vec<f64>)> = groups
         .iter()
         .map(|(name, es)| {

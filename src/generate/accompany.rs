@@ -35,6 +35,32 @@ pub struct AccompanimentInput {
     pub kept: Vec<usize>,
 }
 
+impl AccompanimentInput {
+    /// The input on `grid` from the melody's and the bridge's tracks and notes, with chords
+    /// per beat and phrases: the labels put on the steps, the tracks kept.
+    fn new(
+        grid: Grid,
+        [(melody, melody_notes), (bridge, bridge_notes)]: [(Vec<usize>, Vec<Note>); 2],
+        chords: Vec<Option<Chord>>,
+        phrases: Vec<Segment>,
+    ) -> Self {
+        let mut rolls = MultiRoll::new(grid.num_steps());
+        rolls.melody = PianoRoll::from_notes(&melody_notes, &grid);
+        rolls.bridge = PianoRoll::from_notes(&bridge_notes, &grid);
+        let labels = StepLabels::new(&grid, &rolls.melody, &chords, &phrases);
+        let mut kept = melody;
+        kept.extend(bridge);
+        Self {
+            grid,
+            rolls,
+            labels,
+            chords,
+            phrases,
+            kept,
+        }
+    }
+}
+
 /// The melody (tracks named MELODY, else the detected melody track), the bridge (tracks named
 /// BRIDGE) and the labels of `song`. `bar_chords` (per bar from the first bar: one chord, or
 /// several that share the bar's beats evenly, as the page's chord lane writes `C G`) and
@@ -94,9 +120,7 @@ pub fn song_input_on(
             .flat_map(|&i| song.tracks[i].notes.iter().copied())
             .collect()
     };
-    let mut rolls = MultiRoll::new(grid.num_steps());
-    rolls.melody = PianoRoll::from_notes(&notes(&melody), &grid);
-    rolls.bridge = PianoRoll::from_notes(&notes(&bridge), &grid);
+    let (melody_notes, bridge_notes) = (notes(&melody), notes(&bridge));
     let mut chords = detected.chords;
     if let Some(given) = bar_chords {
         if given.len() > grid.num_bars() {
@@ -108,17 +132,8 @@ pub fn song_input_on(
         lay_cells(&mut chords, &grid, given);
     }
     let phrases = phrases.unwrap_or(detected.phrases);
-    let labels = StepLabels::new(&grid, &rolls.melody, &chords, &phrases);
-    let mut kept = melody;
-    kept.extend(bridge);
-    Ok(AccompanimentInput {
-        grid,
-        rolls,
-        labels,
-        chords,
-        phrases,
-        kept,
-    })
+    let parts = [(melody, melody_notes), (bridge, bridge_notes)];
+    Ok(AccompanimentInput::new(grid, parts, chords, phrases))
 }
 
 /// What the accompaniment model reads from `piece` as the person set it, on `grid`: the
@@ -155,27 +170,20 @@ pub fn piece_input(
             .flat_map(|&i| song.tracks[i].notes.iter().copied())
             .collect()
     };
-    let mut rolls = MultiRoll::new(grid.num_steps());
-    rolls.melody = PianoRoll::from_notes(&notes(&melody), &grid);
-    rolls.bridge = PianoRoll::from_notes(&notes(&bridge), &grid);
+    let (melody_notes, bridge_notes) = (notes(&melody), notes(&bridge));
     let mut cells = piece
         .bar_chords()
         .map_err(|e| GenerateError::Read(e.to_string()))?;
     cells.truncate(grid.num_bars());
     let mut chords = vec![None; grid.num_beats()];
     lay_cells(&mut chords, &grid, &cells);
-    let phrases = piece.segments();
-    let labels = StepLabels::new(&grid, &rolls.melody, &chords, &phrases);
-    let mut kept = melody;
-    kept.extend(bridge);
-    Ok(AccompanimentInput {
+    let parts = [(melody, melody_notes), (bridge, bridge_notes)];
+    Ok(AccompanimentInput::new(
         grid,
-        rolls,
-        labels,
+        parts,
         chords,
-        phrases,
-        kept,
-    })
+        piece.segments(),
+    ))
 }
 
 /// Writes bar cells (from bar 0) over `chords`, one per beat of `grid`: each cell's chords

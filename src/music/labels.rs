@@ -239,32 +239,35 @@ impl StepLabels {
     }
 }
 
+/// Labels for tests: two bars of 4/4 at 2 steps per beat after a pickup beat, a melody (C5
+/// then G4), chords none | C C | G per beat, and one phrase A over the two bars.
+#[cfg(test)]
+pub(crate) fn pickup_labels() -> (StepLabels, [Option<Chord>; 4]) {
+    use super::midi::tests::note;
+    let grid = Grid::regular((0..=9).map(|b| b * 480).collect(), 2, 4, 1);
+    let melody = PianoRoll::from_notes(&[note(72, 0, 480), note(67, 960, 1200)], &grid);
+    let (c, g) = (
+        Chord::parse_any("C").ok().flatten(),
+        Chord::parse_any("G").ok().flatten(),
+    );
+    let chords = [None, c, c, g];
+    let phrases = [Segment {
+        start_bar: 1,
+        bars: 2,
+        letter: 'A',
+    }];
+    (StepLabels::new(&grid, &melody, &chords, &phrases), chords)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::music::chords::Quality;
-    use crate::music::midi::tests::note;
 
     #[test]
     fn labels_are_laid_out_per_step() {
-        // Two bars of 4/4 at 2 steps per beat; a pickup beat first.
-        let grid = Grid::regular((0..=9).map(|b| b * 480).collect(), 2, 4, 1);
-        let melody = PianoRoll::from_notes(&[note(72, 0, 480), note(67, 960, 1200)], &grid);
-        let c = Chord {
-            root: 0,
-            quality: Quality::Maj,
-        };
-        let g = Chord {
-            root: 7,
-            quality: Quality::Maj,
-        };
-        let chords = [None, Some(c), Some(c), Some(g)];
-        let phrases = [Segment {
-            start_bar: 1,
-            bars: 2,
-            letter: 'A',
-        }];
-        let l = StepLabels::new(&grid, &melody, &chords, &phrases);
+        let (l, chords) = pickup_labels();
+        let (c, g) = (chords[1].unwrap(), chords[3].unwrap());
         assert_eq!(l.len(), 18);
         assert_eq!(&l.melody[..6], &[72, 72, 0, 0, 67, 0]);
         assert_eq!(l.chord[2], Some(c));

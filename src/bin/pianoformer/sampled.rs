@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use pianoformer::eval::report::COLORS;
 use pianoformer::eval::sampled::{
     KEY_CONSISTENT, LONGEST_GAP_BARS, QUARTERS, SampleScores, SampledSummary, sample_song,
 };
@@ -306,9 +307,6 @@ fn style_plot(lines: &[(String, Vec<f64>, Vec<f64>)]) -> String {
     const L: f64 = 55.0;
     const T: f64 = 30.0;
     const B: f64 = 45.0;
-    const COLORS: [&str; 8] = [
-        "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666",
-    ];
     let (lo, hi) = value_range(lines);
     // Room for the longest run name in the legend (about 7 px a character at 12 px).
     let longest = lines
