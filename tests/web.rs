@@ -138,7 +138,7 @@ async fn performer_forms_agree_on_the_cpu_in_wasm() {
     let cpu = device::init(Preference::Cpu).await.expect("cpu");
     for kind in PeKind::ALL {
         for features in [FeatureKind::Favor, FeatureKind::Relu] {
-            let pe = PeConfig::new(kind).with_gate(true);
+            let pe = PeConfig::new(*kind).with_gate(true);
             let diff = parallel_vs_recurrent(&pe, features, 7, &cpu.device)
                 .await
                 .expect("runs");
