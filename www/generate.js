@@ -96,7 +96,9 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
     roll.setGenerating(null);
     const ms = performance.now() - started;
     const notes = notesWritten(before, result, { task, trackName: track.name, ticks });
-    setPiece(withPageMarks(result, before), { undoable: false });
+    // The Worker's piece, with what only the page keeps about the piece it was written from.
+    const written = withPageMarks(result, before);
+    setPiece(written, { undoable: false });
     remember(before);
     $('gen-status').textContent =
       doneText({ task, region, notes, ms, gpu: status.backend?.kind === 'gpu', seed: s.seed });
@@ -110,7 +112,7 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
       seed: s.seed,
       region,
     });
-    return result;
+    return written;
   } catch (e) {
     roll.setGenerating(null);
     app.piece = before;

@@ -139,8 +139,10 @@ pub fn song_input_on(
 /// What the accompaniment model reads from `piece` as the person set it, on `grid`: the
 /// tracks marked melody and bridge, and the chord and phrase lanes as they are. Nothing is
 /// detected again and no role goes through a track name: a bar with an empty chord cell reads
-/// no chord. Without `need_melody`, a piece with no melody notes (a piano piece to continue)
-/// gets an empty melody roll instead of an error.
+/// no chord, and a piece with no track marked melody has no melody (a file gets its roles
+/// when it is read, `Piece::from_song`; after that they are the person's). Without
+/// `need_melody`, such a piece (a piano piece to continue) gets an empty melody roll instead
+/// of an error. `kept` indexes the piece's tracks (as `Piece::to_song` orders them).
 ///
 /// A chord edit reaches the model in four calls: [`Piece::bar_chords`] parses the lane,
 /// [`lay_cells`] spreads it over the beats, [`StepLabels::new`] puts it on the steps, and

@@ -299,13 +299,14 @@ impl PlainFstripe {
                         .sum()
                 });
                 let phase = dot * two_pi;
-                let g = self.gains[i] * scale;
+                let g = self.gains[i];
                 let at = (t * hd + i / k) * j + 2 * (i % k);
                 let (pq, pk) = (phase + self.theta_q[i], phase + self.theta_k[i]);
-                oq[at] = pq.cos() * g;
-                oq[at + 1] = pq.sin() * g;
-                ok[at] = pk.cos() * g;
-                ok[at + 1] = pk.sin() * g;
+                // As the tensor form rounds: (cos · λ) · 1/sqrt(N).
+                oq[at] = pq.cos() * g * scale;
+                oq[at + 1] = pq.sin() * g * scale;
+                ok[at] = pk.cos() * g * scale;
+                ok[at + 1] = pk.sin() * g * scale;
             }
         }
         if self.factored {
