@@ -145,6 +145,42 @@ def cycles(edges):
 FORBIDDEN = {("crate", "model", "music"): "the model core imports nothing from music/ (data/ feeds it)"}
 
 
+# The page's panels: the modules that own a part of the page (their helpers, such as
+# tune-files.js for tune.js, and pure modules are not panels). Panels should import a store,
+# the Worker client and their own helpers, never each other (issue 37); the panel-to-panel
+# imports that remain are listed here and the list may only shrink: a new one fails, and so
+# does a listed one that is gone (take it off the list).
+PANELS = {
+    "attention-panel", "backend-card", "compare-panel", "generate", "harmonizer", "lanes",
+    "live", "models", "piece-view", "play-in", "playback", "settings", "sharing", "tune",
+}
+PANEL_IMPORTS_LEFT = {
+    ("attention-panel", "models"), ("attention-panel", "settings"),
+    ("compare-panel", "attention-panel"), ("compare-panel", "generate"),
+    ("compare-panel", "models"), ("compare-panel", "piece-view"), ("compare-panel", "playback"),
+    ("compare-panel", "settings"), ("generate", "attention-panel"), ("generate", "models"),
+    ("generate", "piece-view"), ("generate", "playback"), ("generate", "settings"),
+    ("harmonizer", "models"), ("lanes", "harmonizer"), ("lanes", "piece-view"),
+    ("live", "models"), ("live", "playback"), ("live", "settings"), ("models", "backend-card"),
+    ("piece-view", "harmonizer"), ("piece-view", "playback"), ("piece-view", "settings"),
+    ("play-in", "harmonizer"), ("play-in", "live"), ("play-in", "piece-view"),
+    ("play-in", "playback"), ("settings", "models"), ("sharing", "compare-panel"),
+    ("sharing", "models"), ("sharing", "piece-view"), ("sharing", "settings"),
+}
+
+
+def panel_problems(www_edges):
+    """New panel-to-panel imports, and listed ones that are gone."""
+    found = {(a, b) for (a, b) in www_edges if a in PANELS and b in PANELS}
+    problems = []
+    for a, b in sorted(found - PANEL_IMPORTS_LEFT):
+        where = ", ".join(www_edges[(a, b)][:3])
+        problems.append(f"panel {a} imports panel {b} ({where}): go through the store or a command")
+    for a, b in sorted(PANEL_IMPORTS_LEFT - found):
+        problems.append(f"panel {a} no longer imports {b}: take it off PANEL_IMPORTS_LEFT")
+    return problems
+
+
 def main():
     edges = collect()
     edges["www"] = collect_js()
@@ -159,6 +195,9 @@ def main():
             for (a, b), where in sorted(edges[folder].items()):
                 if a in comp and b in comp:
                     print(f"  {a} -> {b}: {', '.join(where[:3])}{' …' if len(where) > 3 else ''}")
+    for problem in panel_problems(edges["www"]):
+        bad += 1
+        print(problem)
     for (folder, a, b), why in FORBIDDEN.items():
         where = edges.get(folder, {}).get((a, b))
         if where:
@@ -171,7 +210,8 @@ def main():
     page = {m for e in edges["www"] for m in e}
     print(
         f"no dependency cycle: {len(top)} top-level modules, the submodules of {len(edges) - 2} "
-        f"folders, and the page's {len(page)} modules"
+        f"folders, and the page's {len(page)} modules ({len(PANEL_IMPORTS_LEFT)} panel-to-panel "
+        f"imports left)"
     )
     return 0
 
