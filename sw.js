@@ -13,7 +13,7 @@
 import { fetchModel } from './www/store.js';
 import { SAMPLES } from './www/audio.js';
 
-export const VERSION = 10;
+export const VERSION = 11;
 export const SHELL_CACHE = `pianoformer-shell-v${VERSION}`;
 
 /** What the page cannot start without, relative to this worker. */
@@ -46,6 +46,7 @@ export const SHELL_FILES = [
   'www/note-edit.js',
   'www/options.js',
   'www/options.json',
+  'www/page-store.js',
   'www/page-text.js',
   'www/page.js',
   'www/piece-view.js',

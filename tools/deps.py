@@ -157,15 +157,15 @@ PANELS = {
 PANEL_IMPORTS_LEFT = {
     ("attention-panel", "models"), ("attention-panel", "settings"),
     ("compare-panel", "attention-panel"), ("compare-panel", "generate"),
-    ("compare-panel", "models"), ("compare-panel", "piece-view"), ("compare-panel", "playback"),
+    ("compare-panel", "models"), ("compare-panel", "playback"),
     ("compare-panel", "settings"), ("generate", "attention-panel"), ("generate", "models"),
     ("generate", "piece-view"), ("generate", "playback"), ("generate", "settings"),
     ("harmonizer", "models"), ("lanes", "harmonizer"), ("lanes", "piece-view"),
     ("live", "models"), ("live", "playback"), ("live", "settings"), ("models", "backend-card"),
     ("piece-view", "harmonizer"), ("piece-view", "playback"), ("piece-view", "settings"),
-    ("play-in", "harmonizer"), ("play-in", "live"), ("play-in", "piece-view"),
-    ("play-in", "playback"), ("settings", "models"), ("sharing", "compare-panel"),
-    ("sharing", "models"), ("sharing", "piece-view"), ("sharing", "settings"),
+    ("play-in", "harmonizer"), ("play-in", "live"), ("play-in", "playback"),
+    ("settings", "models"), ("sharing", "compare-panel"), ("sharing", "models"),
+    ("sharing", "settings"),
 }
 
 

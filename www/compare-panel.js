@@ -5,7 +5,7 @@
 import { $, app, status } from './page.js';
 import { Comparison, sideLabel } from './compare.js';
 import { currentEntry, entryNamed } from './models.js';
-import { setPiece } from './piece-view.js';
+import { setPiece } from './page-store.js';
 import { generate } from './generate.js';
 import { settings } from './settings.js';
 import { attention, refreshAttention, stopAttention } from './attention-panel.js';

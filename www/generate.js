@@ -21,7 +21,8 @@ import {
   progressText, doneText,
 } from './generation-plan.js';
 import { currentEntry, dynamicsText, ensureModel } from './models.js';
-import { remember, roll, setPiece, showPiece, updateButtons } from './piece-view.js';
+import { remember, setPiece } from './page-store.js';
+import { roll, showPiece, updateButtons } from './piece-view.js';
 import { attention, stopAttention } from './attention-panel.js';
 import { stopPlayback } from './playback.js';
 import { withPageMarks } from './piece.js';

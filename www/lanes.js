@@ -6,7 +6,8 @@ import { clonePiece, phraseIndex, setBarCount, setPhrase } from './piece.js';
 import {
   CHORD_CHOICES, LABEL_HELP, chordCell, labelError, labelProblems, labelTitle, plannedBars,
 } from './labels.js';
-import { selectedBars, setPiece, updateButtons } from './piece-view.js';
+import { setPiece } from './page-store.js';
+import { selectedBars, updateButtons } from './piece-view.js';
 import { harmonized } from './harmonizer.js';
 import { on } from './events.js';
 

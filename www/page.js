@@ -4,6 +4,7 @@
 // `status` object tests and the console read as `window.pianoformer`, the URL's settings, and
 // the messages every panel shows (the state, errors, notices). No imports: every other module
 // of the page imports this one.
+import { showDraft, store } from './page-store.js';
 export const t0 = performance.now();
 export const $ = (id) => document.getElementById(id);
 export const params = new URLSearchParams(location.search);
@@ -13,7 +14,14 @@ export const preference =
 export const MAX_FILE_BYTES = 8 * 1024 * 1024;
 
 export const app = {
-  piece: null,
+  // The current piece lives in the page store (page-store.js); this reads it, and a
+  // generation's draft is put on show through it.
+  get piece() {
+    return store.piece;
+  },
+  set piece(draft) {
+    showDraft(draft);
+  },
   manifest: [],
   loaded: new Set(), // models loaded in the current Worker
   generating: null,

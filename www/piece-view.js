@@ -14,6 +14,14 @@ import { seek } from './playback.js';
 import { settings } from './settings.js';
 import { emit, on } from './events.js';
 import { relabelled, withLaneFilled } from './harmonizer.js';
+import {
+  on as onPiece,
+  redo as redoPiece,
+  remember,
+  setPiece,
+  store,
+  undo as undoPiece,
+} from './page-store.js';
 
 export const roll = new PianoRoll($('roll'), {
   onChordClick: (bar) => emit('label-click', 'chord', bar),
@@ -34,37 +42,18 @@ status.rollPoint = (tick, pitch) => roll.clientPoint(tick, pitch);
 status.velocityPoint = (tick, velocity) => roll.clientPoint(tick, null, velocity);
 status.selectedNotes = () => roll.selectedNotes();
 
-const undoStack = []; // earlier pieces, the last to come back first (50 at most)
-const redoStack = []; // pieces Undo took back, the last undone first; a new edit clears it
+export { remember, setPiece };
 
-/**
- * Puts `piece` on the undo stack: Undo brings it back. The piece already on top is not put
- * there twice (a comparison's two runs start from the same piece: one Undo goes back to it).
- */
-export function remember(piece) {
-  if (undoStack.at(-1) === piece) return;
-  undoStack.push(piece);
-  if (undoStack.length > 50) undoStack.shift();
-}
-
-/**
- * Makes `piece` the current piece; the previous one goes on the undo stack.
- * `fresh`: another piece (a file, a link, the last visit), which ends a comparison.
- */
-export function setPiece(piece, { undoable = true, keepView = false, fresh = false } = {}) {
+// What follows a new current piece: a fresh one ends a comparison, an edit while comparing
+// stays with the result it was made on; the roll and the track list show it; it is saved.
+onPiece('piece', ({ piece, keepView, fresh, edit }) => {
   if (fresh) emit('leave-compare');
-  if (undoable && app.piece) {
-    remember(app.piece);
-    redoStack.length = 0;
-  }
-  // An edit while comparing stays with the result it was made on.
-  else if (undoable && app.compare) app.compare.edited(piece);
-  app.piece = piece;
+  else if (edit && app.compare) app.compare.edited(piece);
   if (keepView) roll.replacePiece(piece);
   else roll.setPiece(piece);
   showPiece();
   save();
-}
+});
 
 export function showPiece() {
   const p = app.piece;
@@ -118,8 +107,8 @@ export function updateButtons() {
   $('export-wav').disabled = !has;
   $('share').disabled = !has;
   $('play').disabled = !has;
-  $('undo').disabled = undoStack.length === 0 || busy;
-  $('redo').disabled = redoStack.length === 0 || busy;
+  $('undo').disabled = !store.canUndo || busy;
+  $('redo').disabled = !store.canRedo || busy;
   $('edit-notes').disabled = !has;
   $('generate').disabled = !has || busy || !status.backend || !$('model').value;
   $('suggest-chords').disabled = !has || busy || !status.backend || !harmonizerEntry(app.manifest);
@@ -139,20 +128,16 @@ export function save() {
 }
 
 export function undo() {
-  if (!undoStack.length || app.generating) return;
+  if (!store.canUndo || app.generating) return;
   emit('leave-compare');
-  const previous = undoStack.pop();
-  if (app.piece) redoStack.push(app.piece);
-  setPiece(previous, { undoable: false, keepView: true });
+  undoPiece();
   notice('Undone.');
 }
 
 export function redo() {
-  if (!redoStack.length || app.generating) return;
+  if (!store.canRedo || app.generating) return;
   emit('leave-compare');
-  const next = redoStack.pop();
-  if (app.piece) remember(app.piece);
-  setPiece(next, { undoable: false, keepView: true });
+  redoPiece();
   notice('Redone.');
 }
 

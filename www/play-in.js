@@ -7,7 +7,7 @@ import { noteCount, barAt, secondsAt, fitPhrases } from './piece.js';
 import { Take, computerKeyPitch, emptyPiece, noteMessage, recordInto } from './keys.js';
 import { START_DELAY } from './audio.js';
 import { piano, playheadTick, stopPlayback } from './playback.js';
-import { setPiece } from './piece-view.js';
+import { setPiece } from './page-store.js';
 import { withLaneFilled } from './harmonizer.js';
 import { LiveTake } from './live.js';
 import { withLivePiano } from './live-plan.js';

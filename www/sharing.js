@@ -7,7 +7,7 @@ import { encodeShare, decodeShare } from './share.js';
 import { Comparison } from './compare.js';
 import { exportName } from './page-text.js';
 import { entryNamed } from './models.js';
-import { setPiece } from './piece-view.js';
+import { setPiece } from './page-store.js';
 import { applySettings, settings } from './settings.js';
 import { showComparison } from './compare-panel.js';
 

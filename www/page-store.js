@@ -1,0 +1,91 @@
+// The page's state in one place (issue 37, the page store): the current piece and its undo and
+// redo history. A change is told to whoever listens as a 'piece' event — the roll and the
+// track list redraw, a comparison ends or keeps the edit, the piece is saved for the next
+// visit — so that a panel changes the piece here instead of calling the panel that shows it.
+// DOM-free: Node tests load it.
+
+const listeners = new Map();
+
+/** Calls `fn(detail)` on each `name` event; returns a function that stops it. */
+export function on(name, fn) {
+  if (!listeners.has(name)) listeners.set(name, new Set());
+  listeners.get(name).add(fn);
+  return () => listeners.get(name).delete(fn);
+}
+
+function emit(name, detail) {
+  for (const fn of [...(listeners.get(name) ?? [])]) fn(detail);
+}
+
+/** Pieces Undo brings back (at most this many). */
+export const MAX_UNDO = 50;
+let piece = null;
+const undoStack = []; // earlier pieces, the last to come back first
+const redoStack = []; // pieces Undo took back, the last undone first; a new edit clears it
+
+/** What the page's modules read. */
+export const store = {
+  get piece() {
+    return piece;
+  },
+  get canUndo() {
+    return undoStack.length > 0;
+  },
+  get canRedo() {
+    return redoStack.length > 0;
+  },
+};
+
+/**
+ * The piece on show while a generation writes it (or the one put back when it fails): no
+ * history, no event — the generation draws it itself.
+ */
+export function showDraft(draft) {
+  piece = draft;
+}
+
+/**
+ * Puts `p` on the undo stack: Undo brings it back. The piece already on top is not put there
+ * twice (a comparison's two runs start from the same piece: one Undo goes back to it).
+ */
+export function remember(p) {
+  if (undoStack.at(-1) === p) return;
+  undoStack.push(p);
+  if (undoStack.length > MAX_UNDO) undoStack.shift();
+}
+
+/**
+ * Makes `next` the current piece and tells the listeners `{piece, keepView, fresh, edit}`:
+ * with `undoable` (an edit) the previous piece goes on the undo stack and Redo is cleared.
+ * `fresh`: another piece (a file, a link, the last visit); `keepView`: the roll keeps its zoom
+ * and scroll.
+ */
+export function setPiece(next, { undoable = true, keepView = false, fresh = false } = {}) {
+  const edit = undoable && piece !== null;
+  if (edit) {
+    remember(piece);
+    redoStack.length = 0;
+  }
+  piece = next;
+  emit('piece', { piece: next, keepView, fresh, edit });
+}
+
+/** Brings the previous piece back (false when there is none). */
+export function undo() {
+  if (!undoStack.length) return false;
+  const previous = undoStack.pop();
+  if (piece) redoStack.push(piece);
+  piece = previous;
+  emit('piece', { piece, keepView: true, fresh: false, edit: false });
+  return true;
+}
+
+/** Brings back the piece Undo took (false when there is none). */
+export function redo() {
+  if (!redoStack.length) return false;
+  const next = redoStack.pop();
+  if (piece) remember(piece);
+  piece = next;
+  emit('piece', { piece, keepView: true, fresh: false, edit: false });
+  return true;
+}
