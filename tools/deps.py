@@ -152,20 +152,17 @@ FORBIDDEN = {("crate", "model", "music"): "the model core imports nothing from m
 # does a listed one that is gone (take it off the list).
 PANELS = {
     "attention-panel", "backend-card", "compare-panel", "generate", "harmonizer", "lanes",
-    "live", "models", "piece-view", "play-in", "playback", "settings", "sharing", "tune",
+    "live", "models", "piece-view", "play-in", "playback", "sharing", "tune",
 }
 PANEL_IMPORTS_LEFT = {
-    ("attention-panel", "models"), ("attention-panel", "settings"),
-    ("compare-panel", "attention-panel"), ("compare-panel", "generate"),
-    ("compare-panel", "models"), ("compare-panel", "playback"),
-    ("compare-panel", "settings"), ("generate", "attention-panel"), ("generate", "models"),
-    ("generate", "piece-view"), ("generate", "playback"), ("generate", "settings"),
-    ("harmonizer", "models"), ("lanes", "harmonizer"), ("lanes", "piece-view"),
-    ("live", "models"), ("live", "playback"), ("live", "settings"), ("models", "backend-card"),
-    ("piece-view", "harmonizer"), ("piece-view", "playback"), ("piece-view", "settings"),
-    ("play-in", "harmonizer"), ("play-in", "live"), ("play-in", "playback"),
-    ("settings", "models"), ("sharing", "compare-panel"), ("sharing", "models"),
-    ("sharing", "settings"),
+    ("attention-panel", "models"), ("compare-panel", "attention-panel"),
+    ("compare-panel", "generate"), ("compare-panel", "models"), ("compare-panel", "playback"),
+    ("generate", "attention-panel"), ("generate", "models"), ("generate", "piece-view"),
+    ("generate", "playback"), ("harmonizer", "models"), ("lanes", "harmonizer"),
+    ("lanes", "piece-view"), ("live", "models"), ("live", "playback"), ("models", "backend-card"),
+    ("piece-view", "harmonizer"), ("piece-view", "playback"), ("play-in", "harmonizer"),
+    ("play-in", "live"), ("play-in", "playback"), ("sharing", "compare-panel"),
+    ("sharing", "models"),
 }
 
 

@@ -290,7 +290,7 @@ async function start() {
     if (work?.piece) {
       try {
         await call('checkPiece', { piece: work.piece });
-        applySettings(work.settings);
+        applySettings(work.settings, showModels);
         setPiece(work.piece, { undoable: false, fresh: true });
         notice(`Restored ${work.piece.name} from your last visit.`);
       } catch (e) {

@@ -1,8 +1,8 @@
 // The Generate panel's settings: read from its fields, and put back (from a share link, the last
-// visit, a saved piece). Also what is saved with the piece and put in a share link.
+// visit, a saved piece). Also what is saved with the piece and put in a share link. A helper
+// of the panels that read them (it imports no panel).
 import { $ } from './page.js';
 import { limitOf } from './options.js';
-import { showModels } from './models.js';
 
 /** The panel's settings (also what is saved with the piece and put in a share link). */
 export function settings() {
@@ -23,8 +23,12 @@ export function settings() {
   };
 }
 
-/** Puts saved settings (from `settings()`, a link or the last visit) back in the panel. */
-export function applySettings(s) {
+/**
+ * Puts saved settings (from `settings()`, a link or the last visit) back in the panel;
+ * `showModels(name)` (models.js) fills the model menu for the task, and its layers and heads,
+ * before the attention's layer and head are set.
+ */
+export function applySettings(s, showModels) {
   if (!s) return;
   if (s.task) $('task').value = s.task;
   showModels(s.model);

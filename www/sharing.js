@@ -6,7 +6,7 @@ import { call } from './worker-client.js';
 import { encodeShare, decodeShare } from './share.js';
 import { Comparison } from './compare.js';
 import { exportName } from './page-text.js';
-import { entryNamed } from './models.js';
+import { entryNamed, showModels } from './models.js';
 import { setPiece } from './page-store.js';
 import { applySettings, settings } from './settings.js';
 import { showComparison } from './compare-panel.js';
@@ -54,7 +54,10 @@ export async function openShared() {
     const shared = await decodeShare(fragment);
     await call('checkPiece', { piece: shared.piece });
     if (shared.compare) await call('checkPiece', { piece: shared.compare.piece });
-    applySettings({ ...shared.settings, task: shared.task, model: shared.model, seed: shared.seed });
+    applySettings(
+      { ...shared.settings, task: shared.task, model: shared.model, seed: shared.seed },
+      showModels,
+    );
     setPiece(shared.piece, { fresh: true });
     const comparison = Comparison.fromShare(shared);
     if (comparison) {
