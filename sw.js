@@ -29,6 +29,7 @@ export const SHELL_FILES = [
   'www/audio-voices.js',
   'www/audio.js',
   'www/backend-card.js',
+  'www/commands.js',
   'www/compare-panel.js',
   'www/compare.js',
   'www/events.js',

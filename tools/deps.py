@@ -146,23 +146,20 @@ FORBIDDEN = {("crate", "model", "music"): "the model core imports nothing from m
 
 
 # The page's panels: the modules that own a part of the page (their helpers, such as
-# tune-files.js for tune.js, and pure modules are not panels). Panels should import a store,
+# tune-files.js for tune.js, pure modules, and services without a part of the page of their
+# own, such as harmonizer.js, are not panels). Panels should import a store,
 # the Worker client and their own helpers, never each other (issue 37); the panel-to-panel
 # imports that remain are listed here and the list may only shrink: a new one fails, and so
 # does a listed one that is gone (take it off the list).
 PANELS = {
-    "attention-panel", "backend-card", "compare-panel", "generate", "harmonizer", "lanes",
-    "live", "models", "piece-view", "play-in", "playback", "sharing", "tune",
+    "attention-panel", "backend-card", "compare-panel", "generate", "lanes", "live", "models",
+    "piece-view", "play-in", "playback", "sharing", "tune",
 }
 PANEL_IMPORTS_LEFT = {
     ("attention-panel", "models"), ("compare-panel", "attention-panel"),
-    ("compare-panel", "generate"), ("compare-panel", "models"), ("compare-panel", "playback"),
-    ("generate", "attention-panel"), ("generate", "models"), ("generate", "piece-view"),
-    ("generate", "playback"), ("harmonizer", "models"), ("lanes", "harmonizer"),
-    ("lanes", "piece-view"), ("live", "models"), ("live", "playback"), ("models", "backend-card"),
-    ("piece-view", "harmonizer"), ("piece-view", "playback"), ("play-in", "harmonizer"),
-    ("play-in", "live"), ("play-in", "playback"), ("sharing", "compare-panel"),
-    ("sharing", "models"),
+    ("compare-panel", "models"), ("generate", "attention-panel"), ("generate", "models"),
+    ("generate", "piece-view"), ("lanes", "piece-view"), ("live", "models"), ("live", "playback"),
+    ("play-in", "live"), ("play-in", "playback"), ("sharing", "models"),
 }
 
 

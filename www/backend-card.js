@@ -4,6 +4,9 @@ import { $, status, t0, showError } from './page.js';
 import { backendText, readyText, checkSummary, cachedText } from './page-text.js';
 import { drawLossCurve } from './loss-curve.js';
 import { cachedModels } from './store.js';
+import { command } from './commands.js';
+
+command('show-cached', () => showCached());
 
 /** Shows the backend the Worker's session is up on; `ms`: its start-up time in the Worker. */
 export function showBackend(backend, ms) {

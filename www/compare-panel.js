@@ -6,11 +6,12 @@ import { $, app, status } from './page.js';
 import { Comparison, sideLabel } from './compare.js';
 import { currentEntry, entryNamed } from './models.js';
 import { setPiece } from './page-store.js';
-import { generate } from './generate.js';
 import { settings } from './settings.js';
 import { attention, refreshAttention, stopAttention } from './attention-panel.js';
-import { piano, startPlayback } from './playback.js';
+import { command, run } from './commands.js';
 import { on } from './events.js';
+
+command('show-comparison', (comparison, options) => showComparison(comparison, options));
 
 export async function compare() {
   const first = currentEntry();
@@ -19,11 +20,11 @@ export async function compare() {
   hideCompare();
   const start = app.piece;
   const seed = settings().seed; // both runs use it, whatever happens to the field meanwhile
-  const a = await generate({ entry: first, comparing: true, seed });
+  const a = await run('generate', { entry: first, comparing: true, seed });
   if (!a) return;
   const attentionA = attention.snapshot();
   setPiece(start, { undoable: false, keepView: true });
-  const b = await generate({ entry: second, comparing: true, seed });
+  const b = await run('generate', { entry: second, comparing: true, seed });
   if (!b) {
     setPiece(a, { undoable: false, keepView: true });
     attention.restore(attentionA);
@@ -61,7 +62,7 @@ export function showCompared(which, { draw = true } = {}) {
   if (side.attention) attention.restore(side.attention);
   else if (draw) refreshAttention();
   else attention.reset(1);
-  if (piano.playing) startPlayback();
+  run('restart-playback');
 }
 
 on('leave-compare', () => hideCompare());

@@ -24,8 +24,10 @@ import { currentEntry, dynamicsText, ensureModel } from './models.js';
 import { remember, setPiece } from './page-store.js';
 import { roll, showPiece, updateButtons } from './piece-view.js';
 import { attention, stopAttention } from './attention-panel.js';
-import { stopPlayback } from './playback.js';
+import { command, run } from './commands.js';
 import { withPageMarks } from './piece.js';
+
+command('generate', (request) => generate(request));
 
 /**
  * Generates with `entry` (the chosen model by default); resolves to the new piece, or null.
@@ -60,7 +62,7 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
   app.generating = job;
   stopAttention();
   updateButtons();
-  stopPlayback();
+  run('stop-playback');
   $('gen-progress').hidden = false;
   $('gen-progress').value = 0;
   $('gen-status').textContent = 'Preparing…';

@@ -7,7 +7,7 @@ import { call, onWorkerRestart } from './worker-client.js';
 import { fetchModel } from './store.js';
 import { defaultPartner, partnerChoices, sideLabel } from './compare.js';
 import { modelOption, modelAbout } from './page-text.js';
-import { showCached } from './backend-card.js';
+import { run } from './commands.js';
 import { emit } from './events.js';
 
 const loading = new Map(); // model name -> the promise of its load into the Worker
@@ -158,6 +158,6 @@ async function loadModel(entry) {
   await call('loadModel', { entry, bytes: bytes.buffer }, { transfer: [bytes.buffer] });
   app.loaded.add(entry.name);
   label.textContent = `${entry.name} ready (${cached ? 'from the cache' : `downloaded, ${(entry.bytes / 1e6).toFixed(1)} MB`}).`;
-  showCached();
+  run('show-cached');
   emit('model-loaded', entry);
 }

@@ -10,7 +10,7 @@ import { PianoRoll } from './roll.js';
 import { saveWork } from './store.js';
 import { barsUnder, chordSourceText, harmonizerEntry, hasNotes, hasPiano } from './generation-plan.js';
 import { describeRoles, pieceTitle } from './page-text.js';
-import { seek } from './playback.js';
+import { run } from './commands.js';
 import { settings } from './settings.js';
 import { emit, on } from './events.js';
 import { relabelled, withLaneFilled } from './harmonizer.js';
@@ -26,7 +26,7 @@ import {
 export const roll = new PianoRoll($('roll'), {
   onChordClick: (bar) => emit('label-click', 'chord', bar),
   onPhraseClick: (bar) => emit('label-click', 'phrase', bar),
-  onSeek: (tick) => seek(tick),
+  onSeek: (tick) => run('seek', tick),
   onSelect: () => updateButtons(),
   onEdit: (piece, { touched }) => editNotes(piece, touched),
   onNotice: (text) => notice(text),

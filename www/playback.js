@@ -4,8 +4,16 @@
 import { $, app, status, showError, download } from './page.js';
 import { Piano } from './audio.js';
 import { exportName } from './page-text.js';
+import { command } from './commands.js';
 
 export const piano = new Piano();
+
+command('stop-playback', () => stopPlayback());
+command('seek', (tick) => seek(tick));
+// After the piece changed under it (a comparison's other side): from the playhead again.
+command('restart-playback', () => {
+  if (piano.playing) startPlayback();
+});
 let playFrame = 0;
 let playhead = 0; // where playback starts (ticks), and where it is while it plays
 

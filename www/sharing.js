@@ -9,7 +9,7 @@ import { exportName } from './page-text.js';
 import { entryNamed, showModels } from './models.js';
 import { setPiece } from './page-store.js';
 import { applySettings, settings } from './settings.js';
-import { showComparison } from './compare-panel.js';
+import { run } from './commands.js';
 
 export async function downloadMidi() {
   try {
@@ -62,7 +62,7 @@ export async function openShared() {
     const comparison = Comparison.fromShare(shared);
     if (comparison) {
       if (entryNamed(comparison.b.model)) $('compare-model').value = comparison.b.model;
-      showComparison(comparison, { draw: false });
+      run('show-comparison', comparison, { draw: false });
     }
     const what = comparison ? `${shared.model ?? 'no model'} against ${comparison.b.model}` : shared.model ?? 'no model';
     notice(`Opened a shared piece (${what}, seed ${shared.seed ?? '–'}). Press Play (Space) to hear it.`);

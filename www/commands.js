@@ -1,0 +1,24 @@
+// The page's commands: a panel that can do something (generate, stop playback, show a
+// comparison, ...) registers it here once, under a name; another panel runs it by that name
+// instead of importing the panel (issue 37: panels import the store, the Worker client and
+// their own helpers, never each other). DOM-free: Node tests load it.
+//   'generate'          (request) → the piece written (generate.js)
+//   'stop-playback'     stops the piano and the playhead (playback.js)
+//   'restart-playback'  plays again from the playhead if the piano was playing (playback.js)
+//   'seek'              (tick) moves the playhead (playback.js)
+//   'show-comparison'   (comparison, options) shows two results side by side (compare-panel.js)
+//   'show-cached'       lists the models kept for offline use (backend-card.js)
+const commands = new Map();
+
+/** Registers `fn` as the command `name`; a second registration of a name is a mistake. */
+export function command(name, fn) {
+  if (commands.has(name)) throw new Error(`the command ${name} is registered twice`);
+  commands.set(name, fn);
+}
+
+/** Runs the command `name` with `args`, returning what it returns. */
+export function run(name, ...args) {
+  const fn = commands.get(name);
+  if (!fn) throw new Error(`no command called ${name} is registered`);
+  return fn(...args);
+}
