@@ -43,6 +43,7 @@ export const SHELL_FILES = [
   'www/live.js',
   'www/loss-curve.js',
   'www/main.js',
+  'www/model-loader.js',
   'www/models.js',
   'www/note-edit.js',
   'www/options.js',

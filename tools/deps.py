@@ -156,10 +156,9 @@ PANELS = {
     "piece-view", "play-in", "playback", "sharing", "tune",
 }
 PANEL_IMPORTS_LEFT = {
-    ("attention-panel", "models"), ("compare-panel", "attention-panel"),
-    ("compare-panel", "models"), ("generate", "attention-panel"), ("generate", "models"),
-    ("generate", "piece-view"), ("lanes", "piece-view"), ("live", "models"), ("live", "playback"),
-    ("play-in", "live"), ("play-in", "playback"), ("sharing", "models"),
+    ("compare-panel", "attention-panel"), ("generate", "attention-panel"),
+    ("generate", "piece-view"), ("lanes", "piece-view"), ("live", "playback"),
+    ("play-in", "live"), ("play-in", "playback"),
 }
 
 

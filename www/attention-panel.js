@@ -5,7 +5,7 @@ import { $, app } from './page.js';
 import { call, cancelCall } from './worker-client.js';
 import { AttentionMap, drawTemplate, meanTemplate } from './attention.js';
 import { noTemplateText } from './page-text.js';
-import { currentEntry, entryNamed, ensureModel } from './models.js';
+import { currentEntry, entryNamed, ensureModel } from './model-loader.js';
 import { settings } from './settings.js';
 import { on } from './events.js';
 

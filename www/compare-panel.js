@@ -4,7 +4,7 @@
 // (sides, edits, the link's form) is compare.js's.
 import { $, app, status } from './page.js';
 import { Comparison, sideLabel } from './compare.js';
-import { currentEntry, entryNamed } from './models.js';
+import { currentEntry, entryNamed } from './model-loader.js';
 import { setPiece } from './page-store.js';
 import { settings } from './settings.js';
 import { attention, refreshAttention, stopAttention } from './attention-panel.js';

@@ -20,7 +20,7 @@ import {
   contextOf, regionTicks, draftPiece, writesFrom, generateOptions, unflattenNotes, notesWritten,
   progressText, doneText,
 } from './generation-plan.js';
-import { currentEntry, dynamicsText, ensureModel } from './models.js';
+import { currentEntry, dynamicsText, ensureModel } from './model-loader.js';
 import { remember, setPiece } from './page-store.js';
 import { roll, showPiece, updateButtons } from './piece-view.js';
 import { attention, stopAttention } from './attention-panel.js';

@@ -5,7 +5,7 @@
 // another alternative. The lane says which one filled it.
 import { app, status } from './page.js';
 import { call } from './worker-client.js';
-import { ensureModel } from './models.js';
+import { ensureModel } from './model-loader.js';
 import { clonePiece, fitPhrases } from './piece.js';
 import { harmonizerEntry, needsHarmonizer } from './generation-plan.js';
 

@@ -8,7 +8,7 @@
 // in a small meter.
 import { $, app, status } from './page.js';
 import { call } from './worker-client.js';
-import { currentEntry, ensureModel } from './models.js';
+import { currentEntry, ensureModel } from './model-loader.js';
 import { secondsAt, tickAtSeconds } from './piece.js';
 import { piano } from './playback.js';
 import { settings } from './settings.js';

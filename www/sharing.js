@@ -6,7 +6,7 @@ import { call } from './worker-client.js';
 import { encodeShare, decodeShare } from './share.js';
 import { Comparison } from './compare.js';
 import { exportName } from './page-text.js';
-import { entryNamed, showModels } from './models.js';
+import { entryNamed } from './model-loader.js';
 import { setPiece } from './page-store.js';
 import { applySettings, settings } from './settings.js';
 import { run } from './commands.js';
@@ -56,7 +56,7 @@ export async function openShared() {
     if (shared.compare) await call('checkPiece', { piece: shared.compare.piece });
     applySettings(
       { ...shared.settings, task: shared.task, model: shared.model, seed: shared.seed },
-      showModels,
+      (name) => run('show-models', name),
     );
     setPiece(shared.piece, { fresh: true });
     const comparison = Comparison.fromShare(shared);

@@ -1,0 +1,106 @@
+// Loading a model into the Worker once (ensureModel: concurrent asks share one load; the bytes
+// come from the page's model cache, a download, or this browser's storage), the chosen model's
+// manifest entry, and the velocity model's JSON. A service the panels share: it owns no part of
+// the page but the model status line.
+import { $, app, status, notice } from './page.js';
+import { call, onWorkerRestart } from './worker-client.js';
+import { fetchModel } from './store.js';
+import { run } from './commands.js';
+import { emit } from './events.js';
+
+const loading = new Map(); // model name -> the promise of its load into the Worker
+let prefetched = null; // {name, bytes: promise of fetchModel} started with the page
+
+// A new Worker has none of the old one's models.
+onWorkerRestart(() => {
+  app.loaded.clear();
+  loading.clear();
+});
+
+/** Starts downloading `entry`'s weights now (while the Worker starts); its load takes them. */
+export function prefetchModel(entry) {
+  if (!entry || entry.user) return;
+  const mine = { name: entry.name, bytes: fetchModel(entry) };
+  prefetched = mine;
+  mine.bytes.catch(() => {
+    if (prefetched === mine) prefetched = null;
+  });
+}
+
+let dynamics = null; // the velocity model's JSON, once fetched ('' when there is none)
+
+/**
+ * The velocity model the manifest ships (written accompaniments get their dynamics from it),
+ * fetched and checked once; '' when there is none or it could not be had (the piano then
+ * plays at one velocity, and the page says why once).
+ */
+export async function dynamicsText() {
+  if (dynamics !== null) return dynamics;
+  const entry = app.dynamicsEntry;
+  if (!entry) return (dynamics = '');
+  try {
+    const { bytes } = await fetchModel(entry);
+    dynamics = new TextDecoder().decode(bytes);
+    status.dynamics = entry.name;
+  } catch (e) {
+    dynamics = '';
+    notice(`The piano will play at one velocity: the dynamics model could not be loaded (${e.message}).`);
+  }
+  return dynamics;
+}
+
+/** Lists the chosen task's models, choosing `selected` (else the default) and its settings. */
+
+/** The chosen model's manifest entry (undefined when the list is empty). */
+export function currentEntry() {
+  return app.manifest.find((m) => m.name === $('model').value);
+}
+
+export function entryNamed(name) {
+  return app.manifest.find((m) => m.name === name) ?? null;
+}
+
+/** Loads `entry` into the Worker unless it is there or on its way. */
+export function ensureModel(entry) {
+  if (app.loaded.has(entry.name)) return Promise.resolve();
+  let load = loading.get(entry.name);
+  if (!load) {
+    load = loadModel(entry).finally(() => loading.delete(entry.name));
+    loading.set(entry.name, load);
+  }
+  return load;
+}
+
+/** Downloads (or takes from the cache, or this browser's storage) and loads `entry` in the Worker. */
+async function loadModel(entry) {
+  const label = $('model-status');
+  if (entry.user) {
+    // A model fine-tuned here (or imported): its weights are in this tab or in IndexedDB.
+    const weights = await app.tuning.weightsOf(entry);
+    if (!weights) throw new Error(`the weights of ${entry.name} are no longer stored in this browser`);
+    const copy = new Uint8Array(weights);
+    const clean = { ...entry };
+    delete clean.user;
+    label.textContent = `Loading ${entry.name}…`;
+    await call('loadModel', { entry: clean, bytes: copy.buffer }, { transfer: [copy.buffer] });
+    app.loaded.add(entry.name);
+    label.textContent = `${entry.name} ready (yours).`;
+    emit('model-loaded', entry);
+    return;
+  }
+  label.textContent = `Fetching ${entry.name}…`;
+  const early = prefetched?.name === entry.name ? prefetched.bytes : null;
+  prefetched = null;
+  const { bytes, cached } = await (early ??
+    fetchModel(entry, {
+      onProgress: ({ loaded, total }) => {
+        label.textContent = `Downloading ${entry.name}: ${(loaded / 1e6).toFixed(1)} of ${(total / 1e6).toFixed(1)} MB`;
+      },
+    }));
+  label.textContent = `Loading ${entry.name}…`;
+  await call('loadModel', { entry, bytes: bytes.buffer }, { transfer: [bytes.buffer] });
+  app.loaded.add(entry.name);
+  label.textContent = `${entry.name} ready (${cached ? 'from the cache' : `downloaded, ${(entry.bytes / 1e6).toFixed(1)} MB`}).`;
+  run('show-cached');
+  emit('model-loaded', entry);
+}
