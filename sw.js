@@ -62,6 +62,7 @@ export const SHELL_FILES = [
   'www/roll.js',
   'www/settings.js',
   'www/share.js',
+  'www/sound.js',
   'www/sharing.js',
   'www/store.js',
   'www/tune-files.js',

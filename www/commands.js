@@ -6,8 +6,12 @@
 //   'stop-playback'     stops the piano and the playhead (playback.js)
 //   'restart-playback'  plays again from the playhead if the piano was playing (playback.js)
 //   'seek'              (tick) moves the playhead (playback.js)
+//   'playhead'          → the playhead's tick (playback.js)
 //   'show-comparison'   (comparison, options) shows two results side by side (compare-panel.js)
 //   'show-cached'       lists the models kept for offline use (backend-card.js)
+//   'show-models'       (name) the model list of the chosen task (models.js)
+//   'update-buttons', 'show-piece', 'selected-bars' → [from, to) or null, 'roll-draft' (piece),
+//   'roll-generating' (range or null): the piece view's (piece-view.js)
 const commands = new Map();
 
 /** Registers `fn` as the command `name`; a second registration of a name is a mistake. */

@@ -22,7 +22,6 @@ import {
 } from './generation-plan.js';
 import { currentEntry, dynamicsText, ensureModel } from './model-loader.js';
 import { remember, setPiece } from './page-store.js';
-import { roll, showPiece, updateButtons } from './piece-view.js';
 import { attention, stopAttention } from './attention-panel.js';
 import { command, run } from './commands.js';
 import { withPageMarks } from './piece.js';
@@ -61,7 +60,7 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
   let retry = false;
   app.generating = job;
   stopAttention();
-  updateButtons();
+  run('update-buttons');
   run('stop-playback');
   $('gen-progress').hidden = false;
   $('gen-progress').value = 0;
@@ -77,7 +76,7 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
     await ensureModel(entry);
     if (job.cancelled) throw new Error('generation was cancelled');
     app.piece = live;
-    roll.setPiece(live);
+    run('roll-draft', live);
     const options = generateOptions(s, { task, region, context: contextOf(entry, app.manifest) });
     const from = writesFrom(before, task, ticks);
     const dynamics = task === 'accompaniment' && $('dynamics').checked ? await dynamicsText() : '';
@@ -96,7 +95,7 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
         },
       },
     );
-    roll.setGenerating(null);
+    run('roll-generating', null);
     const ms = performance.now() - started;
     const notes = notesWritten(before, result, { task, trackName: track.name, ticks });
     // The Worker's piece, with what only the page keeps about the piece it was written from.
@@ -117,9 +116,9 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
     });
     return written;
   } catch (e) {
-    roll.setGenerating(null);
+    run('roll-generating', null);
     app.piece = before;
-    roll.setPiece(before);
+    run('roll-draft', before);
     const onGpu = workerBackend() !== 'cpu' && status.backend?.kind === 'gpu';
     if (onGpu && !deviceLost() && !/cancelled/.test(e.message)) {
       // The failed read may arrive before the news that the device is gone: wait a moment.
@@ -143,7 +142,7 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
   } finally {
     app.generating = null;
     $('gen-progress').hidden = true;
-    showPiece();
+    run('show-piece');
   }
   if (retry) {
     // The same request, on the CPU Worker once it is up.
@@ -168,8 +167,7 @@ function onProgress(p, job, track, live, from, started) {
     track.notes = notes;
     const end = notes.reduce((m, n) => Math.max(m, n[2]), from);
     live.endTick = Math.max(live.endTick, end);
-    roll.setGenerating({ fromTick: from, toTick: end, progress: p.total ? p.done / p.total : 0 });
-    roll.update();
+    run('roll-generating', { fromTick: from, toTick: end, progress: p.total ? p.done / p.total : 0 });
   }
   if (p.attention) {
     const a = p.attention;

@@ -7,7 +7,7 @@ import {
   CHORD_CHOICES, LABEL_HELP, chordCell, labelError, labelProblems, labelTitle, plannedBars,
 } from './labels.js';
 import { setPiece } from './page-store.js';
-import { selectedBars, updateButtons } from './piece-view.js';
+import { run } from './commands.js';
 import { harmonized } from './harmonizer.js';
 import { on } from './events.js';
 
@@ -87,18 +87,18 @@ let suggestions = 0; // presses of "Suggest chords" on this page: each is anothe
 export async function suggestChords() {
   const piece = app.piece;
   if (!piece || app.generating) return;
-  const bars = selectedBars();
+  const bars = run('selected-bars');
   const first = suggestions === 0 && piece.chordSource !== 'harmonizer';
   suggestions += 1;
   const seed = first ? null : suggestions;
   const where = bars ? `bars ${bars[0] + 1}–${bars[1]}` : 'the whole piece';
   const job = { id: null, task: 'chords', cancelled: false };
   app.generating = job;
-  updateButtons();
+  run('update-buttons');
   try {
     const next = await harmonized(piece, { bars, seed });
     app.generating = null;
-    updateButtons();
+    run('update-buttons');
     // Cancelled, or another piece came meanwhile: the lane stays as it is.
     if (job.cancelled || app.piece !== piece) return;
     markChordsSet(next, ...(bars ?? [0, next.promptBars]));
@@ -106,7 +106,7 @@ export async function suggestChords() {
     notice(`Chords for ${where} from the harmonizer (${first ? 'its most likely progression' : `alternative ${suggestions}`}). Undo takes them back; press again for another.`);
   } catch (e) {
     app.generating = null;
-    updateButtons();
+    run('update-buttons');
     showError(`No chords could be suggested: ${e.message}`);
   }
 }

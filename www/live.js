@@ -10,7 +10,7 @@ import { $, app, status } from './page.js';
 import { call } from './worker-client.js';
 import { currentEntry, ensureModel } from './model-loader.js';
 import { secondsAt, tickAtSeconds } from './piece.js';
-import { piano } from './playback.js';
+import { piano } from './sound.js';
 import { settings } from './settings.js';
 import { liveModels, meterText, stepTick } from './live-plan.js';
 

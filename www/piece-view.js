@@ -10,7 +10,7 @@ import { PianoRoll } from './roll.js';
 import { saveWork } from './store.js';
 import { barsUnder, chordSourceText, harmonizerEntry, hasNotes, hasPiano } from './generation-plan.js';
 import { describeRoles, pieceTitle } from './page-text.js';
-import { run } from './commands.js';
+import { command, run } from './commands.js';
 import { settings } from './settings.js';
 import { emit, on } from './events.js';
 import { relabelled, withLaneFilled } from './harmonizer.js';
@@ -35,6 +35,15 @@ export const roll = new PianoRoll($('roll'), {
 // The page's store holds the roll too: playback moves its playhead and reads its selection.
 app.roll = roll;
 on('model-shown', () => updateButtons());
+command('update-buttons', () => updateButtons());
+command('show-piece', () => showPiece());
+command('selected-bars', () => selectedBars());
+// A generation draws the piece as it writes it, and the bars still to come.
+command('roll-draft', (draft) => roll.setPiece(draft));
+command('roll-generating', (range) => {
+  roll.setGenerating(range);
+  if (range) roll.update();
+});
 
 // Where the roll shows a tick and pitch (or a velocity, in the lane under it), in client px: the
 // e2e test draws and drags with the mouse there.

@@ -6,7 +6,8 @@ import { call } from './worker-client.js';
 import { noteCount, barAt, secondsAt, fitPhrases } from './piece.js';
 import { Take, computerKeyPitch, emptyPiece, noteMessage, recordInto } from './keys.js';
 import { START_DELAY } from './audio.js';
-import { piano, playheadTick, stopPlayback } from './playback.js';
+import { piano } from './sound.js';
+import { run } from './commands.js';
 import { setPiece } from './page-store.js';
 import { withLaneFilled } from './harmonizer.js';
 import { LiveTake } from './live.js';
@@ -107,10 +108,10 @@ export async function toggleRecording() {
     notice('A generation is running: cancel it (Esc) before recording.');
     return;
   }
-  stopPlayback();
+  run('stop-playback');
   const bpm = Math.min(240, Math.max(40, Number($('take-bpm').value) || 100));
   const piece = app.piece ?? emptyPiece({ bpm });
-  const fromBar = app.piece ? barAt(piece, Math.min(playheadTick(), piece.bars.at(-1))) : 0;
+  const fromBar = app.piece ? barAt(piece, Math.min(run('playhead'), piece.bars.at(-1))) : 0;
   const fromTick = piece.bars[fromBar];
   const beat = secondsAt(piece, fromTick + piece.ppq) - secondsAt(piece, fromTick);
   const countIn = $('count-in').checked ? 4 : 0;

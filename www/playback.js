@@ -2,23 +2,21 @@
 // selection, at the panel's tempo and mutes, the playhead following the sound, and the WAV
 // export with the same voices.
 import { $, app, status, showError, download } from './page.js';
-import { Piano } from './audio.js';
+import { piano } from './sound.js';
 import { exportName } from './page-text.js';
 import { command } from './commands.js';
 
-export const piano = new Piano();
+export { piano };
 
 command('stop-playback', () => stopPlayback());
 command('seek', (tick) => seek(tick));
+command('playhead', () => playhead);
 // After the piece changed under it (a comparison's other side): from the playhead again.
 command('restart-playback', () => {
   if (piano.playing) startPlayback();
 });
 let playFrame = 0;
 let playhead = 0; // where playback starts (ticks), and where it is while it plays
-
-/** The playhead (ticks). */
-export const playheadTick = () => playhead;
 
 /** The mute checkboxes, as the piano takes them. */
 export function mutes() {
