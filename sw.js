@@ -24,6 +24,7 @@ export const SHELL_FILES = [
   'www/icon.svg',
   'www/style.css',
   'www/attention-panel.js',
+  'www/attention-view.js',
   'www/attention.js',
   'www/audio-notes.js',
   'www/audio-voices.js',

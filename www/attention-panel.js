@@ -3,14 +3,19 @@
 // map request when a generation or another result takes over.
 import { $, app } from './page.js';
 import { call, cancelCall } from './worker-client.js';
-import { AttentionMap, drawTemplate, meanTemplate } from './attention.js';
+import { drawTemplate, meanTemplate } from './attention.js';
+import { attention } from './attention-view.js';
+import { command } from './commands.js';
 import { noTemplateText } from './page-text.js';
 import { currentEntry, entryNamed, ensureModel } from './model-loader.js';
 import { settings } from './settings.js';
 import { on } from './events.js';
 
-export const attention = new AttentionMap($('attention'));
+export { attention };
 let job = null; // the Worker request drawing the map without generating, while one runs
+
+command('attention-stop', () => stopAttention());
+command('attention-refresh', () => refreshAttention());
 
 /** Stops the map request running, if one is (a generation or another result takes the map). */
 export function stopAttention() {

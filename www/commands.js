@@ -10,6 +10,7 @@
 //   'show-comparison'   (comparison, options) shows two results side by side (compare-panel.js)
 //   'show-cached'       lists the models kept for offline use (backend-card.js)
 //   'show-models'       (name) the model list of the chosen task (models.js)
+//   'attention-stop', 'attention-refresh': the attention panel's map request (attention-panel.js)
 //   'update-buttons', 'show-piece', 'selected-bars' → [from, to) or null, 'roll-draft' (piece),
 //   'roll-generating' (range or null): the piece view's (piece-view.js)
 const commands = new Map();

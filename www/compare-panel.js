@@ -7,7 +7,7 @@ import { Comparison, sideLabel } from './compare.js';
 import { currentEntry, entryNamed } from './model-loader.js';
 import { setPiece } from './page-store.js';
 import { settings } from './settings.js';
-import { attention, refreshAttention, stopAttention } from './attention-panel.js';
+import { attention } from './attention-view.js';
 import { command, run } from './commands.js';
 import { on } from './events.js';
 
@@ -53,14 +53,14 @@ export function showComparison(comparison, { draw = true } = {}) {
 /** Shows side `which` ('a' or 'b') of the comparison: its piece and its attention map. */
 export function showCompared(which, { draw = true } = {}) {
   if (!app.compare || app.generating) return;
-  stopAttention();
+  run('attention-stop');
   const side = app.compare.show(which);
   setPiece(side.piece, { undoable: false, keepView: true });
   $('compare-a').setAttribute('aria-pressed', String(which === 'a'));
   $('compare-b').setAttribute('aria-pressed', String(which === 'b'));
   status.comparing = which;
   if (side.attention) attention.restore(side.attention);
-  else if (draw) refreshAttention();
+  else if (draw) run('attention-refresh');
   else attention.reset(1);
   run('restart-playback');
 }

@@ -22,7 +22,7 @@ import {
 } from './generation-plan.js';
 import { currentEntry, dynamicsText, ensureModel } from './model-loader.js';
 import { remember, setPiece } from './page-store.js';
-import { attention, stopAttention } from './attention-panel.js';
+import { attention } from './attention-view.js';
 import { command, run } from './commands.js';
 import { withPageMarks } from './piece.js';
 
@@ -59,7 +59,7 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
   const job = { id: null, task, cancelled: false };
   let retry = false;
   app.generating = job;
-  stopAttention();
+  run('attention-stop');
   run('update-buttons');
   run('stop-playback');
   $('gen-progress').hidden = false;
