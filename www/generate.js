@@ -21,7 +21,7 @@ import {
   progressText, doneText,
 } from './generation-plan.js';
 import { currentEntry, dynamicsText, ensureModel } from './model-loader.js';
-import { remember, setPiece } from './page-store.js';
+import { endJob, remember, setPiece, startJob } from './page-store.js';
 import { attention } from './attention-view.js';
 import { command, run } from './commands.js';
 import { withPageMarks } from './piece.js';
@@ -58,7 +58,7 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
   const started = performance.now();
   const job = { id: null, task, cancelled: false };
   let retry = false;
-  app.generating = job;
+  startJob(job);
   run('attention-stop');
   run('update-buttons');
   run('stop-playback');
@@ -140,7 +140,7 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
       if (e.fatal) startWorker(workerBackend());
     }
   } finally {
-    app.generating = null;
+    endJob(job);
     $('gen-progress').hidden = true;
     run('show-piece');
   }

@@ -6,7 +6,7 @@ import { clonePiece, phraseIndex, setBarCount, setPhrase } from './piece.js';
 import {
   CHORD_CHOICES, LABEL_HELP, chordCell, labelError, labelProblems, labelTitle, plannedBars,
 } from './labels.js';
-import { setPiece } from './page-store.js';
+import { endJob, setPiece, startJob } from './page-store.js';
 import { run } from './commands.js';
 import { harmonized } from './harmonizer.js';
 import { on } from './events.js';
@@ -93,11 +93,11 @@ export async function suggestChords() {
   const seed = first ? null : suggestions;
   const where = bars ? `bars ${bars[0] + 1}–${bars[1]}` : 'the whole piece';
   const job = { id: null, task: 'chords', cancelled: false };
-  app.generating = job;
+  startJob(job);
   run('update-buttons');
   try {
     const next = await harmonized(piece, { bars, seed });
-    app.generating = null;
+    endJob(job);
     run('update-buttons');
     // Cancelled, or another piece came meanwhile: the lane stays as it is.
     if (job.cancelled || app.piece !== piece) return;
@@ -105,7 +105,7 @@ export async function suggestChords() {
     setPiece(next, { keepView: true });
     notice(`Chords for ${where} from the harmonizer (${first ? 'its most likely progression' : `alternative ${suggestions}`}). Undo takes them back; press again for another.`);
   } catch (e) {
-    app.generating = null;
+    endJob(job);
     run('update-buttons');
     showError(`No chords could be suggested: ${e.message}`);
   }

@@ -1,5 +1,6 @@
 // The page's state in one place (issue 37, the page store): the current piece and its undo and
-// redo history. A change is told to whoever listens as a 'piece' event — the roll and the
+// redo history, and the job running. A change is told to whoever listens ('piece', 'job'): a
+// new piece as a 'piece' event — the roll and the
 // track list redraw, a comparison ends or keeps the edit, the piece is saved for the next
 // visit — so that a panel changes the piece here instead of calling the panel that shows it.
 // DOM-free: Node tests load it.
@@ -15,6 +16,27 @@ export function on(name, fn) {
 
 function emit(name, detail) {
   for (const fn of [...(listeners.get(name) ?? [])]) fn(detail);
+}
+
+/**
+ * The work running (a generation, suggested chords): `{id, task, cancelled}`, or null. One at
+ * a time: `startJob` refuses a second, and a job ends only itself.
+ */
+let job = null;
+
+/** Makes `next` the running job, telling 'job' listeners; false when one is running. */
+export function startJob(next) {
+  if (job) return false;
+  job = next;
+  emit('job', { job });
+  return true;
+}
+
+/** Ends `done` if it is the running job, telling 'job' listeners. */
+export function endJob(done) {
+  if (job !== done) return;
+  job = null;
+  emit('job', { job: null });
 }
 
 /** Pieces Undo brings back (at most this many). */
@@ -33,6 +55,9 @@ export const store = {
   },
   get canRedo() {
     return redoStack.length > 0;
+  },
+  get job() {
+    return job;
   },
 };
 

@@ -22,9 +22,12 @@ export const app = {
   set piece(draft) {
     showDraft(draft);
   },
+  // The running generation or chord suggestion (page-store.js startJob/endJob), or null.
+  get generating() {
+    return store.job;
+  },
   manifest: [],
   loaded: new Set(), // models loaded in the current Worker
-  generating: null,
   compare: null, // the Comparison on show (compare.js), or null
   tuning: null, // the Fine-tune panel (tune.js), once main.js has made it
   dynamicsEntry: null, // the manifest's velocity model (models.js), or null

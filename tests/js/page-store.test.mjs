@@ -2,7 +2,18 @@
 // 'piece' events its changes send, under Node.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MAX_UNDO, on, redo, remember, setPiece, showDraft, store, undo } from '../../www/page-store.js';
+import {
+  MAX_UNDO,
+  endJob,
+  on,
+  redo,
+  remember,
+  setPiece,
+  showDraft,
+  startJob,
+  store,
+  undo,
+} from '../../www/page-store.js';
 
 test('edits go on the undo stack, undo and redo walk it, a new edit clears redo', () => {
   const seen = [];
@@ -59,5 +70,22 @@ test('a draft is shown without history or event; the history keeps fifty pieces'
   assert.equal(undo(), true);
   assert.equal(store.piece, p);
   assert.equal(store.canUndo, false);
+  stop();
+});
+
+test('one job runs at a time, and a job ends only itself', () => {
+  const heard = [];
+  const stop = on('job', (e) => heard.push(e.job));
+  const a = { task: 'accompaniment' };
+  const b = { task: 'chords' };
+  assert.equal(store.job, null);
+  assert.equal(startJob(a), true);
+  assert.equal(startJob(b), false, 'a second job is refused while one runs');
+  assert.equal(store.job, a);
+  endJob(b);
+  assert.equal(store.job, a, 'another job cannot end the running one');
+  endJob(a);
+  assert.equal(store.job, null);
+  assert.deepEqual(heard, [a, null]);
   stop();
 });
