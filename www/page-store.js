@@ -1,9 +1,8 @@
-// The page's state in one place (issue 37, the page store): the current piece and its undo and
-// redo history, and the job running. A change is told to whoever listens ('piece', 'job'): a
-// new piece as a 'piece' event — the roll and the
-// track list redraw, a comparison ends or keeps the edit, the piece is saved for the next
-// visit — so that a panel changes the piece here instead of calling the panel that shows it.
-// DOM-free: Node tests load it.
+// The page's state in one place (issue 37, the page store): the current piece with its undo
+// and redo history, and the job running. Changes are told to whoever listens: 'piece' (the
+// roll and the track list redraw, a comparison ends or keeps the edit, the piece is saved for
+// the next visit) and 'job' — so that a panel changes the state here instead of calling the
+// panel that shows it. DOM-free: Node tests load it.
 
 const listeners = new Map();
 
