@@ -8,10 +8,11 @@ use std::ops::Range;
 use rand::RngExt;
 use rand::rngs::StdRng;
 
+use super::example::Example;
 pub use super::example::WindowSpec;
-use super::example::{Example, example};
 use super::features::token_coordinates;
 use super::harmony::{beat_crop_starts, harmony_example};
+use super::sheet::Sheet;
 use crate::model::config::Task;
 use crate::music::grid::Grid;
 use crate::music::labels::{PhraseLabel, StepLabels};
@@ -43,9 +44,8 @@ pub fn song_tokens(
 #[derive(Clone, Debug)]
 pub struct Piece {
     pub name: String,
-    pub grid: Grid,
-    pub rolls: MultiRoll,
-    pub labels: StepLabels,
+    /// Its grid, rolls and labels.
+    pub sheet: Sheet,
     /// Steps whose labels are trustworthy (POP909: the annotated span); crops stay inside.
     pub range: Range<usize>,
     /// The whole song as REMI token ids (every track merged, chords and tempo included).
@@ -84,9 +84,11 @@ impl Piece {
         let token_places = places(&tokens);
         Ok(Self {
             name,
-            grid,
-            rolls,
-            labels,
+            sheet: Sheet {
+                grid,
+                rolls,
+                labels,
+            },
             range,
             tokens,
             token_bars,
@@ -160,19 +162,19 @@ impl Piece {
     /// Where windows of `len` steps may start: the grid's bar lines inside the usable range
     /// that leave a whole window in it (the range's start when it is shorter than a window).
     pub fn crop_starts(&self, len: usize) -> Vec<usize> {
-        bar_crop_starts(&self.grid, &self.range, len)
+        bar_crop_starts(&self.sheet.grid, &self.range, len)
     }
 
     /// Whether the piece has an accompaniment to learn from and a melody to learn it from.
     pub fn has_accompaniment(&self) -> bool {
-        has_notes(&self.rolls.melody) && has_notes(&self.rolls.piano)
+        has_notes(&self.sheet.rolls.melody) && has_notes(&self.sheet.rolls.piano)
     }
 
     /// Whether the piece has a melody to harmonize and chords to learn from within its range.
     pub fn has_harmony(&self) -> bool {
-        has_notes(&self.rolls.melody)
-            && self.labels.chord
-                [self.range.start.min(self.labels.len())..self.range.end.min(self.labels.len())]
+        has_notes(&self.sheet.rolls.melody)
+            && self.sheet.labels.chord[self.range.start.min(self.sheet.labels.len())
+                ..self.range.end.min(self.sheet.labels.len())]
                 .iter()
                 .any(Option::is_some)
     }
@@ -180,8 +182,8 @@ impl Piece {
     /// The harmonizer's window of `spec.len` beats from beat `start`, transposed.
     pub fn harmony_example(&self, spec: &WindowSpec, start: usize, transpose: i32) -> Example {
         harmony_example(
-            &self.rolls,
-            &self.labels,
+            &self.sheet.rolls,
+            &self.sheet.labels,
             &self.range,
             spec,
             start,
@@ -337,7 +339,7 @@ impl Corpus {
             let windows = (0..batch)
                 .map(|_| {
                     let p = pieces[rng.random_range(0..pieces.len())];
-                    let starts = beat_crop_starts(&p.grid, spec.len);
+                    let starts = beat_crop_starts(&p.sheet.grid, spec.len);
                     let start = starts[rng.random_range(0..starts.len())];
                     p.harmony_example(spec, start, shift(rng))
                 })
@@ -367,7 +369,7 @@ impl Corpus {
                     let p = pieces[rng.random_range(0..pieces.len())];
                     let starts = p.crop_starts(spec.len);
                     let start = starts[rng.random_range(0..starts.len())];
-                    example(&p.rolls, &p.labels, spec, start, shift(rng))
+                    p.sheet.example(spec, start, shift(rng))
                 })
                 .collect();
             Batch::Rolls(windows)
@@ -389,7 +391,7 @@ impl Corpus {
         let mut per_piece: Vec<Vec<Batch>> = Vec::new();
         if task == Task::Harmonization {
             for p in self.harmony_pieces() {
-                let starts = beat_crop_starts(&p.grid, spec.len)
+                let starts = beat_crop_starts(&p.sheet.grid, spec.len)
                     .into_iter()
                     .step_by(stride);
                 per_piece.push(
@@ -423,7 +425,7 @@ impl Corpus {
                 let starts = p.crop_starts(spec.len).into_iter().step_by(stride);
                 per_piece.push(
                     starts
-                        .map(|s| Batch::Rolls(vec![example(&p.rolls, &p.labels, spec, s, 0)]))
+                        .map(|s| Batch::Rolls(vec![p.sheet.example(spec, s, 0)]))
                         .collect(),
                 );
             }
@@ -518,16 +520,16 @@ mod tests {
         };
         let phrases = [segment(0, 'A'), segment(4, 'B'), segment(8, 'A')];
         let labels = StepLabels::new(
-            &found.grid,
-            &found.rolls.melody,
-            &found.labels.beat_chords(),
+            &found.sheet.grid,
+            &found.sheet.rolls.melody,
+            &found.sheet.labels.beat_chords(),
             &phrases,
         );
         let p = Piece::new(
             "loop".into(),
             &song,
-            found.grid.clone(),
-            found.rolls.clone(),
+            found.sheet.grid.clone(),
+            found.sheet.rolls.clone(),
             labels,
             found.range.clone(),
         )

@@ -11,6 +11,7 @@ pub mod example;
 pub mod features;
 pub mod harmony;
 pub mod shapes;
+pub mod sheet;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod sources;
 

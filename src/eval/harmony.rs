@@ -58,7 +58,7 @@ pub struct HarmonySong {
 
 /// A song of `piece`'s rolls (MELODY, BRIDGE, and PIANO when `piano`), quantised to its grid.
 fn song_of(piece: &Piece, piano: bool) -> Song {
-    let mut rolls = piece.rolls.clone();
+    let mut rolls = piece.sheet.rolls.clone();
     if !piano {
         rolls.piano = PianoRoll::new(rolls.num_steps());
     }
@@ -68,7 +68,7 @@ fn song_of(piece: &Piece, piano: bool) -> Song {
         time_signatures: Vec::new(),
         key_signatures: Vec::new(),
         tracks: rolls
-            .to_tracks(&piece.grid, GENERATED_VELOCITY)
+            .to_tracks(&piece.sheet.grid, GENERATED_VELOCITY)
             .into_iter()
             .filter(|t| !t.notes.is_empty())
             .collect(),
@@ -109,13 +109,13 @@ impl HarmonySong {
     /// The song of an annotated piece (POP909: its labels' chords and phrases are the
     /// annotations, `range` their span).
     pub fn new(piece: &Piece) -> Self {
-        let grid = &piece.grid;
+        let grid = &piece.sheet.grid;
         let spb = grid.steps_per_beat.max(1);
         let melody_only = song_of(piece, false);
         let found = detect_structure(&melody_only, grid);
         let full = detect_structure(&song_of(piece, true), grid);
-        let rolls: &MultiRoll = &piece.rolls;
-        let annotated = &piece.labels;
+        let rolls: &MultiRoll = &piece.sheet.rolls;
+        let annotated = &piece.sheet.labels;
         let detected_labels = StepLabels::new(
             grid,
             &rolls.melody,
@@ -285,8 +285,8 @@ pub fn rhythm_of(corpus: &Corpus) -> Option<(Rhythm, usize)> {
         .iter()
         .filter(|p| p.has_harmony())
         .map(|p| {
-            let spb = p.grid.steps_per_beat.max(1);
-            let mut chords = p.labels.beat_chords();
+            let spb = p.sheet.grid.steps_per_beat.max(1);
+            let mut chords = p.sheet.labels.beat_chords();
             // Only the annotated span's changes count.
             let span = p.range.start.div_ceil(spb)..p.range.end / spb;
             for (b, c) in chords.iter_mut().enumerate() {
@@ -294,7 +294,7 @@ pub fn rhythm_of(corpus: &Corpus) -> Option<(Rhythm, usize)> {
                     *c = None;
                 }
             }
-            (chords, BeatPlaces::from_labels(&p.labels))
+            (chords, BeatPlaces::from_labels(&p.sheet.labels))
         })
         .collect();
     (!places.is_empty()).then(|| {

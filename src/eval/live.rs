@@ -41,9 +41,9 @@ fn cut(roll: &PianoRoll, range: std::ops::Range<usize>) -> PianoRoll {
 
 /// Scores `piano` (the span's steps) against `piece`'s annotated chords and its pianist.
 pub fn score(piece: &Piece, piano: &PianoRoll, span: std::ops::Range<usize>) -> Played {
-    let spb = piece.labels.steps_per_beat.max(1);
-    let annotated = piece.labels.slice(span.clone()).beat_chords();
-    let real = cut(&piece.rolls.piano, span.clone());
+    let spb = piece.sheet.labels.steps_per_beat.max(1);
+    let annotated = piece.sheet.labels.slice(span.clone()).beat_chords();
+    let real = cut(&piece.sheet.rolls.piano, span.clone());
     let n = span.len();
     let real_rate = onsets_per_beat(&real, 0..n, spb);
     Played {
@@ -54,7 +54,7 @@ pub fn score(piece: &Piece, piano: &PianoRoll, span: std::ops::Range<usize>) -> 
 
 /// The steps a take covers: from the first beat of the annotated span to its end.
 pub fn take_span(piece: &Piece) -> std::ops::Range<usize> {
-    let spb = piece.labels.steps_per_beat.max(1);
+    let spb = piece.sheet.labels.steps_per_beat.max(1);
     let start = piece.range.start.div_ceil(spb) * spb;
     start.min(piece.range.end)..piece.range.end
 }
@@ -73,9 +73,9 @@ pub async fn live_take(
     device: &Device,
 ) -> Result<(PianoRoll, Vec<Option<Chord>>), GenerateError> {
     let span = take_span(piece);
-    let spb = piece.labels.steps_per_beat.max(1);
+    let spb = piece.sheet.labels.steps_per_beat.max(1);
     let (first, beats) = (span.start / spb, span.len().div_ceil(spb));
-    let grid = &piece.grid;
+    let grid = &piece.sheet.grid;
     let end = (first + beats).min(grid.num_beats());
     let bars = grid
         .bar_starts
@@ -88,16 +88,18 @@ pub async fn live_take(
     if !planned {
         labels.chord.fill(None);
     }
-    let melody = cut(&piece.rolls.melody, span.clone());
+    let melody = cut(&piece.sheet.rolls.melody, span.clone());
     let input = AccompanimentInput {
-        grid,
-        rolls: MultiRoll {
-            melody: melody.clone(),
-            bridge: cut(&piece.rolls.bridge, span.clone()),
-            piano: PianoRoll::new(span.len()),
-        },
         chords: labels.beat_chords(),
-        labels,
+        sheet: crate::data::sheet::Sheet {
+            grid,
+            rolls: MultiRoll {
+                melody: melody.clone(),
+                bridge: cut(&piece.sheet.rolls.bridge, span.clone()),
+                piano: PianoRoll::new(span.len()),
+            },
+            labels,
+        },
         phrases: Vec::new(),
         kept: Vec::new(),
     };
@@ -190,10 +192,18 @@ impl LivePanel<'_> {
         let harmony = super::harmony::HarmonySong::new(piece);
         let span = take_span(piece);
         let acc = self.accompanist;
-        let (planned_live, _) =
-            live_take(acc, None, piece, &piece.labels, true, self.sampling, device).await?;
+        let (planned_live, _) = live_take(
+            acc,
+            None,
+            piece,
+            &piece.sheet.labels,
+            true,
+            self.sampling,
+            device,
+        )
+        .await?;
         let planned_offline =
-            offline_take(acc, piece, &piece.labels, self.sampling, device).await?;
+            offline_take(acc, piece, &piece.sheet.labels, self.sampling, device).await?;
         let (open_live, live_chords) = live_take(
             acc,
             Some(self.chords),
@@ -228,7 +238,7 @@ impl LivePanel<'_> {
             score(piece, &open_live, span.clone()),
             score(piece, &open_offline, piece.range.clone()),
         ];
-        let annotated = piece.labels.slice(span.clone()).beat_chords();
+        let annotated = piece.sheet.labels.slice(span.clone()).beat_chords();
         let pairs: Vec<_> = annotated
             .iter()
             .zip(&live_chords)
@@ -244,7 +254,7 @@ impl LivePanel<'_> {
         Ok(LiveSong {
             played,
             live_root,
-            beats: span.len() / piece.labels.steps_per_beat.max(1),
+            beats: span.len() / piece.sheet.labels.steps_per_beat.max(1),
         })
     }
 }

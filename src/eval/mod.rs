@@ -19,9 +19,9 @@ pub mod stepwise;
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 
+use crate::data::Example;
 use crate::data::corpus::{Batch, Corpus, WindowSpec};
 use crate::data::features::LABEL_FEATURES;
-use crate::data::{Example, example};
 use crate::generate::binarize::{Binarize, binarize};
 use crate::model::config::ACCOMPANIMENT_INPUTS;
 use crate::model::performer::Performer;
@@ -103,7 +103,7 @@ pub fn excerpts(corpus: &Corpus, spec: &WindowSpec, per_piece: usize) -> Vec<(St
             }
             out.push((
                 format!("{}@{}", p.name, start),
-                example(&p.rolls, &p.labels, spec, start, 0),
+                p.sheet.example(spec, start, 0),
             ));
             next = start + len;
             taken += 1;

@@ -104,7 +104,7 @@ pub async fn sample_with_lanes(
 ) -> Result<(PianoRoll, PianoRoll), GenerateError> {
     let range = piece.range.clone();
     let spec = WindowSpec::for_model(&model.config, range.len());
-    let e = example(&piece.rolls, labels, &spec, range.start, 0);
+    let e = example(&piece.sheet.rolls, labels, &spec, range.start, 0);
     let roll = sample_whole(model, &e, sampling, device).await?;
     Ok((roll, target_roll(&e)))
 }
@@ -120,9 +120,9 @@ pub async fn chord_tones_with_lanes(
     sampling: PianoSampling,
     device: &Device,
 ) -> Result<Option<f64>, GenerateError> {
-    let spb = piece.labels.steps_per_beat.max(1);
+    let spb = piece.sheet.labels.steps_per_beat.max(1);
     let (roll, _) = sample_with_lanes(model, piece, lanes, sampling, device).await?;
-    let annotated = beat_chords(&piece.labels, piece.range.clone());
+    let annotated = beat_chords(&piece.sheet.labels, piece.range.clone());
     Ok(chord_tone_ratio(&roll, &annotated, spb))
 }
 
@@ -133,15 +133,17 @@ pub async fn song_result(
     sampling: PianoSampling,
     device: &Device,
 ) -> Result<SongResult, GenerateError> {
-    let spb = piece.labels.steps_per_beat.max(1);
+    let spb = piece.sheet.labels.steps_per_beat.max(1);
     let range = piece.range.clone();
-    let (roll, real) = sample_with_lanes(model, piece, &piece.labels, sampling, device).await?;
-    let chords = beat_chords(&piece.labels, range.clone());
+    let (roll, real) =
+        sample_with_lanes(model, piece, &piece.sheet.labels, sampling, device).await?;
+    let chords = beat_chords(&piece.sheet.labels, range.clone());
     let bar_steps = piece
+        .sheet
         .grid
-        .bar_steps(piece.grid.bar_of_step(range.start).0)
+        .bar_steps(piece.sheet.grid.bar_of_step(range.start).0)
         .len();
-    let shifted = shifted_chords(&piece.labels, range.clone(), SHIFT_BARS * bar_steps);
+    let shifted = shifted_chords(&piece.sheet.labels, range.clone(), SHIFT_BARS * bar_steps);
     let (other, _) = sample_with_lanes(model, piece, &shifted, sampling, device).await?;
     let given = beat_chords(&shifted, range.clone());
     let (followed, changed_beats) = followed_ratio(&other, &given, &chords, spb);

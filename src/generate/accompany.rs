@@ -8,9 +8,10 @@ use burn::tensor::activation::sigmoid;
 use super::binarize::{Binarize, binarize};
 use super::piano::{self, PianoSampling, accompany_steps};
 use super::{AttentionRows, GenerateError, Watch, read_f32, watched_rows};
+use crate::data::Example;
 use crate::data::corpus::WindowSpec;
+use crate::data::sheet::Sheet;
 use crate::data::stack;
-use crate::data::{Example, example};
 use crate::model::config::Task;
 use crate::model::performer::{Inputs, Performer};
 use crate::music::chords::Chord;
@@ -25,9 +26,8 @@ use crate::music::tokens::STEPS_PER_BEAT;
 /// What the accompaniment model reads from a song.
 #[derive(Clone, Debug)]
 pub struct AccompanimentInput {
-    pub grid: Grid,
-    pub rolls: MultiRoll,
-    pub labels: StepLabels,
+    /// The song's grid, melody and bridge rolls, and labels.
+    pub sheet: Sheet,
     /// Chords per beat and phrases, as used (given or detected).
     pub chords: Vec<Option<Chord>>,
     pub phrases: Vec<Segment>,
@@ -51,9 +51,11 @@ impl AccompanimentInput {
         let mut kept = melody;
         kept.extend(bridge);
         Self {
-            grid,
-            rolls,
-            labels,
+            sheet: Sheet {
+                grid,
+                rolls,
+                labels,
+            },
             chords,
             phrases,
             kept,
@@ -224,7 +226,7 @@ pub async fn accompany_song(
     sampling: PianoSampling,
     device: &Device,
 ) -> Result<PianoRoll, GenerateError> {
-    let len = input.grid.num_steps();
+    let len = input.sheet.grid.num_steps();
     let e = input_example(model, input);
     if model.config.is_autoregressive() {
         let done = |_: piano::PianoProgress<'_>| async { true };
@@ -240,8 +242,8 @@ pub async fn accompany_song(
 
 /// The model's input for the whole of `input`.
 pub fn input_example(model: &Performer, input: &AccompanimentInput) -> Example {
-    let spec = WindowSpec::for_model(&model.config, input.grid.num_steps());
-    example(&input.rolls, &input.labels, &spec, 0, 0)
+    let spec = WindowSpec::for_model(&model.config, input.sheet.grid.num_steps());
+    input.sheet.example(&spec, 0, 0)
 }
 
 /// How far an accompaniment has come: probabilities for steps `0 .. done` (onset and sustain,
@@ -327,7 +329,7 @@ pub fn with_piano(song: &Song, input: &AccompanimentInput, piano: &PianoRoll) ->
         name: Role::Piano.track_name().to_string(),
         instrument: String::new(),
         program: Some(0),
-        notes: piano.to_notes(&input.grid, Role::Piano.channel(), GENERATED_VELOCITY),
+        notes: piano.to_notes(&input.sheet.grid, Role::Piano.channel(), GENERATED_VELOCITY),
     });
     out
 }

@@ -82,18 +82,18 @@ pub async fn harmonize_input(
 ) -> Result<(), GenerateError> {
     let lp = chord_log_probs(
         model,
-        &input.rolls.melody,
-        &input.rolls.bridge,
-        &input.labels,
+        &input.sheet.rolls.melody,
+        &input.sheet.rolls.bridge,
+        &input.sheet.labels,
         seed,
     )
     .await?;
-    let places = BeatPlaces::from_labels(&input.labels);
+    let places = BeatPlaces::from_labels(&input.sheet.labels);
     let choice = choice.for_model(model);
     input.chords = progression(&lp, &places, decode, 0..usize::MAX, None, choice);
-    input.labels = StepLabels::new(
-        &input.grid,
-        &input.rolls.melody,
+    input.sheet.labels = StepLabels::new(
+        &input.sheet.grid,
+        &input.sheet.rolls.melody,
         &input.chords,
         &input.phrases,
     );

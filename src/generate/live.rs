@@ -127,8 +127,8 @@ impl Live {
                     .into(),
             ));
         }
-        let len = input.grid.num_steps();
-        let spb = input.grid.steps_per_beat.max(1);
+        let len = input.sheet.grid.num_steps();
+        let spb = input.sheet.grid.steps_per_beat.max(1);
         if from >= len {
             return Err(GenerateError::Read(
                 "there is no room to play into after the take's start".into(),
@@ -149,9 +149,9 @@ impl Live {
         // The take replaces the melody from its start; the piano there is to be written.
         for t in from..len {
             for p in 0..PITCHES {
-                input.rolls.melody.set(t, p, false, false, 0);
+                input.sheet.rolls.melody.set(t, p, false, false, 0);
             }
-            input.labels.melody[t] = 0;
+            input.sheet.labels.melody[t] = 0;
         }
         let mut piano = given.clone();
         if piano.num_steps != len {
@@ -168,9 +168,9 @@ impl Live {
                 piano.set(t, p, false, false, 0);
             }
         }
-        input.rolls.piano = piano;
+        input.sheet.rolls.piano = piano;
         let mut planned = planned;
-        planned.resize(input.grid.num_beats(), false);
+        planned.resize(input.sheet.grid.num_beats(), false);
         let width = c.input_dim;
         let levels =
             c.pe.is_structural()
@@ -183,11 +183,19 @@ impl Live {
         if from > 0 {
             let mut x = vec![0f32; from * width];
             for (t, row) in x.chunks_mut(width).enumerate() {
-                write_row(&input.rolls, &input.labels, t, t, 0, c.conditioning, row);
+                write_row(
+                    &input.sheet.rolls,
+                    &input.sheet.labels,
+                    t,
+                    t,
+                    0,
+                    c.conditioning,
+                    row,
+                );
             }
             let inputs = Tensor::<3>::from_data(TensorData::new(x, vec![1, from, width]), device);
             let coords = levels.as_ref().map(|l| {
-                let values = input.labels.slice(0..from).coordinates(l);
+                let values = input.sheet.labels.slice(0..from).coordinates(l);
                 let dims = values.len() / from;
                 Tensor::<3>::from_data(TensorData::new(values, vec![1, from, dims]), device)
             });
@@ -214,7 +222,7 @@ impl Live {
 
     /// Steps in the grid.
     pub fn len(&self) -> usize {
-        self.input.grid.num_steps()
+        self.input.sheet.grid.num_steps()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -244,7 +252,7 @@ impl Live {
         }
         self.note_off(pitch, at);
         let q = self.quantise(at);
-        self.input.rolls.melody.set(q, p, true, true, 0);
+        self.input.sheet.rolls.melody.set(q, p, true, true, 0);
         self.held[p] = Some((q, q));
     }
 
@@ -257,7 +265,7 @@ impl Live {
         };
         let len = self.len();
         let end = self.quantise(at).max(q + 1).min(len);
-        let melody = &mut self.input.rolls.melody;
+        let melody = &mut self.input.sheet.rolls.melody;
         for s in q..end {
             let onset = s == q;
             melody.set(s, p, onset, true, 0);
@@ -277,7 +285,7 @@ impl Live {
                 && done < until
             {
                 for s in done.max(q) + 1..=until {
-                    self.input.rolls.melody.set(s, p, false, true, 0);
+                    self.input.sheet.rolls.melody.set(s, p, false, true, 0);
                 }
                 self.held[p] = Some((q, until));
             }
@@ -294,7 +302,7 @@ impl Live {
         device: &Device,
     ) -> Result<Vec<LiveStep>, GenerateError> {
         let mut out = Vec::new();
-        let spb = self.input.grid.steps_per_beat.max(1);
+        let spb = self.input.sheet.grid.steps_per_beat.max(1);
         let conditioning = model.config.conditioning;
         let end = (step + 1).min(self.len());
         while self.next < end {
@@ -309,12 +317,13 @@ impl Live {
                 self.hold_through(t);
             }
             for s in t..(t - t % spb + spb).min(self.len()) {
-                self.input.labels.melody[s] = sounding_pitch(&self.input.rolls.melody, s);
+                self.input.sheet.labels.melody[s] =
+                    sounding_pitch(&self.input.sheet.rolls.melody, s);
             }
             let mut row = vec![0f32; self.width];
             write_row(
-                &self.input.rolls,
-                &self.input.labels,
+                &self.input.sheet.rolls,
+                &self.input.sheet.labels,
                 t,
                 t,
                 0,
@@ -323,7 +332,7 @@ impl Live {
             );
             let coords = self.levels.as_ref().map(|l| {
                 let mut c = Vec::new();
-                self.input.labels.write_coordinates(t, l, &mut c);
+                self.input.sheet.labels.write_coordinates(t, l, &mut c);
                 c
             });
             let values = model
@@ -335,7 +344,7 @@ impl Live {
                 )
                 .await?;
             let (on, sus) = values.split_at(PITCHES);
-            let piano = &mut self.input.rolls.piano;
+            let piano = &mut self.input.sheet.rolls.piano;
             draw_step(piano, t, on, sus, &self.sampling, &mut self.rng);
             let onsets = (0..PITCHES).filter(|&p| piano.onset(t, p)).map(|p| p as u8);
             let ends = (0..PITCHES)
@@ -381,20 +390,20 @@ impl Live {
             return Ok(None);
         }
         let chord = class_chord(class);
-        let spb = self.input.grid.steps_per_beat.max(1);
+        let spb = self.input.sheet.grid.steps_per_beat.max(1);
         if let Some(c) = self.input.chords.get_mut(beat) {
             *c = chord;
         }
-        let steps = beat * spb..((beat + 1) * spb).min(self.input.labels.len());
+        let steps = beat * spb..((beat + 1) * spb).min(self.input.sheet.labels.len());
         for s in steps {
-            self.input.labels.chord[s] = chord;
+            self.input.sheet.labels.chord[s] = chord;
         }
         Ok(Some(chord))
     }
 
     /// The piano written over `steps`.
     pub fn piano(&self) -> &PianoRoll {
-        &self.input.rolls.piano
+        &self.input.sheet.rolls.piano
     }
 
     /// The chords per beat as played (planned or decided).
@@ -430,7 +439,11 @@ impl Harmony {
         let inputs = model.config.beat_inputs();
         let stepping = model.stepping(device).await?;
         let mut state = model.start(seed, false, device).stepping(&stepping);
-        let (melody, bridge, labels) = (&input.rolls.melody, &input.rolls.bridge, &input.labels);
+        let (melody, bridge, labels) = (
+            &input.sheet.rolls.melody,
+            &input.sheet.rolls.bridge,
+            &input.sheet.labels,
+        );
         let places = BeatPlaces::from_labels(labels);
         let mut prefix = vec![[0f32; 12]];
         let mut sum = [0f32; 12];
@@ -478,7 +491,11 @@ impl Harmony {
         beat: usize,
         device: &Device,
     ) -> Result<Vec<f32>, GenerateError> {
-        let (melody, bridge, labels) = (&input.rolls.melody, &input.rolls.bridge, &input.labels);
+        let (melody, bridge, labels) = (
+            &input.sheet.rolls.melody,
+            &input.sheet.rolls.bridge,
+            &input.sheet.labels,
+        );
         // Beats before this one are over: their sums are final.
         while self.prefix.len() <= beat {
             let b = self.prefix.len() - 1;

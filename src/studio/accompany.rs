@@ -52,16 +52,16 @@ where
     let (region, given) = match options.region {
         None => (0..e.len, None),
         Some([from, to]) => {
-            let bars = input.grid.num_bars();
+            let bars = input.sheet.grid.num_bars();
             if from >= bars {
                 return Err(GenerateError::Read(format!(
                     "bar {} is past the end of the piece ({bars} bars)",
                     from + 1
                 )));
             }
-            let steps =
-                input.grid.bar_steps(from).start..input.grid.bar_steps(to.min(bars) - 1).end;
-            (steps, Some(kept_piano(piece, &input.grid)))
+            let steps = input.sheet.grid.bar_steps(from).start
+                ..input.sheet.grid.bar_steps(to.min(bars) - 1).end;
+            (steps, Some(kept_piano(piece, &input.sheet.grid)))
         }
     };
     let roll = if model.config.is_autoregressive() {
@@ -76,7 +76,7 @@ where
             options.watch(),
             device,
             |p| {
-                let notes = roll_notes(p.roll, &input.grid);
+                let notes = roll_notes(p.roll, &input.sheet.grid);
                 on_progress(Progress {
                     done: p.done,
                     total: p.total,
@@ -96,7 +96,7 @@ where
             device,
             |p| {
                 let roll = binarize(p.onset, p.sustain, p.done, b);
-                let notes = roll_notes(&roll, &input.grid);
+                let notes = roll_notes(&roll, &input.sheet.grid);
                 on_progress(Progress {
                     done: p.done,
                     total: p.total,
@@ -116,13 +116,18 @@ where
     if let Some(dynamics) = &options.dynamics {
         // The written steps get the model's dynamics; a kept piano keeps its own.
         let steps = match options.region {
-            None => 0..input.grid.num_steps(),
+            None => 0..input.sheet.grid.num_steps(),
             Some([from, to]) => {
-                let bars = input.grid.num_bars();
-                input.grid.bar_steps(from).start..input.grid.bar_steps(to.min(bars) - 1).end
+                let bars = input.sheet.grid.num_bars();
+                input.sheet.grid.bar_steps(from).start
+                    ..input.sheet.grid.bar_steps(to.min(bars) - 1).end
             }
         };
-        let ctx = Context::new(&input.grid, &input.labels, &input.rolls.melody);
+        let ctx = Context::new(
+            &input.sheet.grid,
+            &input.sheet.labels,
+            &input.sheet.rolls.melody,
+        );
         dynamics.apply(&ctx, &mut roll, steps, options.seed);
     }
     let mut out = piece.clone();
@@ -133,7 +138,7 @@ where
         role: TrackRole::Generated,
         program: 0,
         channel: Some(Role::Piano.channel()),
-        notes: roll_notes(&roll, &input.grid),
+        notes: roll_notes(&roll, &input.sheet.grid),
     });
     out.refresh();
     Ok(out)

@@ -117,16 +117,16 @@ pub async fn harmonize_piece(
     if cache.key != Some(key) {
         cache.log_probs = chord_log_probs(
             model,
-            &input.rolls.melody,
-            &input.rolls.bridge,
-            &input.labels,
+            &input.sheet.rolls.melody,
+            &input.sheet.rolls.bridge,
+            &input.sheet.labels,
             0,
         )
         .await?;
         cache.key = Some(key);
     }
     let lp = &cache.log_probs;
-    let places = BeatPlaces::from_labels(&input.labels);
+    let places = BeatPlaces::from_labels(&input.sheet.labels);
     let beats = grid.bar_beats(from).start..grid.bar_beats(to - 1).end;
     let before = (beats.start > 0).then(|| input.chords.get(beats.start - 1).copied().flatten());
     let choice = match options.seed {

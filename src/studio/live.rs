@@ -118,9 +118,9 @@ pub async fn live_start(
                 *chord = None;
             }
         }
-        input.labels = crate::music::labels::StepLabels::new(
-            &input.grid,
-            &input.rolls.melody,
+        input.sheet.labels = crate::music::labels::StepLabels::new(
+            &input.sheet.grid,
+            &input.sheet.rolls.melody,
             &input.chords,
             &input.phrases,
         );
@@ -166,7 +166,7 @@ pub async fn live_step(
     step: usize,
     device: &Device,
 ) -> Result<Vec<LiveStep>, GenerateError> {
-    let grid = &live.input.grid;
+    let grid = &live.input.sheet.grid;
     let spb = grid.steps_per_beat as f64;
     let at: Vec<f64> = events
         .iter()
@@ -185,7 +185,7 @@ pub async fn live_step(
 /// The take's result so far: the piano from its start to the last step decided, and the
 /// chords decided live.
 pub fn live_result(live: &Live) -> LiveResult {
-    let grid = &live.input.grid;
+    let grid = &live.input.sheet.grid;
     let decided = live.decided();
     let from_tick = grid.tick_at(decided.start);
     let end_tick = grid.tick_at(decided.end);

@@ -492,7 +492,7 @@ fn a_live_take_on_a_piece_plays_into_room_after_it_and_writes_its_chords_back() 
     .unwrap();
     assert_eq!(steps.len(), 41);
     assert_eq!(steps[0].step, grid.from_step);
-    let melody = &live.input.rolls.melody;
+    let melody = &live.input.sheet.rolls.melody;
     assert!(melody.onset(grid.from_step, 60) && melody.onset(grid.from_step + 4, 64));
     assert!(
         !melody.sustain(grid.from_step, 72),
@@ -651,7 +651,7 @@ fn the_model_reads_the_lanes_and_roles_as_the_piece_holds_them() {
     let mut piece = piece();
     let grid = piece.grid(|_| true);
     let input = piece_input(&piece, grid.clone(), true).unwrap();
-    let melody = input.rolls.melody.clone();
+    let melody = input.sheet.rolls.melody.clone();
     assert!(melody.onset_plane().iter().sum::<f32>() > 0.0);
     // A bar emptied in the lane reads no chord, though its notes would give one.
     piece.chords[1] = String::new();
@@ -668,7 +668,9 @@ fn the_model_reads_the_lanes_and_roles_as_the_piece_holds_them() {
     let g7 = Chord::parse_any("G7").unwrap();
     assert_eq!(beats(2), vec![f, f, g7, g7]);
     assert_eq!(
-        input.labels.phrase[grid.bar_steps(4).start].unwrap().letter,
+        input.sheet.labels.phrase[grid.bar_steps(4).start]
+            .unwrap()
+            .letter,
         'B'
     );
     // The melody is the track marked melody, whatever its name; a track named MELODY that is
@@ -679,5 +681,5 @@ fn the_model_reads_the_lanes_and_roles_as_the_piece_holds_them() {
     piece.tracks[0].name = "Lead synth".into();
     piece.tracks[0].role = TrackRole::Melody;
     let input = piece_input(&piece, grid, true).unwrap();
-    assert_eq!(input.rolls.melody, melody);
+    assert_eq!(input.sheet.rolls.melody, melody);
 }

@@ -62,20 +62,20 @@ pub(super) fn training_piece(piece: &Piece, task: Task) -> Result<TrainPiece, St
     let input = piece_input(piece, grid, task == Task::Accompaniment).map_err(|e| e.to_string())?;
     // The piece's tracks in order; the tokens read the tracks training uses.
     let all = piece.to_song();
-    let mut rolls = input.rolls;
+    let mut rolls = input.sheet.rolls;
     let piano: Vec<&Note> = (0..piece.tracks.len())
         .filter(|&i| piece.tracks[i].role == TrackRole::Piano)
         .flat_map(|i| all.tracks[i].notes.iter())
         .collect();
-    rolls.piano = PianoRoll::from_notes(piano, &input.grid);
+    rolls.piano = PianoRoll::from_notes(piano, &input.sheet.grid);
     let song = piece.model_song(used);
-    let steps = input.grid.num_steps();
+    let steps = input.sheet.grid.num_steps();
     TrainPiece::new(
         piece.name.clone(),
         &song,
-        input.grid,
+        input.sheet.grid,
         rolls,
-        input.labels,
+        input.sheet.labels,
         0..steps,
     )
 }
@@ -83,16 +83,23 @@ pub(super) fn training_piece(piece: &Piece, task: Task) -> Result<TrainPiece, St
 /// Splits `p` at a bar line so that about `holdout` of its bars are held out: the training
 /// part keeps nothing of the held-out bars (rolls, labels and tokens end at the cut).
 fn split(p: TrainPiece, holdout: f64) -> (TrainPiece, Option<TrainPiece>) {
-    let bars = p.grid.num_bars();
+    let bars = p.sheet.grid.num_bars();
     let held = ((bars as f64) * holdout).round() as usize;
     if bars < 2 || held == 0 {
         return (p, None);
     }
     let cut_bar = bars - held.min(bars - 1);
-    let cut = p.grid.bar_steps(cut_bar).start;
+    let cut = p.sheet.grid.bar_steps(cut_bar).start;
     // A bar of more than MAX_BAR_BEATS beats is several `Bar` tokens.
     let bar_tokens: usize = (0..cut_bar)
-        .map(|b| p.grid.bar_beats(b).len().div_ceil(MAX_BAR_BEATS).max(1))
+        .map(|b| {
+            p.sheet
+                .grid
+                .bar_beats(b)
+                .len()
+                .div_ceil(MAX_BAR_BEATS)
+                .max(1)
+        })
         .sum();
     let token_cut = p
         .token_bars
@@ -110,8 +117,8 @@ fn split(p: TrainPiece, holdout: f64) -> (TrainPiece, Option<TrainPiece>) {
         .collect();
     let mut train = p;
     train.range = 0..cut;
-    train.rolls.truncate(cut);
-    train.labels = train.labels.slice(0..cut);
+    train.sheet.rolls.truncate(cut);
+    train.sheet.labels = train.sheet.labels.slice(0..cut);
     train.tokens.truncate(token_cut);
     train.token_bars.retain(|&i| i < token_cut);
     (train, Some(held_out))
@@ -156,9 +163,14 @@ pub(super) fn prepare(piece: &Piece, task: Task, holdout: f64) -> Result<Prepare
         }
     };
     report.tokens = whole.tokens.len();
-    let bars = whole.grid.num_bars();
+    let bars = whole.sheet.grid.num_bars();
     let (train, held_out) = split(whole, holdout);
-    report.train_bars = train.grid.bar_of_step(train.range.end.saturating_sub(1)).0 + 1;
+    report.train_bars = train
+        .sheet
+        .grid
+        .bar_of_step(train.range.end.saturating_sub(1))
+        .0
+        + 1;
     report.held_out_bars = bars - report.train_bars.min(bars);
     if held_out.is_none() {
         report.train_bars = bars;

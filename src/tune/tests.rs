@@ -18,12 +18,16 @@ fn every_file_is_split_at_a_bar_line_and_the_training_part_keeps_nothing_after_i
     let held = p.held_out.expect("10 bars hold out 2");
     let cut = p.train.range.end;
     assert_eq!(held.range.start, cut);
-    assert_eq!(p.train.grid.bar_of_step(cut).1, 0, "cut on a bar line");
-    assert_eq!(p.train.rolls.num_steps(), cut);
-    assert_eq!(p.train.labels.len(), cut);
+    assert_eq!(
+        p.train.sheet.grid.bar_of_step(cut).1,
+        0,
+        "cut on a bar line"
+    );
+    assert_eq!(p.train.sheet.rolls.num_steps(), cut);
+    assert_eq!(p.train.sheet.labels.len(), cut);
     assert_eq!(
         p.report.train_bars + p.report.held_out_bars,
-        p.train.grid.num_bars()
+        p.train.sheet.grid.num_bars()
     );
     assert!(p.report.held_out_bars >= 2);
     // Tokens: the training part ends where the held-out part starts, on a bar.

@@ -48,7 +48,7 @@ struct Song {
 }
 
 fn played(piece: &Piece) -> Vec<(Onset, u8)> {
-    onsets(&piece.rolls.piano)
+    onsets(&piece.sheet.rolls.piano)
         .into_iter()
         .map(|o| (o, o.velocity))
         .collect()
@@ -60,9 +60,14 @@ fn score(model: &Dynamics, pieces: &[Piece]) -> Vec<Song> {
         .enumerate()
         .filter(|(_, p)| p.has_accompaniment())
         .map(|(i, p)| {
-            let ctx = Context::new(&p.grid, &p.labels, &p.rolls.melody);
+            let ctx = Context::new(&p.sheet.grid, &p.sheet.labels, &p.sheet.rolls.melody);
             let pianist = played(p);
-            let ours = model.velocities(&ctx, &p.rolls.piano, 0..p.grid.num_steps(), i as u64);
+            let ours = model.velocities(
+                &ctx,
+                &p.sheet.rolls.piano,
+                0..p.sheet.grid.num_steps(),
+                i as u64,
+            );
             let flat: Vec<(Onset, u8)> = pianist
                 .iter()
                 .map(|&(o, _)| (o, GENERATED_VELOCITY))
@@ -235,8 +240,8 @@ pub fn run(args: Args) -> Result<(), String> {
 fn fitted(loaded: &sources::Loaded, lambda: f64) -> Result<Dynamics, String> {
     let mut fit = Fit::default();
     for p in loaded.train.pieces.iter().filter(|p| p.has_accompaniment()) {
-        let ctx = Context::new(&p.grid, &p.labels, &p.rolls.melody);
-        for (o, x) in ctx.rows(&p.rolls.piano, 0..p.grid.num_steps()) {
+        let ctx = Context::new(&p.sheet.grid, &p.sheet.labels, &p.sheet.rolls.melody);
+        for (o, x) in ctx.rows(&p.sheet.rolls.piano, 0..p.sheet.grid.num_steps()) {
             fit.add(&x, f64::from(o.velocity));
         }
     }
@@ -251,9 +256,13 @@ fn fitted(loaded: &sources::Loaded, lambda: f64) -> Result<Dynamics, String> {
         .collect();
     let contexts: Vec<Context> = trained
         .iter()
-        .map(|p| Context::new(&p.grid, &p.labels, &p.rolls.melody))
+        .map(|p| Context::new(&p.sheet.grid, &p.sheet.labels, &p.sheet.rolls.melody))
         .collect();
-    model.fit_spread(contexts.iter().zip(trained.iter().map(|p| &p.rolls.piano)));
+    model.fit_spread(
+        contexts
+            .iter()
+            .zip(trained.iter().map(|p| &p.sheet.rolls.piano)),
+    );
     if let Some([a, b]) = model.spread {
         eprintln!(
             "a song's spread around the predictions: {a:.2} + {b:.3} × its melody's velocity spread"
@@ -314,13 +323,13 @@ fn score_generated(
         let (written, _) = pollster::block_on(sample_with_lanes(
             &loaded.model,
             p,
-            &p.labels,
+            &p.sheet.labels,
             sampling,
             &device,
         ))
         .map_err(|e| format!("{}: {e}", p.name))?;
         let range = p.range.clone();
-        let mut full = PianoRoll::new(p.grid.num_steps());
+        let mut full = PianoRoll::new(p.sheet.grid.num_steps());
         for t in 0..written.num_steps.min(range.len()) {
             for pitch in 0..PITCHES {
                 let (on, sus) = (written.onset(t, pitch), written.sustain(t, pitch));
@@ -329,7 +338,7 @@ fn score_generated(
                 }
             }
         }
-        let ctx = Context::new(&p.grid, &p.labels, &p.rolls.melody);
+        let ctx = Context::new(&p.sheet.grid, &p.sheet.labels, &p.sheet.rolls.melody);
         let ours = model.velocities(&ctx, &full, range.clone(), i as u64);
         let pianist: Vec<(Onset, u8)> = played(p)
             .into_iter()
@@ -351,6 +360,6 @@ fn fit_count(pieces: &[Piece]) -> usize {
     pieces
         .iter()
         .filter(|p| p.has_accompaniment())
-        .map(|p| onsets(&p.rolls.piano).len())
+        .map(|p| onsets(&p.sheet.rolls.piano).len())
         .sum()
 }

@@ -404,16 +404,25 @@ fn accompany(
     ))
     .map_err(|e| e.to_string())?;
     if let Some(dynamics) = &options.dynamics {
-        let ctx = Context::new(&input.grid, &input.labels, &input.rolls.melody);
-        dynamics.apply(&ctx, &mut piano, 0..input.grid.num_steps(), options.seed);
+        let ctx = Context::new(
+            &input.sheet.grid,
+            &input.sheet.labels,
+            &input.sheet.rolls.melody,
+        );
+        dynamics.apply(
+            &ctx,
+            &mut piano,
+            0..input.sheet.grid.num_steps(),
+            options.seed,
+        );
     }
     let out = with_piano(song, &input, &piano);
     write(&args.out, &write_midi(&out))?;
     let notes = out.tracks.last().map_or(0, |t| t.notes.len());
-    let ratio = chord_tone_ratio(&piano, &input.chords, input.grid.steps_per_beat);
+    let ratio = chord_tone_ratio(&piano, &input.chords, input.sheet.grid.steps_per_beat);
     eprintln!(
         "{} bars accompanied by {} in {:.2} s: {notes} piano notes{}; written to {}",
-        input.grid.num_bars(),
+        input.sheet.grid.num_bars(),
         loaded.source,
         started.elapsed().as_secs_f64(),
         ratio.map_or(String::new(), |r| format!(

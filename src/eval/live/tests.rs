@@ -29,21 +29,29 @@ fn a_take_played_in_time_is_the_offline_piano_for_a_model_that_hears_late() {
         seed: 3,
         ..Default::default()
     };
-    let (live, chords) =
-        block_on(live_take(&m, None, &p, &p.labels, true, sampling, &device)).unwrap();
+    let (live, chords) = block_on(live_take(
+        &m,
+        None,
+        &p,
+        &p.sheet.labels,
+        true,
+        sampling,
+        &device,
+    ))
+    .unwrap();
     assert_eq!(live.num_steps, span.len());
     // Offline: the panel's window over the same span, each step hearing its own melody.
     assert_eq!(
         span.start, 0,
         "the fixture's annotations start at its first step"
     );
-    let offline = block_on(offline_take(&m, &p, &p.labels, sampling, &device)).unwrap();
+    let offline = block_on(offline_take(&m, &p, &p.sheet.labels, sampling, &device)).unwrap();
     assert_eq!(live, offline);
     assert!(
         (0..live.num_steps).any(|t| (0..PITCHES).any(|q| live.onset(t, q))),
         "it plays"
     );
-    assert_eq!(chords, p.labels.slice(span.clone()).beat_chords());
+    assert_eq!(chords, p.sheet.labels.slice(span.clone()).beat_chords());
     let played = score(&p, &live, span);
     assert!(played.density.is_some());
 }
@@ -68,7 +76,7 @@ fn open_lanes_are_filled_live_and_the_take_is_scored() {
         &m,
         Some(chords),
         &p,
-        &p.labels,
+        &p.sheet.labels,
         false,
         sampling,
         &device,

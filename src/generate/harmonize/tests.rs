@@ -108,7 +108,7 @@ fn a_harmonizer_learns_the_chords_of_a_melody() {
         input.chords
     );
     assert_eq!(
-        input.labels.chord[0], input.chords[0],
+        input.sheet.labels.chord[0], input.chords[0],
         "the labels follow the new chords"
     );
 }
@@ -118,14 +118,14 @@ fn the_causal_form_reads_nothing_after_the_current_beat() {
     let device = Device::flex();
     let song = melody_only(0, 8);
     let input = crate::generate::accompaniment_input(&song, None, None).unwrap();
-    let mut changed = input.rolls.melody.clone();
+    let mut changed = input.sheet.rolls.melody.clone();
     // Every note from beat 20 on moves up a tone.
-    let from = 20 * input.grid.steps_per_beat;
+    let from = 20 * input.sheet.grid.steps_per_beat;
     for s in from..changed.num_steps {
         for p in (0..126).rev() {
-            if input.rolls.melody.sustain(s, p) {
+            if input.sheet.rolls.melody.sustain(s, p) {
                 changed.set(s, p, false, false, 0);
-                changed.set(s, p + 2, input.rolls.melody.onset(s, p), true, 80);
+                changed.set(s, p + 2, input.sheet.rolls.melody.onset(s, p), true, 80);
             }
         }
     }
@@ -137,13 +137,13 @@ fn the_causal_form_reads_nothing_after_the_current_beat() {
             block_on(chord_log_probs(
                 &model,
                 melody,
-                &input.rolls.bridge,
-                &input.labels,
+                &input.sheet.rolls.bridge,
+                &input.sheet.labels,
                 5,
             ))
             .unwrap()
         };
-        let (a, b) = (read(&input.rolls.melody), read(&changed));
+        let (a, b) = (read(&input.sheet.rolls.melody), read(&changed));
         let earlier = 20 * CHORD_CLASSES;
         let moved = a[..earlier]
             .iter()

@@ -98,8 +98,8 @@ fn a_model_that_hears_the_melody_a_step_late_plays_live_what_it_plays_offline() 
         |_| async { true },
     ))
     .unwrap();
-    let melody = notes_of(&input.rolls.melody);
-    let planned = vec![true; input.grid.num_beats()];
+    let melody = notes_of(&input.sheet.rolls.melody);
+    let planned = vec![true; input.sheet.grid.num_beats()];
     let mut live = block_on(Live::start(
         &m,
         None,
@@ -135,7 +135,7 @@ fn a_model_that_hears_the_melody_a_step_late_plays_live_what_it_plays_offline() 
         }
     }
     // The melody as heard is the melody played.
-    assert_eq!(notes_of(&live.input.rolls.melody), melody);
+    assert_eq!(notes_of(&live.input.sheet.rolls.melody), melody);
     // Asking again for a step already decided decides nothing.
     assert!(
         block_on(live.decide(&m, None, from, &device))
@@ -149,8 +149,8 @@ fn keys_are_heard_as_held_until_they_come_up() {
     let device = Device::flex();
     let m = accompanist(Conditioning::AUTOREGRESSIVE);
     let input = accompaniment_input(&song(0, 2), None, None).unwrap();
-    let planned = vec![true; input.grid.num_beats()];
-    let given = PianoRoll::new(input.grid.num_steps());
+    let planned = vec![true; input.sheet.grid.num_beats()];
+    let given = PianoRoll::new(input.sheet.grid.num_steps());
     let mut live = block_on(Live::start(
         &m,
         None,
@@ -165,16 +165,16 @@ fn keys_are_heard_as_held_until_they_come_up() {
     // Played a little early for step 2: heard there, and at step 2 itself.
     live.note_on(64, 1.8);
     block_on(live.decide(&m, None, 2, &device)).unwrap();
-    let melody = &live.input.rolls.melody;
+    let melody = &live.input.sheet.rolls.melody;
     assert!(melody.onset(2, 64) && melody.sustain(2, 64));
     assert!(melody.sustain(3, 64), "held on: taken to last its beat");
     assert!(!melody.sustain(1, 64));
     // Still down at step 6: sounding through the beat that step 4 starts.
     block_on(live.decide(&m, None, 6, &device)).unwrap();
-    assert!((2..8).all(|s| live.input.rolls.melody.sustain(s, 64)));
+    assert!((2..8).all(|s| live.input.sheet.rolls.melody.sustain(s, 64)));
     // Up at 6.2: it ends there, and what was taken to sound on is taken back.
     live.note_off(64, 6.2);
-    let melody = &live.input.rolls.melody;
+    let melody = &live.input.sheet.rolls.melody;
     assert!((2..6).all(|s| melody.sustain(s, 64)));
     assert!(!melody.sustain(6, 64) && !melody.sustain(7, 64));
     assert_eq!(notes_of(melody), vec![(64, 2, 6)]);
@@ -182,7 +182,7 @@ fn keys_are_heard_as_held_until_they_come_up() {
     live.note_on(60, 8.0);
     live.note_on(60, 9.0);
     live.note_off(60, 10.0);
-    let pitch60: Vec<_> = notes_of(&live.input.rolls.melody)
+    let pitch60: Vec<_> = notes_of(&live.input.sheet.rolls.melody)
         .into_iter()
         .filter(|n| n.0 == 60)
         .collect();
@@ -197,12 +197,12 @@ fn open_chords_are_decided_beat_by_beat_and_planned_ones_kept() {
     let decode = HarmonyDecode::default();
     let chords = LiveChords::new(&h, &decode);
     let input = accompaniment_input(&song(2, 3), None, None).unwrap();
-    let beats = input.grid.num_beats();
+    let beats = input.sheet.grid.num_beats();
     let given_chords = input.chords.clone();
     // The first two bars planned, the third left open.
     let planned: Vec<bool> = (0..beats).map(|b| b < 8).collect();
-    let melody = notes_of(&input.rolls.melody);
-    let given = PianoRoll::new(input.grid.num_steps());
+    let melody = notes_of(&input.sheet.rolls.melody);
+    let given = PianoRoll::new(input.sheet.grid.num_steps());
     let mut live = block_on(Live::start(
         &m,
         Some(chords),
@@ -226,7 +226,7 @@ fn open_chords_are_decided_beat_by_beat_and_planned_ones_kept() {
         assert_eq!(live.chords()[beat], s.chord.unwrap());
         for t in s.step..s.step + 4 {
             assert_eq!(
-                live.input.labels.chord[t],
+                live.input.sheet.labels.chord[t],
                 s.chord.unwrap(),
                 "the lane as played"
             );
@@ -243,7 +243,7 @@ fn open_chords_are_decided_beat_by_beat_and_planned_ones_kept() {
 fn what_cannot_play_live_says_so() {
     let device = Device::flex();
     let input = accompaniment_input(&song(0, 1), None, None).unwrap();
-    let given = PianoRoll::new(input.grid.num_steps());
+    let given = PianoRoll::new(input.sheet.grid.num_steps());
     let at_once = accompanist(Conditioning {
         labels: true,
         piano: false,

@@ -233,7 +233,7 @@ fn the_lanes_steer_the_piano_and_a_region_keeps_the_rest() {
         ))
         .unwrap()
     };
-    let len = as_given.grid.num_steps();
+    let len = as_given.sheet.grid.num_steps();
     let first = run(&as_given, None, 0..len);
     let second = run(&changed, None, 0..len);
     assert_ne!(

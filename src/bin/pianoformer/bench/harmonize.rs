@@ -119,7 +119,7 @@ fn timed_run(
         .map_err(|e| format!("{e:?}"))?;
     let lp = log_softmax_rows(&values);
     let t4 = Instant::now();
-    let places = BeatPlaces::from_labels(&input.labels);
+    let places = BeatPlaces::from_labels(&input.sheet.labels);
     let chords = progression(&lp, &places, decode, 0..beats, None, Choice::Best);
     if chords.len() != beats {
         return Err(format!("decoded {} beats of {beats}", chords.len()));
@@ -160,9 +160,9 @@ fn timed_run(
 fn beat_example(model: &Performer, input: &pianoformer::generate::AccompanimentInput) -> Example {
     let reads = model.config.beat_inputs();
     let inputs = beat_features(
-        &input.rolls.melody,
-        &input.rolls.bridge,
-        &input.labels,
+        &input.sheet.rolls.melody,
+        &input.sheet.rolls.bridge,
+        &input.sheet.labels,
         0,
         reads,
     );
@@ -172,6 +172,6 @@ fn beat_example(model: &Performer, input: &pianoformer::generate::AccompanimentI
         len: beats,
         inputs,
         targets: vec![NO_TARGET; beats],
-        coordinates: beat_labels(&input.labels).coordinates(&levels),
+        coordinates: beat_labels(&input.sheet.labels).coordinates(&levels),
     }
 }
