@@ -214,10 +214,18 @@ pub fn run(args: Args) -> Result<(), String> {
         );
     }
     let options = options(&args, &loaded, None, new_bars)?;
+    let run = Run {
+        args: &args,
+        song: &song,
+        loaded: &loaded,
+        options: &options,
+        device: &device,
+        started,
+    };
     match task {
         Task::Harmonization => return Err(HARMONIZER_WRITES_NO_MUSIC.into()),
-        Task::Accompaniment => accompany(&args, &song, &loaded, &options, &device, started)?,
-        Task::Continuation => continue_song(&args, &song, &loaded, &options, &device, started)?,
+        Task::Accompaniment => accompany(&run)?,
+        Task::Continuation => continue_song(&run)?,
     }
     Ok(())
 }
@@ -355,18 +363,29 @@ fn regenerate(
     Ok(())
 }
 
+/// What a generation from a file works with.
+#[derive(Clone, Copy)]
+struct Run<'a> {
+    args: &'a Args,
+    song: &'a pianoformer::music::midi::Song,
+    loaded: &'a crate::models::Loaded,
+    options: &'a Options,
+    device: &'a burn::tensor::Device,
+    started: Instant,
+}
+
 /// `generate --task accompaniment`: the melody's piano, under the given or detected lanes (the
 /// harmonizer's chords for a melody alone), written as a MIDI file.
-fn accompany(
-    args: &Args,
-    song: &pianoformer::music::midi::Song,
-    loaded: &crate::models::Loaded,
-    options: &Options,
-    device: &burn::tensor::Device,
-    started: Instant,
-) -> Result<(), String> {
-    let model = &loaded.model;
-    let device = device.clone();
+fn accompany(run: &Run) -> Result<(), String> {
+    let Run {
+        args,
+        song,
+        loaded,
+        options,
+        device,
+        started,
+    } = *run;
+    let (model, device) = (&loaded.model, device.clone());
     let chords = args.chords.as_deref().map(parse_chords).transpose()?;
     let phrases = args
         .phrases
@@ -436,16 +455,16 @@ fn accompany(
 
 /// `generate --task continuation`: new bars after the prompt, under the planned chords and
 /// the phrase lane, written as a MIDI file.
-fn continue_song(
-    args: &Args,
-    song: &pianoformer::music::midi::Song,
-    loaded: &crate::models::Loaded,
-    options: &Options,
-    device: &burn::tensor::Device,
-    started: Instant,
-) -> Result<(), String> {
-    let model = &loaded.model;
-    let device = device.clone();
+fn continue_song(run: &Run) -> Result<(), String> {
+    let Run {
+        args,
+        song,
+        loaded,
+        options,
+        device,
+        started,
+    } = *run;
+    let (model, device) = (&loaded.model, device.clone());
     // --chords over the prompt's bars replace the detected ones; those past its end
     // plan the new bars.
     let cells = args.chords.as_deref().map(parse_chords).transpose()?;
