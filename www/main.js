@@ -26,6 +26,7 @@ import { piano, mutes, togglePlayback, startPlayback, exportWav } from './playba
 import { keys, setComputerKeys, toggleRecording, wirePlayIn } from './play-in.js';
 import { downloadMidi, share, openShared } from './sharing.js';
 import { initTuning } from './tune.js';
+import { command } from './commands.js';
 import { clearModelCache, flushWork, loadWork, clearWork } from './store.js';
 
 status.attentionBlank = () => attention.isBlank();
@@ -242,36 +243,15 @@ function wireKeys() {
 
 async function start() {
   wire();
-  app.tuning = initTuning({
-    call,
-    ensureModel,
-    models: () => app.manifest,
-    addModel(entry, { loaded = false } = {}) {
-      app.manifest = app.manifest.filter((m) => m.name !== entry.name).concat([entry]);
-      if (loaded) app.loaded.add(entry.name);
-      else app.loaded.delete(entry.name);
-      showModels($('model').value);
-    },
-    removeModel(name) {
-      app.manifest = app.manifest.filter((m) => m.name !== name);
-      app.loaded.delete(name);
-      showModels($('model').value);
-    },
-    useModel(entry) {
-      $('task').value = entry.task.toLowerCase();
-      showModels(entry.name);
-      save();
-      $('gen-title').scrollIntoView({ behavior: 'smooth', block: 'start' });
-      notice(`${entry.name} is chosen in the Generate panel.`);
-    },
-    currentPiece: () => app.piece,
-    showError,
-    notice,
-    download,
-    maxFileBytes: MAX_FILE_BYTES,
-    status,
-    busy: () => Boolean(app.generating),
+  // A fine-tuned model chosen in the Fine-tune panel goes to the Generate panel.
+  command('use-model', (entry) => {
+    $('task').value = entry.task.toLowerCase();
+    showModels(entry.name);
+    save();
+    $('gen-title').scrollIntoView({ behavior: 'smooth', block: 'start' });
+    notice(`${entry.name} is chosen in the Generate panel.`);
   });
+  app.tuning = initTuning();
   startWorker(preference);
   await loadManifest();
   // The chosen model's bytes come while the Worker starts; it loads them once it is up.

@@ -24,6 +24,18 @@ export async function loadManifest() {
 }
 
 command('show-models', (selected) => showModels(selected));
+// The person's own models (fine-tuned, imported) join or leave the list.
+command('add-model', (entry, { loaded = false } = {}) => {
+  app.manifest = app.manifest.filter((m) => m.name !== entry.name).concat([entry]);
+  if (loaded) app.loaded.add(entry.name);
+  else app.loaded.delete(entry.name);
+  showModels($('model').value);
+});
+command('remove-model', (name) => {
+  app.manifest = app.manifest.filter((m) => m.name !== name);
+  app.loaded.delete(name);
+  showModels($('model').value);
+});
 
 export function showModels(selected) {
   const task = $('task').value;

@@ -8,17 +8,37 @@ import { saveUserModel } from './store.js';
 import { formatSeconds, tuneOptions, progressText, heldOutSummary, runRecord, keepName } from './tune-text.js';
 import { tuneFiles } from './tune-files.js';
 import { tuneMine } from './tune-mine.js';
+import { $, app, status, showError, notice, download, MAX_FILE_BYTES } from './page.js';
+import { call } from './worker-client.js';
+import { ensureModel } from './model-loader.js';
+import { store } from './page-store.js';
+import { run } from './commands.js';
 
 export { MAX_FILES, formatSeconds } from './tune-text.js';
-const $ = (id) => document.getElementById(id);
 
 /**
- * Wires the panel. `ctx` is the page: {call(method, args, opts), ensureModel(entry),
- * models() (every entry the generate panel lists), addModel(entry), removeModel(name),
- * currentPiece(), showError(msg), notice(msg), download(blob, name), maxFileBytes, status,
- * busy() (a generation is running)}.
+ * What the panel and its helpers (tune-files.js, tune-mine.js) use of the page: the Worker,
+ * the model loader, the model list (changed through models.js's commands), the current piece
+ * and the running job (the page store), and the page's words.
  */
-export function initTuning(ctx) {
+const ctx = {
+  call,
+  ensureModel,
+  models: () => app.manifest,
+  addModel: (entry, options) => run('add-model', entry, options),
+  removeModel: (name) => run('remove-model', name),
+  useModel: (entry) => run('use-model', entry),
+  currentPiece: () => store.piece,
+  showError,
+  notice,
+  download,
+  maxFileBytes: MAX_FILE_BYTES,
+  status,
+  busy: () => Boolean(store.job),
+};
+
+/** Wires the panel; returns what the page asks of it (restore, showBases, weightsOf, ...). */
+export function initTuning() {
   const tune = {
     files: [], // {name, piece, report}
     run: null, // the run in progress, see start()
