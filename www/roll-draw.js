@@ -1,11 +1,11 @@
 // Piano-roll drawing: the gutter (lane names, keyboard), the bar ruler, the chord and phrase
-// lanes and the roll itself, redrawn once a frame for the visible ticks only. RollDrawing is
-// the base of PianoRoll (roll.js), which owns the state these methods read (piece, zoom,
-// scroll, selection, playhead); nothing here changes it.
+// lanes and the roll itself, for the visible ticks only. A PianoRoll (roll.js) owns one
+// RollDrawing, given the roll itself: it reads the roll's state (piece, zoom, scroll, pitch
+// range, selection, playhead, the editor's selection) and changes none of it.
 import { barAt, barEnd, barLength } from './piece.js';
 import {
   ROLE_COLOURS, GUTTER, RULER_H, CHORD_H, PHRASE_H, LANES_H, VELOCITY_H, FONT, THEME, BLACK_KEYS, clamp,
-  tickToX, xToTick, visibleNotes, beatTicks, phraseColour, labelStep, pitchName,
+  tickToX, visibleNotes, beatTicks, phraseColour, labelStep, pitchName,
 } from './roll-geometry.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -46,19 +46,13 @@ function addNoteRect(path, x, y, w, h) {
 }
 
 export class RollDrawing {
-  _schedule() {
-    if (!this._frame) this._frame = requestAnimationFrame(() => this._draw());
+  constructor(roll) {
+    this.roll = roll;
+    this.patterns = new WeakMap(); // the hatch of the planned bars, per canvas context
   }
 
-  _draw() {
-    this._frame = 0;
-    if (!this.viewWidth) this._measure();
-    if (!this.viewWidth) return; // hidden: the resize observer draws once it shows
-    if (this.piece && this._stale) this._refresh();
-    const px = this.pxPerTick;
-    const x0 = this.scroller.scrollLeft;
-    const w = this.viewWidth;
-    const v = { px, x0, w, t0: xToTick(0, px, x0), t1: xToTick(w, px, x0), dpr: globalThis.devicePixelRatio || 1 };
+  /** Draws every canvas for the view `v`: {px, x0, w, t0, t1 (the visible ticks), dpr}. */
+  draw(v) {
     this._drawGutter(v);
     this._drawRuler(v);
     this._drawChords(v);
@@ -68,12 +62,12 @@ export class RollDrawing {
   }
 
   _visibleBars(v) {
-    const p = this.piece;
+    const p = this.roll.piece;
     return [barAt(p, Math.max(0, v.t0)), barAt(p, v.t1)];
   }
 
   _hatch(ctx, v) {
-    let pattern = this._patterns.get(ctx);
+    let pattern = this.patterns.get(ctx);
     if (!pattern) {
       const tile = element('canvas', '');
       tile.width = tile.height = 8;
@@ -87,7 +81,7 @@ export class RollDrawing {
       }
       g.stroke();
       pattern = ctx.createPattern(tile, 'repeat');
-      this._patterns.set(ctx, pattern);
+      this.patterns.set(ctx, pattern);
     }
     // Hatches scroll with the music instead of sliding under it.
     pattern.setTransform?.(new DOMMatrix([1, 0, 0, 1, -(v.x0 % 8), 0]));
@@ -96,7 +90,7 @@ export class RollDrawing {
 
   /** Dims and hatches the bars after the prompt: their labels only plan what gets generated. */
   _drawPlanned(ctx, v, h, dim) {
-    const p = this.piece;
+    const p = this.roll.piece;
     const prompt = p.promptBars ?? p.bars.length;
     if (prompt >= p.bars.length) return;
     const x = Math.max(0, tickToX(p.bars[prompt], v.px, v.x0));
@@ -108,7 +102,7 @@ export class RollDrawing {
   }
 
   _drawSelection(ctx, v, h, alpha) {
-    const s = this.selection;
+    const s = this.roll.selection;
     if (!s) return;
     const a = tickToX(s[0], v.px, v.x0);
     const b = tickToX(s[1], v.px, v.x0);
@@ -121,7 +115,7 @@ export class RollDrawing {
   }
 
   _drawGenerating(ctx, v, h, asBar) {
-    const g = this.generating;
+    const g = this.roll.generating;
     if (!g) return;
     const a = tickToX(g.fromTick, v.px, v.x0);
     const b = tickToX(g.toTick, v.px, v.x0);
@@ -143,15 +137,15 @@ export class RollDrawing {
   }
 
   _drawPlayhead(ctx, v, h) {
-    if (this.playhead == null) return;
-    const x = tickToX(this.playhead, v.px, v.x0);
+    if (this.roll.playhead == null) return;
+    const x = tickToX(this.roll.playhead, v.px, v.x0);
     if (x < -1 || x > v.w + 1) return;
     ctx.fillStyle = '#ffffff';
     ctx.fillRect(Math.round(x) - 0.5, 0, 1.5, h);
   }
 
   _drawGutter(v) {
-    const ctx = sizeCanvas(this.gutter, GUTTER, LANES_H + this.rollHeight + VELOCITY_H, v.dpr);
+    const ctx = sizeCanvas(this.roll.gutter, GUTTER, LANES_H + this.roll.rollHeight + VELOCITY_H, v.dpr);
     ctx.fillStyle = THEME.panel;
     ctx.fillRect(0, 0, GUTTER, LANES_H);
     ctx.font = `10px ${FONT}`;
@@ -162,17 +156,17 @@ export class RollDrawing {
     ctx.fillText('Phrase', 4, RULER_H + CHORD_H + PHRASE_H / 2);
     this._drawKeyboard(ctx, LANES_H);
     ctx.fillStyle = THEME.panel;
-    ctx.fillRect(0, LANES_H + this.rollHeight, GUTTER, VELOCITY_H);
+    ctx.fillRect(0, LANES_H + this.roll.rollHeight, GUTTER, VELOCITY_H);
     ctx.fillStyle = THEME.muted;
     ctx.font = `10px ${FONT}`;
-    ctx.fillText('Velocity', 4, LANES_H + this.rollHeight + VELOCITY_H / 2);
+    ctx.fillText('Velocity', 4, LANES_H + this.roll.rollHeight + VELOCITY_H / 2);
   }
 
   _drawKeyboard(ctx, top) {
-    const [lo, hi] = this._range;
-    const rh = this.rollHeight / (hi - lo + 1);
+    const [lo, hi] = this.roll.range;
+    const rh = this.roll.rollHeight / (hi - lo + 1);
     ctx.fillStyle = '#cfccc6';
-    ctx.fillRect(0, top, GUTTER, this.rollHeight);
+    ctx.fillRect(0, top, GUTTER, this.roll.rollHeight);
     ctx.textAlign = 'right';
     ctx.font = `9px ${FONT}`;
     for (let pitch = lo; pitch <= hi; pitch++) {
@@ -190,15 +184,15 @@ export class RollDrawing {
       }
     }
     ctx.fillStyle = THEME.line;
-    ctx.fillRect(GUTTER - 1, top, 1, this.rollHeight);
+    ctx.fillRect(GUTTER - 1, top, 1, this.roll.rollHeight);
     ctx.textAlign = 'start';
   }
 
   _drawRuler(v) {
-    const ctx = sizeCanvas(this.ruler, v.w, RULER_H, v.dpr);
+    const ctx = sizeCanvas(this.roll.ruler, v.w, RULER_H, v.dpr);
     ctx.fillStyle = THEME.panel;
     ctx.fillRect(0, 0, v.w, RULER_H);
-    const p = this.piece;
+    const p = this.roll.piece;
     if (!p || !p.bars.length) return;
     this._drawPlanned(ctx, v, RULER_H, 0.3);
     this._drawSelection(ctx, v, RULER_H, 0.25);
@@ -239,8 +233,8 @@ export class RollDrawing {
 
   _drawChords(v) {
     const h = CHORD_H;
-    const ctx = this._laneFrame(this.chordLane, h, v);
-    const p = this.piece;
+    const ctx = this._laneFrame(this.roll.chordLane, h, v);
+    const p = this.roll.piece;
     if (!p || !p.bars.length) return;
     const [b0, b1] = this._visibleBars(v);
     ctx.fillStyle = THEME.panel;
@@ -263,19 +257,19 @@ export class RollDrawing {
       ctx.fillText(text, x + w / 2, h / 2 + 0.5);
     }
     ctx.textAlign = 'start';
-    this._drawCursor(ctx, v, h, this.chordLane);
+    this._drawCursor(ctx, v, h, this.roll.chordLane);
     this._drawPlayhead(ctx, v, h);
   }
 
   _drawPhrases(v) {
     const h = PHRASE_H;
-    const ctx = this._laneFrame(this.phraseLane, h, v);
-    const p = this.piece;
+    const ctx = this._laneFrame(this.roll.phraseLane, h, v);
+    const p = this.roll.piece;
     if (!p || !p.bars.length) return;
     ctx.font = `600 11px ${FONT}`;
     ctx.textBaseline = 'middle';
     const lastBar = p.bars.length - 1;
-    for (const run of this._runs) {
+    for (const run of this.roll.runs) {
       if (run.from > lastBar) break;
       const a = tickToX(p.bars[run.from], v.px, v.x0);
       const b = tickToX(barEnd(p, Math.min(run.to, lastBar + 1) - 1), v.px, v.x0);
@@ -284,13 +278,13 @@ export class RollDrawing {
     }
     this._drawPlanned(ctx, v, h, 0.35);
     this._drawSelection(ctx, v, h, 0.14);
-    this._drawCursor(ctx, v, h, this.phraseLane);
+    this._drawCursor(ctx, v, h, this.roll.phraseLane);
     this._drawPlayhead(ctx, v, h);
   }
 
   /** One phrase: a pill over its bars, faint ticks at its inner bar lines, the letter kept in view. */
   _drawRun(ctx, v, run, a, b, h) {
-    const p = this.piece;
+    const p = this.roll.piece;
     const colour = phraseColour(run.letter);
     ctx.beginPath();
     if (ctx.roundRect) ctx.roundRect(a + 1.5, 2.5, b - a - 3, h - 5, 5);
@@ -315,9 +309,9 @@ export class RollDrawing {
   /** The keyboard cursor's bar, outlined while its lane has focus. */
   _drawCursor(ctx, v, h, lane) {
     if (document.activeElement !== lane) return;
-    const p = this.piece;
-    const a = tickToX(p.bars[this.cursorBar], v.px, v.x0);
-    const w = barLength(p, this.cursorBar) * v.px;
+    const p = this.roll.piece;
+    const a = tickToX(p.bars[this.roll.cursorBar], v.px, v.x0);
+    const w = barLength(p, this.roll.cursorBar) * v.px;
     // Inside the browser's focus ring and in another colour, so the two do not merge.
     ctx.fillStyle = 'rgba(255, 255, 255, 0.10)';
     ctx.fillRect(a + 3, 3, Math.max(2, w - 6), h - 6);
@@ -327,10 +321,10 @@ export class RollDrawing {
   }
 
   _drawRoll(v) {
-    const h = this.rollHeight;
-    const ctx = sizeCanvas(this.roll, v.w, h, v.dpr);
+    const h = this.roll.rollHeight;
+    const ctx = sizeCanvas(this.roll.roll, v.w, h, v.dpr);
     this._drawRows(ctx, v, h);
-    const p = this.piece;
+    const p = this.roll.piece;
     if (!p) {
       ctx.fillStyle = THEME.muted;
       ctx.font = `13px ${FONT}`;
@@ -348,10 +342,10 @@ export class RollDrawing {
 
   /** The notes selected for editing (outlined) and the box being dragged. */
   _drawEditing(ctx, v) {
-    const ed = this.editor;
+    const ed = this.roll.editor;
     if (!ed.selection.size && !ed.box) return;
-    const [lo, hi] = this._range;
-    const rh = this.rollHeight / (hi - lo + 1);
+    const [lo, hi] = this.roll.range;
+    const rh = this.roll.rollHeight / (hi - lo + 1);
     ctx.strokeStyle = '#ffffff';
     ctx.lineWidth = 1.5;
     for (const n of ed.selection) {
@@ -373,14 +367,14 @@ export class RollDrawing {
   /** The velocity lane: a stem per visible note, as tall as it is loud; selected ones white. */
   _drawVelocities(v) {
     const h = VELOCITY_H;
-    const ctx = sizeCanvas(this.velocityLane, v.w, h, v.dpr);
+    const ctx = sizeCanvas(this.roll.velocityLane, v.w, h, v.dpr);
     ctx.fillStyle = THEME.panel;
     ctx.fillRect(0, 0, v.w, h);
     ctx.fillStyle = THEME.line;
     ctx.fillRect(0, 0, v.w, 1);
-    if (!this.piece) return;
-    const sel = this.editor.selection;
-    for (const track of this._tracks) {
+    if (!this.roll.piece) return;
+    const sel = this.roll.editor.selection;
+    for (const track of this.roll.tracks) {
       const notes = track.index.notes;
       const [i0, i1] = visibleNotes(track.index, v.t0, v.t1);
       const path = new Path2D();
@@ -392,7 +386,7 @@ export class RollDrawing {
         const top = 2 + (h - 3) * (1 - n[3] / 127);
         (sel.has(n) ? chosen : path).rect(x, top, 2, h - top);
       }
-      ctx.fillStyle = this.colours[track.role];
+      ctx.fillStyle = this.roll.colours[track.role];
       ctx.fill(path);
       ctx.fillStyle = '#ffffff';
       ctx.fill(chosen);
@@ -401,7 +395,7 @@ export class RollDrawing {
 
   /** Pitch rows: darker for black keys, a line under every C. */
   _drawRows(ctx, v, h) {
-    const [lo, hi] = this._range;
+    const [lo, hi] = this.roll.range;
     const rh = h / (hi - lo + 1);
     ctx.fillStyle = THEME.white;
     ctx.fillRect(0, 0, v.w, h);
@@ -419,7 +413,7 @@ export class RollDrawing {
 
   /** Beat lines (when at least 6 px apart), then stronger bar lines. */
   _drawGrid(ctx, v, h) {
-    const p = this.piece;
+    const p = this.roll.piece;
     const beats = beatTicks(p, Math.max(0, v.t0), v.t1);
     if (beats.length && beats.length * 6 <= v.w) {
       ctx.fillStyle = THEME.beat;
@@ -436,10 +430,10 @@ export class RollDrawing {
 
   /** Notes of the visible ticks, one path per track and velocity band (8 fills per track, not one per note). */
   _drawNotes(ctx, v) {
-    const [lo, hi] = this._range;
-    const rh = this.rollHeight / (hi - lo + 1);
+    const [lo, hi] = this.roll.range;
+    const rh = this.roll.rollHeight / (hi - lo + 1);
     const nh = Math.max(1, rh - 1);
-    for (const track of this._tracks) {
+    for (const track of this.roll.tracks) {
       const paths = new Array(8).fill(null);
       const notes = track.index.notes;
       const [i0, i1] = visibleNotes(track.index, v.t0, v.t1);
@@ -451,7 +445,7 @@ export class RollDrawing {
         const band = Math.min(7, Math.max(0, n[3] >> 4));
         addNoteRect((paths[band] ??= new Path2D()), x, (hi - n[0]) * rh + 0.5, w, nh);
       }
-      ctx.fillStyle = this.colours[track.role];
+      ctx.fillStyle = this.roll.colours[track.role];
       paths.forEach((path, band) => {
         if (!path) return;
         ctx.globalAlpha = 0.35 + (0.65 * (band * 16 + 8)) / 127; // velocity → alpha

@@ -100,7 +100,7 @@ export class NoteEditor {
     // The editing keys go to the roll, wherever the press was (no mousedown moving focus after).
     e.preventDefault();
     this.roll.roll.focus({ preventScroll: true });
-    const tick = this.roll._tickAtClient(e.clientX);
+    const tick = this.roll.tickAtClient(e.clientX);
     if (kind === 'velocity') {
       const note = this._noteNearX(e.clientX);
       if (!note) return;
@@ -154,8 +154,8 @@ export class NoteEditor {
     }
     if (!d.moved && Math.abs(e.clientX - d.startX) < DRAG_PX && this._pitchAt(e.clientY) === d.pitch) return;
     d.moved = true;
-    this.roll._edgeScroll(e.clientX);
-    const tick = this.roll._tickAtClient(e.clientX);
+    this.roll.edgeScroll(e.clientX);
+    const tick = this.roll.tickAtClient(e.clientX);
     const pitch = this._pitchAt(e.clientY);
     const grid = this.grid();
     if (d.mode === 'draw') {
@@ -332,6 +332,6 @@ export class NoteEditor {
     this.lastPitch = note[0];
     this.lastVelocity = note[3];
     this.roll.update();
-    if (!this.roll._inView(note[1])) this.roll.scrollToTick(note[1]);
+    if (!this.roll.inView(note[1])) this.roll.scrollToTick(note[1]);
   }
 }

@@ -5,15 +5,18 @@
 // touch panning work, and a sticky strip of viewport-wide canvases redrawn for the visible ticks
 // only: a canvas as wide as a zoomed-in piece would pass the browser's canvas size limit, and
 // drawing only what shows keeps a 5000-note piece fast.
-// This file owns the PianoRoll's state, public API, building and zoom; the pure geometry is in
-// roll-geometry.js (re-exported here for the Node tests), the input in roll-input.js and the
-// drawing in roll-draw.js. Nothing touches the DOM until a PianoRoll is constructed.
-import { barLength } from './piece.js';
+// This file owns the PianoRoll's state, public API, building, zoom and scroll; the pure
+// geometry is in roll-geometry.js (re-exported here for the Node tests). The roll is composed
+// of three parts, each given the roll and reading its state through it: a RollDrawing
+// (roll-draw.js) draws it, a RollInput (roll-input.js) takes its pointer, wheel and lane keys,
+// a NoteEditor (roll-edit.js) edits notes. Nothing touches the DOM until a PianoRoll is
+// constructed.
+import { barEnd, barLength } from './piece.js';
 import {
   ROLE_COLOURS, DRAW_ORDER, ROLL_H, LANES_H, VELOCITY_H, GUTTER, MIN_BAR_PX, MAX_QUARTER_PX, END_PAD, clamp,
-  zoomAround, pieceEndTick, fitPitchRange, noteIndex, phraseRuns, phraseAt, rollSummary, tickToX,
+  zoomAround, pieceEndTick, fitPitchRange, noteIndex, phraseRuns, phraseAt, rollSummary, tickToX, xToTick,
 } from './roll-geometry.js';
-import { element, readColours } from './roll-draw.js';
+import { RollDrawing, element, readColours } from './roll-draw.js';
 import { RollInput } from './roll-input.js';
 import { NoteEditor } from './roll-edit.js';
 
@@ -23,7 +26,7 @@ export {
   phraseColour, labelStep, pitchName, rollSummary,
 } from './roll-geometry.js';
 
-export class PianoRoll extends RollInput {
+export class PianoRoll {
   /**
    * callbacks: { onChordClick(bar), onPhraseClick(bar), onSeek(tick), onSelect(fromTick, toTick),
    * onEdit(piece, { touched: [fromBar, toBar] }), onNotice(text), quantise() }
@@ -32,7 +35,6 @@ export class PianoRoll extends RollInput {
    * options: { height } of the roll in css px.
    */
   constructor(container, callbacks = {}, { height = ROLL_H } = {}) {
-    super();
     this.container = container;
     this.callbacks = callbacks;
     this.rollHeight = height;
@@ -45,20 +47,19 @@ export class PianoRoll extends RollInput {
     this.viewWidth = 0;
     this._fitted = false;
     this._zoomPending = false;
-    this._follow = true;
-    this._expectScroll = -1;
-    this._anchor = null;
-    this._drag = null;
+    this.follow = true;
+    this.expectScroll = -1;
     this._frame = 0;
     this._stale = false;
     this._keepRange = false;
-    this._tracks = [];
-    this._runs = [];
-    this._range = [48, 72];
-    this._endTick = 0;
+    this.tracks = [];
+    this.runs = [];
+    this.range = [48, 72];
+    this.endTick = 0;
     this._summary = '';
-    this._patterns = new WeakMap();
     this.colours = readColours(container);
+    this.drawing = new RollDrawing(this);
+    this.input = new RollInput(this);
     this.editor = new NoteEditor(this);
     this._build();
   }
@@ -71,22 +72,22 @@ export class PianoRoll extends RollInput {
     this.editor.pieceChanged(null);
     this.piece = piece;
     this.selection = null;
-    this._anchor = null;
+    this.input.pieceChanged();
     this.cursorBar = 0;
     this._keepRange = false;
     if (!piece) {
       this._summary = '';
       this.roll.setAttribute('aria-label', 'Piano roll: no piece loaded');
       for (const lane of [this.chordLane, this.phraseLane]) lane.setAttribute('aria-valuetext', 'no piece loaded');
-      this._schedule();
+      this.schedule();
       return;
     }
     this._refresh();
     this.viewWidth = this.scroller.clientWidth;
     this._zoomPending = !this.viewWidth; // laid out later: the resize observer opens the zoom
     if (this.viewWidth) this._openingZoom();
-    this._setCursor(0);
-    this._schedule();
+    this.setCursor(0);
+    this.schedule();
   }
 
   /**
@@ -102,7 +103,7 @@ export class PianoRoll extends RollInput {
     this.piece = piece;
     this.editor.pieceChanged(piece);
     this._stale = true;
-    this._schedule();
+    this.schedule();
   }
 
   /** Turns note editing with the pointer and keyboard on or off (see roll-edit.js). */
@@ -112,7 +113,7 @@ export class PianoRoll extends RollInput {
     if (!on) this.editor.selection = new Set();
     this.roll.style.cursor = on ? 'crosshair' : '';
     this.velocityLane.style.cursor = on ? 'ns-resize' : '';
-    this._schedule();
+    this.schedule();
   }
 
   /**
@@ -125,7 +126,7 @@ export class PianoRoll extends RollInput {
       const lane = this.velocityLane.getBoundingClientRect();
       return { x, y: lane.top + lane.height * (1 - velocity / 127) };
     }
-    const [lo, hi] = this._range;
+    const [lo, hi] = this.range;
     const rh = this.rollHeight / (hi - lo + 1);
     return { x, y: this.roll.getBoundingClientRect().top + (hi - pitch + 0.5) * rh };
   }
@@ -139,7 +140,7 @@ export class PianoRoll extends RollInput {
   update() {
     if (!this.piece) return;
     this._stale = true;
-    this._schedule();
+    this.schedule();
   }
 
   /** Moves the playhead (null hides it). While it moves the view follows it, until the user scrolls away. */
@@ -148,10 +149,10 @@ export class PianoRoll extends RollInput {
     this.playhead = tick ?? null;
     if (this.playhead != null) {
       // Follow from the start of playback, and again once the playhead walks back into view.
-      if (was == null || this._inView(this.playhead)) this._follow = true;
-      if (this._follow) this._keepInView(this.playhead);
+      if (was == null || this.inView(this.playhead)) this.follow = true;
+      if (this.follow) this.keepInView(this.playhead);
     }
-    this._schedule();
+    this.schedule();
   }
 
   /** The loop range [fromTick, toTick], or null. */
@@ -162,7 +163,7 @@ export class PianoRoll extends RollInput {
   /** Sets the loop range without calling onSelect (e.g. restoring a saved one); null clears. */
   setSelection(range) {
     this.selection = range && range[1] > range[0] ? [range[0], range[1]] : null;
-    this._schedule();
+    this.schedule();
   }
 
   clearSelection() {
@@ -172,15 +173,15 @@ export class PianoRoll extends RollInput {
   /** Shades { fromTick, toTick, progress (0..1) } as being written by a model; null removes it. */
   setGenerating(state) {
     this.generating = state ? { ...state } : null;
-    this._schedule();
+    this.schedule();
   }
 
   zoomIn() {
-    this._zoomBy(1.5);
+    this.zoomBy(1.5);
   }
 
   zoomOut() {
-    this._zoomBy(1 / 1.5);
+    this.zoomBy(1 / 1.5);
   }
 
   /** Zooms so the whole piece, planned bars included, fits the view (and keeps it so on resize). */
@@ -251,15 +252,15 @@ export class PianoRoll extends RollInput {
       [this.velocityLane, 'velocity'],
     ];
     for (const [canvas, kind] of targets) {
-      canvas.addEventListener('pointerdown', (e) => this._pointerDown(e, kind));
-      canvas.addEventListener('pointermove', (e) => this._pointerMove(e));
-      canvas.addEventListener('pointerup', (e) => this._pointerUp(e));
-      canvas.addEventListener('pointercancel', () => this._pointerCancel());
+      canvas.addEventListener('pointerdown', (e) => this.input.pointerDown(e, kind));
+      canvas.addEventListener('pointermove', (e) => this.input.pointerMove(e));
+      canvas.addEventListener('pointerup', (e) => this.input.pointerUp(e));
+      canvas.addEventListener('pointercancel', () => this.input.pointerCancel());
     }
     for (const [lane, kind] of [[this.chordLane, 'chord'], [this.phraseLane, 'phrase']]) {
-      lane.addEventListener('keydown', (e) => this._laneKey(e, kind));
-      lane.addEventListener('focus', () => this._schedule());
-      lane.addEventListener('blur', () => this._schedule());
+      lane.addEventListener('keydown', (e) => this.input.laneKey(e, kind));
+      lane.addEventListener('focus', () => this.schedule());
+      lane.addEventListener('blur', () => this.schedule());
     }
     this.roll.addEventListener('keydown', (e) => {
       if (this.editor.on && this.editor.key(e)) {
@@ -267,10 +268,10 @@ export class PianoRoll extends RollInput {
         e.stopPropagation();
       }
     });
-    this.scroller.addEventListener('scroll', () => this._onScroll());
-    this.scroller.addEventListener('wheel', (e) => this._onWheel(e), { passive: false });
+    this.scroller.addEventListener('scroll', () => this.input.onScroll());
+    this.scroller.addEventListener('wheel', (e) => this.input.onWheel(e), { passive: false });
     if (typeof ResizeObserver === 'function') {
-      this._resize = new ResizeObserver(() => this._onResize());
+      this._resize = new ResizeObserver(() => this.input.onResize());
       this._resize.observe(this.scroller);
     }
   }
@@ -281,18 +282,18 @@ export class PianoRoll extends RollInput {
   _refresh() {
     this._stale = false;
     const p = this.piece;
-    this._tracks = p.tracks
+    this.tracks = p.tracks
       .filter((t) => t.notes.length)
       .map((t) => ({ role: ROLE_COLOURS[t.role] ? t.role : 'other', index: noteIndex(t.notes) }))
       .sort((a, b) => DRAW_ORDER.indexOf(a.role) - DRAW_ORDER.indexOf(b.role));
     const fitted = fitPitchRange(p);
     // Streamed notes only widen the range: a keyboard that jumps while notes arrive is hard to read.
-    this._range = this._keepRange
-      ? [Math.min(fitted[0], this._range[0]), Math.max(fitted[1], this._range[1])]
+    this.range = this._keepRange
+      ? [Math.min(fitted[0], this.range[0]), Math.max(fitted[1], this.range[1])]
       : fitted;
     this._keepRange = true;
-    this._endTick = pieceEndTick(p);
-    this._runs = phraseRuns(p.phrases ?? []);
+    this.endTick = pieceEndTick(p);
+    this.runs = phraseRuns(p.phrases ?? []);
     if (this._fitted && this.viewWidth) this.pxPerTick = clamp(this._fitZoom(), ...this._zoomLimits());
     this._layout();
     this._describe();
@@ -301,10 +302,10 @@ export class PianoRoll extends RollInput {
   _describe() {
     const summary = rollSummary(this.piece);
     if (summary !== this._summary) this.roll.setAttribute('aria-label', (this._summary = summary));
-    this._setCursor(this.cursorBar);
+    this.setCursor(this.cursorBar);
   }
 
-  _setCursor(bar) {
+  setCursor(bar) {
     const p = this.piece;
     if (!p || !p.bars.length) return;
     this.cursorBar = clamp(bar, 0, p.bars.length - 1);
@@ -320,13 +321,13 @@ export class PianoRoll extends RollInput {
       lane.setAttribute('aria-valuenow', String(b + 1));
       lane.setAttribute('aria-valuetext', text);
     }
-    this._schedule();
+    this.schedule();
   }
 
   // --- zoom and scroll -------------------------------------------------------------------------
 
   _fitZoom() {
-    return Math.max(1, (this.viewWidth || 300) - END_PAD) / Math.max(1, this._endTick);
+    return Math.max(1, (this.viewWidth || 300) - END_PAD) / Math.max(1, this.endTick);
   }
 
   _zoomLimits() {
@@ -344,7 +345,7 @@ export class PianoRoll extends RollInput {
     this._scrollTo(0);
   }
 
-  _zoomBy(factor, anchorX = this.viewWidth / 2) {
+  zoomBy(factor, anchorX = this.viewWidth / 2) {
     if (!this.piece) return;
     this._fitted = false;
     this._setZoom(this.pxPerTick * factor, anchorX);
@@ -356,11 +357,11 @@ export class PianoRoll extends RollInput {
     this.pxPerTick = next;
     this._layout();
     this._scrollTo(scroll);
-    this._schedule();
+    this.schedule();
   }
 
   _layout() {
-    const width = Math.max(this.viewWidth, Math.ceil(this._endTick * this.pxPerTick) + END_PAD);
+    const width = Math.max(this.viewWidth, Math.ceil(this.endTick * this.pxPerTick) + END_PAD);
     this.content.style.width = `${width}px`;
     this.strip.style.width = `${this.viewWidth}px`;
   }
@@ -368,7 +369,76 @@ export class PianoRoll extends RollInput {
   /** A scroll the roll makes itself (following the playhead, zooming): not the user looking away. */
   _scrollTo(x) {
     this.scroller.scrollLeft = Math.max(0, x);
-    this._expectScroll = this.scroller.scrollLeft;
-    this._schedule();
+    this.expectScroll = this.scroller.scrollLeft;
+    this.schedule();
+  }
+
+  /** Scrolls a page forward (or back) when `tick` leaves the view. */
+  keepInView(tick) {
+    const x = tickToX(tick, this.pxPerTick, this.scroller.scrollLeft);
+    // Page forward rather than scroll every frame: the notes stay still while they play.
+    if (x < 0 || x > this.viewWidth * 0.85) this._scrollTo(tick * this.pxPerTick - this.viewWidth * 0.15);
+  }
+
+  /** Whether `tick` is in the visible part of the roll. */
+  inView(tick) {
+    const x = tickToX(tick, this.pxPerTick, this.scroller.scrollLeft);
+    return x >= 0 && x <= this.viewWidth;
+  }
+
+  /** Scrolls just enough to show `bar` whole. */
+  revealBar(bar) {
+    const p = this.piece;
+    const left = p.bars[bar] * this.pxPerTick;
+    const right = barEnd(p, bar) * this.pxPerTick;
+    const x = this.scroller.scrollLeft;
+    if (left < x) this.scroller.scrollLeft = left - 8;
+    else if (right > x + this.viewWidth) this.scroller.scrollLeft = Math.min(left - 8, right - this.viewWidth + 8);
+  }
+
+  /** Takes in a new view width (the first one, for a piece set while hidden); true if it changed. */
+  measure() {
+    const width = this.scroller.clientWidth;
+    if (width === this.viewWidth) return false;
+    this.viewWidth = width;
+    if (this.piece && this._zoomPending && width) {
+      this._zoomPending = false;
+      this._openingZoom();
+    } else if (this.piece && this._fitted) {
+      this.pxPerTick = clamp(this._fitZoom(), ...this._zoomLimits());
+    }
+    this._layout();
+    return true;
+  }
+
+  /** The tick under client x coordinate `clientX`. */
+  tickAtClient(clientX) {
+    const x = clientX - this.strip.getBoundingClientRect().left;
+    return xToTick(x, this.pxPerTick, this.scroller.scrollLeft);
+  }
+
+  /** While selecting past an edge of the view, scroll towards it. */
+  edgeScroll(clientX) {
+    const rect = this.strip.getBoundingClientRect();
+    const over = clientX < rect.left ? clientX - rect.left : clientX > rect.right ? clientX - rect.right : 0;
+    if (over) this.scroller.scrollLeft += over;
+  }
+
+  // --- drawing ---------------------------------------------------------------------------------
+
+  /** Draws at the next animation frame (once, however often it is asked). */
+  schedule() {
+    if (!this._frame) this._frame = requestAnimationFrame(() => this._draw());
+  }
+
+  _draw() {
+    this._frame = 0;
+    if (!this.viewWidth) this.measure();
+    if (!this.viewWidth) return; // hidden: the resize observer draws once it shows
+    if (this.piece && this._stale) this._refresh();
+    const px = this.pxPerTick;
+    const x0 = this.scroller.scrollLeft;
+    const w = this.viewWidth;
+    this.drawing.draw({ px, x0, w, t0: xToTick(0, px, x0), t1: xToTick(w, px, x0), dpr: globalThis.devicePixelRatio || 1 });
   }
 }
