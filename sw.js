@@ -13,7 +13,7 @@
 import { fetchModel } from './www/store.js';
 import { SAMPLES } from './www/audio.js';
 
-export const VERSION = 11;
+export const VERSION = 12;
 export const SHELL_CACHE = `pianoformer-shell-v${VERSION}`;
 
 /** What the page cannot start without, relative to this worker. */
@@ -68,6 +68,7 @@ export const SHELL_FILES = [
   'www/store.js',
   'www/tune-files.js',
   'www/tune-mine.js',
+  'www/tune-state.js',
   'www/tune-text.js',
   'www/tune.js',
   'www/worker-client.js',

@@ -1,7 +1,8 @@
 // The Attention card: the live map (filled by generate.js while a model writes, or here for the
 // current piece when the layer or head changes), the positional-template plot, and stopping a
 // map request when a generation or another result takes over.
-import { $, app } from './page.js';
+import { $ } from './page.js';
+import { store } from './page-store.js';
 import { call, cancelCall } from './worker-client.js';
 import { drawTemplate, meanTemplate } from './attention.js';
 import { attention } from './attention-view.js';
@@ -31,10 +32,10 @@ export function stopAttention() {
  */
 export async function refreshAttention() {
   // While comparing, the map belongs to the result on show.
-  const side = app.compare?.shown ?? null;
+  const side = store.comparison?.shown ?? null;
   const entry = side ? entryNamed(side.model) : currentEntry();
-  if (!app.piece || app.generating || !entry) return;
-  if (!app.loaded.has(entry.name)) {
+  if (!store.piece || store.job || !entry) return;
+  if (!store.isLoaded(entry.name)) {
     if (!side) return;
     try {
       await ensureModel(entry);
@@ -43,7 +44,7 @@ export async function refreshAttention() {
       return;
     }
     // Switched sides (or left the comparison) while the model loaded: that side draws its own.
-    if ((app.compare?.shown ?? null) !== side || app.generating) return;
+    if ((store.comparison?.shown ?? null) !== side || store.job) return;
   }
   if (job !== null) cancelCall(job);
   const s = settings();
@@ -54,7 +55,7 @@ export async function refreshAttention() {
   try {
     await call(
       'attention',
-      { model: entry.name, piece: app.piece, options },
+      { model: entry.name, piece: store.piece, options },
       {
         onProgress: (p) => {
           if (p.started) {
@@ -80,7 +81,7 @@ export async function showTemplate() {
   const entry = currentEntry();
   const canvas = $('template');
   const caption = $('template-caption');
-  if (!entry || !app.loaded.has(entry.name)) {
+  if (!entry || !store.isLoaded(entry.name)) {
     caption.textContent = 'The positional template appears once the model is loaded.';
     return;
   }

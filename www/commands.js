@@ -12,7 +12,9 @@
 //   'show-models'       (name) the model list of the chosen task (models.js)
 //   'attention-stop', 'attention-refresh': the attention panel's map request (attention-panel.js)
 //   'update-buttons', 'show-piece', 'selected-bars' → [from, to) or null, 'roll-draft' (piece),
-//   'roll-generating' (range or null): the piece view's (piece-view.js)
+//   'roll-generating' (range or null), 'roll-playhead' (tick or null): the piece view's
+//   (piece-view.js)
+//   'use-model'         (entry) chooses a model in the Generate panel (main.js)
 const commands = new Map();
 
 /** Registers `fn` as the command `name`; a second registration of a name is a mistake. */

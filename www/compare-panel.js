@@ -2,10 +2,10 @@
 // then by the one picked beside Compare; two buttons switch between the results, each with its
 // own attention map, while playback goes on; a share link carries both. The comparison itself
 // (sides, edits, the link's form) is compare.js's.
-import { $, app, status } from './page.js';
+import { $, status } from './page.js';
 import { Comparison, sideLabel } from './compare.js';
 import { currentEntry, entryNamed } from './model-loader.js';
-import { setPiece } from './page-store.js';
+import { setPiece, store, setComparison } from './page-store.js';
 import { settings } from './settings.js';
 import { attention } from './attention-view.js';
 import { command, run } from './commands.js';
@@ -16,9 +16,9 @@ command('show-comparison', (comparison, options) => showComparison(comparison, o
 export async function compare() {
   const first = currentEntry();
   const second = entryNamed($('compare-model').value);
-  if (!app.piece || !first || !second || app.generating) return;
+  if (!store.piece || !first || !second || store.job) return;
   hideCompare();
-  const start = app.piece;
+  const start = store.piece;
   const seed = settings().seed; // both runs use it, whatever happens to the field meanwhile
   const a = await run('generate', { entry: first, comparing: true, seed });
   if (!a) return;
@@ -41,7 +41,7 @@ export async function compare() {
 // `draw`: draw a side's attention that was not kept (a shared link's) when it is shown; off when
 // a link opens, so that opening one downloads no model.
 export function showComparison(comparison, { draw = true } = {}) {
-  app.compare = comparison;
+  setComparison(comparison);
   const [a, b] = [entryNamed(comparison.a.model), entryNamed(comparison.b.model)];
   $('compare-a').textContent = a ? sideLabel(a, b) : comparison.a.model ?? 'first';
   $('compare-b').textContent = b ? sideLabel(b, a) : comparison.b.model;
@@ -52,9 +52,9 @@ export function showComparison(comparison, { draw = true } = {}) {
 
 /** Shows side `which` ('a' or 'b') of the comparison: its piece and its attention map. */
 export function showCompared(which, { draw = true } = {}) {
-  if (!app.compare || app.generating) return;
+  if (!store.comparison || store.job) return;
   run('attention-stop');
-  const side = app.compare.show(which);
+  const side = store.comparison.show(which);
   setPiece(side.piece, { undoable: false, keepView: true });
   $('compare-a').setAttribute('aria-pressed', String(which === 'a'));
   $('compare-b').setAttribute('aria-pressed', String(which === 'b'));
@@ -68,7 +68,7 @@ export function showCompared(which, { draw = true } = {}) {
 on('leave-compare', () => hideCompare());
 
 export function hideCompare() {
-  app.compare = null;
+  setComparison(null);
   status.comparing = null;
   status.compared = null;
   $('compare-bar').hidden = true;

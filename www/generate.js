@@ -2,7 +2,7 @@
 // in while a model writes, Cancel, and the move to the CPU when WebGPU fails mid-way. Its
 // settings are read and restored by settings.js; the pure parts (options, counting, status
 // lines) are in generation-plan.js.
-import { $, app, status, showError, notice } from './page.js';
+import { $, status, showError, notice } from './page.js';
 import { optionsProblem } from './options.js';
 import { settings } from './settings.js';
 import { emit } from './events.js';
@@ -21,7 +21,7 @@ import {
   progressText, doneText,
 } from './generation-plan.js';
 import { currentEntry, dynamicsText, ensureModel } from './model-loader.js';
-import { endJob, remember, setPiece, startJob } from './page-store.js';
+import { endJob, remember, setPiece, startJob, store, showDraft } from './page-store.js';
 import { attention } from './attention-view.js';
 import { command, run } from './commands.js';
 import { withPageMarks } from './piece.js';
@@ -36,7 +36,7 @@ command('generate', (request) => generate(request));
  * comes after. `comparing`: a run of a comparison (compare-panel.js), which stays on show.
  */
 export async function generate({ entry = currentEntry(), comparing = false, region = null, seed = null } = {}) {
-  if (!app.piece || app.generating) return null;
+  if (!store.piece || store.job) return null;
   if (!entry) return null;
   if (status.recording) {
     // The take changes the piece, and a live piano needs the Worker to itself.
@@ -54,7 +54,7 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
     if (bad.input) $(bad.input)?.focus();
     return null;
   }
-  const before = app.piece;
+  const before = store.piece;
   const started = performance.now();
   const job = { id: null, task, cancelled: false };
   let retry = false;
@@ -75,9 +75,9 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
   try {
     await ensureModel(entry);
     if (job.cancelled) throw new Error('generation was cancelled');
-    app.piece = live;
+    showDraft(live);
     run('roll-draft', live);
-    const options = generateOptions(s, { task, region, context: contextOf(entry, app.manifest) });
+    const options = generateOptions(s, { task, region, context: contextOf(entry, store.manifest) });
     const from = writesFrom(before, task, ticks);
     const dynamics = task === 'accompaniment' && $('dynamics').checked ? await dynamicsText() : '';
     $('gen-status').textContent = `Running ${entry.name} on ${status.backend?.kind === 'gpu' ? 'WebGPU' : 'the CPU'}…`;
@@ -117,7 +117,7 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
     return written;
   } catch (e) {
     run('roll-generating', null);
-    app.piece = before;
+    showDraft(before);
     run('roll-draft', before);
     const onGpu = workerBackend() !== 'cpu' && status.backend?.kind === 'gpu';
     if (onGpu && !deviceLost() && !/cancelled/.test(e.message)) {
@@ -177,7 +177,7 @@ function onProgress(p, job, track, live, from, started) {
 
 /** Cancels the generation running (the Worker stops between steps). */
 export function cancel() {
-  const job = app.generating;
+  const job = store.job;
   if (!job) return;
   job.cancelled = true;
   $('gen-status').textContent = 'Cancelling…';

@@ -3,7 +3,8 @@
 // rule-based detector (which reads one or two melody notes a beat as sus chords); "Suggest
 // chords" proposes a progression for the selected bars (or the whole piece), another press
 // another alternative. The lane says which one filled it.
-import { app, status } from './page.js';
+import { status } from './page.js';
+import { store } from './page-store.js';
 import { call } from './worker-client.js';
 import { ensureModel } from './model-loader.js';
 import { clonePiece, fitPhrases } from './piece.js';
@@ -15,7 +16,7 @@ import { harmonizerEntry, needsHarmonizer } from './generation-plan.js';
  * with it. Throws in words when no harmonizer is available.
  */
 export async function harmonized(piece, { bars = null, seed = null } = {}) {
-  const entry = harmonizerEntry(app.manifest);
+  const entry = harmonizerEntry(store.manifest);
   if (!entry) throw new Error('no harmonizer model is installed (www/models/manifest.json lists none)');
   const asked = performance.now();
   await ensureModel(entry);
@@ -37,7 +38,7 @@ export async function harmonized(piece, { bars = null, seed = null } = {}) {
  * when the harmonizer failed.
  */
 export async function withLaneFilled(piece) {
-  if (!needsHarmonizer(piece) || !harmonizerEntry(app.manifest)) {
+  if (!needsHarmonizer(piece) || !harmonizerEntry(store.manifest)) {
     return { piece: { ...piece, chordSource: piece.chordSource ?? 'detector' } };
   }
   try {
@@ -63,7 +64,7 @@ export async function relabelled(piece, [from, to]) {
   const detected = await call('readMidi', { bytes: buffer, name: piece.name }, { transfer: [buffer] });
   const fresh = new Map(detected.bars.map((tick, i) => [tick, detected.chords[i]]));
   let source = 'detector';
-  if (open.length && needsHarmonizer(piece) && harmonizerEntry(app.manifest)) {
+  if (open.length && needsHarmonizer(piece) && harmonizerEntry(store.manifest)) {
     const lo = open[0];
     const hi = open.at(-1) + 1;
     const byHarmonizer = await harmonized(piece, { bars: [lo, hi] });

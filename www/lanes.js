@@ -1,12 +1,12 @@
 // Editing the chord and phrase lanes: the dialog a click (or Enter) on a lane's bar opens, the
 // planned bars past the music that continuations follow, and "Suggest chords" (the
 // harmonizer's progression for the selected bars). What a label may be is in labels.js.
-import { $, app, notice, showError } from './page.js';
+import { $, notice, showError } from './page.js';
 import { clonePiece, phraseIndex, setBarCount, setPhrase } from './piece.js';
 import {
   CHORD_CHOICES, LABEL_HELP, chordCell, labelError, labelProblems, labelTitle, plannedBars,
 } from './labels.js';
-import { endJob, setPiece, startJob } from './page-store.js';
+import { endJob, setPiece, startJob, store } from './page-store.js';
 import { run } from './commands.js';
 import { harmonized } from './harmonizer.js';
 import { on } from './events.js';
@@ -15,24 +15,24 @@ on('label-click', (kind, bar) => editLabel(kind, bar));
 
 /** Opens the dialog for the `kind` ('chord' or 'phrase') label of bar `bar`. */
 export function editLabel(kind, bar) {
-  if (!app.piece || app.generating) return;
+  if (!store.piece || store.job) return;
   const dialog = $('label-dialog');
   const input = $('label-input');
-  const planned = bar >= app.piece.promptBars;
+  const planned = bar >= store.piece.promptBars;
   $('label-error').textContent = '';
   $('label-split-row').hidden = kind !== 'phrase';
   $('label-split').checked = false;
   $('label-title').textContent = labelTitle(kind, bar, planned);
   $('label-help').textContent = LABEL_HELP[kind === 'chord' ? 'chord' : 'phrase'];
   if (kind === 'chord') {
-    input.value = app.piece.chords[bar] ?? '';
+    input.value = store.piece.chords[bar] ?? '';
   } else {
-    const { index } = phraseIndex(app.piece, bar);
-    input.value = app.piece.phrases[index]?.[0] ?? 'A';
+    const { index } = phraseIndex(store.piece, bar);
+    input.value = store.piece.phrases[index]?.[0] ?? 'A';
   }
   dialog.onclose = () => {
     if (dialog.returnValue !== 'ok') return;
-    const next = clonePiece(app.piece);
+    const next = clonePiece(store.piece);
     if (kind === 'chord') {
       next.chords[bar] = chordCell(input.value);
       markChordsSet(next, bar, bar + 1);
@@ -67,9 +67,9 @@ export function markChordsSet(piece, from, to) {
 /** Wires the planned-bars field, the dialog's chord suggestions and "Suggest chords". */
 export function wireLanes() {
   $('plan-bars').addEventListener('change', (e) => {
-    if (!app.piece) return;
+    if (!store.piece) return;
     const n = plannedBars(e.target.value);
-    const next = clonePiece(app.piece);
+    const next = clonePiece(store.piece);
     setBarCount(next, next.promptBars + n);
     setPiece(next, { keepView: true });
   });
@@ -85,8 +85,8 @@ let suggestions = 0; // presses of "Suggest chords" on this page: each is anothe
  * progression; every later press draws another alternative.
  */
 export async function suggestChords() {
-  const piece = app.piece;
-  if (!piece || app.generating) return;
+  const piece = store.piece;
+  if (!piece || store.job) return;
   const bars = run('selected-bars');
   const first = suggestions === 0 && piece.chordSource !== 'harmonizer';
   suggestions += 1;
@@ -100,7 +100,7 @@ export async function suggestChords() {
     endJob(job);
     run('update-buttons');
     // Cancelled, or another piece came meanwhile: the lane stays as it is.
-    if (job.cancelled || app.piece !== piece) return;
+    if (job.cancelled || store.piece !== piece) return;
     markChordsSet(next, ...(bars ?? [0, next.promptBars]));
     setPiece(next, { keepView: true });
     notice(`Chords for ${where} from the harmonizer (${first ? 'its most likely progression' : `alternative ${suggestions}`}). Undo takes them back; press again for another.`);

@@ -6,7 +6,8 @@
 // (play-in.js), with no added delay. Per take, the decisions' latency (request to reply), the
 // share ready in time and the melody's key-to-sound delay are kept in `status.live` and shown
 // in a small meter.
-import { $, app, status } from './page.js';
+import { $, status } from './page.js';
+import { store } from './page-store.js';
 import { call } from './worker-client.js';
 import { currentEntry, ensureModel } from './model-loader.js';
 import { secondsAt, tickAtSeconds } from './piece.js';
@@ -38,7 +39,7 @@ export class LiveTake {
   }
 
   async start() {
-    const { model, harmonizer } = liveModels(app.manifest, currentEntry());
+    const { model, harmonizer } = liveModels(store.manifest, currentEntry());
     await ensureModel(model);
     if (harmonizer) await ensureModel(harmonizer);
     const s = settings();

@@ -2,14 +2,19 @@
 // file wires the page's controls to the modules that own them, restores the last visit's piece
 // (or opens a share link), and says when the page is ready.
 //
-// The modules, each with its own part of the page: page.js (shared state: `app`, the
-// `window.pianoformer` status, messages), worker-client.js, backend-card.js, models.js,
-// piece-view.js (the roll, the current piece, the buttons), lanes.js, generate.js,
-// compare-panel.js, attention-panel.js, playback.js, play-in.js, sharing.js, tune.js. Their
-// pure parts (no DOM, tested under Node) are page-text.js, generation-plan.js, labels.js and
-// roll-geometry.js. The modules call one another's functions, but none does anything when it
-// is imported beyond making its own view objects: everything starts from start() below.
-import { $, app, status, t0, params, preference, MAX_FILE_BYTES, setState, showError, notice, download } from './page.js';
+// The page's state is the page store's (page-store.js: the piece and its history, the job,
+// the models, the comparison, the loop selection), which tells its listeners what changed;
+// page.js holds the `window.pianoformer` status and the messages. The panels, each with its
+// own part of the page: backend-card.js, models.js, piece-view.js (the roll, the current
+// piece, the buttons), lanes.js, generate.js, compare-panel.js, attention-panel.js,
+// playback.js, play-in.js, sharing.js, tune.js. They import the store, the Worker client
+// (worker-client.js), services (model-loader.js, harmonizer.js, sound.js, attention-view.js)
+// and their own helpers, never each other: one panel runs another's work by its command
+// (commands.js). Their pure parts (no DOM, tested under Node) are page-text.js,
+// generation-plan.js, labels.js and roll-geometry.js. None does anything when it is imported
+// beyond making its own view objects: everything starts from start() below.
+import { $, status, t0, params, preference, setState, showError, notice } from './page.js';
+import { store, forgetLoaded } from './page-store.js';
 import { call, drill, startWorker, setWorkerHandlers, workerBackend } from './worker-client.js';
 import { showBackend, showCheck, showCached, keepOffline } from './backend-card.js';
 import { loadManifest, showModels, showModelAbout, currentEntry, ensureModel, prefetchModel } from './models.js';
@@ -25,7 +30,7 @@ import { attention, refreshAttention, showTemplate } from './attention-panel.js'
 import { piano, mutes, togglePlayback, startPlayback, exportWav } from './playback.js';
 import { keys, setComputerKeys, toggleRecording, wirePlayIn } from './play-in.js';
 import { downloadMidi, share, openShared } from './sharing.js';
-import { initTuning } from './tune.js';
+import { initTuning, restoreTuning } from './tune.js';
 import { command } from './commands.js';
 import { clearModelCache, flushWork, loadWork, clearWork } from './store.js';
 
@@ -111,7 +116,7 @@ function wire() {
   for (const id of ['att-layer', 'att-head']) {
     $(id).addEventListener('change', () => {
       // Compared results kept the old head's maps: each draws the new one when shown.
-      if (app.compare) app.compare.a.attention = app.compare.b.attention = null;
+      if (store.comparison) store.comparison.a.attention = store.comparison.b.attention = null;
       showTemplate();
       refreshAttention();
       save();
@@ -150,7 +155,7 @@ function wire() {
   }
   $('clear-cache').addEventListener('click', async () => {
     const n = await clearModelCache();
-    app.loaded.clear();
+    forgetLoaded();
     startWorker(workerBackend());
     notice(`Removed ${n} cached model file${n === 1 ? '' : 's'}; they download again when used.`);
     showCached();
@@ -164,11 +169,11 @@ function wire() {
   wirePlayIn();
   addEventListener('pagehide', () => {
     // IndexedDB may not finish while the page unloads; localStorage is written at once.
-    if (app.piece) {
+    if (store.piece) {
       try {
         localStorage.setItem(
           'pianoformer.lastWork',
-          JSON.stringify({ savedAt: Date.now(), state: { piece: app.piece, settings: settings() } }),
+          JSON.stringify({ savedAt: Date.now(), state: { piece: store.piece, settings: settings() } }),
         );
       } catch {
         // Too large for localStorage: IndexedDB (below) usually has it.
@@ -208,7 +213,7 @@ function wireKeys() {
   addEventListener('keydown', (e) => {
     if ($('label-dialog').open) return;
     const typing = e.target.closest?.('input, select, textarea, [contenteditable]');
-    if (e.key === 'Escape' && app.generating) {
+    if (e.key === 'Escape' && store.job) {
       cancel();
       e.preventDefault();
       return;
@@ -251,12 +256,12 @@ async function start() {
     $('gen-title').scrollIntoView({ behavior: 'smooth', block: 'start' });
     notice(`${entry.name} is chosen in the Generate panel.`);
   });
-  app.tuning = initTuning();
+  initTuning();
   startWorker(preference);
   await loadManifest();
   // The chosen model's bytes come while the Worker starts; it loads them once it is up.
   prefetchModel(currentEntry());
-  await app.tuning.restore();
+  await restoreTuning();
   const shared = await openShared().catch(() => false);
   if (!shared) {
     let work = await loadWork();

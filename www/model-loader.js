@@ -2,18 +2,20 @@
 // come from the page's model cache, a download, or this browser's storage), the chosen model's
 // manifest entry, and the velocity model's JSON. A service the panels share: it owns no part of
 // the page but the model status line.
-import { $, app, status, notice } from './page.js';
+import { $, status, notice } from './page.js';
+import { store, markLoaded, forgetLoaded } from './page-store.js';
 import { call, onWorkerRestart } from './worker-client.js';
 import { fetchModel } from './store.js';
 import { run } from './commands.js';
 import { emit } from './events.js';
+import { weightsOf } from './tune-state.js';
 
 const loading = new Map(); // model name -> the promise of its load into the Worker
 let prefetched = null; // {name, bytes: promise of fetchModel} started with the page
 
 // A new Worker has none of the old one's models.
 onWorkerRestart(() => {
-  app.loaded.clear();
+  forgetLoaded();
   loading.clear();
 });
 
@@ -36,7 +38,7 @@ let dynamics = null; // the velocity model's JSON, once fetched ('' when there i
  */
 export async function dynamicsText() {
   if (dynamics !== null) return dynamics;
-  const entry = app.dynamicsEntry;
+  const entry = store.dynamics;
   if (!entry) return (dynamics = '');
   try {
     const { bytes } = await fetchModel(entry);
@@ -53,16 +55,16 @@ export async function dynamicsText() {
 
 /** The chosen model's manifest entry (undefined when the list is empty). */
 export function currentEntry() {
-  return app.manifest.find((m) => m.name === $('model').value);
+  return store.manifest.find((m) => m.name === $('model').value);
 }
 
 export function entryNamed(name) {
-  return app.manifest.find((m) => m.name === name) ?? null;
+  return store.manifest.find((m) => m.name === name) ?? null;
 }
 
 /** Loads `entry` into the Worker unless it is there or on its way. */
 export function ensureModel(entry) {
-  if (app.loaded.has(entry.name)) return Promise.resolve();
+  if (store.isLoaded(entry.name)) return Promise.resolve();
   let load = loading.get(entry.name);
   if (!load) {
     load = loadModel(entry).finally(() => loading.delete(entry.name));
@@ -76,14 +78,14 @@ async function loadModel(entry) {
   const label = $('model-status');
   if (entry.user) {
     // A model fine-tuned here (or imported): its weights are in this tab or in IndexedDB.
-    const weights = await app.tuning.weightsOf(entry);
+    const weights = await weightsOf(entry);
     if (!weights) throw new Error(`the weights of ${entry.name} are no longer stored in this browser`);
     const copy = new Uint8Array(weights);
     const clean = { ...entry };
     delete clean.user;
     label.textContent = `Loading ${entry.name}…`;
     await call('loadModel', { entry: clean, bytes: copy.buffer }, { transfer: [copy.buffer] });
-    app.loaded.add(entry.name);
+    markLoaded(entry.name);
     label.textContent = `${entry.name} ready (yours).`;
     emit('model-loaded', entry);
     return;
@@ -99,7 +101,7 @@ async function loadModel(entry) {
     }));
   label.textContent = `Loading ${entry.name}…`;
   await call('loadModel', { entry, bytes: bytes.buffer }, { transfer: [bytes.buffer] });
-  app.loaded.add(entry.name);
+  markLoaded(entry.name);
   label.textContent = `${entry.name} ready (${cached ? 'from the cache' : `downloaded, ${(entry.bytes / 1e6).toFixed(1)} MB`}).`;
   run('show-cached');
   emit('model-loaded', entry);

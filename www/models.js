@@ -1,7 +1,9 @@
-// The models: the manifest of shipped models (plus the person's own, added by tune.js), the
-// Model list of the Generate panel and what it says about the chosen one, and the models it
-// can be compared with. Loading one into the Worker is model-loader.js's.
-import { $, app, showError } from './page.js';
+// The models: fetching the manifest of shipped models into the page store (the person's own
+// join it from tune.js), the Model list of the Generate panel and what it says about the
+// chosen one, and the models it can be compared with. Loading one into the Worker is
+// model-loader.js's.
+import { $, showError } from './page.js';
+import { on, setModels, store } from './page-store.js';
 import { defaultPartner, partnerChoices, sideLabel } from './compare.js';
 import { modelOption, modelAbout } from './page-text.js';
 import { command } from './commands.js';
@@ -15,32 +17,22 @@ export async function loadManifest() {
     const response = await fetch(new URL('./models/manifest.json', import.meta.url), { cache: 'no-cache' });
     if (!response.ok) throw new Error(`the server answered ${response.status}`);
     const manifest = await response.json();
-    app.manifest = manifest.models ?? [];
-    app.dynamicsEntry = manifest.dynamics ?? null;
+    setModels(manifest.models ?? [], manifest.dynamics ?? null); // the menus follow ('models')
   } catch (e) {
     showError(`The list of models could not be loaded (${e.message}); generation is unavailable.`);
+    showModels();
   }
-  showModels();
 }
 
 command('show-models', (selected) => showModels(selected));
-// The person's own models (fine-tuned, imported) join or leave the list.
-command('add-model', (entry, { loaded = false } = {}) => {
-  app.manifest = app.manifest.filter((m) => m.name !== entry.name).concat([entry]);
-  if (loaded) app.loaded.add(entry.name);
-  else app.loaded.delete(entry.name);
-  showModels($('model').value);
-});
-command('remove-model', (name) => {
-  app.manifest = app.manifest.filter((m) => m.name !== name);
-  app.loaded.delete(name);
-  showModels($('model').value);
-});
+// The list changed (the manifest came, the person's own models joined or left): the menu
+// shows it, keeping the chosen model where it is still there.
+on('models', () => showModels($('model').value));
 
 export function showModels(selected) {
   const task = $('task').value;
   const select = $('model');
-  const models = app.manifest.filter((m) => m.task.toLowerCase() === task);
+  const models = store.manifest.filter((m) => m.task.toLowerCase() === task);
   select.replaceChildren(...models.map((m) => new Option(modelOption(m), m.name)));
   const pick = models.find((m) => m.name === selected) ?? models.find((m) => m.default) ?? models[0];
   if (pick) select.value = pick.name;
@@ -48,7 +40,6 @@ export function showModels(selected) {
   for (const el of document.querySelectorAll('.cont-only')) el.hidden = task !== 'continuation';
   showModelAbout();
   emit('model-shown');
-  app.tuning?.showBases();
 }
 
 /** Lists the models the chosen one can be compared with (its task's others). */
@@ -56,9 +47,9 @@ function showPartners() {
   const entry = currentEntry();
   const select = $('compare-model');
   const previous = select.dataset.picked || null; // the person's own last choice
-  const choices = partnerChoices(app.manifest, entry);
+  const choices = partnerChoices(store.manifest, entry);
   select.replaceChildren(...choices.map((m) => new Option(sideLabel(m, entry), m.name)));
-  const pick = defaultPartner(app.manifest, entry, previous);
+  const pick = defaultPartner(store.manifest, entry, previous);
   if (pick) select.value = pick.name;
   $('compare-group').hidden = choices.length === 0;
 }

@@ -1,8 +1,11 @@
 // The page's state in one place (issue 37, the page store): the current piece with its undo
-// and redo history, and the job running. Changes are told to whoever listens: 'piece' (the
-// roll and the track list redraw, a comparison ends or keeps the edit, the piece is saved for
-// the next visit) and 'job' — so that a panel changes the state here instead of calling the
-// panel that shows it. DOM-free: Node tests load it.
+// and redo history, the job running, the models (the manifest's and the person's own, which
+// of them the Worker has loaded), the comparison on show and the roll's loop selection.
+// Changes are told to whoever listens: 'piece' (the roll and the track list redraw, a
+// comparison ends or keeps the edit, the piece is saved for the next visit), 'job', 'models'
+// (the model menus), 'comparison' and 'loop' — so that a panel changes the state here instead
+// of calling the panel that shows it. What one module alone uses stays in that module.
+// DOM-free: Node tests load it.
 
 const listeners = new Map();
 
@@ -44,8 +47,30 @@ let piece = null;
 const undoStack = []; // earlier pieces, the last to come back first
 const redoStack = []; // pieces Undo took back, the last undone first; a new edit clears it
 
+let manifest = []; // the models' entries: the manifest's, then the person's own
+let dynamics = null; // the manifest's velocity model, or null
+const loaded = new Set(); // the names of the models loaded in the current Worker
+let comparison = null; // the Comparison on show (compare.js), or null
+let loop = null; // the roll's loop selection [fromTick, toTick), or null
+
 /** What the page's modules read. */
 export const store = {
+  get manifest() {
+    return manifest;
+  },
+  get dynamics() {
+    return dynamics;
+  },
+  /** Whether the current Worker has the model called `name` loaded. */
+  isLoaded(name) {
+    return loaded.has(name);
+  },
+  get comparison() {
+    return comparison;
+  },
+  get loop() {
+    return loop;
+  },
   get piece() {
     return piece;
   },
@@ -112,4 +137,51 @@ export function redo() {
   piece = next;
   emit('piece', { piece, keepView: true, fresh: false, edit: false });
   return true;
+}
+
+/** The manifest's models and velocity model (as the page opens), telling 'models' listeners. */
+export function setModels(models, velocity = null) {
+  manifest = [...models];
+  dynamics = velocity;
+  emit('models', { manifest });
+}
+
+/**
+ * Adds `entry` to the models (one of the person's own: fine-tuned, imported), in place of one
+ * of the same name; `loaded` when the Worker already holds its weights.
+ */
+export function addModel(entry, { loaded: inWorker = false } = {}) {
+  manifest = manifest.filter((m) => m.name !== entry.name).concat([entry]);
+  markLoaded(entry.name, inWorker);
+  emit('models', { manifest });
+}
+
+/** Takes the model called `name` off the list (and out of the loaded ones). */
+export function removeModel(name) {
+  manifest = manifest.filter((m) => m.name !== name);
+  loaded.delete(name);
+  emit('models', { manifest });
+}
+
+/** Records that the Worker holds (or no longer holds) the model called `name`. */
+export function markLoaded(name, yes = true) {
+  if (yes) loaded.add(name);
+  else loaded.delete(name);
+}
+
+/** A new Worker (another backend, the cache cleared) holds no model. */
+export function forgetLoaded() {
+  loaded.clear();
+}
+
+/** Puts `next` (a Comparison, or null) on show, telling 'comparison' listeners. */
+export function setComparison(next) {
+  comparison = next;
+  emit('comparison', { comparison });
+}
+
+/** The roll's loop selection [fromTick, toTick) (null: none), telling 'loop' listeners. */
+export function setLoop(range) {
+  loop = range && range[1] > range[0] ? [range[0], range[1]] : null;
+  emit('loop', { loop });
 }

@@ -1,10 +1,7 @@
-// The page's shared state, in one place: the `app` object (what several panels read and
-// change: the piece, the models and which are loaded, the generation running,
-// the comparison on show, the Fine-tune panel; what one module alone uses stays in it), the
-// `status` object tests and the console read as `window.pianoformer`, the URL's settings, and
-// the messages every panel shows (the state, errors, notices). No imports: every other module
-// of the page imports this one.
-import { showDraft, store } from './page-store.js';
+// What every panel of the page uses: the `status` object tests and the console read as
+// `window.pianoformer`, the URL's settings, and the messages every panel shows (the state,
+// errors, notices). The page's state itself is the page store's (page-store.js).
+import { store } from './page-store.js';
 export const t0 = performance.now();
 export const $ = (id) => document.getElementById(id);
 export const params = new URLSearchParams(location.search);
@@ -12,26 +9,6 @@ const savedPreference = localStorage.getItem('pianoformer.backend');
 export const preference =
   ['auto', 'gpu', 'cpu'].find((p) => p === (params.get('backend') ?? savedPreference)) ?? 'auto';
 export const MAX_FILE_BYTES = 8 * 1024 * 1024;
-
-export const app = {
-  // The current piece lives in the page store (page-store.js); this reads it, and a
-  // generation's draft is put on show through it.
-  get piece() {
-    return store.piece;
-  },
-  set piece(draft) {
-    showDraft(draft);
-  },
-  // The running generation or chord suggestion (page-store.js startJob/endJob), or null.
-  get generating() {
-    return store.job;
-  },
-  manifest: [],
-  loaded: new Set(), // models loaded in the current Worker
-  compare: null, // the Comparison on show (compare.js), or null
-  tuning: null, // the Fine-tune panel (tune.js), once main.js has made it
-  dynamicsEntry: null, // the manifest's velocity model (models.js), or null
-};
 
 // What the end-to-end test (and a curious user in the console) can read. main.js adds the
 // hooks that need the Worker and the attention map (wasmBytes, attentionBlank, loseDevice).
@@ -49,7 +26,7 @@ export const status = {
   // The velocity model written accompaniments use (its name), once fetched.
   dynamics: null,
   get piece() {
-    return app.piece;
+    return store.piece;
   },
   attentionBlank: null,
   // The Worker's wasm memory in bytes (it only grows: the peak so far).

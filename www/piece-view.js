@@ -2,7 +2,7 @@
 // the current one (with undo and redo), notes edited in the roll (and the lanes refilled where
 // they were detected from those notes), saving it for the next visit, opening a MIDI file or the example,
 // and which of the page's buttons can be pressed.
-import { $, app, status, MAX_FILE_BYTES, showError, notice } from './page.js';
+import { $, status, MAX_FILE_BYTES, showError, notice } from './page.js';
 import { call } from './worker-client.js';
 import { clonePiece } from './piece.js';
 import { emptyPiece } from './keys.js';
@@ -21,25 +21,28 @@ import {
   setPiece,
   store,
   undo as undoPiece,
+  setLoop,
 } from './page-store.js';
 
 export const roll = new PianoRoll($('roll'), {
   onChordClick: (bar) => emit('label-click', 'chord', bar),
   onPhraseClick: (bar) => emit('label-click', 'phrase', bar),
   onSeek: (tick) => run('seek', tick),
-  onSelect: () => updateButtons(),
+  onSelect: (from, to) => setLoop(from == null ? null : [from, to]),
   onEdit: (piece, { touched }) => editNotes(piece, touched),
   onNotice: (text) => notice(text),
   quantise: () => Number($('quantise').value),
 });
-// The page's store holds the roll too: playback moves its playhead and reads its selection.
-app.roll = roll;
 on('model-shown', () => updateButtons());
 command('update-buttons', () => updateButtons());
 command('show-piece', () => showPiece());
 command('selected-bars', () => selectedBars());
+command('roll-playhead', (tick) => roll.setPlayhead(tick));
 // A generation draws the piece as it writes it, and the bars still to come.
-command('roll-draft', (draft) => roll.setPiece(draft));
+command('roll-draft', (draft) => {
+  roll.setPiece(draft); // with no loop selection
+  setLoop(null);
+});
 command('roll-generating', (range) => {
   roll.setGenerating(range);
   if (range) roll.update();
@@ -57,15 +60,19 @@ export { remember, setPiece };
 // stays with the result it was made on; the roll and the track list show it; it is saved.
 onPiece('piece', ({ piece, keepView, fresh, edit }) => {
   if (fresh) emit('leave-compare');
-  else if (edit && app.compare) app.compare.edited(piece);
-  if (keepView) roll.replacePiece(piece);
-  else roll.setPiece(piece);
+  else if (edit && store.comparison) store.comparison.edited(piece);
+  if (keepView) {
+    roll.replacePiece(piece);
+  } else {
+    roll.setPiece(piece); // with no loop selection
+    setLoop(null);
+  }
   showPiece();
   save();
 });
 
 export function showPiece() {
-  const p = app.piece;
+  const p = store.piece;
   $('empty').hidden = !!p;
   $('roll').hidden = !p;
   $('roll-tools').hidden = !p;
@@ -79,7 +86,7 @@ export function showPiece() {
 function showTracks() {
   const list = $('tracks');
   list.replaceChildren();
-  for (const [i, track] of (app.piece?.tracks ?? []).entries()) {
+  for (const [i, track] of (store.piece?.tracks ?? []).entries()) {
     const li = document.createElement('li');
     li.className = `track role-${track.role}`;
     const swatch = document.createElement('span');
@@ -95,7 +102,7 @@ function showTracks() {
     }
     select.value = track.role;
     select.addEventListener('change', () => {
-      const next = clonePiece(app.piece);
+      const next = clonePiece(store.piece);
       next.tracks[i].role = select.value;
       setPiece(next, { keepView: true });
     });
@@ -106,12 +113,12 @@ function showTracks() {
 
 /** The bars `[from, to)` under the roll's loop selection, or null. */
 export function selectedBars() {
-  return barsUnder(app.piece?.bars, roll.getSelection());
+  return barsUnder(store.piece?.bars, store.loop);
 }
 
 export function updateButtons() {
-  const has = !!app.piece;
-  const busy = !!app.generating;
+  const has = !!store.piece;
+  const busy = !!store.job;
   $('download-midi').disabled = !has;
   $('export-wav').disabled = !has;
   $('share').disabled = !has;
@@ -120,31 +127,31 @@ export function updateButtons() {
   $('redo').disabled = !store.canRedo || busy;
   $('edit-notes').disabled = !has;
   $('generate').disabled = !has || busy || !status.backend || !$('model').value;
-  $('suggest-chords').disabled = !has || busy || !status.backend || !harmonizerEntry(app.manifest);
+  $('suggest-chords').disabled = !has || busy || !status.backend || !harmonizerEntry(store.manifest);
   $('regen-bars').disabled = $('generate').disabled || !selectedBars()
-    || (settings().task === 'accompaniment' ? !hasPiano(app.piece) : !hasNotes(app.piece));
+    || (settings().task === 'accompaniment' ? !hasPiano(store.piece) : !hasNotes(store.piece));
   $('cancel').disabled = !busy;
   $('compare').disabled = !has || busy || !status.backend || !$('compare-model').value;
-  app.tuning?.updateButtons();
+  emit('buttons');
   $('example').disabled = busy;
   $('file-input').disabled = busy;
 }
 
 /** Keeps the piece and the panel's settings for the next visit (store.js). */
 export function save() {
-  if (!app.piece) return;
-  saveWork({ piece: app.piece, settings: settings() });
+  if (!store.piece) return;
+  saveWork({ piece: store.piece, settings: settings() });
 }
 
 export function undo() {
-  if (!store.canUndo || app.generating) return;
+  if (!store.canUndo || store.job) return;
   emit('leave-compare');
   undoPiece();
   notice('Undone.');
 }
 
 export function redo() {
-  if (!store.canRedo || app.generating) return;
+  if (!store.canRedo || store.job) return;
   emit('leave-compare');
   redoPiece();
   notice('Redone.');
@@ -159,9 +166,9 @@ let relabelTimer = 0;
  * filled again (harmonizer.js `relabelled`), into the same Undo step.
  */
 export function editNotes(piece, touched) {
-  if (app.generating) {
+  if (store.job) {
     notice('A generation is running: edit the notes when it is done (or cancel it with Esc).');
-    roll.replacePiece(app.piece);
+    roll.replacePiece(store.piece);
     return;
   }
   setPiece(piece, { keepView: true });
@@ -173,13 +180,13 @@ export function editNotes(piece, touched) {
 
 async function refillLanes() {
   const bars = pendingBars;
-  const piece = app.piece;
+  const piece = store.piece;
   pendingBars = null;
-  if (!bars || !piece || app.generating || !status.backend) return;
+  if (!bars || !piece || store.job || !status.backend) return;
   try {
     const next = await relabelled(piece, bars);
     // Another edit (or piece) came meanwhile: that one refills the lanes itself.
-    if (next === piece || app.piece !== piece || app.generating) return;
+    if (next === piece || store.piece !== piece || store.job) return;
     setPiece(next, { undoable: false, keepView: true });
   } catch (e) {
     notice(`The chord lane was not refreshed after the edit (${e.message}).`);
@@ -199,14 +206,14 @@ export function setEditing(on) {
 
 /** A new empty piece to write into with the mouse and keyboard (8 bars of 4/4). */
 export function newPiece() {
-  if (app.generating) return;
+  if (store.job) return;
   const bpm = Math.min(240, Math.max(40, Number($('take-bpm').value) || 100));
   setPiece(emptyPiece({ bpm, name: 'new piece.mid' }), { fresh: true });
   setEditing(true);
 }
 
 export async function openFile(file) {
-  if (app.generating) {
+  if (store.job) {
     notice('A generation is running: cancel it (Esc) before opening another file.');
     return;
   }

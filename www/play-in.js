@@ -1,14 +1,14 @@
 // Playing in: the computer keyboard and MIDI keyboards heard through the piano, and recording
 // a take into the melody from the playhead's bar (a count-in, a metronome, the music already
 // there playing along). The take's maths (timing, grid, merging into the piece) is keys.js's.
-import { $, app, status, showError, notice } from './page.js';
+import { $, status, showError, notice } from './page.js';
 import { call } from './worker-client.js';
 import { noteCount, barAt, secondsAt, fitPhrases } from './piece.js';
 import { Take, computerKeyPitch, emptyPiece, noteMessage, recordInto } from './keys.js';
 import { START_DELAY } from './audio.js';
 import { piano } from './sound.js';
 import { run } from './commands.js';
-import { setPiece } from './page-store.js';
+import { setPiece, store } from './page-store.js';
 import { withLaneFilled } from './harmonizer.js';
 import { LiveTake } from './live.js';
 import { withLivePiano } from './live-plan.js';
@@ -104,14 +104,14 @@ async function connectMidi() {
 export async function toggleRecording() {
   if (keys.starting) return; // a take is getting ready (its count-in not begun)
   if (keys.take) return stopRecording();
-  if (app.generating) {
+  if (store.job) {
     notice('A generation is running: cancel it (Esc) before recording.');
     return;
   }
   run('stop-playback');
   const bpm = Math.min(240, Math.max(40, Number($('take-bpm').value) || 100));
-  const piece = app.piece ?? emptyPiece({ bpm });
-  const fromBar = app.piece ? barAt(piece, Math.min(run('playhead'), piece.bars.at(-1))) : 0;
+  const piece = store.piece ?? emptyPiece({ bpm });
+  const fromBar = store.piece ? barAt(piece, Math.min(run('playhead'), piece.bars.at(-1))) : 0;
   const fromTick = piece.bars[fromBar];
   const beat = secondsAt(piece, fromTick + piece.ppq) - secondsAt(piece, fromTick);
   const countIn = $('count-in').checked ? 4 : 0;
@@ -156,7 +156,7 @@ export async function toggleRecording() {
   }, 50);
   // The music already there plays along from the take's start, its melody muted (the take
   // replaces it).
-  const playAlong = app.piece && noteCount(app.piece) > 0
+  const playAlong = store.piece && noteCount(store.piece) > 0
     ? setTimeout(() => {
       if (keys.take?.take !== take) return;
       // With the live piano, the old accompaniment is silent: the live one takes its place.
@@ -164,7 +164,7 @@ export async function toggleRecording() {
       status.playingAlong = true;
     }, startMs - performance.now() - START_DELAY * 1000)
     : null;
-  keys.take = { take, fromTick, piece, clicks, playAlong, fresh: !app.piece, live };
+  keys.take = { take, fromTick, piece, clicks, playAlong, fresh: !store.piece, live };
   status.recording = { fromTick, startMs };
   status.recordingBpm = 60 / beat;
   $('record').textContent = '■ Stop recording';
@@ -234,7 +234,7 @@ export function wirePlayIn() {
     if (!(keys.computer || keys.take) || e.ctrlKey || e.altKey || e.metaKey) return;
     if ($('label-dialog').open || e.target.closest?.('input, select, textarea, [contenteditable]')) return;
     const key = e.key.toLowerCase();
-    if (key === 'escape' && keys.computer && !keys.take && !app.generating) {
+    if (key === 'escape' && keys.computer && !keys.take && !store.job) {
       setComputerKeys(false);
     } else if (key === 'z' || key === 'x') {
       keys.octave = Math.max(0, Math.min(8, keys.octave + (key === 'z' ? -1 : 1)));

@@ -1,10 +1,11 @@
 // Listening: the sampled piano (audio.js) playing the piece from the playhead or around the loop
 // selection, at the panel's tempo and mutes, the playhead following the sound, and the WAV
 // export with the same voices.
-import { $, app, status, showError, download } from './page.js';
+import { $, status, showError, download } from './page.js';
+import { store } from './page-store.js';
 import { piano } from './sound.js';
 import { exportName } from './page-text.js';
-import { command } from './commands.js';
+import { command, run } from './commands.js';
 
 export { piano };
 
@@ -26,7 +27,7 @@ export function mutes() {
 /** Moves the playhead to `tick` (playback, if on, goes on from there). */
 export function seek(tick) {
   playhead = tick;
-  app.roll.setPlayhead(tick);
+  run('roll-playhead', tick);
   if (piano.playing) startPlayback();
 }
 
@@ -37,7 +38,7 @@ export async function togglePlayback() {
 
 /** (Re)starts playback: the loop selection if Loop is on, else from the playhead to the end. */
 export async function startPlayback() {
-  if (!app.piece) return;
+  if (!store.piece) return;
   try {
     if (!piano.loaded) {
       $('play-status').textContent = 'Loading the piano…';
@@ -46,10 +47,10 @@ export async function startPlayback() {
       });
       $('play-status').textContent = '';
     }
-    const selection = app.roll.getSelection();
+    const selection = store.loop;
     const loop = $('loop').checked && !!selection;
-    const [fromTick, toTick] = loop ? selection : [playhead >= app.piece.endTick ? 0 : playhead, Infinity];
-    piano.play(app.piece, {
+    const [fromTick, toTick] = loop ? selection : [playhead >= store.piece.endTick ? 0 : playhead, Infinity];
+    piano.play(store.piece, {
       fromTick,
       toTick,
       loop,
@@ -66,7 +67,7 @@ export async function startPlayback() {
     const follow = () => {
       const tick = piano.positionTick();
       if (tick !== null) {
-        app.roll.setPlayhead(tick);
+        run('roll-playhead', tick);
         playhead = tick;
         playFrame = requestAnimationFrame(follow);
       }
@@ -92,16 +93,16 @@ export async function exportWav() {
   $('play-status').textContent = 'Rendering the WAV file…';
   try {
     if (!piano.loaded) await piano.load();
-    const blob = await piano.renderWav(app.piece, {
+    const blob = await piano.renderWav(store.piece, {
       tempo: Number($('tempo').value) / 100,
       mute: mutes(),
     });
-    download(blob, exportName(app.piece, 'wav'));
+    download(blob, exportName(store.piece, 'wav'));
     $('play-status').textContent = `WAV: ${(blob.size / 1e6).toFixed(1)} MB.`;
   } catch (e) {
     $('play-status').textContent = '';
     showError(e.message);
   } finally {
-    button.disabled = !app.piece;
+    button.disabled = !store.piece;
   }
 }

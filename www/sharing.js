@@ -1,20 +1,20 @@
 // Keeping and sharing a piece: the MIDI download, the share link (the piece, its labels, the
 // model, the seed and a comparison's two results in the URL fragment, see share.js) and opening
 // one when the page starts.
-import { $, app, status, showError, notice, download } from './page.js';
+import { $, status, showError, notice, download } from './page.js';
 import { call } from './worker-client.js';
 import { encodeShare, decodeShare } from './share.js';
 import { Comparison } from './compare.js';
 import { exportName } from './page-text.js';
 import { entryNamed } from './model-loader.js';
-import { setPiece } from './page-store.js';
+import { setPiece, store } from './page-store.js';
 import { applySettings, settings } from './settings.js';
 import { run } from './commands.js';
 
 export async function downloadMidi() {
   try {
-    const bytes = await call('writeMidi', { piece: app.piece });
-    download(new Blob([bytes], { type: 'audio/midi' }), exportName(app.piece, 'mid'));
+    const bytes = await call('writeMidi', { piece: store.piece });
+    download(new Blob([bytes], { type: 'audio/midi' }), exportName(store.piece, 'mid'));
   } catch (e) {
     showError(`The MIDI file could not be written: ${e.message}`);
   }
@@ -24,13 +24,13 @@ export async function share() {
   try {
     const s = settings();
     const fragment = await encodeShare({
-      piece: app.piece,
+      piece: store.piece,
       model: s.model,
       seed: s.seed,
       task: s.task,
       settings: s,
-      ...(app.compare ? app.compare.forShare() : {}),
-      ...(app.compare?.seed != null ? { seed: app.compare.seed } : {}),
+      ...(store.comparison ? store.comparison.forShare() : {}),
+      ...(store.comparison?.seed != null ? { seed: store.comparison.seed } : {}),
     });
     const link = `${location.origin}${location.pathname}#${fragment}`;
     status.shareLink = link;

@@ -2,51 +2,230 @@
 // Worker request per step, so pause, resume and cancel act between steps and the page stays
 // responsive), its live curve, and the models kept in IndexedDB (tune-mine.js: use, export,
 // import, delete). The Worker runs the steps on its backend; the panel's words and option
-// checks are tune-text.js's.
+// checks are tune-text.js's; its state is tune-state.js's.
 import { drawTuneCurve } from './loss-curve.js';
 import { saveUserModel } from './store.js';
 import { formatSeconds, tuneOptions, progressText, heldOutSummary, runRecord, keepName } from './tune-text.js';
-import { tuneFiles } from './tune-files.js';
-import { tuneMine } from './tune-mine.js';
-import { $, app, status, showError, notice, download, MAX_FILE_BYTES } from './page.js';
+import { addFiles, addPiece, inspect, showFiles } from './tune-files.js';
+import { importModel, restoreMine, showMine } from './tune-mine.js';
+import { $, status, showError, notice } from './page.js';
 import { call } from './worker-client.js';
 import { ensureModel } from './model-loader.js';
-import { store } from './page-store.js';
-import { run } from './commands.js';
+import { addModel, on as onStore, store } from './page-store.js';
+import { run as runCommand } from './commands.js';
+import { on } from './events.js';
+import { task, tune } from './tune-state.js';
 
-export { MAX_FILES, formatSeconds } from './tune-text.js';
+// -------------------------------------------------------------- base models and settings
 
-/**
- * What the panel and its helpers (tune-files.js, tune-mine.js) use of the page: the Worker,
- * the model loader, the model list (changed through models.js's commands), the current piece
- * and the running job (the page store), and the page's words.
- */
-const ctx = {
-  call,
-  ensureModel,
-  models: () => app.manifest,
-  addModel: (entry, options) => run('add-model', entry, options),
-  removeModel: (name) => run('remove-model', name),
-  useModel: (entry) => run('use-model', entry),
-  currentPiece: () => store.piece,
-  showError,
-  notice,
-  download,
-  maxFileBytes: MAX_FILE_BYTES,
-  status,
-  busy: () => Boolean(store.job),
-};
+function showBases() {
+  const select = $('tune-base');
+  const keep = select.value;
+  const models = store.manifest.filter((m) => m.task.toLowerCase() === task());
+  select.replaceChildren(
+    ...models.map((m) => new Option(`${m.name} · ${m.pe}${m.user ? ' (yours)' : ''}`, m.name)),
+  );
+  const pick = models.find((m) => m.name === keep) ?? models.find((m) => m.default) ?? models[0];
+  if (pick) select.value = pick.name;
+  updateButtons();
+}
 
-/** Wires the panel; returns what the page asks of it (restore, showBases, weightsOf, ...). */
-export function initTuning() {
-  const tune = {
-    files: [], // {name, piece, report}
-    run: null, // the run in progress, see start()
-    kept: new Map(), // name → weights kept in this tab (what storage refused still exports)
-    pending: null, // a finished run waiting to be kept or discarded
-    lastDrawn: null, // the last run, whose curve stays on show
+function options() {
+  return tuneOptions({
+    steps: $('tune-steps').value,
+    learningRate: $('tune-lr').value,
+    trainable: $('tune-trainable').value,
+  });
+}
+
+function usable() {
+  return tune.files.filter((f) => f.report && !f.report.problem);
+}
+
+function updateButtons() {
+  const run = tune.run;
+  const running = ['starting', 'running', 'pausing', 'paused'].includes(run?.state);
+  $('tune-start').disabled = running || !usable().length || !$('tune-base').value;
+  $('tune-pause').disabled = !running || run.state === 'starting';
+  $('tune-pause').textContent = run?.state === 'paused' ? 'Resume' : 'Pause';
+  $('tune-finish').disabled = !running || run.state === 'starting' || !run.train.length;
+  $('tune-cancel').disabled = !running;
+  $('tune-clear').disabled = running || !tune.files.length;
+  $('tune-add-current').disabled = running || !store.piece;
+  for (const id of ['tune-base', 'tune-steps', 'tune-lr', 'tune-trainable']) $(id).disabled = running;
+}
+
+// -------------------------------------------------------------- the run
+
+function draw() {
+  const run = tune.run ?? tune.lastDrawn;
+  if (!run) return;
+  drawTuneCurve($('tune-curve'), { train: run.train, valid: run.valid, steps: run.steps });
+}
+
+function say(text) {
+  $('tune-status').textContent = text;
+}
+
+async function start() {
+  if (tune.run) return;
+  if (store.job) {
+    notice('A generation is running: let it finish before fine-tuning.');
+    return;
+  }
+  let opts;
+  try {
+    opts = options();
+  } catch (e) {
+    showError(`Fine-tuning cannot start: ${e.message}.`);
+    return;
+  }
+  const base = store.manifest.find((m) => m.name === $('tune-base').value);
+  const files = usable();
+  if (!base || !files.length) return;
+  const run = {
+    state: 'starting',
+    base,
+    steps: opts.steps,
+    options: opts,
+    train: [],
+    valid: [],
+    times: [],
+    files: files.map((f) => f.name),
+    backend: status.backend?.kind === 'gpu' ? 'WebGPU' : 'the CPU',
+    resume: null,
+    stop: null, // 'cancel' | 'finish'
+    started: performance.now(),
   };
-  ctx.status.tune = {
+  tune.run = run;
+  $('tune-keep-form').hidden = true;
+  showFiles();
+  say(`Preparing ${files.length} file${files.length > 1 ? 's' : ''} and ${base.name}…`);
+  try {
+    await ensureModel(base);
+    const info = await call('tuneStart', {
+      base: base.name,
+      pieces: files.map((f) => f.piece),
+      options: opts,
+    });
+    run.info = info;
+    if (info.baseValidLoss !== null && info.baseValidLoss !== undefined) {
+      run.valid.push([0, info.baseValidLoss]);
+    }
+    run.state = 'running';
+    updateButtons();
+    say(`Training on ${run.backend}: ${info.window}-${task() === 'continuation' ? 'token' : 'step'} windows, ${info.validationWindows} held-out windows.`);
+    draw();
+    while (run.train.length < run.steps && !run.stop) {
+      if (run.state === 'paused') {
+        say(`Paused at step ${run.train.length} of ${run.steps}.`);
+        await new Promise((resolve) => (run.resume = resolve));
+        if (run.stop) break;
+        run.state = 'running';
+        updateButtons();
+      }
+      const t = performance.now();
+      const r = await call('tuneStep');
+      run.times.push(performance.now() - t);
+      run.wasmBytes = r.wasmBytes ?? run.wasmBytes;
+      run.train.push([r.step, r.loss]);
+      if (r.validLoss !== null && r.validLoss !== undefined) run.valid.push([r.step, r.validLoss]);
+      draw();
+      say(progressText(run, r));
+      if (run.state === 'pausing') {
+        run.state = 'paused';
+        updateButtons();
+      }
+    }
+    if (run.stop === 'cancel') {
+      await call('tuneDrop').catch(() => {});
+      say(`Cancelled after ${run.train.length} steps; nothing was kept.`);
+      finish(run, 'cancelled');
+      return;
+    }
+    say(
+      `Done: ${run.train.length} steps in ${formatSeconds((performance.now() - run.started) / 1000)}` +
+        `${heldOutSummary(run)}. Name the model to keep it.`,
+    );
+    finish(run, 'done');
+    offerKeep(run);
+  } catch (e) {
+    if (/diverged/.test(e.message)) {
+      say(`Stopped: ${e.message}.`);
+      finish(run, 'diverged');
+      offerKeep(run);
+    } else {
+      showError(`Fine-tuning stopped: ${e.message}`);
+      say('');
+      finish(run, 'failed');
+      await call('tuneDrop').catch(() => {});
+    }
+  }
+}
+
+function finish(run, state) {
+  run.state = state;
+  status.tune.lastRun = runRecord(run, state);
+  tune.lastDrawn = run;
+  tune.run = null;
+  run.resume?.();
+  showFiles();
+}
+
+function offerKeep(run) {
+  $('tune-name').value = keepName(run.base.name, new Set(store.manifest.map((m) => m.name)));
+  $('tune-keep-form').hidden = false;
+  tune.pending = run;
+}
+
+async function keep() {
+  const run = tune.pending;
+  if (!run) return;
+  const name = $('tune-name').value.trim();
+  if (!name) return;
+  if (store.manifest.some((m) => m.name === name)) {
+    showError(`A model called ${name} exists already: choose another name.`);
+    return;
+  }
+  $('tune-keep').disabled = true;
+  try {
+    const { entry, weights } = await call('tuneKeep', {
+      name,
+      description: `${run.base.name} fine-tuned in this browser for ${run.train.length} steps on ${run.files.length} of your files (${run.files.join(', ')}).`,
+    });
+    await call('tuneDrop').catch(() => {});
+    tune.pending = null;
+    $('tune-keep-form').hidden = true;
+    tune.kept.set(entry.name, weights);
+    let where = 'kept in this browser';
+    try {
+      await saveUserModel(entry, weights);
+    } catch (e) {
+      where = `not kept after this tab closes (${e.message}): export it to keep it`;
+    }
+    addModel({ ...entry, user: true }, { loaded: true });
+    await showMine();
+    runCommand('use-model', { ...entry, user: true });
+    say(`${entry.name} is chosen in the Generate panel and ${where}.`);
+  } catch (e) {
+    showError(`The model could not be kept: ${e.message}`);
+  } finally {
+    $('tune-keep').disabled = false;
+  }
+}
+
+async function discard() {
+  tune.pending = null;
+  $('tune-keep-form').hidden = true;
+  await call('tuneDrop').catch(() => {});
+  say('Discarded.');
+}
+
+// -------------------------------------------------------------- wiring
+
+/** Wires the panel, once, as the page starts; `restoreTuning` then lists the person's models. */
+export function initTuning() {
+  status.tune = {
     get state() {
       return tune.run?.state ?? 'idle';
     },
@@ -63,217 +242,6 @@ export function initTuning() {
     models: [],
   };
 
-  const task = () => $('task').value;
-  const { addFiles, addPiece, inspect, showFiles } = tuneFiles(ctx, tune, { updateButtons });
-  const { restoreMine, showMine, weightsOf, importModel } = tuneMine(ctx, tune, { showBases });
-
-  // -------------------------------------------------------------- base models and settings
-
-  function showBases() {
-    const select = $('tune-base');
-    const keep = select.value;
-    const models = ctx.models().filter((m) => m.task.toLowerCase() === task());
-    select.replaceChildren(
-      ...models.map((m) => new Option(`${m.name} · ${m.pe}${m.user ? ' (yours)' : ''}`, m.name)),
-    );
-    const pick = models.find((m) => m.name === keep) ?? models.find((m) => m.default) ?? models[0];
-    if (pick) select.value = pick.name;
-    updateButtons();
-  }
-
-  function options() {
-    return tuneOptions({
-      steps: $('tune-steps').value,
-      learningRate: $('tune-lr').value,
-      trainable: $('tune-trainable').value,
-    });
-  }
-
-  function usable() {
-    return tune.files.filter((f) => f.report && !f.report.problem);
-  }
-
-  function updateButtons() {
-    const run = tune.run;
-    const running = ['starting', 'running', 'pausing', 'paused'].includes(run?.state);
-    $('tune-start').disabled = running || !usable().length || !$('tune-base').value;
-    $('tune-pause').disabled = !running || run.state === 'starting';
-    $('tune-pause').textContent = run?.state === 'paused' ? 'Resume' : 'Pause';
-    $('tune-finish').disabled = !running || run.state === 'starting' || !run.train.length;
-    $('tune-cancel').disabled = !running;
-    $('tune-clear').disabled = running || !tune.files.length;
-    $('tune-add-current').disabled = running || !ctx.currentPiece();
-    for (const id of ['tune-base', 'tune-steps', 'tune-lr', 'tune-trainable']) $(id).disabled = running;
-  }
-
-  // -------------------------------------------------------------- the run
-
-  function draw() {
-    const run = tune.run ?? tune.lastDrawn;
-    if (!run) return;
-    drawTuneCurve($('tune-curve'), { train: run.train, valid: run.valid, steps: run.steps });
-  }
-
-  function say(text) {
-    $('tune-status').textContent = text;
-  }
-
-  async function start() {
-    if (tune.run) return;
-    if (ctx.busy()) {
-      ctx.notice('A generation is running: let it finish before fine-tuning.');
-      return;
-    }
-    let opts;
-    try {
-      opts = options();
-    } catch (e) {
-      ctx.showError(`Fine-tuning cannot start: ${e.message}.`);
-      return;
-    }
-    const base = ctx.models().find((m) => m.name === $('tune-base').value);
-    const files = usable();
-    if (!base || !files.length) return;
-    const run = {
-      state: 'starting',
-      base,
-      steps: opts.steps,
-      options: opts,
-      train: [],
-      valid: [],
-      times: [],
-      files: files.map((f) => f.name),
-      backend: ctx.status.backend?.kind === 'gpu' ? 'WebGPU' : 'the CPU',
-      resume: null,
-      stop: null, // 'cancel' | 'finish'
-      started: performance.now(),
-    };
-    tune.run = run;
-    $('tune-keep-form').hidden = true;
-    showFiles();
-    say(`Preparing ${files.length} file${files.length > 1 ? 's' : ''} and ${base.name}…`);
-    try {
-      await ctx.ensureModel(base);
-      const info = await ctx.call('tuneStart', {
-        base: base.name,
-        pieces: files.map((f) => f.piece),
-        options: opts,
-      });
-      run.info = info;
-      if (info.baseValidLoss !== null && info.baseValidLoss !== undefined) {
-        run.valid.push([0, info.baseValidLoss]);
-      }
-      run.state = 'running';
-      updateButtons();
-      say(`Training on ${run.backend}: ${info.window}-${task() === 'continuation' ? 'token' : 'step'} windows, ${info.validationWindows} held-out windows.`);
-      draw();
-      while (run.train.length < run.steps && !run.stop) {
-        if (run.state === 'paused') {
-          say(`Paused at step ${run.train.length} of ${run.steps}.`);
-          await new Promise((resolve) => (run.resume = resolve));
-          if (run.stop) break;
-          run.state = 'running';
-          updateButtons();
-        }
-        const t = performance.now();
-        const r = await ctx.call('tuneStep');
-        run.times.push(performance.now() - t);
-        run.wasmBytes = r.wasmBytes ?? run.wasmBytes;
-        run.train.push([r.step, r.loss]);
-        if (r.validLoss !== null && r.validLoss !== undefined) run.valid.push([r.step, r.validLoss]);
-        draw();
-        say(progressText(run, r));
-        if (run.state === 'pausing') {
-          run.state = 'paused';
-          updateButtons();
-        }
-      }
-      if (run.stop === 'cancel') {
-        await ctx.call('tuneDrop').catch(() => {});
-        say(`Cancelled after ${run.train.length} steps; nothing was kept.`);
-        finish(run, 'cancelled');
-        return;
-      }
-      say(
-        `Done: ${run.train.length} steps in ${formatSeconds((performance.now() - run.started) / 1000)}` +
-          `${heldOutSummary(run)}. Name the model to keep it.`,
-      );
-      finish(run, 'done');
-      offerKeep(run);
-    } catch (e) {
-      if (/diverged/.test(e.message)) {
-        say(`Stopped: ${e.message}.`);
-        finish(run, 'diverged');
-        offerKeep(run);
-      } else {
-        ctx.showError(`Fine-tuning stopped: ${e.message}`);
-        say('');
-        finish(run, 'failed');
-        await ctx.call('tuneDrop').catch(() => {});
-      }
-    }
-  }
-
-  function finish(run, state) {
-    run.state = state;
-    ctx.status.tune.lastRun = runRecord(run, state);
-    tune.lastDrawn = run;
-    tune.run = null;
-    run.resume?.();
-    showFiles();
-  }
-
-  function offerKeep(run) {
-    $('tune-name').value = keepName(run.base.name, new Set(ctx.models().map((m) => m.name)));
-    $('tune-keep-form').hidden = false;
-    tune.pending = run;
-  }
-
-  async function keep() {
-    const run = tune.pending;
-    if (!run) return;
-    const name = $('tune-name').value.trim();
-    if (!name) return;
-    if (ctx.models().some((m) => m.name === name)) {
-      ctx.showError(`A model called ${name} exists already: choose another name.`);
-      return;
-    }
-    $('tune-keep').disabled = true;
-    try {
-      const { entry, weights } = await ctx.call('tuneKeep', {
-        name,
-        description: `${run.base.name} fine-tuned in this browser for ${run.train.length} steps on ${run.files.length} of your files (${run.files.join(', ')}).`,
-      });
-      await ctx.call('tuneDrop').catch(() => {});
-      tune.pending = null;
-      $('tune-keep-form').hidden = true;
-      tune.kept.set(entry.name, weights);
-      let where = 'kept in this browser';
-      try {
-        await saveUserModel(entry, weights);
-      } catch (e) {
-        where = `not kept after this tab closes (${e.message}): export it to keep it`;
-      }
-      ctx.addModel({ ...entry, user: true }, { loaded: true });
-      await showMine();
-      ctx.useModel({ ...entry, user: true });
-      say(`${entry.name} is chosen in the Generate panel and ${where}.`);
-    } catch (e) {
-      ctx.showError(`The model could not be kept: ${e.message}`);
-    } finally {
-      $('tune-keep').disabled = false;
-    }
-  }
-
-  async function discard() {
-    tune.pending = null;
-    $('tune-keep-form').hidden = true;
-    await ctx.call('tuneDrop').catch(() => {});
-    say('Discarded.');
-  }
-
-  // -------------------------------------------------------------- wiring
-
   $('tune-files').addEventListener('change', (e) => {
     addFiles(e.target.files);
     e.target.value = '';
@@ -284,7 +252,7 @@ export function initTuning() {
     e.target.value = '';
   });
   $('tune-add-current').addEventListener('click', () => {
-    const piece = ctx.currentPiece();
+    const piece = store.piece;
     if (!piece) return;
     addPiece(piece);
     inspect();
@@ -340,12 +308,12 @@ export function initTuning() {
     showBases();
     inspect();
   });
-
-  return {
-    restore: restoreMine,
-    showBases,
-    updateButtons,
-    /** Weights of a kept model, for the generate panel (null when gone). */
-    weightsOf,
-  };
+  // The panel's buttons follow the page's (a piece, a job) and its own files; its base models
+  // follow the Generate panel's task and the model list.
+  on('buttons', updateButtons);
+  on('tune-files', updateButtons);
+  on('model-shown', showBases);
+  onStore('piece', updateButtons);
 }
+
+export { restoreMine as restoreTuning };

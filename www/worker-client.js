@@ -3,7 +3,8 @@
 // `cancelCall()` asks the Worker to stop one. What the page shows when the Worker reports its
 // backend or self-check is main.js's, given once through setWorkerHandlers(). The Worker and
 // its bookkeeping are this module's alone; others ask through the functions below.
-import { app, params, status, showError, notice } from './page.js';
+import { params, status, showError, notice } from './page.js';
+import { store } from './page-store.js';
 
 let worker = null;
 let backendAsked = null; // what the current Worker was started on: 'auto', 'gpu' or 'cpu'
@@ -114,7 +115,7 @@ export function startWorker(backend) {
       // A generation in progress fails and is run again on the CPU; otherwise move now.
       lost = data.message;
       onLost?.();
-      if (!app.generating) fallBackToCpu(`the GPU device was lost: ${data.message}`);
+      if (!store.job) fallBackToCpu(`the GPU device was lost: ${data.message}`);
     }
   };
   mine.onerror = (e) => {

@@ -1,13 +1,21 @@
-// The page store (www/page-store.js): the current piece, its undo and redo history, and the
-// 'piece' events its changes send, under Node.
+// The page store (www/page-store.js): the current piece, its undo and redo history, the job,
+// the models, the comparison and the loop selection, and the events their changes send, under
+// Node.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   MAX_UNDO,
+  addModel,
   endJob,
+  forgetLoaded,
+  markLoaded,
   on,
   redo,
   remember,
+  removeModel,
+  setComparison,
+  setLoop,
+  setModels,
   setPiece,
   showDraft,
   startJob,
@@ -88,4 +96,48 @@ test('one job runs at a time, and a job ends only itself', () => {
   assert.equal(store.job, null);
   assert.deepEqual(heard, [a, null]);
   stop();
+});
+
+test("the models: the manifest, the person's own joining and leaving, which are loaded", () => {
+  const heard = [];
+  const stop = on('models', (e) => heard.push(e.manifest.map((m) => m.name)));
+  const shipped = [{ name: 'a' }, { name: 'b' }];
+  const velocity = { name: 'dynamics' };
+  setModels(shipped, velocity);
+  assert.deepEqual(store.manifest, shipped);
+  assert.notEqual(store.manifest, shipped, 'the store keeps its own list');
+  assert.equal(store.dynamics, velocity);
+  addModel({ name: 'mine', user: true }, { loaded: true });
+  assert.ok(store.isLoaded('mine'), 'a model kept from a run is in the Worker already');
+  addModel({ name: 'mine', user: true, steps: 2 });
+  assert.equal(store.manifest.filter((m) => m.name === 'mine').length, 1, 'the same name replaces');
+  assert.equal(store.manifest.at(-1).steps, 2);
+  assert.ok(!store.isLoaded('mine'), 'an imported model still has to be loaded');
+  markLoaded('a');
+  markLoaded('mine');
+  removeModel('mine');
+  assert.ok(!store.isLoaded('mine') && store.isLoaded('a'));
+  forgetLoaded();
+  assert.ok(!store.isLoaded('a'), 'a new Worker holds no model');
+  assert.deepEqual(heard, [['a', 'b'], ['a', 'b', 'mine'], ['a', 'b', 'mine'], ['a', 'b']]);
+  stop();
+});
+
+test('the comparison on show and the loop selection are told to their listeners', () => {
+  const shown = [];
+  const loops = [];
+  const stops = [on('comparison', (e) => shown.push(e.comparison)), on('loop', (e) => loops.push(e.loop))];
+  const comparison = { seed: 7 };
+  setComparison(comparison);
+  assert.equal(store.comparison, comparison);
+  setComparison(null);
+  assert.equal(store.comparison, null);
+  assert.deepEqual(shown, [comparison, null]);
+  setLoop([480, 1920]);
+  assert.deepEqual(store.loop, [480, 1920]);
+  setLoop([960, 960]);
+  assert.equal(store.loop, null, 'an empty range is no selection');
+  setLoop(null);
+  assert.deepEqual(loops, [[480, 1920], null, null]);
+  for (const stop of stops) stop();
 });
