@@ -15,7 +15,7 @@ import { settings } from './settings.js';
 import { emit, on } from './events.js';
 import { relabelled, withLaneFilled } from './harmonizer.js';
 import {
-  on as onPiece,
+  on as onStore,
   redo as redoPiece,
   remember,
   setPiece,
@@ -34,6 +34,8 @@ export const roll = new PianoRoll($('roll'), {
   quantise: () => Number($('quantise').value),
 });
 on('model-shown', () => updateButtons());
+// A loop selection made or cleared: "Regenerate these bars" and the like follow it.
+onStore('loop', () => updateButtons());
 command('update-buttons', () => updateButtons());
 command('show-piece', () => showPiece());
 command('selected-bars', () => selectedBars());
@@ -58,7 +60,7 @@ export { remember, setPiece };
 
 // What follows a new current piece: a fresh one ends a comparison, an edit while comparing
 // stays with the result it was made on; the roll and the track list show it; it is saved.
-onPiece('piece', ({ piece, keepView, fresh, edit }) => {
+onStore('piece', ({ piece, keepView, fresh, edit }) => {
   if (fresh) emit('leave-compare');
   else if (edit && store.comparison) store.comparison.edited(piece);
   if (keepView) {

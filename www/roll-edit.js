@@ -67,7 +67,7 @@ export class NoteEditor {
 
   _pitchAt(clientY) {
     const r = this.roll;
-    const [lo, hi] = r._range;
+    const [lo, hi] = r.range;
     const rh = r.rollHeight / (hi - lo + 1);
     const y = clientY - r.roll.getBoundingClientRect().top;
     return clamp(hi - Math.floor(y / rh), 0, 127);
