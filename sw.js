@@ -56,6 +56,7 @@ export const SHELL_FILES = [
   'www/piece.js',
   'www/play-in.js',
   'www/playback.js',
+  'www/race.js',
   'www/roll-draw.js',
   'www/roll-edit.js',
   'www/roll-geometry.js',

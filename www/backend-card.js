@@ -5,6 +5,7 @@ import { backendText, readyText, checkSummary, cachedText } from './page-text.js
 import { drawLossCurve } from './loss-curve.js';
 import { cachedModels } from './store.js';
 import { command } from './commands.js';
+import { onWorkerRestart } from './worker-client.js';
 
 command('show-cached', () => showCached());
 
@@ -35,6 +36,24 @@ export function showCheck(report, ms) {
     return false;
   }
   return true;
+}
+
+// A new Worker races again.
+onWorkerRestart(() => {
+  status.races = [];
+  $('check-race').hidden = true;
+  $('check-race-text').hidden = true;
+  $('check-race-text').replaceChildren();
+});
+
+/** Shows what the backends' races found (the card's "Race" line); null: a race failed. */
+export function showRace(race) {
+  if (!race) return;
+  const line = document.createElement('div');
+  line.textContent = race.text;
+  $('check-race').hidden = false;
+  $('check-race-text').hidden = false;
+  $('check-race-text').append(line);
 }
 
 export async function showCached() {

@@ -16,7 +16,7 @@
 import { $, status, t0, params, preference, setState, showError, notice } from './page.js';
 import { store, forgetLoaded } from './page-store.js';
 import { call, drill, startWorker, setWorkerHandlers, workerBackend } from './worker-client.js';
-import { showBackend, showCheck, showCached, keepOffline } from './backend-card.js';
+import { showBackend, showCheck, showCached, showRace, keepOffline } from './backend-card.js';
 import { loadManifest, showModels, showModelAbout, currentEntry, ensureModel, prefetchModel } from './models.js';
 import {
   roll, setPiece, updateButtons, save, undo, redo, openFile, openExample, selectedBars, setEditing, newPiece,
@@ -53,6 +53,7 @@ setWorkerHandlers({
     updateButtons();
     keepOffline();
   },
+  race: (race) => showRace(race),
 });
 
 // Ready once the backend is up and the last visit's piece is back: the self-check's result

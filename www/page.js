@@ -20,6 +20,9 @@ export const status = {
   check: null,
   error: null,
   generations: [],
+  // On auto with a WebGPU adapter: each backends' race (race.js's verdicts: kind, winner, the
+  // CPU's and WebGPU's times, `text`).
+  races: [],
   // Every harmonizer call: {bars, ms} (the lane of a melody-only file, "Suggest chords").
   harmonizations: [],
   shareLink: null,

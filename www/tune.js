@@ -11,7 +11,7 @@ import { importModel, restoreMine, showMine } from './tune-mine.js';
 import { $, status, showError, notice } from './page.js';
 import { call } from './worker-client.js';
 import { ensureModel } from './model-loader.js';
-import { addModel, on as onStore, store } from './page-store.js';
+import { addModel, store } from './page-store.js';
 import { run as runCommand } from './commands.js';
 import { on } from './events.js';
 import { task, tune } from './tune-state.js';
@@ -308,12 +308,11 @@ export function initTuning() {
     showBases();
     inspect();
   });
-  // The panel's buttons follow the page's (a piece, a job) and its own files; its base models
-  // follow the Generate panel's task and the model list.
+  // The panel's buttons follow the page's (a piece, a job, the backend) and its own files; its
+  // base models follow the Generate panel's task and the model list.
   on('buttons', updateButtons);
   on('tune-files', updateButtons);
   on('model-shown', showBases);
-  onStore('piece', updateButtons);
 }
 
 export { restoreMine as restoreTuning };

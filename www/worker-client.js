@@ -16,7 +16,8 @@ let onLost = null; // a generation waiting for that news
 const restartHooks = [];
 
 const handlers = {
-  backend: (backend, ms) => {}, // the Worker's session is up on `backend` (or moved to it)
+  backend: (backend, ms) => {}, // the Worker's session is up on `backend` (or generation moved to it)
+  race: (race) => {}, // a backends' race ended (race.js's verdict with its words), or failed (null)
   check: (report, ms) => {}, // the backend's self-check report
 };
 
@@ -85,17 +86,20 @@ export function startWorker(backend) {
       resolveStarted();
     } else if (data.type === 'check') {
       handlers.check(data.report, data.ms);
-    } else if (data.type === 'moved') {
-      // The Worker loaded the page's models into the session it moved to.
-      const ready = status.readyMs;
-      handlers.backend(data.backend, 0);
-      status.readyMs = ready;
+    } else if (data.type === 'raced') {
+      // On auto: a kind of work was raced on both backends (race.js); generation's backend is
+      // the one the badge shows. WebGPU's self-check comes with a win.
+      if (data.race) status.races.push(data.race);
+      if (data.backend && (!data.race || data.race.kind === 'generation')) {
+        const ready = status.readyMs;
+        handlers.backend(data.backend, 0);
+        status.readyMs = ready;
+      }
       if (data.report) handlers.check(data.report, data.ms);
-      notice(
-        data.backend.kind === 'gpu'
-          ? `Now on ${data.backend.label}: it warmed up in the background and measured faster than the CPU.`
-          : `Running on the CPU: ${data.backend.fallback_reason}.`,
-      );
+      handlers.race(data.race);
+      if (data.race?.winner === 'gpu') {
+        notice(`${data.race.kind === 'generation' ? 'Generation' : 'Fine-tuning'} now runs on ${data.backend.label}: it won a race against the CPU.`);
+      }
     } else if (data.type === 'error') {
       rejectStarted(new Error(data.message));
       showError(data.message, { fatal: true });
@@ -130,8 +134,7 @@ export function startWorker(backend) {
     calls.clear();
     showError(message);
   };
-  // `?drill=warm`: tests treat a software adapter as a hardware one (warmed in the background);
-  // `?drill=move`: and move to it whatever the measurement says.
+  // `?drill=move`: tests move generation (and fine-tuning) to WebGPU whatever its race says.
   mine.postMessage({ type: 'init', backend, drill: params.get('drill') });
 }
 

@@ -10,18 +10,24 @@
 //      {type: 'cancel', id}
 // Out: {type: 'ready', backend, ms} · {type: 'check', report, ms} · {type: 'error', message}
 //      {type: 'device-lost', message}  (the GPU device is gone: the page moves to the CPU)
-//      {type: 'moved', backend, report?, ms?}  (auto moved to WebGPU, warmed and measured faster,
-//      with WebGPU's self-check; or stays on the CPU, with the reason)
+//      {type: 'raced', race, backend, report?, ms?}  (on auto: a kind of work was raced on both
+//      backends — race.js's verdict with its words — and runs on `backend` from now on; with
+//      WebGPU's self-check when WebGPU won)
 //
 // Two bundles: pkg/cpu/ (no WebGPU code, a fraction of the size) makes the page ready on the
-// CPU; on "auto" with a hardware adapter, pkg/ (with WebGPU) is fetched afterwards, checked and
-// measured in the background, and the session moves to it only if it is faster. "WebGPU only"
-// loads pkg/ alone and is ready once WebGPU is up; its self-check follows, in the background.
+// CPU; on "auto" with a WebGPU adapter, pkg/ (with WebGPU) is fetched afterwards and each kind
+// of work is raced on both (race.js): generation as soon as a generation model is loaded (one
+// bar of accompaniment, or 16 tokens of continuation, with that model), fine-tuning at the
+// first run's start (two steps of it; not on an adapter that lost generation by far). The work
+// goes where its race was won; WebGPU passes its self-check first. "WebGPU only" loads pkg/
+// alone and is ready once WebGPU is up; its self-check follows, in the background.
 //      {type: 'reply', id, ok, value | message} · {type: 'progress', id, done, total, notes?,
 //      attention?}
 
+import { gpuLimits, raceText, raceTuningAfter, tuningSkippedText, verdict } from './race.js';
+
 let wasm = null;
-let session = null;
+let session = null; // the session the page starts on (on auto: the CPU's)
 let wasmMemory = null;
 let tuner = null; // the fine-tuning run in progress (the page calls tuneStep once per step)
 let tunerSession = null; // the session it runs in (a later move leaves it there)
@@ -29,6 +35,18 @@ const cancelled = new Set();
 // The models loaded into the session, {entry, bytes} by name: a move to the other bundle loads
 // them there too, so the page's requests go on as before.
 const models = new Map();
+
+// On auto: the WebGPU session waiting beside the CPU's, {session, backend, checked}, once
+// fetched; the session each kind of work runs in (null: `session`) once raced; the races'
+// verdicts; the generation model to race with; the race running (requests wait for it).
+let gpu = null;
+const routes = { generation: null, tuning: null };
+const races = {};
+let raceModel = null;
+let racing = null;
+let inFlight = 0; // requests running on a session (a race waits for none to be running)
+const idleWaiters = [];
+let drillMode = null;
 
 // Every GPUDevice wgpu asks for, so that a drill (the page's `?drill` mode, for tests) can
 // destroy them mid-generation, as a driver reset or a lost GPU would.
@@ -136,66 +154,188 @@ async function init(preference, drill) {
   }
   use(await loadWasm('cpu'));
   session = await wasm.Session.create('cpu');
+  drillMode = drill ?? null;
   const backend = session.backend();
-  // A software WebGPU adapter (SwiftShader) runs these small models far slower than the CPU
-  // backend: "auto" stays on the CPU there and says why.
-  const warm = preference === 'auto' && adapter && (!adapter.software || ['warm', 'move'].includes(drill));
-  if (preference === 'auto' && !warm) {
-    if (adapter?.software) {
-      backend.fallback_reason = `the only WebGPU adapter is a software renderer (${adapter.name})`;
-      backend.fallback_detail =
-        'It runs these models hundreds of times slower than the CPU. Choose "WebGPU only" to use it anyway.';
-    } else {
-      backend.fallback_reason = navigator.gpu
-        ? 'this browser offers no WebGPU adapter (WebGPU is off, blocked or unsupported here)'
-        : 'this browser has no WebGPU';
-      backend.fallback_detail = 'The CPU backend runs the same models.';
-    }
+  if (preference === 'auto' && adapter) {
+    backend.fallback_reason = `WebGPU (${adapter.name}) is still to race the CPU`;
+    backend.fallback_detail = 'Each kind of work moves to WebGPU only if WebGPU runs a short piece of it faster.';
+  } else if (preference === 'auto') {
+    backend.fallback_reason = navigator.gpu
+      ? 'this browser offers no WebGPU adapter (WebGPU is off, blocked or unsupported here)'
+      : 'this browser has no WebGPU';
+    backend.fallback_detail = 'The CPU backend runs the same models.';
   }
   postMessage({ type: 'ready', backend, ms: performance.now() - t0 });
   const t1 = performance.now();
   const report = await session.selfCheck();
   const cpuCheckMs = performance.now() - t1;
   postMessage({ type: 'check', report, ms: cpuCheckMs });
-  if (warm) await warmGpu(adapter, drill === 'move');
+  if (preference === 'auto' && adapter) await prepareGpu(adapter);
 }
 
-// On "auto" with a hardware adapter, in the background while the page works on the CPU: the
-// WebGPU bundle is fetched and started, passes its self-check, then a first-run measurement
-// (the self-check once more on WebGPU, its kernels compiled now, and once on the CPU) decides.
-async function warmGpu(adapter, always = false) {
-  let candidate = null;
+// On auto, in the background while the page works on the CPU: the WebGPU bundle is fetched
+// and its session started; the first race starts once a generation model is loaded.
+async function prepareGpu(adapter) {
   try {
     const bundle = await loadWasm('gpu');
-    candidate = await bundle.module.Session.create('gpu');
-    const backend = labelled(candidate.backend(), adapter);
-    let t = performance.now();
-    const report = await candidate.selfCheck();
-    const checkMs = performance.now() - t;
-    if (!passes(report)) throw new Error(`WebGPU failed its self-check on ${backend.label}`);
-    t = performance.now();
-    await candidate.selfCheck();
-    const gpuMs = performance.now() - t;
-    t = performance.now();
-    await session.selfCheck();
-    const cpuMs = performance.now() - t;
-    if (cpuMs < gpuMs && !always) {
-      throw new Error(
-        `a first-run measurement found the CPU faster here (${cpuMs.toFixed(0)} ms against ${gpuMs.toFixed(0)} ms on ${backend.label})`,
-      );
-    }
-    for (const { entry, bytes } of models.values()) candidate.loadModel(entry, bytes);
-    session = candidate;
-    candidate = null;
-    use(bundle);
-    postMessage({ type: 'moved', backend, report, ms: checkMs });
+    const candidate = await bundle.module.Session.create('gpu');
+    gpu = { session: candidate, backend: labelled(candidate.backend(), adapter), checked: false };
   } catch (e) {
-    candidate?.free();
     const stay = session.backend();
-    stay.fallback_reason = e instanceof Error ? e.message : String(e);
-    stay.fallback_detail = 'Choose "WebGPU only" to use WebGPU anyway.';
-    postMessage({ type: 'moved', backend: stay });
+    stay.fallback_reason = `WebGPU could not start (${e instanceof Error ? e.message : e})`;
+    stay.fallback_detail = 'The CPU backend runs the same models.';
+    postMessage({ type: 'raced', race: null, backend: stay });
+    return;
   }
+  raceGeneration();
+}
+
+// Generation's race, once: with the generation model loaded last, when WebGPU is up. Requests
+// that arrive meanwhile wait for it (a second or two; a few seconds on a software adapter).
+function raceGeneration() {
+  if (!gpu || !raceModel || races.generation || racing) return;
+  const name = raceModel;
+  races.generation = 'running';
+  racing = (async () => {
+    while (inFlight) await new Promise((resolve) => idleWaiters.push(resolve));
+    try {
+      await runGenerationRace(name);
+    } catch (e) {
+      races.generation = null; // a failed race (a lost device, an unloaded model) is no verdict
+      const stay = session.backend();
+      stay.fallback_reason = `the race against WebGPU failed (${e instanceof Error ? e.message : e})`;
+      postMessage({ type: 'raced', race: null, backend: stay });
+    }
+  })().finally(() => {
+    racing = null;
+  });
+}
+
+// Runs `work(progress)` with a progress callback that stops it past `limit` ms; returns
+// {ms, stopped, share (of the work done when it stopped, from its progress reports)}.
+async function timed(work, limit) {
+  const t = performance.now();
+  let stopped = false;
+  let share = 0;
+  const progress = (event) => {
+    if (event?.total > 0) share = event.done / event.total;
+    return turn().then(() => {
+      stopped = performance.now() - t > limit;
+      return !stopped;
+    });
+  };
+  try {
+    await work(progress);
+  } catch (e) {
+    if (!stopped) throw e;
+  }
+  return { ms: performance.now() - t, stopped, share };
+}
+
+async function runGenerationRace(name) {
+  const { entry, bytes } = models.get(name);
+  const task = JSON.parse(entry).task.toLowerCase();
+  const piece = wasm.readMidi(wasm.exampleMidi(0, 2), 'race.mid');
+  const continuation = task === 'continuation';
+  const options = JSON.stringify(continuation ? { seed: 1, tokens: 16, bars: 1 } : { seed: 1, region: [0, 1], chunkSteps: 1 });
+  const work = continuation ? '16 tokens of continuation' : 'one bar of accompaniment';
+  const run = (s) => (progress) =>
+    continuation ? s.continuePiece(name, piece, options, progress) : s.accompany(name, piece, options, progress);
+  if (!gpu.session.hasModel(name)) gpu.session.loadModel(entry, bytes);
+  const cpuWarm = await timed(run(session), Infinity);
+  const cpu = await timed(run(session), Infinity);
+  const force = drillMode === 'move' ? 'gpu' : null;
+  const limits = force ? { warm: Infinity, timed: Infinity } : gpuLimits(cpuWarm.ms, cpu.ms);
+  const gpuWarm = await timed(run(gpu.session), limits.warm);
+  const gpuRun = gpuWarm.stopped ? null : await timed(run(gpu.session), limits.timed);
+  const result = verdict(
+    'generation',
+    {
+      cpuMs: cpu.ms,
+      gpuMs: gpuRun && !gpuRun.stopped ? gpuRun.ms : null,
+      gpuWarmMs: gpuWarm.stopped ? null : gpuWarm.ms,
+      stoppedMs: gpuWarm.stopped ? gpuWarm.ms : gpuRun?.ms,
+      share: gpuWarm.stopped ? 0 : gpuRun?.share,
+    },
+    force,
+  );
+  await settle('generation', result, work);
+}
+
+// Makes a race's verdict the route of its kind of work and tells the page: WebGPU wins only
+// once it has passed its self-check.
+async function settle(kind, result, work) {
+  let report = null;
+  let checkMs = null;
+  if (result.winner === 'gpu' && !gpu.checked) {
+    const t = performance.now();
+    report = await gpu.session.selfCheck();
+    checkMs = performance.now() - t;
+    gpu.checked = passes(report);
+    if (!gpu.checked) result.winner = 'cpu';
+  }
+  result.text = raceText(result, work, gpu.backend.adapter ?? gpu.backend.label);
+  if (report && !gpu.checked) result.text += '; but WebGPU failed its self-check';
+  races[kind] = result;
+  routes[kind] = result.winner === 'gpu' ? gpu.session : null;
+  const backend = result.winner === 'gpu' ? gpu.backend : session.backend();
+  if (result.winner !== 'gpu') {
+    backend.fallback_reason = result.text;
+    backend.fallback_detail = 'Choose "WebGPU only" to use WebGPU anyway.';
+  }
+  postMessage({ type: 'raced', race: result, backend, report, ms: checkMs });
+}
+
+// The session fine-tuning runs in: on auto, the first run's start races two steps of it on
+// both backends (unless WebGPU lost generation by far, or is not up yet).
+async function tuningSession(base, pieces, options) {
+  if (!gpu || races.tuning || drillMode === 'move') return routes.tuning ?? (drillMode === 'move' ? routes.generation : null) ?? session;
+  const generation = races.generation;
+  if (generation && generation !== 'running' && !raceTuningAfter(generation)) {
+    const result = verdict('fine-tuning', { cpuMs: 1, gpuMs: null, stoppedMs: generation.ratio });
+    result.text = tuningSkippedText(generation, gpu.backend.adapter ?? gpu.backend.label);
+    result.skipped = true;
+    races.tuning = result;
+    postMessage({ type: 'raced', race: result, backend: null });
+    return session;
+  }
+  const { entry, bytes } = models.get(base) ?? {};
+  if (entry && !gpu.session.hasModel(base)) gpu.session.loadModel(entry, bytes);
+  const steps = async (s, limit) => {
+    const run = await s.tuner(base, pieces, options);
+    try {
+      let t = performance.now();
+      await run.step();
+      const warm = performance.now() - t;
+      if (warm > limit.warm) return { warm: null, ms: warm };
+      t = performance.now();
+      await run.step();
+      return { warm, ms: performance.now() - t };
+    } finally {
+      run.free();
+    }
+  };
+  const cpu = await steps(session, { warm: Infinity });
+  const limits = gpuLimits(cpu.warm, cpu.ms);
+  const other = await steps(gpu.session, limits);
+  const result = verdict('fine-tuning', {
+    cpuMs: cpu.ms,
+    gpuMs: other.warm == null ? null : other.ms,
+    gpuWarmMs: other.warm,
+    stoppedMs: other.ms,
+  });
+  await settle('tuning', result, 'a fine-tuning step');
+  return routes.tuning ?? session;
+}
+
+// The session that runs generations, with the model `name` loaded there.
+function generationSession(name) {
+  const s = routes.generation ?? session;
+  if (s !== session && !s.hasModel(name)) {
+    const { entry, bytes } = models.get(name) ?? {};
+    if (entry) s.loadModel(entry, bytes);
+  }
+  return s;
 }
 
 // A turn of the event loop (so a 'cancel' message can arrive): a message to ourselves, which
@@ -257,6 +397,11 @@ const methods = {
     const info = session.loadModel(text, data);
     models.set(entry.name, { entry: text, bytes: data });
     if (entry.task === 'harmonization' && session.backend().kind === 'cpu') await warmUp(entry.name);
+    if (/^(accompaniment|continuation)$/i.test(entry.task)) {
+      raceModel = entry.name;
+      // Not awaited: the race starts once this request is answered.
+      setTimeout(raceGeneration, 0);
+    }
     return info;
   },
   hasModel: ({ name }) => session.hasModel(name),
@@ -278,6 +423,7 @@ const methods = {
     session.attention(model, JSON.stringify(piece), JSON.stringify(options), progressHandler(id)),
   unloadModel: ({ name }) => {
     models.delete(name);
+    if (gpu?.session.hasModel(name)) gpu.session.unloadModel(name);
     return session.unloadModel(name);
   },
   tuneInspect: ({ pieces, task, holdout }) =>
@@ -287,9 +433,12 @@ const methods = {
   tuneStart: async ({ base, pieces, options }) => {
     tuner?.free();
     tuner = null;
-    const run = await session.tuner(base, JSON.stringify(pieces), JSON.stringify(options));
+    const piecesText = JSON.stringify(pieces);
+    const optionsText = JSON.stringify(options);
+    const s = await tuningSession(base, piecesText, optionsText);
+    const run = await s.tuner(base, piecesText, optionsText);
     tuner = run;
-    tunerSession = session;
+    tunerSession = s;
     const info = tuner.info();
     info.baseValidLoss = await tuner.validate();
     return info;
@@ -322,8 +471,9 @@ const methods = {
     const run = task === 'continuation' ? 'continuePiece' : 'accompany';
     // The velocity model for this accompaniment ('' : none): sent with every call, so a
     // Worker that moved backends or restarted has it too.
-    if (run === 'accompany') session.setDynamics(dynamics ?? '');
-    const text = await session[run](
+    if (run === 'accompany') generationSession(model).setDynamics(dynamics ?? '');
+    const s = generationSession(model);
+    const text = await s[run](
       model,
       JSON.stringify(piece),
       JSON.stringify(options),
@@ -342,7 +492,20 @@ async function call({ id, method, args }) {
     if (!wasm) throw new Error('the app is still loading');
     const run = methods[method];
     if (!run) throw new Error(`unknown request ${JSON.stringify(method)}`);
-    const value = await run(args ?? {}, id);
+    let value;
+    if (free.includes(method)) {
+      value = await run(args ?? {}, id);
+    } else {
+      // A backends' race shares the sessions: requests wait for it, and it for them.
+      while (racing) await racing;
+      inFlight++;
+      try {
+        value = await run(args ?? {}, id);
+      } finally {
+        inFlight--;
+        if (!inFlight) for (const wake of idleWaiters.splice(0)) wake();
+      }
+    }
     const transfer =
       value instanceof Uint8Array ? [value.buffer] : value?.weights instanceof Uint8Array ? [value.weights.buffer] : [];
     postMessage({ type: 'reply', id, ok: true, value }, transfer);

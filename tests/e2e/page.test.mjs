@@ -5,6 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { OUT, cspViolations, launch, serveApp } from './browser.mjs';
+import { TUNING_RACE_WITHIN as TUNING_FAR } from '../../www/race.js';
 
 // The backend check runs 30 Adam steps; on SwiftShader WebGPU that takes a while.
 const READY_TIMEOUT = 240_000;
@@ -60,31 +61,61 @@ test('page starts on WebGPU when asked, reports the adapter and passes its backe
   }
 });
 
-test('on auto, a software WebGPU adapter (SwiftShader) gives way to the CPU, saying why', async () => {
+test('on auto, the backends race each kind of work: SwiftShader loses generation to the CPU, and fine-tuning is not raced', { timeout: 600_000 }, async () => {
   const { browser, page, log } = await openPage({ webgpu: true, query: '?backend=auto' });
   try {
     const status = await waitSettled(page, log);
     assert.equal(status.state, 'ready', `${status.error}\n${log.join('\n')}`);
+    assert.equal(status.backend.kind, 'cpu', 'ready on the CPU at once');
     const software = await page.evaluate(async () => {
       const info = (await navigator.gpu?.requestAdapter())?.info ?? {};
       return info.isFallbackAdapter === true || /swiftshader|llvmpipe|lavapipe/i.test(
         [info.vendor, info.architecture, info.description].join(' '));
     });
-    if (software) {
-      assert.equal(status.backend.kind, 'cpu');
-      assert.match(status.backend.fallback_reason, /software/);
-      assert.match(await page.getAttribute('#backend-badge', 'title'), /software renderer/);
-    } else {
-      assert.equal(status.backend.kind, 'gpu', 'a hardware adapter is used on auto');
+    // The default model loads as the page opens; generation's race follows, in the background.
+    await page.waitForFunction(() => window.pianoformer.races.length > 0, null, { timeout: 300_000 });
+    const race = await page.evaluate(() => window.pianoformer.races[0]);
+    assert.equal(race.kind, 'generation');
+    assert.ok(race.cpuMs > 0, JSON.stringify(race));
+    console.log(`race: ${race.text}`);
+    if (!software) {
+      assert.equal(race.winner, 'gpu', `a hardware adapter should win: ${race.text}`);
+      return;
     }
+    assert.equal(race.winner, 'cpu', race.text);
+    assert.ok(race.ratio > TUNING_FAR, `SwiftShader should be far slower: ${race.text}`);
+    const after = await page.evaluate(() => window.pianoformer.backend);
+    assert.equal(after.kind, 'cpu');
+    assert.match(after.fallback_reason, /^generation on the CPU: (one bar of accompaniment|16 tokens of continuation) took the CPU [\d.]+ m?s, WebGPU \(.*\) /);
+    assert.match(await page.getAttribute('#backend-badge', 'title'), /took the CPU/);
+    assert.match(await page.textContent('#check-race-text'), /generation on the CPU/);
+    assert.equal(await page.getAttribute('#check-race-text', 'hidden'), null, 'the card shows the race');
+
+    // Fine-tuning's turn: a run of one step on the example starts on the CPU, not raced on an
+    // adapter that lost generation by far.
+    await page.click('#example');
+    await page.waitForFunction(() => window.pianoformer.piece !== null, null, { timeout: 60_000 });
+    await page.click('#tune-add-current');
+    await page.waitForFunction(() => window.pianoformer.tune.files.length === 1 && window.pianoformer.tune.files[0].trainBars > 0, null, { timeout: 60_000 });
+    await page.fill('#tune-steps', '1');
+    await page.click('#tune-start');
+    await page.waitForSelector('#tune-keep-form:not([hidden])', { timeout: 300_000 });
+    const races = await page.evaluate(() => window.pianoformer.races);
+    const tuning = races.find((r) => r.kind === 'fine-tuning');
+    assert.ok(tuning, JSON.stringify(races));
+    assert.equal(tuning.winner, 'cpu');
+    assert.ok(tuning.skipped);
+    assert.match(tuning.text, /fine-tuning on the CPU: WebGPU .* slower at generation/);
+    assert.match(await page.textContent('#check-race-text'), /fine-tuning on the CPU/);
+    assert.deepEqual(log.filter((l) => l.startsWith('[pageerror]')), []);
   } finally {
     await browser.close();
   }
 });
 
-test('on auto, WebGPU warms up behind the CPU: ready at once, then the session moves with its model', { timeout: 900_000 }, async () => {
-  // `drill=move` treats SwiftShader as a hardware adapter and moves whatever the measurement
-  // says (on SwiftShader the CPU is faster, and auto would stay).
+test('on auto, generation moves to WebGPU when it wins its race: ready at once on the CPU, then generation on WebGPU with its model', { timeout: 900_000 }, async () => {
+  // `drill=move` moves generation to WebGPU whatever its race says (on SwiftShader the CPU
+  // wins, and auto stays).
   const { browser, page, log } = await openPage({ webgpu: true, query: '?backend=auto&drill=move' });
   try {
     const status = await waitSettled(page, log);
@@ -95,7 +126,10 @@ test('on auto, WebGPU warms up behind the CPU: ready at once, then the session m
     const moved = await page.evaluate(() => window.pianoformer);
     assert.ok(moved.check.ops.matmul <= 1e-4, JSON.stringify(moved.check.ops));
     assert.match(await page.textContent('#backend-badge'), /WebGPU/);
-    assert.match(await page.textContent('#notice'), /warmed up in the background/);
+    assert.match(await page.textContent('#notice'), /Generation now runs on WebGPU.*won a race against the CPU/);
+    const race = await page.evaluate(() => window.pianoformer.races[0]);
+    assert.equal(race.winner, 'gpu');
+    assert.ok(race.gpuMs > 0 && race.cpuMs > 0, JSON.stringify(race));
     // The model loaded on the CPU went with the session: the accompaniment runs on WebGPU.
     const song = [...wasm.exampleMidi(2, 2)];
     await page.evaluate((data) => {
