@@ -25,7 +25,7 @@ serve: wasm
 	node tools/serve.mjs --port $(PORT)
 
 # Every stage in turn, with a table of their times at the end (printed when one fails too).
-TEST_STAGES := setup lint test-native test-js test-browser test-e2e
+TEST_STAGES := setup samples lint test-native test-js test-browser test-e2e
 test:
 	@bash tools/stages.sh "$(MAKE)" $(TEST_STAGES)
 
