@@ -246,7 +246,7 @@ impl Session {
             &piece,
             &options,
             &self.backend.device,
-            |p| report(&on_progress, p),
+            progress_to(&on_progress, true),
         )
         .await
         .map_err(to_js)?;
@@ -267,12 +267,15 @@ impl Session {
         let mut options = parse_options(&options)?;
         // The model's own temperature unless one is given (chosen on validation songs).
         options.temperature = options.temperature.or(loaded.entry.temperature);
-        let out =
-            studio::continue_piece(&loaded.model, &piece, &options, &self.backend.device, |p| {
-                report(&on_progress, p)
-            })
-            .await
-            .map_err(to_js)?;
+        let out = studio::continue_piece(
+            &loaded.model,
+            &piece,
+            &options,
+            &self.backend.device,
+            progress_to(&on_progress, true),
+        )
+        .await
+        .map_err(to_js)?;
         serde_json::to_string(&out).map_err(to_js)
     }
 
@@ -410,10 +413,7 @@ impl Session {
                     &piece,
                     &options,
                     device,
-                    |mut p| {
-                        p.notes = None;
-                        report(&on_progress, p)
-                    },
+                    progress_to(&on_progress, false),
                 )
                 .await
                 .map_err(to_js)?;
@@ -425,9 +425,13 @@ impl Session {
                 ));
             }
             Task::Continuation => {
-                studio::continuation_attention(&loaded.model, &piece, &options, device, |p| {
-                    report(&on_progress, p)
-                })
+                studio::continuation_attention(
+                    &loaded.model,
+                    &piece,
+                    &options,
+                    device,
+                    progress_to(&on_progress, true),
+                )
                 .await
                 .map_err(to_js)?;
             }
@@ -482,9 +486,22 @@ fn parse_options(text: &str) -> Result<Options, JsError> {
         .map_err(|e| JsError::new(&format!("the generation settings are not readable: {e}")))
 }
 
+/// The progress callback of a generation or an attention replay: reports to `callback`, with
+/// the notes written or (`notes` false: the attention only) without. Every caller shares this
+/// one closure type, so each generator is compiled into the wasm once: the accompaniment and
+/// its attention-only replay were two copies of `accompany_piece`.
+fn progress_to(callback: &Function, notes: bool) -> impl FnMut(Progress) -> Answer + '_ {
+    move |mut p| {
+        if !notes {
+            p.notes = None;
+        }
+        report(callback, p)
+    }
+}
+
 /// Sends a progress report to JavaScript; resolves to whether to go on (a callback that
 /// throws, or returns or resolves to `false`, cancels).
-fn report(callback: &Function, p: Progress) -> impl std::future::Future<Output = bool> + use<> {
+fn report(callback: &Function, p: Progress) -> Answer {
     let event = ProgressEvent {
         done: p.done,
         total: p.total,
@@ -498,12 +515,33 @@ fn report(callback: &Function, p: Progress) -> impl std::future::Future<Output =
     let returned = to_value(&event)
         .map_err(JsValue::from)
         .and_then(|event| callback.call1(&JsValue::NULL, &event));
-    async move {
-        let value = match returned {
-            Ok(v) if v.is_instance_of::<Promise>() => JsFuture::from(Promise::from(v)).await,
-            other => other,
-        };
-        value.map(|v| v.as_bool().unwrap_or(true)).unwrap_or(false)
+    match returned {
+        Ok(v) if v.is_instance_of::<Promise>() => Answer::Later(JsFuture::from(Promise::from(v))),
+        Ok(v) => Answer::Now(v.as_bool().unwrap_or(true)),
+        Err(_) => Answer::Now(false),
+    }
+}
+
+/// JavaScript's answer to a progress report: whether to go on, now or once its promise settles
+/// (a rejected promise cancels).
+enum Answer {
+    Now(bool),
+    Later(JsFuture),
+}
+
+impl std::future::Future for Answer {
+    type Output = bool;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<bool> {
+        match self.get_mut() {
+            Answer::Now(go_on) => std::task::Poll::Ready(*go_on),
+            Answer::Later(answer) => std::pin::Pin::new(answer)
+                .poll(cx)
+                .map(|v| v.map(|v| v.as_bool().unwrap_or(true)).unwrap_or(false)),
+        }
     }
 }
 
