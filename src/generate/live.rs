@@ -18,8 +18,8 @@
 use std::ops::Range;
 
 use burn::tensor::{Device, Tensor, TensorData};
-use rand::SeedableRng;
 use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
 
 use super::GenerateError;
 use super::accompany::AccompanimentInput;
@@ -345,7 +345,10 @@ impl Live {
                 .await?;
             let (on, sus) = values.split_at(PITCHES);
             let piano = &mut self.input.sheet.rolls.piano;
-            draw_step(piano, t, on, sus, &self.sampling, &mut self.rng);
+            let rng = &mut self.rng;
+            draw_step(piano, t, on, sus, &self.sampling, &mut |_, _| {
+                rng.random::<f32>()
+            });
             let onsets = (0..PITCHES).filter(|&p| piano.onset(t, p)).map(|p| p as u8);
             let ends = (0..PITCHES)
                 .filter(|&p| t > 0 && piano.sustain(t - 1, p))

@@ -13,8 +13,6 @@ use std::ops::Range;
 
 use burn::tensor::activation::sigmoid;
 use burn::tensor::{Device, Tensor, TensorData};
-use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use super::{AttentionRows, GenerateError, Watch, read_f32, watched_rows};
@@ -99,22 +97,41 @@ fn sharpen(p: f32, t: f32) -> f32 {
     if a + b > 0.0 { a / (a + b) } else { 0.5 }
 }
 
+/// The uniform number in [0, 1) that draw `kind` (0: the onset, 1: the hold) of `pitch` at step
+/// `step` takes under `seed`: PCG hashes of the four (Jarzynski & Olano, "Hash functions for GPU
+/// rendering", 2020), 24 bits. A counter, not a stream: the fused WebGPU steps
+/// (`shaders/accompaniment_steps.wgsl`, the same function) and the CPU draw the same numbers,
+/// so a seed gives the same piece on either backend, and a draw does not depend on how many
+/// came before it.
+pub fn uniform(seed: u64, step: usize, pitch: usize, kind: u32) -> f32 {
+    fn pcg(v: u32) -> u32 {
+        let s = v.wrapping_mul(747_796_405).wrapping_add(2_891_336_453);
+        let w = ((s >> ((s >> 28) + 4)) ^ s).wrapping_mul(277_803_737);
+        (w >> 22) ^ w
+    }
+    let a = pcg(seed as u32 ^ pcg((seed >> 32) as u32));
+    let b = pcg(a ^ step as u32);
+    let c = pcg(b ^ (pitch as u32 * 2 + kind));
+    (c >> 8) as f32 * (1.0 / 16_777_216.0)
+}
+
 /// Step `step` of `roll` drawn from its onset and sustain logits (128 each), given which
-/// pitches sound at the step before (`roll`'s step `step − 1`).
+/// pitches sound at the step before (`roll`'s step `step − 1`); `uniform(pitch, kind)` gives
+/// the uniform number of a pitch's onset (kind 0) or hold (kind 1) draw.
 pub fn draw_step(
     roll: &mut PianoRoll,
     step: usize,
     onset_logits: &[f32],
     sustain_logits: &[f32],
     s: &PianoSampling,
-    rng: &mut StdRng,
+    uniform: &mut impl FnMut(usize, u32) -> f32,
 ) {
     let t = s.temperature.max(1e-4);
     for p in 0..PITCHES {
         let p_on = sigmoid_t(onset_logits[p], t);
         let strike = match s.threshold {
             Some(th) => p_on > th,
-            None => rng.random::<f32>() < p_on,
+            None => uniform(p, 0) < p_on,
         };
         if strike {
             roll.set(step, p, true, true, 0);
@@ -127,7 +144,7 @@ pub fn draw_step(
         let hold = ((p_sus - p_on) / (1.0 - p_on).max(1e-6)).clamp(0.0, 1.0);
         let held = match s.threshold {
             Some(_) => hold > 0.5,
-            None => rng.random::<f32>() < sharpen(hold, s.hold_temperature),
+            None => uniform(p, 1) < sharpen(hold, s.hold_temperature),
         };
         if held {
             roll.set(step, p, false, true, 0);
@@ -238,7 +255,6 @@ where
         .start(sampling.seed, watch.is_some(), device)
         .stepping(&stepping);
     state.capture_layer = watch.map(|w| w.layer);
-    let mut rng = StdRng::seed_from_u64(sampling.seed ^ 0x9_1A40);
     // What comes before the region is known: one parallel pass fills the attention state.
     if region.start > 0 {
         let (inputs, coords) = rows(0..region.start, &roll);
@@ -246,6 +262,54 @@ where
     }
     let report_every = report_every.max(1);
     let total = region.len();
+    #[cfg(feature = "gpu")]
+    if watch.is_none() && fused::enabled() {
+        let mut previous = vec![0f32; 2 * PITCHES];
+        if region.start > 0 {
+            for p in 0..PITCHES {
+                previous[p] = roll.onset(region.start - 1, p) as u8 as f32;
+                previous[PITCHES + p] = roll.sustain(region.start - 1, p) as u8 as f32;
+            }
+        }
+        let prepared = fused::FusedSteps::prepare(model, &state, offset, &previous, device).await?;
+        if let Some(mut f) = prepared {
+            let mut t = region.start;
+            while t < region.end {
+                // Chunks end where a report is due, so progress comes as often as asked.
+                let due = region.start + ((t - region.start) / report_every + 1) * report_every;
+                let end = (t + fused::CHUNK).min(due).min(region.end);
+                let (x, _) = values(t..end, &roll);
+                let out = f.run(&x, t, &sampling, &mut state).await?;
+                let per = f.step_out();
+                for (i, step) in (t..end).enumerate() {
+                    let drawn = &out[i * per + 2 * PITCHES..(i + 1) * per];
+                    for p in 0..PITCHES {
+                        if drawn[PITCHES + p] != 0.0 {
+                            roll.set(step, p, drawn[p] != 0.0, true, 0);
+                        }
+                    }
+                }
+                t = end;
+                let done = t - region.start;
+                if done % report_every == 0 || done == total {
+                    let last = &out[out.len() - per..out.len() - per + 2 * PITCHES];
+                    let go_on = on_progress(PianoProgress {
+                        done,
+                        total,
+                        roll: &roll,
+                        logits: last,
+                        attention: None,
+                    })
+                    .await;
+                    if !go_on {
+                        return Err(GenerateError::Cancelled);
+                    }
+                }
+            }
+            join_after(&mut roll, region);
+            return Ok(roll);
+        }
+    }
     // The watched head's row of every step since the last report (each over its own keys).
     let mut watched: Vec<Vec<f32>> = Vec::new();
     for t in region.clone() {
@@ -254,7 +318,8 @@ where
             .step(StepInput::Roll(&x), coords.as_deref(), &mut state, device)
             .await?;
         let (on, sus) = values.split_at(PITCHES);
-        draw_step(&mut roll, t, on, sus, &sampling, &mut rng);
+        let mut draw = |p: usize, kind: u32| uniform(sampling.seed, t, p, kind);
+        draw_step(&mut roll, t, on, sus, &sampling, &mut draw);
         if let Some(row) = watched_rows(&state, watch, t).await? {
             watched.push(row.values);
         }
@@ -373,5 +438,7 @@ pub async fn teacher_forced_probs(
     read_f32(sigmoid(logits)).await
 }
 
+#[cfg(feature = "gpu")]
+pub mod fused;
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;

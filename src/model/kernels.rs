@@ -82,7 +82,7 @@ impl KernelSource for CausalDotProduct {
 }
 
 /// Two u32 per u64 word, little-endian: the shader reads the info as a plain `array<u32>`.
-fn pack_u32(words: &[u32]) -> Vec<u64> {
+pub(crate) fn pack_u32(words: &[u32]) -> Vec<u64> {
     words
         .chunks(2)
         .map(|c| c[0] as u64 | ((*c.get(1).unwrap_or(&0) as u64) << 32))
@@ -99,7 +99,7 @@ fn grid(n: usize, wg: u32) -> CubeCount {
 
 /// The cubecl primitive of a plain (non-autodiff) f32 tensor on a wgpu device; `None` for
 /// anything else (Flex, autodiff, other cubecl runtimes, f16, quantized).
-fn wgpu_primitive<const D: usize>(t: &Tensor<D>) -> Option<CubeTensor> {
+pub(crate) fn wgpu_primitive<const D: usize>(t: &Tensor<D>) -> Option<CubeTensor> {
     // `try_into_primitive` consumes its tensor even when it fails: hand it a clone (a refcount).
     // It fails for Flex tensors and for any tensor with autodiff enabled.
     let p = t.clone().try_into_primitive::<Cube>().ok()?;

@@ -441,6 +441,7 @@ mod weights;
 mod whole;
 pub use plain::Decoder;
 pub use state::State;
+pub(crate) use state::Sums;
 use state::{Keys, LayerState, append};
 pub use step::{StepInput, Stepping};
 

@@ -16,6 +16,7 @@ use pianoformer::music::tokens::{Grammar, Token};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
+mod accompany;
 mod attention;
 mod harmonize;
 use attention::attention;
@@ -290,6 +291,7 @@ pub fn run(what: &str, mut options: Options) -> Result<(), String> {
     if options.positions.is_empty() {
         options.positions = match what {
             "harmonize" => vec![25, 100, 400],
+            "accompany" => vec![1, 4],
             _ => vec![512, 2048, 8192],
         };
     }
@@ -305,9 +307,12 @@ pub fn run(what: &str, mut options: Options) -> Result<(), String> {
     if what == "harmonize" {
         return harmonize::harmonize(&options);
     }
+    if what == "accompany" {
+        return accompany::accompany(&options);
+    }
     if what != "decode" {
         return Err(format!(
-            "unknown benchmark '{what}' (there are: decode, train, tune, attention, harmonize)"
+            "unknown benchmark '{what}' (there are: decode, train, tune, attention, harmonize, accompany)"
         ));
     }
     decode_bench(&options)

@@ -96,11 +96,14 @@ mod cli {
         /// the shipped default model with the page's defaults, and peak memory. `attention`:
         /// causal linear attention alone, the fused WGSL kernel against the generic ops (GPU).
         /// `harmonize`: the shipped harmonizer on a melody, stage by stage (as "Suggest chords").
+        /// `accompany`: ms per step of the step-by-step accompaniment, on wgpu through tensor
+        /// ops and fused (one dispatch and one read-back per 16 steps).
         Bench {
-            /// What to measure: decode, train, tune, attention or harmonize.
+            /// What to measure: decode, train, tune, attention, harmonize or accompany.
             what: String,
             /// Positions at which to time decoding (default 512,2048,8192), sequence lengths for
-            /// `attention` (the same), or melody lengths in bars for `harmonize` (25,100,400).
+            /// `attention` (the same), or lengths in bars for `harmonize` (25,100,400) and
+            /// `accompany` (1,4).
             #[arg(long, value_delimiter = ',')]
             positions: Vec<usize>,
             /// Tokens timed at each position (the median is reported).

@@ -6,6 +6,8 @@ use crate::model::config::{Conditioning, PerformerConfig};
 use crate::model::pe::{PeConfig, PeKind, StructureLevel};
 use crate::music::chords::Chord;
 use crate::music::fixtures::song;
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
 
 fn model(pe: PeConfig) -> Performer {
     let config = PerformerConfig::tiny(Task::Accompaniment, 0, pe)
@@ -33,7 +35,9 @@ fn a_step_strikes_holds_and_releases_by_its_probabilities() {
         ..Default::default()
     };
     let mut rng = StdRng::seed_from_u64(0);
-    draw_step(&mut roll, 1, &on, &sus, &threshold, &mut rng);
+    draw_step(&mut roll, 1, &on, &sus, &threshold, &mut |_, _| {
+        rng.random::<f32>()
+    });
     assert!(roll.onset(1, 64));
     assert!(roll.sustain(1, 60) && !roll.onset(1, 60));
     assert!(!roll.sustain(1, 62) && !roll.sustain(1, 65));
@@ -52,7 +56,9 @@ fn a_step_strikes_holds_and_releases_by_its_probabilities() {
             let mut sus_logits = vec![-30.0f32; PITCHES];
             on[pitch] = (0.2f32 / 0.8).ln();
             sus_logits[60] = sus;
-            draw_step(&mut r, 1, &on, &sus_logits, &s, &mut rng);
+            draw_step(&mut r, 1, &on, &sus_logits, &s, &mut |_, _| {
+                rng.random::<f32>()
+            });
             struck += r.onset(1, pitch) as usize;
             held += (r.sustain(1, 60) && !r.onset(1, 60)) as usize;
         }

@@ -100,6 +100,28 @@ impl State {
     }
 }
 
+/// A layer's linear-attention sums as [`State::linear_sums`] finds them.
+pub(crate) enum Sums<'a> {
+    /// No position yet.
+    Empty,
+    /// As tensors (S [batch, heads, m, d_v], z [batch, heads, m, 1]).
+    Tensors(&'a LinearState),
+    /// Held otherwise: as plain numbers, or a KV cache.
+    Other,
+}
+
+impl State {
+    /// Layer `layer`'s linear-attention sums, for a decoder that takes them over (the fused
+    /// accompaniment steps on wgpu).
+    pub(crate) fn linear_sums(&self, layer: usize) -> Sums<'_> {
+        match self.layers.get(layer) {
+            Some(LayerState::Empty) => Sums::Empty,
+            Some(LayerState::Linear(s)) => Sums::Tensors(s),
+            _ => Sums::Other,
+        }
+    }
+}
+
 pub(super) fn append(old: Option<Tensor<4>>, new: Tensor<4>) -> Tensor<4> {
     match old {
         Some(old) => Tensor::cat(vec![old, new], 2),
