@@ -25,11 +25,13 @@
 //            step it drew before), then the codes of queries and of keys [codes] each
 //   state    S [layers, h, m, dh], z [layers, h, m], the previous piano step [256] (onsets then
 //            sustains); read at the start and left as the last step leaves it
-//   outs     per step: the logits [out], then the drawn step [256] (onsets then sustains, 0 or 1)
+//   outs     per step: the logits [out], the drawn step [256] (onsets then sustains, 0 or 1), and
+//            the watched head's query and key features [m] each (what the attention map reads)
 //   info     u32: steps, first step's index in the piece, seed (low, high), temperature,
 //            threshold, whether thresholded, hold temperature, the codes' scale, the feature
-//            map's scale (f32 as bits), and the first step's index in `steps` and `outs` (a
-//            chunk's steps may take several dispatches, each reading the state the last left)
+//            map's scale (f32 as bits), the first step's index in `steps` and `outs` (a chunk's
+//            steps may take several dispatches, each reading the state the last left), and the
+//            watched layer and head
 
 @group(0) @binding(0) var<storage, read_write> weights: array<f32>;
 @group(0) @binding(1) var<storage, read_write> steps: array<f32>;
@@ -94,7 +96,7 @@ const Z0: u32 = L * H * M * DH;
 const PREV0: u32 = Z0 + L * H * M;
 const STATE_TOTAL: u32 = PREV0 + 2u * P;
 const STEP: u32 = IN + 2u * CODES;
-const OSTEP: u32 = OUT + 2u * P;
+const OSTEP: u32 = OUT + 2u * P + 2u * M;
 
 var<workgroup> x: array<f32, D>;
 var<workgroup> hn: array<f32, D>;
@@ -194,6 +196,8 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     let code_scale = bitcast<f32>(info[8]);
     let feature_scale = bitcast<f32>(info[9]);
     let at = info[10];
+    let watched_layer = info[11];
+    let watched_head = info[12];
 
     for (var i = lid; i < 2u * P; i += WG) {
         prev[i] = state[PREV0 + i];
@@ -202,6 +206,7 @@ fn main(@builtin(local_invocation_index) lid: u32) {
 
     for (var s = 0u; s < k_steps; s++) {
         let row = (at + s) * STEP;
+        let o = (at + s) * OSTEP;
         // The input layer, the previous piano step taken from what was drawn.
         for (var j = lid; j < D; j += WG) {
             var acc = weights[IN_B + j];
@@ -319,6 +324,13 @@ fn main(@builtin(local_invocation_index) lid: u32) {
                 workgroupBarrier();
             }
 
+            if (l == watched_layer) {
+                for (var f = lid; f < M; f += WG) {
+                    outs[o + OUT + 2u * P + f] = fq[watched_head * M + f];
+                    outs[o + OUT + 2u * P + M + f] = fk[watched_head * M + f];
+                }
+            }
+
             // The state update and the read-out: each invocation owns columns of S.
             let s0 = l * H * M * DH;
             let z0 = Z0 + l * H * M;
@@ -383,7 +395,6 @@ fn main(@builtin(local_invocation_index) lid: u32) {
         }
 
         layer_norm(F_NG, F_NB, lid);
-        let o = (at + s) * OSTEP;
         for (var j = lid; j < OUT; j += WG) {
             var acc = weights[HEAD_B + j];
             for (var i = 0u; i < D; i++) {

@@ -60,8 +60,10 @@ function instrument() {
 }
 
 const server = await startServer({ port: 0, quiet: true });
-const { browser, page } = await launch({ webgpu: true, url: `http://127.0.0.1:${server.address().port}/?backend=gpu` });
-try {
+// Opens the page on WebGPU (`query` added to the URL) with its Worker instrumented; returns
+// `generate(task, file, length)`, the counts and page time of one generation.
+async function openPage(query) {
+  const { browser, page } = await launch({ webgpu: true, url: `http://127.0.0.1:${server.address().port}/?backend=gpu${query}` });
   await page.waitForFunction(() => ['ready', 'error'].includes(document.body.dataset.state), null, { timeout: LIMIT });
   await page.waitForFunction(() => window.pianoformer.modelReadyMs, null, { timeout: LIMIT });
   const label = await page.evaluate(() => window.pianoformer.backend.label);
@@ -86,7 +88,7 @@ try {
   };
   // The counts of one generation from `file` (dropped again before each run, so that every
   // run starts from the same piece): a warm-up run first (kernels compiled, buffers pooled),
-  // then the counted one.
+  // then the counted one, whose time the page reports (`ms`).
   const generate = async (task, file, length) => {
     let before = null;
     let g = null;
@@ -105,15 +107,34 @@ try {
       g = await page.evaluate(() => window.pianoformer.generations.at(-1) ?? { error: window.pianoformer.error });
       if (g.error) throw new Error(`${task}: ${g.error}`);
     }
-    return { counts: minus(await counts(), before), generation: g };
+    return { counts: { ...minus(await counts(), before), ms: g.ms }, generation: g };
   };
+  return { browser, page, label, counts, minus, generate };
+}
+
+// The accompaniment through tensor ops first (`?fused=0`, the code before issue 35's fused
+// steps), on a page of its own.
+const before = await openPage('&fused=0');
+let tensorAcc;
+try {
+  const acc = [];
+  for (const n of bars) acc.push(await before.generate('accompaniment', { bytes: midiOf(n), name: `acc-${n}` }));
+  tensorAcc = acc;
+} finally {
+  await before.browser.close();
+}
+
+const { browser, page, label, counts, minus, generate } = await openPage('');
+try {
   const perUnit = (a, b, units) => Object.fromEntries(Object.keys(a.counts).map((k) => [k, (b.counts[k] - a.counts[k]) / units]));
   const rows = [];
 
   // Accompaniment: the bundled example of bars[0] and bars[1] bars (16 steps a bar).
   const acc = [];
   for (const n of bars) acc.push(await generate('accompaniment', { bytes: midiOf(n), name: `acc-${n}` }));
-  rows.push(['accompaniment step', perUnit(acc[0], acc[1], (bars[1] - bars[0]) * 16), acc[1]]);
+  const accSteps = (bars[1] - bars[0]) * 16;
+  rows.push(['accompaniment step, tensor ops (`?fused=0`)', perUnit(tensorAcc[0], tensorAcc[1], accSteps), tensorAcc[1]]);
+  rows.push(['accompaniment step, fused', perUnit(acc[0], acc[1], accSteps), acc[1]]);
 
   // Continuation: tokens[0] and tokens[1] new tokens after the same 2-bar prompt.
   const cont = [];
@@ -147,15 +168,21 @@ try {
 
   // Buffers and pipelines come from pools and caches: per unit they are noise, so they are
   // shown for whole runs only.
-  const keys = ['dispatches', 'submits', 'readBacks', 'writes', 'copies', 'bindGroups'];
+  const keys = ['dispatches', 'submits', 'readBacks', 'writes', 'copies', 'bindGroups', 'ms'];
   const all = [...keys, 'buffers', 'pipelines'];
   console.log(`WebGPU calls per unit of work, default models, ${label}:`);
   console.log(`| per | ${keys.join(' | ')} |`);
   console.log(`|---|${keys.map(() => '---').join('|')}|`);
-  for (const [what, per] of rows) console.log(`| ${what} | ${keys.map((k) => (per[k] ?? 0).toFixed(1)).join(' | ')} |`);
+  for (const [what, per] of rows) console.log(`| ${what} | ${keys.map((k) => (per[k] === undefined || Number.isNaN(per[k]) ? '—' : per[k].toFixed(1))).join(' | ')} |`);
+  const [tensor, fused] = rows.slice(0, 2).map(([, per]) => per);
+  console.log('');
+  console.log(
+    `fused accompaniment: ${(tensor.dispatches / fused.dispatches).toFixed(0)}x fewer dispatches, ` +
+      `${(tensor.ms / fused.ms).toFixed(1)}x faster a step (${tensor.ms.toFixed(1)} -> ${fused.ms.toFixed(2)} ms)`,
+  );
   console.log('');
   console.log('whole runs (the longer of each pair), for reference:');
-  for (const [what, , run] of rows) console.log(`  ${what}s: ${all.map((k) => `${k} ${run.counts[k] ?? 0}`).join(', ')}`);
+  for (const [what, , run] of rows) console.log(`  ${what}: ${all.map((k) => `${k} ${run.counts[k] ?? 0}`).join(', ')}`);
 } finally {
   await browser.close();
   server.close();

@@ -71,6 +71,9 @@ function fail(error, context) {
   postMessage({ type: 'error', message: context ? `${context}: ${message}` : message });
 }
 
+// The page's `?fused=0`: the step-by-step accompaniment through tensor ops on WebGPU.
+let fusedSteps = true;
+
 const BUNDLES = { cpu: '../pkg/cpu/pianoformer.js', gpu: '../pkg/pianoformer.js' };
 
 // Loads a bundle: {module, memory} (the wasm's linear memory only grows: its size is the peak).
@@ -85,6 +88,8 @@ async function loadWasm(bundle) {
       module = await import(BUNDLES.gpu);
     }
     const exports = await module.default();
+    // The WebGPU bundle's fused accompaniment steps (`?fused=0` turns them off).
+    module.setFusedSteps?.(fusedSteps);
     return { module, memory: exports.memory };
   } catch (e) {
     throw new Error(
@@ -527,6 +532,7 @@ async function call({ id, method, args }) {
 
 self.onmessage = ({ data }) => {
   if (data?.type === 'init') {
+    fusedSteps = data.fused !== false;
     init(data.backend ?? 'auto', data.drill).catch((e) => fail(e, 'The compute backend could not start'));
   } else if (data?.type === 'call') {
     call(data);

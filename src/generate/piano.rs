@@ -263,7 +263,7 @@ where
     let report_every = report_every.max(1);
     let total = region.len();
     #[cfg(feature = "gpu")]
-    if watch.is_none() && fused::enabled() {
+    if fused::enabled() {
         let mut previous = vec![0f32; 2 * PITCHES];
         if region.start > 0 {
             for p in 0..PITCHES {
@@ -273,20 +273,35 @@ where
         }
         let prepared = fused::FusedSteps::prepare(model, &state, offset, &previous, device).await?;
         if let Some(mut f) = prepared {
+            let m = f.features();
+            // The watched head's keys so far (the prefill's, captured), m floats each.
+            let mut keys = Vec::new();
+            if let Some(w) = watch
+                && let Some(k) = state.captured_keys(w.layer, m, device)
+            {
+                keys = read_f32(k.narrow(0, 0, 1).narrow(1, w.head, 1)).await?;
+            }
+            let mut watched: Vec<Vec<f32>> = Vec::new();
             let mut t = region.start;
             while t < region.end {
                 // Chunks end where a report is due, so progress comes as often as asked.
                 let due = region.start + ((t - region.start) / report_every + 1) * report_every;
                 let end = (t + fused::CHUNK).min(due).min(region.end);
                 let (x, _) = values(t..end, &roll);
-                let out = f.run(&x, t, &sampling, &mut state).await?;
+                let w = watch.map(|w| (w.layer, w.head));
+                let out = f.run(&x, t, &sampling, w, &mut state).await?;
                 let per = f.step_out();
                 for (i, step) in (t..end).enumerate() {
-                    let drawn = &out[i * per + 2 * PITCHES..(i + 1) * per];
+                    let o = &out[i * per..(i + 1) * per];
+                    let drawn = &o[2 * PITCHES..4 * PITCHES];
                     for p in 0..PITCHES {
                         if drawn[PITCHES + p] != 0.0 {
                             roll.set(step, p, drawn[p] != 0.0, true, 0);
                         }
+                    }
+                    if watch.is_some() {
+                        let (phi_q, phi_k) = o[4 * PITCHES..].split_at(m);
+                        watched.push(attention_row(&mut keys, phi_q, phi_k));
                     }
                 }
                 t = end;
@@ -298,7 +313,7 @@ where
                         total,
                         roll: &roll,
                         logits: last,
-                        attention: None,
+                        attention: rows_so_far(&mut watched, t),
                     })
                     .await;
                     if !go_on {
@@ -325,22 +340,7 @@ where
         }
         let done = t + 1 - region.start;
         if done % report_every == 0 || done == total {
-            let attention = (!watched.is_empty()).then(|| {
-                // Rows of steps t + 1 - n ..= t, each padded to the last one's t + 1 keys
-                // (the keys after a row's own step are zero: attention is causal).
-                let keys = t + 1;
-                let mut values = Vec::with_capacity(watched.len() * keys);
-                for row in watched.drain(..) {
-                    let n = row.len();
-                    values.extend(row);
-                    values.resize(values.len() + keys - n, 0.0);
-                }
-                AttentionRows {
-                    start: keys - values.len() / keys,
-                    keys,
-                    values,
-                }
-            });
+            let attention = rows_so_far(&mut watched, t + 1);
             let go_on = on_progress(PianoProgress {
                 done,
                 total,
@@ -378,6 +378,40 @@ pub async fn sample_whole(
         quiet,
     )
     .await
+}
+
+/// The watched head's rows of the steps since the last report (taken out of `watched`), each
+/// padded to `keys` (the last one's step + 1: the keys after a row's own step are zero, as
+/// attention is causal); `None` when no row was watched.
+fn rows_so_far(watched: &mut Vec<Vec<f32>>, keys: usize) -> Option<AttentionRows> {
+    if watched.is_empty() {
+        return None;
+    }
+    let mut values = Vec::with_capacity(watched.len() * keys);
+    for row in watched.drain(..) {
+        let n = row.len();
+        values.extend(row);
+        values.resize(values.len() + keys - n, 0.0);
+    }
+    Some(AttentionRows {
+        start: keys - values.len() / keys,
+        keys,
+        values,
+    })
+}
+
+/// A query's attention row over every key so far, `phi_k` (its own step's key) appended to
+/// `keys` first: `φ(q)·φ(k_j) / (Σ_j φ(q)·φ(k_j) + ε)`, as the linear attention normalises.
+#[cfg(feature = "gpu")]
+fn attention_row(keys: &mut Vec<f32>, phi_q: &[f32], phi_k: &[f32]) -> Vec<f32> {
+    keys.extend_from_slice(phi_k);
+    let mut row: Vec<f32> = keys
+        .chunks_exact(phi_k.len())
+        .map(|k| k.iter().zip(phi_q).map(|(a, b)| a * b).sum())
+        .collect();
+    let total = row.iter().sum::<f32>() + crate::model::attention::EPS as f32;
+    row.iter_mut().for_each(|v| *v /= total);
+    row
 }
 
 /// The kept piano after a rewritten `region`: a note of it that was sounding into the region

@@ -60,6 +60,15 @@ pub fn example_midi(key: u8, bars: u32) -> Vec<u8> {
     write_midi(&fixtures::song(key % 12, bars.clamp(1, 512) as u64))
 }
 
+/// Whether the step-by-step accompaniment runs fused on WebGPU (one dispatch a step, one
+/// read-back a bar; on by default) or through tensor ops: the page's `?fused=0`, a way out if a
+/// browser's WebGPU mis-compiles the kernel, and the "before" of `tools/bench-gpu-calls.mjs`.
+#[cfg(feature = "gpu")]
+#[wasm_bindgen(js_name = setFusedSteps)]
+pub fn set_fused_steps(on: bool) {
+    crate::generate::piano::fused::set_enabled(on);
+}
+
 /// What fine-tuning a `task` model (`"accompaniment"` or `"continuation"`) would read of each
 /// piece (a JSON array of pieces): `[{name, bars, melodyNotes, accompanimentNotes, tokens,
 /// trainBars, heldOutBars, problem}]`, `problem` a sentence or null.

@@ -135,7 +135,7 @@ impl Sizes {
     }
 
     fn step_out(&self) -> usize {
-        self.out as usize + 2 * PITCHES
+        self.out as usize + 2 * PITCHES + 2 * self.m as usize
     }
 
     /// The weights buffer, in the order the kernel reads it.
@@ -445,16 +445,23 @@ impl FusedSteps {
 
     /// Runs the steps whose input rows are `rows` [n · input_dim] (their piano planes are
     /// ignored), the first being step `first` of the piece (it numbers the draws), from
-    /// `state`'s position, which it advances by n. Returns per step the logits [256] and the
-    /// drawn step [256] (onsets, then sustains, 0 or 1).
+    /// `state`'s position, which it advances by n. Returns per step ([`Self::step_out`] floats)
+    /// the logits [256], the drawn step [256] (onsets, then sustains, 0 or 1) and the query
+    /// and key features [m] each of the head `watch` names (layer, head), if any.
     pub async fn run(
         &mut self,
         rows: &[f32],
         first: usize,
         sampling: &PianoSampling,
+        watch: Option<(usize, usize)>,
         state: &mut State,
     ) -> Result<Vec<f32>, GenerateError> {
         let s = self.sizes;
+        if watch.is_some_and(|(layer, head)| layer >= s.layers as usize || head >= s.h as usize) {
+            return Err(GenerateError::Read(
+                "the watched head is not in the model".into(),
+            ));
+        }
         let n = rows.len() / s.inp as usize;
         if n == 0 || n > CHUNK || rows.len() != n * s.inp as usize {
             return Err(GenerateError::Read(format!(
@@ -511,6 +518,8 @@ impl FusedSteps {
                 self.code_scale.to_bits(),
                 self.feature_scale.to_bits(),
                 at as u32,
+                watch.map_or(u32::MAX, |w| w.0 as u32),
+                watch.map_or(0, |w| w.1 as u32),
             ];
             let args = bindings().with_info(MetadataBindingInfo::custom(pack_u32(&info)));
             client.launch(
@@ -538,6 +547,11 @@ impl FusedSteps {
     pub fn step_out(&self) -> usize {
         self.sizes.step_out()
     }
+
+    /// The feature-map width m: the watched head's query and key features are m floats each.
+    pub fn features(&self) -> usize {
+        self.sizes.m as usize
+    }
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
@@ -545,6 +559,7 @@ mod tests {
     use super::*;
     use crate::device::{self, Preference};
     use crate::generate::piano::{accompany_steps, uniform};
+    use crate::generate::{AttentionRows, Watch};
     use crate::generate::{accompaniment_input, input_example};
     use crate::model::config::{Conditioning, PerformerConfig, Task};
     use crate::model::pe::PeConfig;
@@ -565,9 +580,22 @@ mod tests {
         every: usize,
         device: &Device,
     ) -> (PianoRoll, Vec<Vec<f32>>) {
+        let (roll, logits, _) = watched(m, sampling, every, None, device);
+        (roll, logits)
+    }
+
+    /// [`accompany`], watching `watch`'s head: also every report's attention rows.
+    fn watched(
+        m: &Performer,
+        sampling: PianoSampling,
+        every: usize,
+        watch: Option<Watch>,
+        device: &Device,
+    ) -> (PianoRoll, Vec<Vec<f32>>, Vec<AttentionRows>) {
         let input = accompaniment_input(&song(2, 3), None, None).unwrap();
         let e = input_example(m, &input);
         let mut logits = Vec::new();
+        let mut rows = Vec::new();
         let roll = block_on(accompany_steps(
             m,
             &e,
@@ -575,15 +603,16 @@ mod tests {
             8..e.len,
             sampling,
             every,
-            None,
+            watch,
             device,
             |p| {
                 logits.push(p.logits.to_vec());
+                rows.extend(p.attention);
                 async { true }
             },
         ))
         .unwrap();
-        (roll, logits)
+        (roll, logits, rows)
     }
 
     /// The counter-based uniforms look uniform and independent: mean, variance and the
@@ -735,6 +764,28 @@ mod tests {
                 assert_eq!(want, got, "{:?} {sampling:?}: another piece", c.pe.kind);
                 assert!(want.onset_plane().iter().any(|&x| x > 0.0));
             }
+        }
+        // The attention map a watched head shows: the same rows, the prefill's keys in them.
+        let c = config(PeConfig::new(PeKind::SineSpe).with_gate(true));
+        let cpu = Performer::new(&c, 3, &Device::flex()).unwrap();
+        let gpu_m = Performer::new(&c, 3, &gpu.device).unwrap();
+        let watch = Some(Watch { layer: 1, head: 1 });
+        let sampling = PianoSampling::default();
+        let (want, _, want_rows) = watched(&cpu, sampling, 5, watch, &Device::flex());
+        let (got, _, got_rows) = watched(&gpu_m, sampling, 5, watch, &gpu.device);
+        assert_eq!(want, got);
+        assert_eq!(want_rows.len(), got_rows.len());
+        for (w, g) in want_rows.iter().zip(&got_rows) {
+            assert_eq!(
+                (w.start, w.keys, w.values.len()),
+                (g.start, g.keys, g.values.len())
+            );
+            let worst = w
+                .values
+                .iter()
+                .zip(&g.values)
+                .fold(0f32, |a, (x, y)| a.max((x - y).abs()));
+            assert!(worst <= 1e-4, "attention rows differ by {worst}");
         }
     }
 

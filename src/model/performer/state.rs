@@ -120,6 +120,18 @@ impl State {
             _ => Sums::Other,
         }
     }
+
+    /// The feature-mapped keys captured in `layer` so far, [batch, heads, n, m] (`features`
+    /// is m), if that layer is captured and has any.
+    pub(crate) fn captured_keys(
+        &self,
+        layer: usize,
+        features: usize,
+        device: &Device,
+    ) -> Option<Tensor<4>> {
+        let keys = self.keys.get(layer)?.clone()?;
+        Some(keys.tensor(features, device))
+    }
 }
 
 pub(super) fn append(old: Option<Tensor<4>>, new: Tensor<4>) -> Tensor<4> {
