@@ -113,6 +113,11 @@ var<workgroup> ffh: array<f32, FF>;
 var<workgroup> logit: array<f32, OUT>;
 var<workgroup> prev: array<f32, 256>;
 var<workgroup> uniform_k: u32;
+// The layer norm's mean and 1/sqrt(var + eps), computed once; the input row's non-zero entries
+// (their indices, ascending) and their count.
+var<workgroup> stats: array<f32, 2>;
+var<workgroup> nonzero: array<u32, IN>;
+var<workgroup> nonzero_n: u32;
 
 // The counter-based uniform in [0, 1) of (seed, step, pitch, kind): PCG hashes (Jarzynski &
 // Olano, "Hash functions for GPU rendering", 2020), 24 bits. `piano::uniform` is the same.
@@ -153,23 +158,38 @@ fn sharpen(p: f32, t: f32) -> f32 {
     return select(0.5, a / (a + b), a + b > 0.0);
 }
 
-// hn = LayerNorm(x) with the parameters at `g` and `b` (Burn's epsilon, 1e-5).
+// hn = LayerNorm(x) with the parameters at `g` and `b` (Burn's epsilon, 1e-5). The sums run
+// once, in order, on the first invocation (the others would only repeat them).
 fn layer_norm(g: u32, b: u32, lid: u32) {
-    var s = 0.0;
-    for (var i = 0u; i < D; i++) {
-        s += x[i];
+    if (lid == 0u) {
+        var s = 0.0;
+        for (var i = 0u; i < D; i++) {
+            s += x[i];
+        }
+        let mean = s / f32(D);
+        var var_ = 0.0;
+        for (var i = 0u; i < D; i++) {
+            let c = x[i] - mean;
+            var_ += c * c;
+        }
+        stats[0] = mean;
+        stats[1] = 1.0 / sqrt(var_ / f32(D) + 1e-5);
     }
-    let mean = s / f32(D);
-    var var_ = 0.0;
-    for (var i = 0u; i < D; i++) {
-        let c = x[i] - mean;
-        var_ += c * c;
-    }
-    let inv = 1.0 / sqrt(var_ / f32(D) + 1e-5);
+    workgroupBarrier();
+    let mean = stats[0];
+    let inv = stats[1];
     for (var j = lid; j < D; j += WG) {
         hn[j] = (x[j] - mean) * inv * weights[g + j] + weights[b + j];
     }
     workgroupBarrier();
+}
+
+// Entry i of step `s`'s input row: the previous piano step's where the row holds it.
+fn input_at(row: u32, i: u32) -> f32 {
+    if (i >= PIANO && i < PIANO + 2u * P) {
+        return prev[i - PIANO];
+    }
+    return steps[row + i];
 }
 
 @compute @workgroup_size({{ wg }}, 1, 1)
@@ -207,17 +227,24 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     for (var s = 0u; s < k_steps; s++) {
         let row = (at + s) * STEP;
         let o = (at + s) * OSTEP;
-        // The input layer, the previous piano step taken from what was drawn.
+        // The input layer, the previous piano step taken from what was drawn. A roll's row is
+        // mostly zeros: the first invocation lists the others once, in order.
+        if (lid == 0u) {
+            var n = 0u;
+            for (var i = 0u; i < IN; i++) {
+                if (input_at(row, i) != 0.0) {
+                    nonzero[n] = i;
+                    n++;
+                }
+            }
+            nonzero_n = n;
+        }
+        let n_in = workgroupUniformLoad(&nonzero_n);
         for (var j = lid; j < D; j += WG) {
             var acc = weights[IN_B + j];
-            for (var i = 0u; i < IN; i++) {
-                var xi = steps[row + i];
-                if (i >= PIANO && i < PIANO + 2u * P) {
-                    xi = prev[i - PIANO];
-                }
-                if (xi != 0.0) {
-                    acc += xi * weights[IN_W + i * D + j];
-                }
+            for (var e = 0u; e < n_in; e++) {
+                let i = nonzero[e];
+                acc += input_at(row, i) * weights[IN_W + i * D + j];
             }
             x[j] = acc;
         }

@@ -12,6 +12,7 @@
 // per step or token (what a generation costs once, whatever its length — the prompt's
 // prefill, the model's upload — falls out).
 // Usage: make wasm && node tools/bench-gpu-calls.mjs [--bars 1,2] [--tokens 16,32] [--tune-steps 2,3]
+//          [--accompaniment-only]
 import { readFileSync } from 'node:fs';
 import { startServer } from './serve.mjs';
 import { launch } from '../tests/e2e/browser.mjs';
@@ -66,6 +67,8 @@ async function openPage(query) {
   const { browser, page } = await launch({ webgpu: true, url: `http://127.0.0.1:${server.address().port}/?backend=gpu${query}` });
   await page.waitForFunction(() => ['ready', 'error'].includes(document.body.dataset.state), null, { timeout: LIMIT });
   await page.waitForFunction(() => window.pianoformer.modelReadyMs, null, { timeout: LIMIT });
+  // The backend self-check runs after the page is ready: its dispatches are not the work's.
+  await page.waitForFunction(() => window.pianoformer.check, null, { timeout: LIMIT });
   const label = await page.evaluate(() => window.pianoformer.backend.label);
   if (!(await page.evaluate(() => window.pianoformer.backend.kind === 'gpu'))) throw new Error(`the page is not on WebGPU: ${label}`);
   const workers = page.workers();
@@ -136,6 +139,7 @@ try {
   rows.push(['accompaniment step, tensor ops (`?fused=0`)', perUnit(tensorAcc[0], tensorAcc[1], accSteps), tensorAcc[1]]);
   rows.push(['accompaniment step, fused', perUnit(acc[0], acc[1], accSteps), acc[1]]);
 
+  if (!args.includes('--accompaniment-only')) {
   // Continuation: tokens[0] and tokens[1] new tokens after the same 2-bar prompt.
   const cont = [];
   for (const n of tokens) cont.push(await generate('continuation', { bytes: midiOf(2), name: `prompt-${n}` }, n));
@@ -165,6 +169,7 @@ try {
     if (i > 0) tune.push({ counts: minus(await counts(), before) });
   }
   rows.push(['fine-tuning step', perUnit(tune[0], tune[1], tuneSteps[1] - tuneSteps[0]), tune[1]]);
+  }
 
   // Buffers and pipelines come from pools and caches: per unit they are noise, so they are
   // shown for whole runs only.

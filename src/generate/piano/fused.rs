@@ -126,7 +126,8 @@ impl Sizes {
             + self.ff as usize
             + self.out as usize
             + 2 * PITCHES
-            + 1
+            + self.inp as usize
+            + 4
     }
 
     /// Floats a step's input takes in the steps buffer, and its output in the outputs.
@@ -749,6 +750,9 @@ mod tests {
                 },
             ] {
                 let every = if c.d_model > 32 { 16 } else { 5 };
+                if every == 16 && sampling.threshold.is_some() {
+                    continue; // the shipped shape once: it is the slow one on lavapipe
+                }
                 let (want, want_logits) = accompany(&cpu, sampling, every, &Device::flex());
                 let (got, got_logits) = accompany(&gpu_m, sampling, every, &gpu.device);
                 assert_eq!(want_logits.len(), got_logits.len());
