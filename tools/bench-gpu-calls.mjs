@@ -178,7 +178,7 @@ try {
   console.log(`WebGPU calls per unit of work, default models, ${label}:`);
   console.log(`| per | ${keys.join(' | ')} |`);
   console.log(`|---|${keys.map(() => '---').join('|')}|`);
-  for (const [what, per] of rows) console.log(`| ${what} | ${keys.map((k) => (per[k] === undefined || Number.isNaN(per[k]) ? '—' : per[k].toFixed(1))).join(' | ')} |`);
+  for (const [what, per] of rows) console.log(`| ${what} | ${keys.map((k) => (per[k] === undefined || Number.isNaN(per[k]) ? '—' : per[k].toFixed(Math.abs(per[k]) < 1 ? 3 : 1))).join(' | ')} |`);
   const [tensor, fused] = rows.slice(0, 2).map(([, per]) => per);
   console.log('');
   console.log(
