@@ -19,6 +19,8 @@ use super::{AttentionRows, GenerateError, Watch, read_f32, watched_rows};
 use crate::data::Example;
 use crate::data::features::LABEL_FEATURES;
 use crate::model::config::{ACCOMPANIMENT_INPUTS, Task};
+#[cfg(feature = "gpu")]
+use crate::model::performer::captured_row;
 use crate::model::performer::{Inputs, Performer, StepInput};
 use crate::music::roll::{PITCHES, PianoRoll};
 
@@ -301,7 +303,9 @@ where
                     }
                     if watch.is_some() {
                         let (phi_q, phi_k) = o[4 * PITCHES..].split_at(m);
-                        watched.push(attention_row(&mut keys, phi_q, phi_k));
+                        let mut row = Vec::new();
+                        captured_row(&mut keys, phi_k, phi_q, &mut row);
+                        watched.push(row);
                     }
                 }
                 t = end;
@@ -398,20 +402,6 @@ fn rows_so_far(watched: &mut Vec<Vec<f32>>, keys: usize) -> Option<AttentionRows
         keys,
         values,
     })
-}
-
-/// A query's attention row over every key so far, `phi_k` (its own step's key) appended to
-/// `keys` first: `φ(q)·φ(k_j) / (Σ_j φ(q)·φ(k_j) + ε)`, as the linear attention normalises.
-#[cfg(feature = "gpu")]
-fn attention_row(keys: &mut Vec<f32>, phi_q: &[f32], phi_k: &[f32]) -> Vec<f32> {
-    keys.extend_from_slice(phi_k);
-    let mut row: Vec<f32> = keys
-        .chunks_exact(phi_k.len())
-        .map(|k| k.iter().zip(phi_q).map(|(a, b)| a * b).sum())
-        .collect();
-    let total = row.iter().sum::<f32>() + crate::model::attention::EPS as f32;
-    row.iter_mut().for_each(|v| *v /= total);
-    row
 }
 
 /// The kept piano after a rewritten `region`: a note of it that was sounding into the region

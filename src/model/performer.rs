@@ -440,6 +440,7 @@ mod step;
 mod weights;
 mod whole;
 pub use plain::Decoder;
+pub(crate) use plain::captured_row;
 pub use state::State;
 pub(crate) use state::Sums;
 use state::{Keys, LayerState, append};

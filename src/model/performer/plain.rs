@@ -283,7 +283,7 @@ pub(super) fn features(
 
 /// Appends this step's key to a head's captured keys [n · m] and writes the query's
 /// normalised attention over every key so far to `row` (as `attention_rows` does).
-pub(super) fn captured_row(keys: &mut Vec<f32>, phi_k: &[f32], phi_q: &[f32], row: &mut Vec<f32>) {
+pub(crate) fn captured_row(keys: &mut Vec<f32>, phi_k: &[f32], phi_q: &[f32], row: &mut Vec<f32>) {
     keys.extend_from_slice(phi_k);
     let start = row.len();
     row.extend(keys.chunks_exact(phi_k.len()).map(|key| dot(phi_q, key)));
