@@ -3,11 +3,7 @@
 //! tokens reads at most N: past that it starts again from the music's first bars and its last
 //! ones (`View`), reusing the state after the first bars.
 
-use burn::tensor::activation::log_softmax;
-use burn::tensor::{Device, Int, Tensor, TensorData};
-use rand::SeedableRng;
-use rand::rngs::StdRng;
-
+use super::piano::uniform;
 use super::sample::{Sampling, log_softmax_values, sample_token};
 use super::{AttentionRows, GenerateError, Watch, read_f32, spread, watched_rows};
 use crate::data::features::token_coordinates;
@@ -18,6 +14,8 @@ use crate::music::chords::Chord;
 use crate::music::labels::PhraseLabel;
 use crate::music::tokens::places::{Places, TokenPlace};
 use crate::music::tokens::{self, Grammar, Token};
+use burn::tensor::activation::log_softmax;
+use burn::tensor::{Device, Int, Tensor, TensorData};
 
 /// How long a continuation runs.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -226,7 +224,8 @@ where
     .await?;
     // The state after the view's anchor (the music's first bars), with the anchor's tokens.
     let mut anchored: Option<(Vec<u32>, State)> = None;
-    let mut rng = StdRng::seed_from_u64(sampling.seed ^ 0x5A17);
+    // The tokens run ahead on the GPU where the fused steps apply (`ahead`).
+    let mut ahead = Ahead::prepare(model, &state, watch, device).await?;
     let mut out = Vec::new();
     let mut new_bars = 0;
     let mut forced: std::collections::VecDeque<Token> = Default::default();
@@ -272,14 +271,16 @@ where
                     .expected(chord_now.flatten())
                     .map(|t| t.id() as usize)
                     .filter(|&e| sampling.echo > 0.0 && allowed[e]);
+                // A counter, not a stream: the GPU's draw of this token takes the same number.
+                let u = uniform(sampling.seed, out.len(), 0, 0);
                 let id = match lean {
                     Some(e) => {
                         // e^echo times the probability, whatever the temperature.
                         let mut leaning = logits.clone();
                         leaning[e] += sampling.echo * sampling.temperature.max(1e-4);
-                        sample_token(&leaning, &allowed, sampling, &mut rng)
+                        sample_token(&leaning, &allowed, sampling, u)
                     }
-                    None => sample_token(&logits, &allowed, sampling, &mut rng),
+                    None => sample_token(&logits, &allowed, sampling, u),
                 };
                 (id, true)
             }
@@ -366,13 +367,36 @@ where
                 let coordinates = structure.view(&view, &places);
                 (state, logits) =
                     restart(model, &view, &coordinates, &mut anchored, &start, device).await?;
+                if let Some(a) = ahead.as_mut() {
+                    a.reload(&state, device).await?;
+                }
                 None
             }
-            None => {
-                let coordinates = structure.of(&[place]);
-                logits = step_logits(model, &mut state, &[id], &coordinates, device).await?;
-                view.place(watched_rows(&state, watch, position).await?)
-            }
+            None => match ahead.as_mut() {
+                Some(a) => {
+                    let next = ahead::Next {
+                        grammar: &grammar,
+                        may_end: length.may_end,
+                        index: out.len(),
+                        // The steps before a restart, and the tokens still to write.
+                        most: context
+                            .map_or(usize::MAX, |c| c.saturating_sub(position))
+                            .min(length.tokens - out.len() + 1),
+                    };
+                    let row;
+                    (logits, row) = a.feed(id, next, &sampling, &mut state).await?;
+                    view.place(row.map(|values| AttentionRows {
+                        start: position,
+                        keys: values.len(),
+                        values,
+                    }))
+                }
+                None => {
+                    let coordinates = structure.of(&[place]);
+                    logits = step_logits(model, &mut state, &[id], &coordinates, device).await?;
+                    view.place(watched_rows(&state, watch, position).await?)
+                }
+            },
         };
         let go_on = on_token(TokenProgress {
             token: Some(id),
@@ -558,6 +582,54 @@ async fn step_logits(
 // Native only: the browser tests build the library's tests for wasm, without pollster.
 mod echo;
 use echo::Echo;
+
+#[cfg(feature = "gpu")]
+pub mod ahead;
+#[cfg(feature = "gpu")]
+use ahead::Ahead;
+
+/// Without the GPU kernels nothing runs ahead: the tokens step through the model one by one.
+#[cfg(not(feature = "gpu"))]
+mod ahead {
+    use super::*;
+
+    #[allow(dead_code)] // built for the GPU's steps, read by none here
+    pub(super) struct Next<'a> {
+        pub grammar: &'a Grammar,
+        pub may_end: bool,
+        pub index: usize,
+        pub most: usize,
+    }
+
+    pub(super) enum Ahead {}
+
+    impl Ahead {
+        pub async fn prepare(
+            _: &Performer,
+            _: &State,
+            _: Option<Watch>,
+            _: &Device,
+        ) -> Result<Option<Self>, GenerateError> {
+            Ok(None)
+        }
+
+        pub async fn reload(&mut self, _: &State, _: &Device) -> Result<(), GenerateError> {
+            match *self {}
+        }
+
+        pub async fn feed(
+            &mut self,
+            _: u32,
+            _: Next<'_>,
+            _: &Sampling,
+            _: &mut State,
+        ) -> Result<(Vec<f32>, Option<Vec<f32>>), GenerateError> {
+            match *self {}
+        }
+    }
+}
+#[cfg(not(feature = "gpu"))]
+use ahead::Ahead;
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;

@@ -17,6 +17,8 @@ use crate::model::performer::{ModelError, Performer, State};
 pub mod accompany;
 pub mod binarize;
 pub mod continuation;
+#[cfg(feature = "gpu")]
+pub mod fused;
 pub mod harmonize;
 pub mod limits;
 pub mod live;

@@ -15,6 +15,8 @@ use burn::tensor::activation::sigmoid;
 use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "gpu")]
+use super::fused;
 use super::{AttentionRows, GenerateError, Watch, read_f32, watched_rows};
 use crate::data::Example;
 use crate::data::features::LABEL_FEATURES;
@@ -273,7 +275,11 @@ where
                 previous[PITCHES + p] = roll.sustain(region.start - 1, p) as u8 as f32;
             }
         }
-        let prepared = fused::FusedSteps::prepare(model, &state, offset, &previous, device).await?;
+        let steps = fused::Steps::Rows {
+            piano: offset,
+            previous: &previous,
+        };
+        let prepared = fused::FusedSteps::prepare(model, &state, steps, device).await?;
         if let Some(mut f) = prepared {
             let m = f.features();
             // The watched head's keys so far (the prefill's, captured), m floats each.
@@ -462,7 +468,5 @@ pub async fn teacher_forced_probs(
     read_f32(sigmoid(logits)).await
 }
 
-#[cfg(feature = "gpu")]
-pub mod fused;
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;

@@ -1,8 +1,5 @@
 //! How a token is drawn from the model's logits: the grammar's mask, temperature and top-p.
 
-use rand::RngExt;
-use rand::rngs::StdRng;
-
 use crate::music::tokens::Token;
 
 /// How tokens are drawn.
@@ -36,8 +33,12 @@ impl Default for Sampling {
     }
 }
 
-/// Picks a token from `logits` under the grammar's mask, with temperature and top-p.
-pub fn sample_token(logits: &[f32], allowed: &[bool], s: Sampling, rng: &mut StdRng) -> u32 {
+/// Picks a token from `logits` under the grammar's mask, with temperature and top-p, by `u`, a
+/// uniform number in [0, 1): the allowed tokens' weights sorted largest first (ties by id), cut
+/// to the smallest set holding `top_p` of the probability, then the first whose running sum
+/// reaches `u` times the set's. `shaders/continuation_steps.wgsl` does the same, in the same
+/// order of operations.
+pub fn sample_token(logits: &[f32], allowed: &[bool], s: Sampling, u: f32) -> u32 {
     let t = s.temperature.max(1e-4);
     let mut cands: Vec<(u32, f32)> = logits
         .iter()
@@ -65,7 +66,7 @@ pub fn sample_token(logits: &[f32], allowed: &[bool], s: Sampling, rng: &mut Std
     }
     cands.truncate(cut);
     let mass: f32 = cands.iter().map(|c| c.1).sum();
-    let mut x = rng.random::<f32>() * mass;
+    let mut x = u * mass;
     for c in &cands {
         x -= c.1;
         if x <= 0.0 {
@@ -84,14 +85,12 @@ pub fn log_softmax_values(logits: &[f32]) -> Vec<f32> {
 
 #[cfg(test)]
 mod tests {
-    use rand::SeedableRng;
-
     use super::*;
+    use crate::generate::piano::uniform;
 
     fn draws(logits: &[f32], allowed: &[bool], s: Sampling, n: usize) -> Vec<u32> {
-        let mut rng = StdRng::seed_from_u64(s.seed);
         (0..n)
-            .map(|_| sample_token(logits, allowed, s, &mut rng))
+            .map(|i| sample_token(logits, allowed, s, uniform(s.seed, i, 0, 0)))
             .collect()
     }
 
@@ -106,11 +105,7 @@ mod tests {
         let got = draws(&logits, &allowed, s, 500);
         assert!(got.iter().all(|&t| t == 1 || t == 2), "{got:?}");
         assert!(got.contains(&1) && got.contains(&2));
-        let mut rng = StdRng::seed_from_u64(0);
-        assert_eq!(
-            sample_token(&logits, &[false; 4], s, &mut rng),
-            Token::Eos.id()
-        );
+        assert_eq!(sample_token(&logits, &[false; 4], s, 0.5), Token::Eos.id());
     }
 
     #[test]

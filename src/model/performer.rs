@@ -440,8 +440,10 @@ mod step;
 mod weights;
 mod whole;
 pub use plain::Decoder;
+#[cfg(feature = "gpu")]
 pub(crate) use plain::captured_row;
 pub use state::State;
+#[cfg(feature = "gpu")]
 pub(crate) use state::Sums;
 use state::{Keys, LayerState, append};
 pub use step::{StepInput, Stepping};

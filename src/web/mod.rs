@@ -66,7 +66,7 @@ pub fn example_midi(key: u8, bars: u32) -> Vec<u8> {
 #[cfg(feature = "gpu")]
 #[wasm_bindgen(js_name = setFusedSteps)]
 pub fn set_fused_steps(on: bool) {
-    crate::generate::piano::fused::set_enabled(on);
+    crate::generate::fused::set_enabled(on);
 }
 
 /// What fine-tuning a `task` model (`"accompaniment"` or `"continuation"`) would read of each

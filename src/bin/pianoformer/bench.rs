@@ -13,8 +13,8 @@ use pianoformer::generate::{Sampling, log_softmax_values, sample_token};
 use pianoformer::model::config::{AttentionKind, PerformerConfig};
 use pianoformer::model::performer::{Inputs, Performer, State, StepInput, Stepping};
 use pianoformer::music::tokens::{Grammar, Token};
-use rand::SeedableRng;
 use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
 
 mod accompany;
 mod attention;
@@ -91,7 +91,7 @@ fn decode(
         for t in [Token::Pad, Token::Bos, Token::Eos] {
             allowed[t.id() as usize] = false;
         }
-        id = sample_token(&logp, &allowed, sampling, &mut rng);
+        id = sample_token(&logp, &allowed, sampling, rng.random());
         grammar
             .advance(Token::from_id(id).unwrap_or(Token::Eos))
             .map_err(|e| e.to_string())?;

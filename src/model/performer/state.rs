@@ -101,6 +101,7 @@ impl State {
 }
 
 /// A layer's linear-attention sums as [`State::linear_sums`] finds them.
+#[cfg(feature = "gpu")]
 pub(crate) enum Sums<'a> {
     /// No position yet.
     Empty,
@@ -111,6 +112,7 @@ pub(crate) enum Sums<'a> {
 }
 
 impl State {
+    #[cfg(feature = "gpu")]
     /// Layer `layer`'s linear-attention sums, for a decoder that takes them over (the fused
     /// accompaniment steps on wgpu).
     pub(crate) fn linear_sums(&self, layer: usize) -> Sums<'_> {
@@ -121,6 +123,7 @@ impl State {
         }
     }
 
+    #[cfg(feature = "gpu")]
     /// The feature-mapped keys captured in `layer` so far, [batch, heads, n, m] (`features`
     /// is m), if that layer is captured and has any.
     pub(crate) fn captured_keys(

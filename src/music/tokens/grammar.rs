@@ -140,6 +140,18 @@ impl Grammar {
         }
     }
 
+    /// The grammar as four numbers, as the fused continuation steps hold it on the GPU
+    /// (`shaders/continuation_steps.wgsl`): the state's index, the bar's beats, the position
+    /// and the last pitch (`u32::MAX` for none).
+    pub fn packed(&self) -> [u32; 4] {
+        [
+            self.state as u32,
+            self.bar_beats as u32,
+            self.position.map_or(u32::MAX, u32::from),
+            self.last_pitch.map_or(u32::MAX, u32::from),
+        ]
+    }
+
     /// Takes `token`, or says why it cannot come here (the state is then unchanged).
     pub fn advance(&mut self, token: Token) -> Result<(), &'static str> {
         if let Some(reason) = self.check(token) {

@@ -13,7 +13,7 @@ use std::time::Instant;
 use burn::tensor::Device;
 use pianoformer::data::Example;
 use pianoformer::device::{self, Preference};
-use pianoformer::generate::piano::fused;
+use pianoformer::generate::fused;
 use pianoformer::generate::{PianoSampling, accompaniment_input, accompany_steps, input_example};
 use pianoformer::model::config::Task;
 use pianoformer::model::performer::Performer;
