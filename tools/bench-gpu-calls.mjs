@@ -11,8 +11,11 @@
 // lengths, and the difference of the counts over the difference of the lengths is the cost
 // per step or token (what a generation costs once, whatever its length — the prompt's
 // prefill, the model's upload — falls out).
-// Usage: make wasm && node tools/bench-gpu-calls.mjs [--bars 1,2] [--tokens 16,32] [--tune-steps 2,3]
-//          [--accompaniment-only]
+// The accompaniment and continuation run first on a page opened with `?fused=0` (tensor ops,
+// the code before issue 35's fused steps), then as shipped, and their time per step or token
+// is compared.
+// Usage: make wasm && node tools/bench-gpu-calls.mjs [--bars 1,2] [--tokens 32,96] [--tune-steps 2,3]
+//          [--accompaniment-only | --no-tuning]
 import { readFileSync } from 'node:fs';
 import { startServer } from './serve.mjs';
 import { launch } from '../tests/e2e/browser.mjs';
@@ -24,7 +27,7 @@ const pair = (name, fallback) => {
   return v;
 };
 const bars = pair('--bars', [1, 2]);
-const tokens = pair('--tokens', [16, 32]);
+const tokens = pair('--tokens', [32, 96]);
 const tuneSteps = pair('--tune-steps', [2, 3]);
 const LIMIT = 3_600_000;
 
@@ -115,14 +118,24 @@ async function openPage(query) {
   return { browser, page, label, counts, minus, generate };
 }
 
-// The accompaniment through tensor ops first (`?fused=0`, the code before issue 35's fused
-// steps), on a page of its own.
-const before = await openPage('&fused=0');
-let tensorAcc;
-try {
+const accompanimentOnly = args.includes('--accompaniment-only');
+// Accompaniment: the bundled example of bars[0] and bars[1] bars (16 steps a bar); continuation:
+// tokens[0] and tokens[1] new tokens after the same 2-bar prompt.
+const generations = async (generate) => {
   const acc = [];
-  for (const n of bars) acc.push(await before.generate('accompaniment', { bytes: midiOf(n), name: `acc-${n}` }));
-  tensorAcc = acc;
+  for (const n of bars) acc.push(await generate('accompaniment', { bytes: midiOf(n), name: `acc-${n}` }));
+  const cont = [];
+  if (!accompanimentOnly) {
+    for (const n of tokens) cont.push(await generate('continuation', { bytes: midiOf(2), name: `prompt-${n}` }, n));
+  }
+  return { acc, cont };
+};
+
+// Through tensor ops first (`?fused=0`), on a page of its own.
+const before = await openPage('&fused=0');
+let tensor;
+try {
+  tensor = await generations(before.generate);
 } finally {
   await before.browser.close();
 }
@@ -132,19 +145,17 @@ try {
   const perUnit = (a, b, units) => Object.fromEntries(Object.keys(a.counts).map((k) => [k, (b.counts[k] - a.counts[k]) / units]));
   const rows = [];
 
-  // Accompaniment: the bundled example of bars[0] and bars[1] bars (16 steps a bar).
-  const acc = [];
-  for (const n of bars) acc.push(await generate('accompaniment', { bytes: midiOf(n), name: `acc-${n}` }));
+  const fused = await generations(generate);
   const accSteps = (bars[1] - bars[0]) * 16;
-  rows.push(['accompaniment step, tensor ops (`?fused=0`)', perUnit(tensorAcc[0], tensorAcc[1], accSteps), tensorAcc[1]]);
-  rows.push(['accompaniment step, fused', perUnit(acc[0], acc[1], accSteps), acc[1]]);
+  rows.push(['accompaniment step, tensor ops (`?fused=0`)', perUnit(tensor.acc[0], tensor.acc[1], accSteps), tensor.acc[1]]);
+  rows.push(['accompaniment step, fused', perUnit(fused.acc[0], fused.acc[1], accSteps), fused.acc[1]]);
+  for (const [what, cont] of [['continuation token, tensor ops (`?fused=0`)', tensor.cont], ['continuation token, fused', fused.cont]]) {
+    if (!cont.length) continue;
+    const made = cont.map((c) => c.generation.tokens);
+    rows.push([what, perUnit(cont[0], cont[1], made[1] - made[0]), cont[1]]);
+  }
 
-  if (!args.includes('--accompaniment-only')) {
-  // Continuation: tokens[0] and tokens[1] new tokens after the same 2-bar prompt.
-  const cont = [];
-  for (const n of tokens) cont.push(await generate('continuation', { bytes: midiOf(2), name: `prompt-${n}` }, n));
-  const made = cont.map((c) => c.generation.tokens);
-  rows.push(['continuation token', perUnit(cont[0], cont[1], made[1] - made[0]), cont[1]]);
+  if (!accompanimentOnly && !args.includes('--no-tuning')) {
 
   // Fine-tuning: tuneSteps[0] and tuneSteps[1] steps on two 8-bar songs.
   const files = [0, 7].map((key, k) => ({ name: `song${k}.mid`, mimeType: 'audio/midi', buffer: midiOf(8, key) }));
@@ -179,12 +190,16 @@ try {
   console.log(`| per | ${keys.join(' | ')} |`);
   console.log(`|---|${keys.map(() => '---').join('|')}|`);
   for (const [what, per] of rows) console.log(`| ${what} | ${keys.map((k) => (per[k] === undefined || Number.isNaN(per[k]) ? '—' : per[k].toFixed(Math.abs(per[k]) < 1 ? 3 : 1))).join(' | ')} |`);
-  const [tensor, fused] = rows.slice(0, 2).map(([, per]) => per);
   console.log('');
-  console.log(
-    `fused accompaniment: ${(tensor.dispatches / fused.dispatches).toFixed(0)}x fewer dispatches, ` +
-      `${(tensor.ms / fused.ms).toFixed(1)}x faster a step (${tensor.ms.toFixed(1)} -> ${fused.ms.toFixed(2)} ms)`,
-  );
+  for (const [what, unit, at] of [['accompaniment', 'step', 0], ['continuation', 'token', 2]]) {
+    if (rows.length < at + 2 || !rows[at + 1][0].startsWith(what)) continue;
+    const [a, b] = [rows[at][1], rows[at + 1][1]];
+    console.log(
+      `fused ${what}: ${(a.dispatches / b.dispatches).toFixed(0)}x fewer dispatches, ` +
+        `${(a.readBacks / b.readBacks).toFixed(0)}x fewer read-backs, ` +
+        `${(a.ms / b.ms).toFixed(1)}x faster a ${unit} (${a.ms.toFixed(1)} -> ${b.ms.toFixed(2)} ms)`,
+    );
+  }
   console.log('');
   console.log('whole runs (the longer of each pair), for reference:');
   for (const [what, , run] of rows) console.log(`  ${what}: ${all.map((k) => `${k} ${run.counts[k] ?? 0}`).join(', ')}`);

@@ -18,6 +18,7 @@ use rand::{RngExt, SeedableRng};
 
 mod accompany;
 mod attention;
+mod continuation;
 mod harmonize;
 use attention::attention;
 
@@ -292,6 +293,7 @@ pub fn run(what: &str, mut options: Options) -> Result<(), String> {
         options.positions = match what {
             "harmonize" => vec![25, 100, 400],
             "accompany" => vec![1, 4],
+            "continue" => vec![32, 96],
             _ => vec![512, 2048, 8192],
         };
     }
@@ -310,9 +312,12 @@ pub fn run(what: &str, mut options: Options) -> Result<(), String> {
     if what == "accompany" {
         return accompany::accompany(&options);
     }
+    if what == "continue" {
+        return continuation::continuation(&options);
+    }
     if what != "decode" {
         return Err(format!(
-            "unknown benchmark '{what}' (there are: decode, train, tune, attention, harmonize, accompany)"
+            "unknown benchmark '{what}' (there are: decode, train, tune, attention, harmonize, accompany, continue)"
         ));
     }
     decode_bench(&options)

@@ -97,13 +97,15 @@ mod cli {
         /// causal linear attention alone, the fused WGSL kernel against the generic ops (GPU).
         /// `harmonize`: the shipped harmonizer on a melody, stage by stage (as "Suggest chords").
         /// `accompany`: ms per step of the step-by-step accompaniment, on wgpu through tensor
-        /// ops and fused (one dispatch and one read-back per 16 steps).
+        /// ops and fused (one dispatch and one read-back per 16 steps). `continue`: ms per
+        /// continuation token, on wgpu through tensor ops and fused (a dispatch a token, the
+        /// next drawn on the GPU, up to 16 a read-back).
         Bench {
-            /// What to measure: decode, train, tune, attention, harmonize or accompany.
+            /// What to measure: decode, train, tune, attention, harmonize, accompany or continue.
             what: String,
             /// Positions at which to time decoding (default 512,2048,8192), sequence lengths for
             /// `attention` (the same), or lengths in bars for `harmonize` (25,100,400) and
-            /// `accompany` (1,4).
+            /// `accompany` (1,4), or new tokens for `continue` (32,96).
             #[arg(long, value_delimiter = ',')]
             positions: Vec<usize>,
             /// Tokens timed at each position (the median is reported).
