@@ -18,6 +18,7 @@ use pianoformer::generate::fused;
 use pianoformer::generate::{Length, Sampling, continue_tokens, prompt_tokens};
 use pianoformer::model::config::Task;
 use pianoformer::model::performer::Performer;
+use pianoformer::music::chords::Chord;
 use pianoformer::music::fixtures;
 
 use super::Options;
@@ -35,10 +36,16 @@ pub fn continuation(options: &Options) -> Result<(), String> {
         return Err("give two or more token counts, e.g. --positions 32,96".into());
     }
     let gpu = backend.info.kind == device::BackendKind::Gpu;
-    let ways: &[(&str, bool)] = if gpu {
-        &[("tensor ops", false), ("fused", true)]
+    // (name, fused, planned): a planned continuation has every new bar's chord set (C Am F G7
+    // in turn), which the host forces and the GPU does not know.
+    let ways: &[(&str, bool, bool)] = if gpu {
+        &[
+            ("tensor ops", false, false),
+            ("fused", true, false),
+            ("fused, planned", true, true),
+        ]
     } else {
-        &[("plain-slice", true)]
+        &[("plain-slice", true, false)]
     };
     println!(
         "continuation {} ({} parameters) on {}; ms per token from {:?} new tokens",
@@ -55,17 +62,24 @@ pub fn continuation(options: &Options) -> Result<(), String> {
     };
     // Read at most the window the model was trained on, as the page and `generate` do.
     let context = loaded.trained_window;
-    let run = |n: usize, on: bool| generate(model, &prompt, n, sampling, context, on, &device);
+    let chord = |s: &str| Chord::parse_any(s).ok().flatten();
+    let plan: Vec<Vec<Option<Chord>>> = (0..64)
+        .map(|bar| vec![chord(["C", "Am", "F", "G7"][bar % 4])])
+        .collect();
+    let run = |n: usize, (on, planned): (bool, bool)| {
+        let plan = if planned { &plan[..] } else { &[] };
+        generate(model, &prompt, n, sampling, context, plan, on, &device)
+    };
     let mut per_way = Vec::new();
     let mut outputs = Vec::new();
-    for &(name, on) in ways {
+    for &(name, on, planned) in ways {
         let mut times = Vec::new();
         let mut stats = AheadStats::default();
         for &n in &lengths {
-            run(n, on)?;
+            run(n, (on, planned))?;
             take_stats();
             let start = Instant::now();
-            let tokens = run(n, on)?;
+            let tokens = run(n, (on, planned))?;
             times.push((n, start.elapsed().as_secs_f64() * 1e3));
             stats = take_stats();
             outputs.push(tokens);
@@ -84,7 +98,7 @@ pub fn continuation(options: &Options) -> Result<(), String> {
             String::new()
         };
         println!(
-            "{name:>12}: {per_token:8.3} ms/token ({} tokens {:.1} ms, {} tokens {:.1} ms){ahead}",
+            "{name:>14}: {per_token:8.3} ms/token ({} tokens {:.1} ms, {} tokens {:.1} ms){ahead}",
             first.0, first.1, last.0, last.1
         );
         per_way.push(per_token);
@@ -92,7 +106,7 @@ pub fn continuation(options: &Options) -> Result<(), String> {
     if per_way.len() > 1 {
         let k = lengths.len();
         println!(
-            "{:>12}: {:.1}x faster a token than tensor ops; {}",
+            "{:>14}: {:.1}x faster a token than tensor ops; {}",
             ways[1].0,
             per_way[0] / per_way[1],
             agreement(&outputs[k - 1], &outputs[2 * k - 1])
@@ -111,13 +125,16 @@ fn agreement(a: &[u32], b: &[u32]) -> String {
     }
 }
 
-/// `n` new tokens after `prompt`, fused or not.
+/// `n` new tokens after `prompt` with its new bars' chords planned by `plan` (none: the
+/// model's), fused or not.
+#[allow(clippy::too_many_arguments)]
 fn generate(
     model: &Performer,
     prompt: &[u32],
     n: usize,
     sampling: Sampling,
     context: Option<usize>,
+    plan: &[Vec<Option<Chord>>],
     fused_on: bool,
     device: &Device,
 ) -> Result<Vec<u32>, String> {
@@ -130,7 +147,7 @@ fn generate(
             ..Length::tokens(n)
         },
         sampling,
-        &[],
+        plan,
         &[],
         None,
         device,
