@@ -86,17 +86,7 @@ pub fn continuation(options: &Options) -> Result<(), String> {
         }
         let (first, last) = (times[0], times[times.len() - 1]);
         let per_token = (last.1 - first.1) / (last.0 - first.0) as f64;
-        let ahead = if stats.chunks > 0 {
-            format!(
-                "; {:.3} read-backs a token ({} chunks for {} tokens, {} misses)",
-                stats.chunks as f64 / stats.fed as f64,
-                stats.chunks,
-                stats.fed,
-                stats.misses
-            )
-        } else {
-            String::new()
-        };
+        let ahead = read_backs(&stats);
         println!(
             "{name:>14}: {per_token:8.3} ms/token ({} tokens {:.1} ms, {} tokens {:.1} ms){ahead}",
             first.0, first.1, last.0, last.1
@@ -114,6 +104,20 @@ pub fn continuation(options: &Options) -> Result<(), String> {
     }
     fused::set_enabled(true);
     Ok(())
+}
+
+/// The read-backs a token of a fused run (nothing for a run that did not go ahead).
+fn read_backs(stats: &AheadStats) -> String {
+    if stats.chunks == 0 {
+        return String::new();
+    }
+    format!(
+        "; {:.3} read-backs a token ({} chunks for {} tokens, {} misses)",
+        stats.chunks as f64 / stats.fed as f64,
+        stats.chunks,
+        stats.fed,
+        stats.misses
+    )
 }
 
 /// Whether two runs wrote the same tokens, or where they part.
