@@ -25,9 +25,11 @@ export function showBackend(backend, ms) {
 /** Shows the self-check; false (and the page stopped with an error) when it failed. */
 export function showCheck(report, ms) {
   status.check = report;
-  const { ops, fit, losses, ok } = checkSummary(report, ms);
+  const { ops, fit, fused, losses, ok } = checkSummary(report, ms);
   $('check-ops').textContent = ops;
   $('check-fit').textContent = fit;
+  $('check-fused').hidden = $('check-fused-text').hidden = !fused;
+  $('check-fused-text').textContent = fused ?? '';
   drawLossCurve($('loss-curve'), losses);
   if (!ok) {
     showError('The compute backend failed its self-check; results on it would not be trustworthy.', {

@@ -23,8 +23,10 @@ export function readyText(readyMs, workerMs) {
 }
 
 /**
- * The self-check `report` ({ops: {matmul, cumsum, softmax}, fit: {losses}}) in words, and
- * whether it passed: every op within 1e-4 of the CPU and a training loss that went down.
+ * The self-check `report` ({ops: {matmul, cumsum, softmax}, fit: {losses}}, and on WebGPU
+ * `fused`: {tokens, tokens_agree, steps, steps_agree, on}) in words, and whether it passed:
+ * every op within 1e-4 of the CPU and a training loss that went down. Fused steps that
+ * disagree with tensor ops do not fail it: they are turned off, and `fused` says so.
  */
 export function checkSummary(report, ms) {
   const { matmul, cumsum, softmax } = report.ops;
@@ -37,7 +39,14 @@ export function checkSummary(report, ms) {
   const fit =
     `${losses.length - 1} Adam steps, loss ${losses[0].toFixed(4)} → ${losses.at(-1).toFixed(4)} ` +
     `in ${ms.toFixed(0)} ms`;
-  return { ops, fit, losses, ok: !(worst > 1e-4 || !(losses.at(-1) < losses[0])) };
+  const f = report.fused;
+  const fused = f
+    ? f.on
+      ? `${f.tokens} continuation tokens and ${f.steps} accompaniment steps as tensor ops write them ✓`
+      : `✗ ${[!f.tokens_agree && 'continuation tokens', !f.steps_agree && 'accompaniment steps'].filter(Boolean).join(' and ')} ` +
+        'differ from tensor ops: the fused steps are off, generation goes through tensor ops'
+    : null;
+  return { ops, fit, fused, losses, ok: !(worst > 1e-4 || !(losses.at(-1) < losses[0])) };
 }
 
 /** The title bar's "name · 16 bars · 120 notes" ('' without a piece). */

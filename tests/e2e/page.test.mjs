@@ -54,6 +54,9 @@ test('page starts on WebGPU when asked, reports the adapter and passes its backe
     assert.ok(check.ops.matmul <= 1e-4, JSON.stringify(check.ops));
     const losses = check.fit.losses;
     assert.ok(losses.at(-1) < 0.5 * losses[0], `loss ${losses[0]} -> ${losses.at(-1)}`);
+    // The fused steps agree with tensor ops here, so they stay on, and the card says so.
+    assert.ok(check.fused?.on && check.fused.tokens_agree && check.fused.steps_agree, JSON.stringify(check.fused));
+    assert.match(await page.textContent('#check-fused-text'), /as tensor ops write them ✓/);
     console.log(`WebGPU: backend ready ${status.readyMs.toFixed(0)} ms after load`);
     assert.deepEqual(await cspViolations(page, log), [], 'nothing was blocked by the CSP');
   } finally {

@@ -39,6 +39,17 @@ pub fn run(backend: &str, json: bool) -> Result<(), String> {
             report.fit.first(),
             report.fit.last()
         );
+        if let Some(f) = &report.fused {
+            let verdict = |agree: bool| if agree { "the same" } else { "OTHER" };
+            println!(
+                "fused     {} continuation tokens {}, {} accompaniment steps {} as tensor ops{}",
+                f.tokens,
+                verdict(f.tokens_agree),
+                f.steps,
+                verdict(f.steps_agree),
+                if f.on { "" } else { ": turned off" }
+            );
+        }
         println!(
             "time      ready {:.0} ms, check {:.0} ms",
             ready.as_secs_f64() * 1e3,

@@ -476,3 +476,23 @@ fn the_template_is_valid_wgsl() {
         assert!(s.workgroup_floats() * 4 <= WORKGROUP_BYTES, "{s:?}");
     }
 }
+
+/// The backend self-check's comparison: on a native GPU (lavapipe in `make test`) the fused
+/// steps write what tensor ops write and stay on; on the CPU there is nothing to check.
+#[test]
+fn the_self_check_finds_the_fused_steps_agree_with_tensor_ops() {
+    assert_eq!(block_on(check(&Device::flex())).unwrap(), None);
+    let Ok(gpu) = block_on(device::init(Preference::Gpu)) else {
+        crate::note_skipped_test("no native GPU adapter");
+        return;
+    };
+    let report = block_on(check(&gpu.device))
+        .unwrap()
+        .expect("checked on wgpu");
+    assert!(
+        report.tokens_agree && report.steps_agree && report.on,
+        "{report:?}"
+    );
+    assert!(report.tokens > 0 && report.steps > 0);
+    assert!(enabled());
+}
