@@ -14,10 +14,18 @@ export const WARM_FLOOR_MS = 3000;
 export const WARM_FACTOR = 50;
 export const TIMED_FACTOR = 4;
 /**
- * Fine-tuning is raced only when WebGPU was at most this many times slower at generation: a
- * software adapter that lost generation by far would take minutes a fine-tuning step.
+ * Fine-tuning is raced only on a hardware adapter that was at most this many times slower at
+ * generation: one that lost generation by far would take minutes a fine-tuning step.
  */
 export const TUNING_RACE_WITHIN = 10;
+/**
+ * A fine-tuning step on SwiftShader took this many times the CPU backend's in the page
+ * (reports/speed.md, "Fine-tuning in the page": 44.5 s against 0.32 s). Generation no longer
+ * says so: its steps are fused into one dispatch each on WebGPU (issue 35), which brought a
+ * software adapter within 10× of the CPU there, while fine-tuning still costs thousands of
+ * dispatches a step. So a software adapter (WebGPU emulated on this very CPU) is not raced.
+ */
+export const SOFTWARE_TUNING_SLOWER = 140;
 
 /** WebGPU's time limits (ms) once the CPU ran the work in `cpuWarmMs` then `cpuMs`. */
 export function gpuLimits(cpuWarmMs, cpuMs) {
@@ -58,9 +66,12 @@ export function verdict(kind, { cpuMs, gpuMs, gpuWarmMs = null, stoppedMs = null
   };
 }
 
-/** Whether fine-tuning is worth racing after generation's race `generation` (a verdict). */
-export function raceTuningAfter(generation) {
-  return !generation || generation.ratio <= TUNING_RACE_WITHIN;
+/**
+ * Whether fine-tuning is worth racing after generation's race `generation` (a verdict), on an
+ * adapter that is `software` or not.
+ */
+export function raceTuningAfter(generation, software = false) {
+  return !software && (!generation || generation.ratio <= TUNING_RACE_WITHIN);
 }
 
 const ms = (x) => (x >= 1000 ? `${(x / 1000).toFixed(1)} s` : `${x.toFixed(x < 10 ? 1 : 0)} ms`);
@@ -80,6 +91,9 @@ export function raceText(v, work, gpuLabel) {
 }
 
 /** Why fine-tuning was not raced, in words. */
-export function tuningSkippedText(generation, gpuLabel) {
+export function tuningSkippedText(generation, gpuLabel, software = false) {
+  if (software) {
+    return `fine-tuning on the CPU: WebGPU (${gpuLabel}) is a software adapter running on this CPU, where a fine-tuning step takes about ${SOFTWARE_TUNING_SLOWER}× the CPU backend's, so it is not raced`;
+  }
   return `fine-tuning on the CPU: WebGPU (${gpuLabel}) was at least ${generation.ratio.toFixed(0)}× slower at generation, so a race of fine-tuning steps would cost minutes`;
 }

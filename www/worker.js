@@ -18,13 +18,14 @@
 // CPU; on "auto" with a WebGPU adapter, pkg/ (with WebGPU) is fetched afterwards and each kind
 // of work is raced on both (race.js): generation as soon as a generation model is loaded (one
 // bar of accompaniment, or 16 tokens of continuation, with that model), fine-tuning at the
-// first run's start (two steps of it; not on an adapter that lost generation by far). The work
-// goes where its race was won; WebGPU passes its self-check first. "WebGPU only" loads pkg/
-// alone and is ready once WebGPU is up; its self-check follows, in the background.
+// first run's start (two steps of it; not on a software adapter, nor on one that lost
+// generation by far). The work goes where its race was won; WebGPU passes its self-check
+// first. "WebGPU only" loads pkg/ alone and is ready once WebGPU is up; its self-check
+// follows, in the background.
 //      {type: 'reply', id, ok, value | message} · {type: 'progress', id, done, total, notes?,
 //      attention?}
 
-import { gpuLimits, raceText, raceTuningAfter, tuningSkippedText, verdict } from './race.js';
+import { SOFTWARE_TUNING_SLOWER, gpuLimits, raceText, raceTuningAfter, tuningSkippedText, verdict } from './race.js';
 
 let wasm = null;
 let session = null; // the session the page starts on (on auto: the CPU's)
@@ -184,7 +185,7 @@ async function prepareGpu(adapter) {
   try {
     const bundle = await loadWasm('gpu');
     const candidate = await bundle.module.Session.create('gpu');
-    gpu = { session: candidate, backend: labelled(candidate.backend(), adapter), checked: false };
+    gpu = { session: candidate, backend: labelled(candidate.backend(), adapter), checked: false, software: adapter.software };
   } catch (e) {
     const stay = session.backend();
     stay.fallback_reason = `WebGPU could not start (${e instanceof Error ? e.message : e})`;
@@ -292,13 +293,14 @@ async function settle(kind, result, work) {
 }
 
 // The session fine-tuning runs in: on auto, the first run's start races two steps of it on
-// both backends (unless WebGPU lost generation by far, or is not up yet).
+// both backends (unless WebGPU is a software adapter, lost generation by far, or is not up yet).
 async function tuningSession(base, pieces, options) {
   if (!gpu || races.tuning || drillMode === 'move') return routes.tuning ?? (drillMode === 'move' ? routes.generation : null) ?? session;
-  const generation = races.generation;
-  if (generation && generation !== 'running' && !raceTuningAfter(generation)) {
-    const result = verdict('fine-tuning', { cpuMs: 1, gpuMs: null, stoppedMs: generation.ratio });
-    result.text = tuningSkippedText(generation, gpu.backend.adapter ?? gpu.backend.label);
+  const generation = races.generation === 'running' ? null : races.generation;
+  if (!raceTuningAfter(generation, gpu.software)) {
+    const slower = gpu.software ? SOFTWARE_TUNING_SLOWER : generation.ratio;
+    const result = verdict('fine-tuning', { cpuMs: 1, gpuMs: null, stoppedMs: slower });
+    result.text = tuningSkippedText(generation, gpu.backend.adapter ?? gpu.backend.label, gpu.software);
     result.skipped = true;
     races.tuning = result;
     postMessage({ type: 'raced', race: result, backend: null });

@@ -5,7 +5,6 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { OUT, cspViolations, launch, serveApp } from './browser.mjs';
-import { TUNING_RACE_WITHIN as TUNING_FAR } from '../../www/race.js';
 
 // The backend check runs 30 Adam steps; on SwiftShader WebGPU that takes a while.
 const READY_TIMEOUT = 240_000;
@@ -64,7 +63,7 @@ test('page starts on WebGPU when asked, reports the adapter and passes its backe
   }
 });
 
-test('on auto, the backends race each kind of work: SwiftShader loses generation to the CPU, and fine-tuning is not raced', { timeout: 600_000 }, async () => {
+test('on auto, the backends race each kind of work: SwiftShader loses generation to the CPU, and fine-tuning is not raced on it', { timeout: 600_000 }, async () => {
   const { browser, page, log } = await openPage({ webgpu: true, query: '?backend=auto' });
   try {
     const status = await waitSettled(page, log);
@@ -86,7 +85,8 @@ test('on auto, the backends race each kind of work: SwiftShader loses generation
       return;
     }
     assert.equal(race.winner, 'cpu', race.text);
-    assert.ok(race.ratio > TUNING_FAR, `SwiftShader should be far slower: ${race.text}`);
+    // Fused, generation is within reach of the CPU on SwiftShader (about 8x); fine-tuning is not.
+    assert.ok(race.ratio > 1, `SwiftShader should be slower: ${race.text}`);
     const after = await page.evaluate(() => window.pianoformer.backend);
     assert.equal(after.kind, 'cpu');
     assert.match(after.fallback_reason, /^generation on the CPU: (one bar of accompaniment|16 tokens of continuation) took the CPU [\d.]+ m?s, WebGPU \(.*\) /);
@@ -94,8 +94,8 @@ test('on auto, the backends race each kind of work: SwiftShader loses generation
     assert.match(await page.textContent('#check-race-text'), /generation on the CPU/);
     assert.equal(await page.getAttribute('#check-race-text', 'hidden'), null, 'the card shows the race');
 
-    // Fine-tuning's turn: a run of one step on the example starts on the CPU, not raced on an
-    // adapter that lost generation by far.
+    // Fine-tuning's turn: a run of one step on the example starts on the CPU, not raced on a
+    // software adapter.
     await page.click('#example');
     await page.waitForFunction(() => window.pianoformer.piece !== null, null, { timeout: 60_000 });
     await page.click('#tune-add-current');
@@ -108,7 +108,7 @@ test('on auto, the backends race each kind of work: SwiftShader loses generation
     assert.ok(tuning, JSON.stringify(races));
     assert.equal(tuning.winner, 'cpu');
     assert.ok(tuning.skipped);
-    assert.match(tuning.text, /fine-tuning on the CPU: WebGPU .* slower at generation/);
+    assert.match(tuning.text, /fine-tuning on the CPU: WebGPU .* is a software adapter running on this CPU/);
     assert.match(await page.textContent('#check-race-text'), /fine-tuning on the CPU/);
     assert.deepEqual(log.filter((l) => l.startsWith('[pageerror]')), []);
   } finally {

@@ -55,3 +55,14 @@ test('fine-tuning is raced unless WebGPU lost generation by far', () => {
   assert.equal(raceTuningAfter(far), false);
   assert.match(tuningSkippedText(far, 'SwiftShader'), /fine-tuning on the CPU: WebGPU \(SwiftShader\) was at least 11× slower at generation/);
 });
+
+test('fine-tuning is not raced on a software adapter, however generation went', () => {
+  const close = verdict('generation', { cpuMs: 10, gpuMs: 80 });
+  assert.ok(raceTuningAfter(close, false), 'hardware, 8x at generation: race');
+  assert.equal(raceTuningAfter(close, true), false, 'software: no race');
+  assert.equal(raceTuningAfter(null, true), false, 'software, before generation raced: no race');
+  assert.match(
+    tuningSkippedText(close, 'google swiftshader', true),
+    /^fine-tuning on the CPU: WebGPU \(google swiftshader\) is a software adapter running on this CPU, where a fine-tuning step takes about 140× the CPU backend's/,
+  );
+});
