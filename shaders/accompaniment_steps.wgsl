@@ -3,7 +3,7 @@
 // a bar of accompaniment costs one read-back instead of hundreds of dispatches and two
 // read-backs a step. Launched by src/generate/fused.rs (`FusedSteps::run`); the reference it
 // must match is the plain-slice decoder (`Performer::step` on the CPU) followed by `draw_step`
-// with the same counter-based uniforms (`piano::uniform`), which the tests compare it with.
+// with the same counter-based uniforms (`sample::uniform`), which the tests compare it with.
 //
 // Its placeholder: piano (where the previous piano step sits in an input row).
 //   steps  per step: the input row [in_rows] (its piano planes are ignored: the kernel writes

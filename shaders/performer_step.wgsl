@@ -126,7 +126,7 @@ const I_BASE_SLOT: u32 = 10u;   // the slot the chunk's first step reads
 const I_SLOTS: u32 = 11u;       // slots in the ring (1: in place)
 
 // The counter-based uniform in [0, 1) of (seed, step, lane, kind): PCG hashes (Jarzynski &
-// Olano, "Hash functions for GPU rendering", 2020), 24 bits. `piano::uniform` is the same.
+// Olano, "Hash functions for GPU rendering", 2020), 24 bits. `sample::uniform` is the same.
 fn pcg(v: u32) -> u32 {
     let s = v * 747796405u + 2891336453u;
     let w = ((s >> ((s >> 28u) + 4u)) ^ s) * 277803737u;

@@ -3,7 +3,7 @@
 //! tokens reads at most N: past that it starts again from the music's first bars and its last
 //! ones (`View`), reusing the state after the first bars.
 
-use super::piano::uniform;
+use super::sample::uniform;
 use super::sample::{Sampling, log_softmax_values, sample_token};
 use super::{AttentionRows, GenerateError, Watch, read_f32, spread, watched_rows};
 use crate::data::features::token_coordinates;
@@ -631,5 +631,7 @@ mod ahead {
 #[cfg(not(feature = "gpu"))]
 use ahead::Ahead;
 
+#[cfg(all(test, feature = "gpu", not(target_arch = "wasm32")))]
+mod fused_tests;
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;

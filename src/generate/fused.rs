@@ -34,8 +34,7 @@ use burn::cubecl::server::{KernelArguments, MetadataBindingInfo};
 use burn::cubecl::{CubeCount, CubeDim};
 use burn::tensor::{DType, Device, Shape, Tensor, TensorData};
 
-use super::Sampling;
-use super::piano::{PianoProgress, PianoSampling};
+use super::sample::{PianoSampling, Sampling};
 use crate::generate::GenerateError;
 use crate::model::config::AttentionKind;
 use crate::model::features::FeatureKind;
@@ -76,11 +75,13 @@ pub fn enabled() -> bool {
 }
 
 thread_local! {
-    /// This thread's own setting while [`check`] compares both ways (others keep theirs).
+    /// This thread's own setting while the self-check compares both ways (others keep theirs).
     static FORCED: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
 }
 
-fn force(on: Option<bool>) {
+/// Sets this thread's own setting (`None`: the global one again), for the self-check's
+/// comparisons.
+pub(super) fn force(on: Option<bool>) {
     FORCED.with(|f| f.set(on));
 }
 
@@ -837,103 +838,3 @@ impl Drawn {
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;
-
-/// What the backend's self-check found of the fused steps ([`check`]).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct FusedCheck {
-    /// Continuation tokens compared, and whether the fused steps wrote the same ones.
-    pub tokens: usize,
-    pub tokens_agree: bool,
-    /// Accompaniment steps compared (thresholded), and whether they drew the same notes.
-    pub steps: usize,
-    pub steps_agree: bool,
-    /// Whether the fused steps are on after the check: a browser whose WebGPU computes them
-    /// otherwise than its tensor ops (a mis-compiled kernel, a driver's bug) gets tensor ops.
-    pub on: bool,
-}
-
-/// The fused steps against tensor ops on `device` (the backend's self-check): small random
-/// models of both tasks write a continuation and an accompaniment both ways, with the same
-/// seed; where they differ the fused steps are turned off ([`set_enabled`]). `None` where they
-/// do not run (not wgpu, or turned off already).
-pub async fn check(device: &Device) -> Result<Option<FusedCheck>, GenerateError> {
-    use crate::generate::{
-        Length, accompaniment_input, accompany_steps, continue_tokens, input_example, prompt_tokens,
-    };
-    use crate::model::config::{Conditioning, PerformerConfig, Task};
-    use crate::model::pe::PeConfig;
-    use crate::music::fixtures;
-
-    if !enabled() || wgpu_primitive(&Tensor::<1>::zeros([1], device)).is_none() {
-        return Ok(None);
-    }
-    let pe = PeConfig::new(PeKind::SineSpe).with_gate(true);
-    let config = PerformerConfig::tiny(Task::Continuation, VOCAB_SIZE, pe.clone());
-    let model = Performer::new(&config, 5, device)?;
-    let prompt = prompt_tokens(&fixtures::song(0, 2))?;
-    let sampling = Sampling {
-        seed: 11,
-        ..Sampling::default()
-    };
-    // A chunk of each: a bar of accompaniment, 16 tokens (each drawn on the GPU from the last).
-    let tokens = CHUNK;
-    let mut written = Vec::new();
-    for on in [false, true] {
-        force(Some(on));
-        let out = continue_tokens(
-            &model,
-            &prompt,
-            Length::tokens(tokens),
-            sampling,
-            &[],
-            &[],
-            None,
-            device,
-            |_| async { true },
-        )
-        .await;
-        force(None);
-        written.push(out?);
-    }
-    let config = PerformerConfig::tiny(Task::Accompaniment, 0, pe)
-        .with_inputs(Some(Conditioning::AUTOREGRESSIVE));
-    let model = Performer::new(&config, 5, device)?;
-    let input = accompaniment_input(&fixtures::song(2, 2), None, None)?;
-    let e = input_example(&model, &input);
-    let sampling = PianoSampling {
-        threshold: Some(0.3),
-        ..PianoSampling::default()
-    };
-    let mut rolls = Vec::new();
-    for on in [false, true] {
-        force(Some(on));
-        let quiet = |_: PianoProgress<'_>| async { true };
-        let roll = accompany_steps(
-            &model,
-            &e,
-            None,
-            e.len.saturating_sub(CHUNK)..e.len,
-            sampling,
-            CHUNK,
-            None,
-            device,
-            quiet,
-        )
-        .await;
-        force(None);
-        rolls.push(roll?);
-    }
-    let tokens_agree = written[0] == written[1];
-    let steps_agree = rolls[0] == rolls[1];
-    let on = tokens_agree && steps_agree;
-    if !on {
-        set_enabled(false);
-    }
-    Ok(Some(FusedCheck {
-        tokens,
-        tokens_agree,
-        steps: CHUNK.min(e.len),
-        steps_agree,
-        on,
-    }))
-}

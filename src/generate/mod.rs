@@ -16,6 +16,8 @@ use crate::model::performer::{ModelError, Performer, State};
 
 pub mod accompany;
 pub mod binarize;
+#[cfg(feature = "gpu")]
+pub mod check;
 pub mod continuation;
 #[cfg(feature = "gpu")]
 pub mod fused;

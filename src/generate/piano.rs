@@ -13,10 +13,10 @@ use std::ops::Range;
 
 use burn::tensor::activation::sigmoid;
 use burn::tensor::{Device, Tensor, TensorData};
-use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "gpu")]
 use super::fused;
+pub use super::sample::{PianoSampling, uniform};
 use super::{AttentionRows, GenerateError, Watch, read_f32, watched_rows};
 use crate::data::Example;
 use crate::data::features::LABEL_FEATURES;
@@ -25,68 +25,6 @@ use crate::model::config::{ACCOMPANIMENT_INPUTS, Task};
 use crate::model::performer::captured_row;
 use crate::model::performer::{Inputs, Performer, StepInput};
 use crate::music::roll::{PITCHES, PianoRoll};
-
-/// How the piano's next step is drawn from the model's probabilities.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PianoSampling {
-    /// Divides the logits: below 1 plays the likeliest notes more surely, above 1 more freely.
-    pub temperature: f32,
-    /// Instead of drawing: a note starts where its onset probability is above this, and is
-    /// held while its hold probability is above one half (the same every time).
-    pub threshold: Option<f32>,
-    /// Where notes are drawn, the temperature of the hold draws alone, on top of
-    /// `temperature`: below 1 a note goes on more surely while the model thinks it more likely
-    /// held than not, and ends more surely otherwise (towards 0, held exactly while its hold
-    /// probability is above one half). Drawing a hold every sixteenth at 1 ends long notes
-    /// early: a note held with probability 0.9 a step ends within 3 steps one time in four.
-    #[serde(default = "one")]
-    pub hold_temperature: f32,
-    pub seed: u64,
-}
-
-fn one() -> f32 {
-    1.0
-}
-
-impl Default for PianoSampling {
-    fn default() -> Self {
-        Self {
-            temperature: 1.0,
-            threshold: None,
-            hold_temperature: 1.0,
-            seed: 0,
-        }
-    }
-}
-
-impl PianoSampling {
-    /// How a model plays unless told otherwise: the temperatures chosen for it on validation
-    /// data (1 where none was chosen).
-    pub fn of_model(temperature: Option<f32>, hold_temperature: Option<f32>) -> Self {
-        Self {
-            temperature: temperature.unwrap_or(1.0),
-            hold_temperature: hold_temperature.unwrap_or(1.0),
-            ..Self::default()
-        }
-    }
-
-    /// Checks the settings, in words.
-    pub fn check(&self) -> Result<(), GenerateError> {
-        let given = [
-            ("pianoTemperature", Some(self.temperature)),
-            ("threshold", self.threshold),
-            ("holdTemperature", Some(self.hold_temperature)),
-        ];
-        for (key, value) in given {
-            if let Some(v) = value {
-                super::limits::limit(key)
-                    .check(f64::from(v))
-                    .map_err(GenerateError::Read)?;
-            }
-        }
-        Ok(())
-    }
-}
 
 fn sigmoid_t(logit: f32, temperature: f32) -> f32 {
     1.0 / (1.0 + (-logit / temperature).exp())
@@ -99,24 +37,6 @@ fn sharpen(p: f32, t: f32) -> f32 {
     }
     let (a, b) = (p.powf(1.0 / t), (1.0 - p).powf(1.0 / t));
     if a + b > 0.0 { a / (a + b) } else { 0.5 }
-}
-
-/// The uniform number in [0, 1) that draw `kind` (0: the onset, 1: the hold) of `pitch` at step
-/// `step` takes under `seed`: PCG hashes of the four (Jarzynski & Olano, "Hash functions for GPU
-/// rendering", 2020), 24 bits. A counter, not a stream: the fused WebGPU steps
-/// (`shaders/accompaniment_steps.wgsl`, the same function) and the CPU draw the same numbers,
-/// so a seed gives the same piece on either backend, and a draw does not depend on how many
-/// came before it.
-pub fn uniform(seed: u64, step: usize, pitch: usize, kind: u32) -> f32 {
-    fn pcg(v: u32) -> u32 {
-        let s = v.wrapping_mul(747_796_405).wrapping_add(2_891_336_453);
-        let w = ((s >> ((s >> 28) + 4)) ^ s).wrapping_mul(277_803_737);
-        (w >> 22) ^ w
-    }
-    let a = pcg(seed as u32 ^ pcg((seed >> 32) as u32));
-    let b = pcg(a ^ step as u32);
-    let c = pcg(b ^ (pitch as u32 * 2 + kind));
-    (c >> 8) as f32 * (1.0 / 16_777_216.0)
 }
 
 /// Step `step` of `roll` drawn from its onset and sustain logits (128 each), given which
@@ -468,5 +388,7 @@ pub async fn teacher_forced_probs(
     read_f32(sigmoid(logits)).await
 }
 
+#[cfg(all(test, feature = "gpu", not(target_arch = "wasm32")))]
+mod fused_tests;
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;

@@ -173,14 +173,31 @@ impl Session {
         })
     }
 
-    /// Runs the backend self-check (ops against the CPU reference, a few Adam steps) and returns
-    /// `{ops: {matmul, cumsum, softmax}, fit: {losses}}`.
+    /// Runs the backend self-check (ops against the CPU reference, a few Adam steps; on WebGPU
+    /// the fused steps against tensor ops, turned off where they differ) and returns
+    /// `{ops: {matmul, cumsum, softmax}, fit: {losses}, fused?: {tokens, tokens_agree, steps,
+    /// steps_agree, on}}`.
     #[wasm_bindgen(js_name = selfCheck)]
     pub async fn self_check(&self) -> Result<JsValue, JsError> {
-        let report = device::check::self_check(&self.backend.device)
+        #[derive(Serialize)]
+        struct Report {
+            #[serde(flatten)]
+            check: device::check::SelfCheck,
+            #[cfg(feature = "gpu")]
+            #[serde(skip_serializing_if = "Option::is_none")]
+            fused: Option<crate::generate::check::FusedCheck>,
+        }
+        let device = &self.backend.device;
+        let check = device::check::self_check(device).await.map_err(to_js)?;
+        #[cfg(feature = "gpu")]
+        let fused = crate::generate::check::fused_steps(device)
             .await
-            .map_err(to_js)?;
-        to_value(&report)
+            .map_err(|e| JsError::new(&format!("the fused steps could not be checked: {e}")))?;
+        to_value(&Report {
+            check,
+            #[cfg(feature = "gpu")]
+            fused,
+        })
     }
 
     /// Loads a model from its manifest entry (JSON) and weights, checking size, checksum and

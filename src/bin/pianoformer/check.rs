@@ -11,11 +11,14 @@ pub fn run(backend: &str, json: bool) -> Result<(), String> {
     let ready = started.elapsed();
     let report =
         pollster::block_on(check::self_check(&backend.device)).map_err(|e| format!("{e}"))?;
+    let fused = pollster::block_on(pianoformer::generate::check::fused_steps(&backend.device))
+        .map_err(|e| format!("the fused steps could not be checked: {e}"))?;
     let total = started.elapsed();
     if json {
         let value = serde_json::json!({
             "backend": backend.info,
             "check": report,
+            "fused": fused,
             "ready_ms": ready.as_secs_f64() * 1e3,
             "total_ms": total.as_secs_f64() * 1e3,
         });
@@ -39,7 +42,7 @@ pub fn run(backend: &str, json: bool) -> Result<(), String> {
             report.fit.first(),
             report.fit.last()
         );
-        if let Some(f) = &report.fused {
+        if let Some(f) = &fused {
             let verdict = |agree: bool| if agree { "the same" } else { "OTHER" };
             println!(
                 "fused     {} continuation tokens {}, {} accompaniment steps {} as tensor ops{}",
