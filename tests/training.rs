@@ -106,6 +106,8 @@ fn accompaniment_training_lowers_the_loss_checkpoints_and_generates() {
             "id",
             "--pe-lr-scale",
             "5",
+            "--feature-map",
+            "relu",
             "--steps",
             "40",
         ],
@@ -113,6 +115,7 @@ fn accompaniment_training_lowers_the_loss_checkpoints_and_generates() {
     assert!(err.contains("9 train, 1 validation"), "{err}");
     let config = std::fs::read_to_string(run.join("config.json")).unwrap();
     assert!(config.contains("\"chord_id\""), "{config}");
+    assert!(config.contains("\"feature_kind\": \"relu\""), "{config}");
     let l = losses(&run);
     assert_eq!(l.len(), 40, "one log line per step");
     let first: f64 = l[..5].iter().map(|x| x.1).sum::<f64>() / 5.0;
@@ -315,6 +318,13 @@ fn bad_data_paths_options_and_files_are_plain_errors() {
         &["--context", "key"],
     ));
     assert!(err.contains("unknown context `key`"), "{err}");
+    let err = fails_plainly(&train(
+        &data,
+        &dir.join("r6e"),
+        "accompaniment",
+        &["--feature-map", "tanh"],
+    ));
+    assert!(err.contains("unknown feature map `tanh`"), "{err}");
     let err = fails_plainly(&train(
         &data,
         &dir.join("r6b"),

@@ -4,7 +4,7 @@
 #
 #   tools/train-models.sh [accompaniment|continuation|continuation-long|accompaniment-long|
 #                          accompaniment-ar|accompaniment-live|accompaniment-encodings|paper-tiny|
-#                          harmonizer|all]
+#                          paper-tiny-relu|harmonizer|all]
 #   (default: all)
 #
 # Environment: POP909 (the data folder, default ../shared/data/pop909), RUNS (where runs go,
@@ -14,7 +14,8 @@
 # accompaniment encodings, e.g. ENC_RUNS=acc-ar-convspe), LONG_CONT_STEPS / LONG_CONT_BATCH /
 # LONG_CONT_WINDOW / LONG_CONT_RUNS (the shipped continuation models; LONG_CONT_RUNS picks
 # some of them by name, e.g. "cont512-sinespe cont512-convspe"), TINY_STEPS (the paper's
-# comparison at the tiny preset) and TINY_SEEDS (its seeds, default "0 1 2"), LIVE_STEPS (the
+# comparison at the tiny preset; paper-tiny-relu's default 16000) and TINY_SEEDS (its seeds,
+# default "0 1 2"), TINY_PARALLEL (paper-tiny-relu's runs at once, default 2), LIVE_STEPS (the
 # live accompanist),
 # BACKEND (cpu or gpu), THREADS (CPU threads per run), BIN (the pianoformer binary; built in
 # release when unset).
@@ -233,6 +234,36 @@ if [ "$what" = all ] || [ "$what" = paper-tiny ]; then
     done
   done
   "$BIN" report "$RUNS"/tiny-*-seed* > "$RUNS/paper-tiny-table.md"
+fi
+
+# Issue 33, the table at a budget where attention matters (reports/accompaniment.md, "The
+# paper's table with ReLU features"): the same four encodings with ReLU features instead of
+# FAVOR+, 16 000 steps of 8 × 256, three seeds each; 40-120 minutes a run on one thread, so
+# TINY_PARALLEL runs (default 2) go at once, each on THREADS (set it to 1). The table:
+# tools/paper-table.py over the runs' eval.json.
+if [ "$what" = paper-tiny-relu ]; then
+  RELU_RUNS=(
+    "tiny-nope-relu|--pe none"
+    "tiny-sinespe-relu|--pe sine_spe --gated"
+    "tiny-fstripe-relu|--pe fstripe --levels melody,chord,phrase,position"
+    "tiny-fstripe-c-relu|--pe fstripe --levels chord"
+  )
+  jobs=()
+  for seed in ${TINY_SEEDS:-0 1 2}; do
+    for r in "${RELU_RUNS[@]}"; do jobs+=("${r%%|*}-seed$seed|${r#*|} --seed $seed"); done
+  done
+  one() {
+    local name=${1%%|*} args=${1#*|}
+    # shellcheck disable=SC2086
+    train "$name" accompaniment "${TINY_STEPS:-16000}" --preset tiny $args --feature-map relu \
+      --conditioning none --window 256 --batch 8 --eval-every 500 --checkpoint-every 250
+    evaluate "$name" accompaniment --bars 16 --per-song 1
+  }
+  for ((i = 0; i < ${#jobs[@]}; i += ${TINY_PARALLEL:-2})); do
+    for job in "${jobs[@]:i:${TINY_PARALLEL:-2}}"; do one "$job" & done
+    wait
+  done
+  python3 tools/paper-table.py "$RUNS"/tiny-*-relu-seed* > "$RUNS/paper-tiny-relu-table.md"
 fi
 
 # The harmonizer (reports/harmonizer.md): the shipped model (with the context around each

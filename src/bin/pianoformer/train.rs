@@ -73,6 +73,11 @@ pub struct Args {
     /// softmax: exact attention instead of the Performer's linear attention.
     #[arg(long, default_value = "linear")]
     pub attention: String,
+    /// The linear attention's feature map: `favor` (FAVOR+'s positive random features, the
+    /// softmax kernel: the default) or `relu` (ReLU of the same random projections; issue 33
+    /// found that it lets small models lean on their attention).
+    #[arg(long, default_value = "favor")]
+    pub feature_map: String,
     /// A model config JSON to use instead of --preset/--pe/--gated/--levels/--attention.
     #[arg(long)]
     pub config: Option<PathBuf>,

@@ -4,6 +4,7 @@
 use super::Args;
 use pianoformer::data::beats::BeatInputs;
 use pianoformer::model::config::{AttentionKind, Conditioning, Direction, PerformerConfig, Task};
+use pianoformer::model::features::FeatureKind;
 use pianoformer::model::pe::{PeConfig, PeKind, StructureLevel};
 use pianoformer::music::tokens::VOCAB_SIZE;
 use pianoformer::train::session::RunOptions;
@@ -77,6 +78,19 @@ pub(super) fn model_config(args: &Args, task: Task) -> Result<PerformerConfig, S
             ));
         }
     };
+    let feature_kind = match args.feature_map.as_str() {
+        "favor" => FeatureKind::Favor,
+        "relu" => FeatureKind::Relu,
+        other => {
+            return Err(format!(
+                "unknown feature map `{other}`: use favor (FAVOR+) or relu"
+            ));
+        }
+    };
+    if feature_kind != FeatureKind::Favor && attention != AttentionKind::Linear {
+        return Err("--feature-map is the linear attention's; softmax attention has none".into());
+    }
+    config.feature_kind = feature_kind;
     let conditioning = conditioning(args, task)?;
     if task == Task::Harmonization {
         config = config.with_direction(Some(direction));
