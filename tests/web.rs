@@ -286,91 +286,23 @@ async fn fused_causal_linear_declines_on_the_cpu_in_wasm() {
     assert!(fused_parity(&cpu.device, (1, 1, 5, 4, 3), 1).await.is_err());
 }
 
-/// The fused steps on the browser's WebGPU (issue 35; `shaders/performer_step.wgsl`): the same
-/// music as tensor ops for a seed — a continuation whose tokens ran ahead on the GPU (a
-/// read-back per up to 16 tokens, every GPU draw the host's) and a thresholded accompaniment.
+/// The fused steps on the browser's WebGPU (issue 35; `shaders/performer_step.wgsl`), as the
+/// page's self-check runs them: the same music as tensor ops for a seed — 16 continuation
+/// tokens run ahead on the GPU (one read-back, every GPU draw the host's) and a thresholded
+/// bar of accompaniment — so they stay on.
 #[wasm_bindgen_test]
 async fn fused_steps_write_what_tensor_ops_write_on_webgpu() {
-    use pianoformer::generate::continuation::ahead::take_stats;
-    use pianoformer::generate::fused;
-    use pianoformer::generate::{
-        Length, PianoSampling, Sampling, accompaniment_input, accompany_steps, continue_tokens,
-        input_example, prompt_tokens,
-    };
-    use pianoformer::model::config::{Conditioning, PerformerConfig, Task};
-    use pianoformer::model::pe::{PeConfig, PeKind};
-    use pianoformer::model::performer::Performer;
-    use pianoformer::music::fixtures;
-    use pianoformer::music::tokens::VOCAB_SIZE;
-
+    use pianoformer::generate::{check, fused};
     let backend = webgpu().await;
-    let device = &backend.device;
-    let pe = PeConfig::new(PeKind::SineSpe).with_gate(true);
-    let model = Performer::new(
-        &PerformerConfig::tiny(Task::Continuation, VOCAB_SIZE, pe.clone()),
-        3,
-        device,
-    )
-    .unwrap();
-    let prompt = prompt_tokens(&fixtures::song(0, 2)).unwrap();
-    let sampling = Sampling {
-        seed: 7,
-        temperature: 0.9,
-        ..Sampling::default()
-    };
-    let mut tokens = Vec::new();
-    for on in [false, true] {
-        fused::set_enabled(on);
-        take_stats();
-        let out = continue_tokens(
-            &model,
-            &prompt,
-            Length::tokens(40),
-            sampling,
-            &[],
-            &[],
-            None,
-            device,
-            |_| async { true },
-        )
-        .await;
-        let stats = take_stats();
-        fused::set_enabled(true);
-        tokens.push(out.expect("a continuation"));
-        web_sys::console::log_1(&format!("continuation, fused {on}: {stats:?}").into());
-        if on {
-            assert_eq!(stats.misses, 0, "{stats:?}");
-            assert!(stats.chunks > 0 && stats.chunks <= 3, "{stats:?}");
-        }
-    }
-    assert_eq!(tokens[0], tokens[1], "fused tokens differ from tensor ops'");
-
-    let config = PerformerConfig::tiny(Task::Accompaniment, 0, pe)
-        .with_inputs(Some(Conditioning::AUTOREGRESSIVE));
-    let model = Performer::new(&config, 3, device).unwrap();
-    let input = accompaniment_input(&fixtures::song(2, 2), None, None).unwrap();
-    let e = input_example(&model, &input);
-    let sampling = PianoSampling {
-        threshold: Some(0.3),
-        ..PianoSampling::default()
-    };
-    let mut rolls = Vec::new();
-    for on in [false, true] {
-        fused::set_enabled(on);
-        let roll = accompany_steps(
-            &model,
-            &e,
-            None,
-            8..e.len,
-            sampling,
-            16,
-            None,
-            device,
-            |_| async { true },
-        )
-        .await;
-        fused::set_enabled(true);
-        rolls.push(roll.expect("an accompaniment"));
-    }
-    assert!(rolls[0] == rolls[1], "the fused accompaniment differs");
+    let report = check::fused_steps(&backend.device)
+        .await
+        .expect("the check runs")
+        .expect("checked on WebGPU");
+    web_sys::console::log_1(&format!("fused steps on WebGPU: {report:?}").into());
+    assert!(
+        report.tokens_agree && report.steps_agree && report.on,
+        "{report:?}"
+    );
+    assert_eq!((report.read_backs, report.overridden), (1, 0), "{report:?}");
+    assert!(fused::enabled());
 }

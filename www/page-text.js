@@ -24,7 +24,7 @@ export function readyText(readyMs, workerMs) {
 
 /**
  * The self-check `report` ({ops: {matmul, cumsum, softmax}, fit: {losses}}, and on WebGPU
- * `fused`: {tokens, tokens_agree, steps, steps_agree, on}) in words, and whether it passed:
+ * `fused`: {tokens, tokens_agree, read_backs, overridden, steps, steps_agree, on}) in words, and whether it passed:
  * every op within 1e-4 of the CPU and a training loss that went down. Fused steps that
  * disagree with tensor ops do not fail it: they are turned off, and `fused` says so.
  */
@@ -42,7 +42,7 @@ export function checkSummary(report, ms) {
   const f = report.fused;
   const fused = f
     ? f.on
-      ? `${f.tokens} continuation tokens and ${f.steps} accompaniment steps as tensor ops write them ✓`
+      ? `${f.tokens} continuation tokens (${f.read_backs} read-back${f.read_backs === 1 ? '' : 's'}) and ${f.steps} accompaniment steps as tensor ops write them ✓`
       : `✗ ${[!f.tokens_agree && 'continuation tokens', !f.steps_agree && 'accompaniment steps'].filter(Boolean).join(' and ')} ` +
         'differ from tensor ops: the fused steps are off, generation goes through tensor ops'
     : null;

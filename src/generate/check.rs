@@ -5,6 +5,7 @@
 
 use burn::tensor::{Device, Tensor};
 
+use super::continuation::ahead::{AheadStats, take_stats};
 use super::fused::{self, CHUNK, force, set_enabled};
 use super::piano::{PianoProgress, accompany_steps};
 use super::sample::{PianoSampling, Sampling};
@@ -23,6 +24,10 @@ pub struct FusedCheck {
     /// Continuation tokens compared, and whether the fused steps wrote the same ones.
     pub tokens: usize,
     pub tokens_agree: bool,
+    /// The fused continuation's read-backs, and the GPU's draws the host overrode (none here:
+    /// nothing is planned, so every draw should be the host's).
+    pub read_backs: usize,
+    pub overridden: usize,
     /// Accompaniment steps compared (thresholded), and whether they drew the same notes.
     pub steps: usize,
     pub steps_agree: bool,
@@ -52,7 +57,9 @@ pub async fn fused_steps(device: &Device) -> Result<Option<FusedCheck>, Generate
     // A chunk of each: a bar of accompaniment, 16 tokens (each drawn on the GPU from the last).
     let tokens = CHUNK;
     let mut written = Vec::new();
+    let mut ahead = AheadStats::default();
     for on in [false, true] {
+        take_stats();
         force(Some(on));
         let out = continue_tokens(
             &model,
@@ -67,6 +74,7 @@ pub async fn fused_steps(device: &Device) -> Result<Option<FusedCheck>, Generate
         )
         .await;
         force(None);
+        ahead = take_stats();
         written.push(out?);
     }
     let config = PerformerConfig::tiny(Task::Accompaniment, 0, pe)
@@ -106,6 +114,8 @@ pub async fn fused_steps(device: &Device) -> Result<Option<FusedCheck>, Generate
     Ok(Some(FusedCheck {
         tokens,
         tokens_agree,
+        read_backs: ahead.chunks,
+        overridden: ahead.misses,
         steps: CHUNK.min(e.len),
         steps_agree,
         on,
@@ -135,6 +145,7 @@ mod tests {
             "{report:?}"
         );
         assert!(report.tokens > 0 && report.steps > 0);
+        assert_eq!((report.read_backs, report.overridden), (1, 0), "{report:?}");
         assert!(fused::enabled());
     }
 }

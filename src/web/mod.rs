@@ -175,8 +175,8 @@ impl Session {
 
     /// Runs the backend self-check (ops against the CPU reference, a few Adam steps; on WebGPU
     /// the fused steps against tensor ops, turned off where they differ) and returns
-    /// `{ops: {matmul, cumsum, softmax}, fit: {losses}, fused?: {tokens, tokens_agree, steps,
-    /// steps_agree, on}}`.
+    /// `{ops: {matmul, cumsum, softmax}, fit: {losses}, fused?: {tokens, tokens_agree,
+    /// read_backs, overridden, steps, steps_agree, on}}`.
     #[wasm_bindgen(js_name = selfCheck)]
     pub async fn self_check(&self) -> Result<JsValue, JsError> {
         #[derive(Serialize)]

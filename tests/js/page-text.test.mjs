@@ -36,8 +36,8 @@ test('the self-check passes within 1e-4 of the CPU with a falling loss, and fail
 
 test('the self-check says whether the fused WebGPU steps agree with tensor ops, without failing', () => {
   const report = (fused) => ({ ops: { matmul: 0, cumsum: 0, softmax: 0 }, fit: { losses: [1, 0.5] }, fused });
-  const agree = checkSummary(report({ tokens: 24, tokens_agree: true, steps: 32, steps_agree: true, on: true }), 1);
-  assert.equal(agree.fused, '24 continuation tokens and 32 accompaniment steps as tensor ops write them ✓');
+  const agree = checkSummary(report({ tokens: 16, tokens_agree: true, read_backs: 1, overridden: 0, steps: 16, steps_agree: true, on: true }), 1);
+  assert.equal(agree.fused, '16 continuation tokens (1 read-back) and 16 accompaniment steps as tensor ops write them ✓');
   const off = checkSummary(report({ tokens: 24, tokens_agree: false, steps: 32, steps_agree: true, on: false }), 1);
   assert.equal(off.ok, true, 'tensor ops still pass');
   assert.equal(off.fused, '✗ continuation tokens differ from tensor ops: the fused steps are off, generation goes through tensor ops');

@@ -45,9 +45,11 @@ pub fn run(backend: &str, json: bool) -> Result<(), String> {
         if let Some(f) = &fused {
             let verdict = |agree: bool| if agree { "the same" } else { "OTHER" };
             println!(
-                "fused     {} continuation tokens {}, {} accompaniment steps {} as tensor ops{}",
+                "fused     {} continuation tokens {} ({} read-backs), {} accompaniment steps {} as \
+                 tensor ops{}",
                 f.tokens,
                 verdict(f.tokens_agree),
+                f.read_backs,
                 f.steps,
                 verdict(f.steps_agree),
                 if f.on { "" } else { ": turned off" }
