@@ -135,7 +135,8 @@ export function startWorker(backend) {
     showError(message);
   };
   // `?drill=move`: tests move generation (and fine-tuning) to WebGPU whatever its race says.
-  // `?fused=0`: the accompaniment steps through tensor ops on WebGPU (not fused).
+  // `?fused=0`: the accompaniment's steps and continuation's tokens through tensor ops on
+  // WebGPU (not fused).
   mine.postMessage({ type: 'init', backend, drill: params.get('drill'), fused: params.get('fused') !== '0' });
 }
 

@@ -72,7 +72,8 @@ function fail(error, context) {
   postMessage({ type: 'error', message: context ? `${context}: ${message}` : message });
 }
 
-// The page's `?fused=0`: the step-by-step accompaniment through tensor ops on WebGPU.
+// The page's `?fused=0`: the accompaniment's steps and continuation's tokens through tensor ops
+// on WebGPU, not fused.
 let fusedSteps = true;
 
 const BUNDLES = { cpu: '../pkg/cpu/pianoformer.js', gpu: '../pkg/pianoformer.js' };
@@ -89,7 +90,7 @@ async function loadWasm(bundle) {
       module = await import(BUNDLES.gpu);
     }
     const exports = await module.default();
-    // The WebGPU bundle's fused accompaniment steps (`?fused=0` turns them off).
+    // The WebGPU bundle's fused steps (`?fused=0` turns them off).
     module.setFusedSteps?.(fusedSteps);
     return { module, memory: exports.memory };
   } catch (e) {

@@ -60,9 +60,11 @@ pub fn example_midi(key: u8, bars: u32) -> Vec<u8> {
     write_midi(&fixtures::song(key % 12, bars.clamp(1, 512) as u64))
 }
 
-/// Whether the step-by-step accompaniment runs fused on WebGPU (one dispatch a step, one
-/// read-back a bar; on by default) or through tensor ops: the page's `?fused=0`, a way out if a
-/// browser's WebGPU mis-compiles the kernel, and the "before" of `tools/bench-gpu-calls.mjs`.
+/// Whether the step-by-step accompaniment and continuation run fused on WebGPU (one dispatch a
+/// step or token, one read-back per 16; on by default) or through tensor ops: the page's
+/// `?fused=0`, a way out if a browser's WebGPU mis-compiles the kernels (the self-check also
+/// turns them off where they disagree with tensor ops), and the "before" of
+/// `tools/bench-gpu-calls.mjs`.
 #[cfg(feature = "gpu")]
 #[wasm_bindgen(js_name = setFusedSteps)]
 pub fn set_fused_steps(on: bool) {
