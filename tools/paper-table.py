@@ -17,24 +17,23 @@ from collections import defaultdict
 from pathlib import Path
 
 
-def stats(values):
+def summary(values, fmt="{:.5g}", spread="{:.2g}", before="", after=""):
+    """Mean ± standard deviation of `values` (None left out), or the one value; "—" for none."""
     values = [v for v in values if v is not None]
     if not values:
         return "—"
-    mean = statistics.fmean(values)
-    if len(values) == 1:
-        return f"{mean:.5g}"
-    return f"{mean:.5g} ± {statistics.stdev(values):.2g}"
+    text = before + fmt.format(statistics.fmean(values))
+    if len(values) > 1:
+        text += " ± " + spread.format(statistics.stdev(values))
+    return text + after
+
+
+def stats(values):
+    return summary(values)
 
 
 def percent(values):
-    values = [v for v in values if v is not None]
-    if not values:
-        return "—"
-    mean = statistics.fmean(values)
-    if len(values) == 1:
-        return f"+{mean:.2f} %"
-    return f"+{mean:.2f} ± {statistics.stdev(values):.2f} %"
+    return summary(values, "{:.2f}", "{:.2f}", "+", " %")
 
 
 def main(dirs):

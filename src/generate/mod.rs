@@ -127,3 +127,21 @@ async fn read_f32<const D: usize>(t: Tensor<D>) -> Result<Vec<f32>, GenerateErro
 }
 
 pub use crate::music::playing::chord_tone_ratio;
+
+/// Tests: two runs' attention rows cover the same queries and keys and agree to 1e-4.
+#[cfg(all(test, feature = "gpu", not(target_arch = "wasm32")))]
+pub(crate) fn assert_rows_agree(want: &[AttentionRows], got: &[AttentionRows]) {
+    assert_eq!(want.len(), got.len());
+    for (w, g) in want.iter().zip(got) {
+        assert_eq!(
+            (w.start, w.keys, w.values.len()),
+            (g.start, g.keys, g.values.len())
+        );
+        let worst = w
+            .values
+            .iter()
+            .zip(&g.values)
+            .fold(0f32, |a, (x, y)| a.max((x - y).abs()));
+        assert!(worst <= 1e-4, "attention rows differ by {worst}");
+    }
+}

@@ -187,17 +187,5 @@ fn fused_steps_match_the_cpu_on_a_native_gpu() {
     let (want, _, want_rows) = watched(&cpu, sampling, 5, watch, &Device::flex());
     let (got, _, got_rows) = watched(&gpu_m, sampling, 5, watch, &gpu.device);
     assert_eq!(want, got);
-    assert_eq!(want_rows.len(), got_rows.len());
-    for (w, g) in want_rows.iter().zip(&got_rows) {
-        assert_eq!(
-            (w.start, w.keys, w.values.len()),
-            (g.start, g.keys, g.values.len())
-        );
-        let worst = w
-            .values
-            .iter()
-            .zip(&g.values)
-            .fold(0f32, |a, (x, y)| a.max((x - y).abs()));
-        assert!(worst <= 1e-4, "attention rows differ by {worst}");
-    }
+    crate::generate::assert_rows_agree(&want_rows, &got_rows);
 }
