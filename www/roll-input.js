@@ -61,6 +61,7 @@ export class RollInput {
   }
 
   pointerDown(e, kind) {
+    this.roll.settle();
     if ((kind === 'roll' || kind === 'velocity') && this.roll.editor.on) {
       if (this.roll.piece && e.button === 0) this.roll.editor.down(e, kind);
       return;

@@ -121,6 +121,7 @@ export class PianoRoll {
    * pitch at `velocity` in the velocity lane.
    */
   clientPoint(tick, pitch, velocity = 64) {
+    this.settle();
     const x = this.strip.getBoundingClientRect().left + tickToX(tick, this.pxPerTick, this.scroller.scrollLeft);
     if (pitch == null) {
       const lane = this.velocityLane.getBoundingClientRect();
@@ -409,6 +410,17 @@ export class PianoRoll {
     }
     this._layout();
     return true;
+  }
+
+  /**
+   * Brings the geometry up to date now rather than at the next frame: the opening zoom of a
+   * piece set while the roll was hidden (else left to the resize observer), the canvases' sizes
+   * and a pitch range the last edit widened (the pending draw). Coordinates taken before it
+   * would place a note where it will not be.
+   */
+  settle() {
+    if (this.piece && this._zoomPending) this.measure();
+    this.flush();
   }
 
   /** The tick under client x coordinate `clientX`. */

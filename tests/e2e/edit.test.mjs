@@ -44,7 +44,15 @@ test('a melody drawn and edited in the roll, accompanied, undone, redone and sha
   try {
     await page.waitForFunction(() => ['ready', 'error'].includes(document.body.dataset.state), null, { timeout: 120_000 });
     assert.equal(await page.evaluate(() => window.pianoformer.state), 'ready', log.join('\n'));
-    await page.click('#new-piece');
+    // A point taken in the same task as the click (before any frame or resize callback) is where
+    // the note will be drawn: the roll settles its opening zoom when asked, not a frame later.
+    const [early, late] = await page.evaluate(async () => {
+      document.getElementById('new-piece').click();
+      const early = window.pianoformer.rollPoint(960, 60);
+      for (let i = 0; i < 3; i++) await new Promise(requestAnimationFrame);
+      return [early, window.pianoformer.rollPoint(960, 60)];
+    });
+    assert.deepEqual(early, late, 'the roll geometry right after New piece');
     assert.equal(await page.getAttribute('#edit-notes', 'aria-pressed'), 'true', 'a new piece opens for editing');
     await page.selectOption('#quantise', '1'); // a quarter-note grid
 
