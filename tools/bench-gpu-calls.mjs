@@ -15,7 +15,7 @@
 // the code before issue 35's fused steps), then as shipped, and their time per step or token
 // is compared.
 // Usage: make wasm && node tools/bench-gpu-calls.mjs [--bars 1,2] [--tokens 32,96] [--tune-steps 2,3]
-//          [--accompaniment-only | --no-tuning]
+//          [--accompaniment-only | --no-tuning | --tuning-only]
 import { readFileSync } from 'node:fs';
 import { startServer } from './serve.mjs';
 import { launch } from '../tests/e2e/browser.mjs';
@@ -131,13 +131,16 @@ const generations = async (generate) => {
   return { acc, cont };
 };
 
+const tuningOnly = args.includes('--tuning-only');
 // Through tensor ops first (`?fused=0`), on a page of its own.
-const before = await openPage('&fused=0');
-let tensor;
-try {
-  tensor = await generations(before.generate);
-} finally {
-  await before.browser.close();
+let tensor = { acc: [], cont: [] };
+if (!tuningOnly) {
+  const before = await openPage('&fused=0');
+  try {
+    tensor = await generations(before.generate);
+  } finally {
+    await before.browser.close();
+  }
 }
 
 const { browser, page, label, counts, minus, generate } = await openPage('');
@@ -145,14 +148,16 @@ try {
   const perUnit = (a, b, units) => Object.fromEntries(Object.keys(a.counts).map((k) => [k, (b.counts[k] - a.counts[k]) / units]));
   const rows = [];
 
-  const fused = await generations(generate);
-  const accSteps = (bars[1] - bars[0]) * 16;
-  rows.push(['accompaniment step, tensor ops (`?fused=0`)', perUnit(tensor.acc[0], tensor.acc[1], accSteps), tensor.acc[1]]);
-  rows.push(['accompaniment step, fused', perUnit(fused.acc[0], fused.acc[1], accSteps), fused.acc[1]]);
-  for (const [what, cont] of [['continuation token, tensor ops (`?fused=0`)', tensor.cont], ['continuation token, fused', fused.cont]]) {
-    if (!cont.length) continue;
-    const made = cont.map((c) => c.generation.tokens);
-    rows.push([what, perUnit(cont[0], cont[1], made[1] - made[0]), cont[1]]);
+  if (!tuningOnly) {
+    const fused = await generations(generate);
+    const accSteps = (bars[1] - bars[0]) * 16;
+    rows.push(['accompaniment step, tensor ops (`?fused=0`)', perUnit(tensor.acc[0], tensor.acc[1], accSteps), tensor.acc[1]]);
+    rows.push(['accompaniment step, fused', perUnit(fused.acc[0], fused.acc[1], accSteps), fused.acc[1]]);
+    for (const [what, cont] of [['continuation token, tensor ops (`?fused=0`)', tensor.cont], ['continuation token, fused', fused.cont]]) {
+      if (!cont.length) continue;
+      const made = cont.map((c) => c.generation.tokens);
+      rows.push([what, perUnit(cont[0], cont[1], made[1] - made[0]), cont[1]]);
+    }
   }
 
   if (!accompanimentOnly && !args.includes('--no-tuning')) {
@@ -177,7 +182,9 @@ try {
     await page.waitForFunction(() => window.pianoformer.tune.lastRun, null, { timeout: LIMIT });
     const run = await page.evaluate(() => window.pianoformer.tune.lastRun);
     if (run.state !== 'done') throw new Error(`the fine-tuning run ended ${run.state}`);
-    if (i > 0) tune.push({ counts: minus(await counts(), before) });
+    // Its time: the page's own measure of the run's steps (ms each, the first included).
+    const ms = run.times.reduce((a, b) => a + b, 0);
+    if (i > 0) tune.push({ counts: { ...minus(await counts(), before), ms } });
   }
   rows.push(['fine-tuning step', perUnit(tune[0], tune[1], tuneSteps[1] - tuneSteps[0]), tune[1]]);
   }

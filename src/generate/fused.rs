@@ -24,7 +24,6 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use burn::backend::Cube;
 use burn::backend::wgpu::{
     CubeTensor, KernelSource, SourceKernel, SourceTemplate, into_contiguous,
 };
@@ -38,7 +37,7 @@ use super::sample::{PianoSampling, Sampling};
 use crate::generate::GenerateError;
 use crate::model::config::AttentionKind;
 use crate::model::features::FeatureKind;
-use crate::model::kernels::{pack_u32, wgpu_primitive};
+use crate::model::kernels::{from_cube, pack_u32, wgpu_primitive};
 use crate::model::pe::{PeKind, PlainCodes, PlainKernel};
 use crate::model::performer::{Performer, State, Sums};
 use crate::music::roll::PITCHES;
@@ -779,7 +778,7 @@ impl FusedSteps {
                 args,
             );
         }
-        let outs = Tensor::<1>::from_primitive::<Cube>(outs);
+        let outs = from_cube::<1>(outs);
         let values = crate::model::read(outs)
             .await
             .map_err(|e| GenerateError::Read(format!("the fused steps could not be read: {e}")))?;

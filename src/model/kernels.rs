@@ -11,8 +11,11 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use burn::backend::Cube;
+use burn::backend::fusion::stream::StreamId;
+use burn::backend::fusion::{NoOp, get_client};
+use burn::backend::ir::{BackendIr, InitOperationIr, OperationIr, OperationOutput};
 use burn::backend::wgpu::{
-    CubeTensor, KernelSource, SourceKernel, SourceTemplate, into_contiguous,
+    CubeBackend, CubeTensor, KernelSource, SourceKernel, SourceTemplate, into_contiguous,
 };
 use burn::cubecl::ir::attributes::BufferIOAttr;
 use burn::cubecl::prelude::KernelId;
@@ -99,13 +102,37 @@ fn grid(n: usize, wg: u32) -> CubeCount {
 
 /// The cubecl primitive of a plain (non-autodiff) f32 tensor on a wgpu device; `None` for
 /// anything else (Flex, autodiff, other cubecl runtimes, f16, quantized).
+///
+/// Burn's `fusion` is on for wgpu (it fuses chains of element-wise ops into one kernel): the
+/// tensor is then a lazy fusion tensor, and resolving it runs what its stream has queued and
+/// hands over the buffer. [`from_cube`] registers a kernel's output back with fusion.
 pub(crate) fn wgpu_primitive<const D: usize>(t: &Tensor<D>) -> Option<CubeTensor> {
     // `try_into_primitive` consumes its tensor even when it fails: hand it a clone (a refcount).
     // It fails for Flex tensors and for any tensor with autodiff enabled.
     let p = t.clone().try_into_primitive::<Cube>().ok()?;
-    let plain =
-        p.dtype == DType::F32 && p.qparams.is_none() && p.device.runtime() == RuntimeId::Wgpu;
-    plain.then_some(p)
+    if p.dtype != DType::F32 || p.client.device().runtime() != RuntimeId::Wgpu {
+        return None;
+    }
+    let p = p.client.clone().resolve_tensor_float::<CubeBackend>(p);
+    p.qparams.is_none().then_some(p)
+}
+
+/// A tensor over a kernel's output buffer, registered with fusion as an initialised tensor
+/// (the inverse of [`wgpu_primitive`]).
+pub(crate) fn from_cube<const D: usize>(t: CubeTensor) -> Tensor<D> {
+    let client = get_client::<CubeBackend>(&t.device);
+    let shape = t.meta.shape.clone();
+    let dtype = t.dtype;
+    let handle = CubeBackend::float_tensor_handle(t);
+    let init = InitOperationIr::create(shape, dtype, || client.register_tensor_handle(handle));
+    let out = client
+        .register(
+            StreamId::current(),
+            OperationIr::Init(init),
+            NoOp::<CubeBackend>::new(),
+        )
+        .output();
+    Tensor::from_primitive::<Cube>(out)
 }
 
 /// Causal linear attention in one WGSL dispatch, for inference: the same result as
@@ -272,8 +299,8 @@ fn fused_once(
         args,
     );
 
-    let num_den = Tensor::<4>::from_primitive::<Cube>(num_den);
-    let state_out = Tensor::<4>::from_primitive::<Cube>(state_out);
+    let num_den = from_cube::<4>(num_den);
+    let state_out = from_cube::<4>(state_out);
     // The reference's normalisation, to the letter: num / (den + EPS).
     let num = num_den.clone().narrow(3, 0, dv);
     let den = num_den.narrow(3, dv, 1);
