@@ -161,6 +161,8 @@ export function redo() {
 
 let pendingBars = null; // bars whose notes were edited since the lanes were last refilled
 let relabelTimer = 0;
+let lastEdited = null; // the piece the last note edit made (its lanes refilled, once they are)
+const spanOf = (a, b) => (a && b ? [Math.min(a[0], b[0]), Math.max(a[1], b[1])] : (a ?? b));
 
 /**
  * A note edit from the roll: the new piece becomes the current one (one Undo away); a moment
@@ -174,8 +176,13 @@ export function editNotes(piece, touched) {
     return;
   }
   setPiece(piece, { keepView: true });
+  lastEdited = piece;
   if (!touched) return;
-  pendingBars = pendingBars ? [Math.min(pendingBars[0], touched[0]), Math.max(pendingBars[1], touched[1])] : touched;
+  pendingBars = spanOf(pendingBars, touched);
+  scheduleRefill();
+}
+
+function scheduleRefill() {
   clearTimeout(relabelTimer);
   relabelTimer = setTimeout(refillLanes, 400);
 }
@@ -183,13 +190,30 @@ export function editNotes(piece, touched) {
 async function refillLanes() {
   const bars = pendingBars;
   const piece = store.piece;
+  if (!bars || !piece || store.job || piece !== lastEdited) {
+    pendingBars = null; // a generation, an undo or another piece came after the edits
+    return;
+  }
+  if (!status.backend) {
+    // The models are still loading: the edited bars wait for them (not on a page that failed).
+    if (status.state !== 'error') scheduleRefill();
+    return;
+  }
   pendingBars = null;
-  if (!bars || !piece || store.job || !status.backend) return;
   try {
     const next = await relabelled(piece, bars);
-    // Another edit (or piece) came meanwhile: that one refills the lanes itself.
-    if (next === piece || store.piece !== piece || store.job) return;
+    if (store.piece !== piece || store.job) {
+      // Another edit came while the harmonizer read this one: its refill takes these bars too
+      // (else they would keep the lanes of before, however slowly the harmonizer answered).
+      if (store.piece === lastEdited && !store.job) {
+        pendingBars = spanOf(pendingBars, bars);
+        scheduleRefill();
+      }
+      return;
+    }
+    if (next === piece) return;
     setPiece(next, { undoable: false, keepView: true });
+    lastEdited = next; // the same edit, its lanes filled: bars still owed refill on it
   } catch (e) {
     notice(`The chord lane was not refreshed after the edit (${e.message}).`);
   }
