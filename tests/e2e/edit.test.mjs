@@ -3,7 +3,8 @@
 // (select, transpose, shorten, louder, delete, copy and paste) and with the mouse (move a note,
 // set a velocity in the lane under the roll; a chord set by hand stays through it), has the
 // default model accompany it (with the velocity model's dynamics), undoes and redoes, and
-// shares it: the link restores every note with its velocity.
+// shares it: the link restores every note with its velocity. And with the Worker slowed on
+// purpose, bars edited while the harmonizer reads an earlier edit still get their chords.
 // Needs pkg/ (make wasm) and Chromium (make setup).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -145,6 +146,39 @@ test('a melody drawn and edited in the roll, accompanied, undone, redone and sha
     await shared.close();
     assert.deepEqual(log.filter((l) => l.startsWith('[pageerror]')), []);
     assert.deepEqual(await cspViolations(page, log), []);
+  } finally {
+    await browser.close();
+  }
+});
+
+test('bars edited while the harmonizer is still reading the last edit get their chords too', { timeout: 300_000 }, async () => {
+  const { browser, page, log } = await launch({ webgpu: false, url: `${base}?backend=cpu` });
+  try {
+    await page.waitForFunction(() => ['ready', 'error'].includes(document.body.dataset.state), null, { timeout: 120_000 });
+    assert.equal(await page.evaluate(() => window.pianoformer.state), 'ready', log.join('\n'));
+    // A slow machine, made on purpose: the Worker gets each request to write the piece as MIDI
+    // (the first thing a refill of the lanes asks for) 1.5 s late.
+    await page.evaluate(() => {
+      const post = Worker.prototype.postMessage;
+      Worker.prototype.postMessage = function (message, ...rest) {
+        if (message?.type === 'call' && message.method === 'writeMidi') {
+          setTimeout(() => post.call(this, message, ...rest), 1500);
+          return undefined;
+        }
+        return post.call(this, message, ...rest);
+      };
+    });
+    await page.click('#new-piece');
+    await page.selectOption('#quantise', '1');
+    // A note in bar 1; its refill starts 400 ms later and waits on the Worker; meanwhile a note
+    // in bar 3, whose own refill covers bar 3 only.
+    await drag(page, [20, 64], [2 * Q - 40, 64]);
+    await page.waitForFunction(() => window.pianoformer.piece.tracks[0].notes.length === 1);
+    await page.waitForTimeout(700);
+    await drag(page, [8 * Q + 20, 67], [10 * Q - 40, 67]);
+    await page.waitForFunction(() => window.pianoformer.piece.tracks[0].notes.length === 2);
+    await page.waitForFunction(() => window.pianoformer.piece.chords[0] && window.pianoformer.piece.chords[2], null, { timeout: 30_000 });
+    assert.deepEqual(log.filter((l) => l.startsWith('[pageerror]')), []);
   } finally {
     await browser.close();
   }
