@@ -47,6 +47,9 @@ pub struct Options {
     /// phrase's first occurrence (see [`Sampling::echo`]; `None`: the default, chosen on
     /// validation songs; 0: not at all).
     pub echo: Option<f32>,
+    /// Continuation: notes a beat in the new part as a multiple of the music before it (see
+    /// [`Sampling::density`]; `None`: as the model plays).
+    pub density: Option<f32>,
     /// Continuation: tokens to add at most, and new bars at most.
     pub tokens: usize,
     pub bars: Option<usize>,
@@ -103,6 +106,7 @@ impl Default for Options {
             temperature: None,
             top_p: limits::default("topP").unwrap_or(0.95) as f32,
             echo: None,
+            density: None,
             tokens: limits::default("tokens").unwrap_or(512.0) as usize,
             bars: None,
             may_end: false,
@@ -133,6 +137,7 @@ impl Options {
             ("temperature", self.temperature.map(f64::from)),
             ("topP", Some(f64::from(self.top_p))),
             ("echo", self.echo.map(f64::from)),
+            ("density", self.density.map(f64::from)),
             ("tokens", Some(self.tokens as f64)),
             ("bars", self.bars.map(|b| b as f64)),
             ("context", self.context.map(|c| c as f64)),
@@ -187,6 +192,7 @@ impl Options {
             top_p: self.top_p,
             seed: self.seed,
             echo: self.echo.unwrap_or(crate::generate::DEFAULT_ECHO),
+            density: self.density,
         }
     }
 

@@ -264,6 +264,37 @@ fn the_default_models_accompany_and_continue_a_song() {
         "{right} of {} beats on the melody's roots: {beats:?}",
         beats.len()
     );
+    // The continuation plays as busy as asked: half and twice the prompt's notes a beat (a
+    // note a beat) over eight new bars, the model choosing which notes.
+    let continued = |density: &str| {
+        let out_file = dir.join(format!("density-{density}.mid"));
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_pianoformer"))
+            .args(["generate", "--task", "continuation", "--manifest"])
+            .arg(&manifest)
+            .arg(&prompt)
+            .arg("-o")
+            .arg(&out_file)
+            .args(["--bars", "8", "--tokens", "3000", "--density", density])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        let made = read_midi(&std::fs::read(&out_file).unwrap()).unwrap();
+        let new: usize = made
+            .tracks
+            .iter()
+            .flat_map(|t| &t.notes)
+            .filter(|n| n.start >= 8 * 1920)
+            .count();
+        new as f64 / 32.0
+    };
+    let (sparse, busy) = (continued("0.5"), continued("2"));
+    eprintln!("continuation at density 0.5: {sparse:.2} notes a beat, at 2: {busy:.2}");
+    assert!(
+        (0.3..0.75).contains(&sparse),
+        "asked 0.5: {sparse:.2} a beat"
+    );
+    assert!((1.4..2.7).contains(&busy), "asked 2: {busy:.2} a beat");
     let given = piano_of("C G Am F C G Am F");
     let moved = piano_of("E B C#m A E B C#m A");
     assert_ne!(given, moved, "the chord lane changes the accompaniment");

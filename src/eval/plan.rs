@@ -289,6 +289,9 @@ pub struct PlanScores {
     /// New bars written in full.
     pub bars: usize,
     pub note_rate: Option<f64>,
+    /// The new part's note rate over the prompt's (what `Sampling::density` asks for).
+    #[serde(default)]
+    pub prompt_ratio: Option<f64>,
     pub key: Option<f64>,
     pub song_key: Option<f64>,
     pub chord_tones: Option<f64>,
@@ -327,6 +330,10 @@ pub fn score_plan(
         plan: which.to_string(),
         bars: new.len(),
         note_rate: (!new.is_empty() && real_rate > 0.0).then(|| rate(new) / real_rate),
+        prompt_ratio: {
+            let prompt_rate = rate(&bars[..p.min(bars.len())]);
+            (!new.is_empty() && prompt_rate > 0.0).then(|| rate(new) / prompt_rate)
+        },
         key: new
             .iter()
             .any(|b| !b.onsets.is_empty())
@@ -380,6 +387,14 @@ pub struct PlanSummary {
     pub note_rate_max: f64,
     /// Songs above [`MAX_NOTE_RATE`].
     pub note_rate_over: usize,
+    /// The new part's note rate over the prompt's: mean, and the 10th and 90th percentiles
+    /// over the songs (how closely a `--density` is followed).
+    #[serde(default)]
+    pub prompt_ratio: f64,
+    #[serde(default)]
+    pub prompt_ratio_low: f64,
+    #[serde(default)]
+    pub prompt_ratio_high: f64,
     pub key: f64,
     pub song_key: f64,
     /// `key / song_key`.
@@ -408,12 +423,23 @@ impl PlanSummary {
             echoed.iter().filter_map(|x| f(x)).sum::<f64>() / echoed.len().max(1) as f64
         };
         let (key, song_key) = (mean(&|x| x.key), mean(&|x| x.song_key));
+        let mut ratios: Vec<f64> = s.iter().filter_map(|x| x.prompt_ratio).collect();
+        ratios.sort_by(f64::total_cmp);
+        let at = |q: f64| {
+            ratios
+                .get(((ratios.len() as f64 - 1.0) * q).round() as usize)
+                .copied()
+                .unwrap_or(f64::NAN)
+        };
         Self {
             plan: plan.to_string(),
             samples: s.len(),
             note_rate: mean_std(&rates).0,
             note_rate_max: rates.iter().copied().fold(f64::NAN, f64::max),
             note_rate_over: rates.iter().filter(|&&r| r > MAX_NOTE_RATE).count(),
+            prompt_ratio: mean_std(&ratios).0,
+            prompt_ratio_low: at(0.1),
+            prompt_ratio_high: at(0.9),
             key,
             song_key,
             key_ratio: key / song_key,

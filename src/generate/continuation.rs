@@ -242,6 +242,10 @@ where
     let mut planned_bar = false;
     // The bar a new bar repeats, per the phrase lane (`Sampling::echo`).
     let mut echo = Echo::default();
+    // How busy the new part is against what was asked (`Sampling::density`).
+    let mut density = sampling
+        .density
+        .and_then(|f| Density::new(f, &prompt, &places, grammar.bar_beats()));
     while out.len() < length.tokens {
         let mut allowed = grammar.allowed();
         let forbidden: f32 = logits
@@ -273,14 +277,20 @@ where
                     .filter(|&e| sampling.echo > 0.0 && allowed[e]);
                 // A counter, not a stream: the GPU's draw of this token takes the same number.
                 let u = uniform(sampling.seed, out.len(), 0, 0);
-                let id = match lean {
-                    Some(e) => {
-                        // e^echo times the probability, whatever the temperature.
-                        let mut leaning = logits.clone();
-                        leaning[e] += sampling.echo * sampling.temperature.max(1e-4);
-                        sample_token(&leaning, &allowed, sampling, u)
+                let id = if lean.is_none() && density.is_none() {
+                    sample_token(&logits, &allowed, sampling, u)
+                } else {
+                    let mut leaning = logits.clone();
+                    if let (Some(d), Some(now)) = (density.as_mut(), places.last()) {
+                        let last = history.last().and_then(|&id| Token::from_id(id));
+                        let (beats, t) = (grammar.bar_beats(), sampling.temperature);
+                        d.tilt(now, last, beats, &allowed, &mut leaning, t);
                     }
-                    None => sample_token(&logits, &allowed, sampling, u),
+                    if let Some(e) = lean {
+                        // e^echo times the probability, whatever the temperature.
+                        leaning[e] += sampling.echo * sampling.temperature.max(1e-4);
+                    }
+                    sample_token(&leaning, &allowed, sampling, u)
                 };
                 (id, true)
             }
@@ -318,6 +328,9 @@ where
         }
         if let Token::Chord(c) = token {
             chord_now = Some(c);
+        }
+        if let Some(d) = density.as_mut() {
+            d.advance(token);
         }
         grammar
             .advance(token)
@@ -580,6 +593,8 @@ async fn step_logits(
 }
 
 // Native only: the browser tests build the library's tests for wasm, without pollster.
+mod density;
+use density::Density;
 mod echo;
 use echo::Echo;
 

@@ -19,6 +19,10 @@ pub struct Sampling {
     /// same bar of the phrase's first occurrence (its next token gets `e^echo` times its
     /// probability); 0 leaves the model alone.
     pub echo: f32,
+    /// Continuation: the new part's notes a beat as a multiple of the prompt's last bars'
+    /// (0.5: half as busy, 2: twice); sampling tilts the model's choice of how many notes
+    /// come, not which (the `density` module). `None` leaves the model alone.
+    pub density: Option<f32>,
 }
 
 /// The echo strength generation uses unless told otherwise, chosen on the validation songs
@@ -35,6 +39,7 @@ impl Default for Sampling {
             top_p: 0.95,
             seed: 0,
             echo: DEFAULT_ECHO,
+            density: None,
         }
     }
 }

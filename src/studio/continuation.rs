@@ -208,6 +208,7 @@ where
         top_p: 1.0,
         seed: options.seed,
         echo: 0.0,
+        density: None,
     };
     let total = prompt.len();
     continue_tokens(

@@ -80,6 +80,7 @@ fn decode(
         top_p: 0.95,
         seed: 0,
         echo: 0.0,
+        density: None,
     };
     let mut id = Token::Bos.id();
     let mut times = Vec::with_capacity(steps);

@@ -96,6 +96,10 @@ pub struct Args {
     /// its phrase's first occurrence (0: not at all; default: what the page plays with).
     #[arg(long)]
     pub echo: Option<f32>,
+    /// --sample, --plan: the new part's notes a beat as a multiple of the prompt's (as
+    /// `generate --density`; default: as the model plays).
+    #[arg(long)]
+    pub density: Option<f32>,
     /// --sample: where the scores go (default: samples.json in the run folder).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -161,6 +165,18 @@ impl Args {
                 Err(format!("--echo {e}: it must be between 0 and 10"))
             }
             e => Ok(e.unwrap_or(pianoformer::generate::DEFAULT_ECHO)),
+        }
+    }
+
+    /// `--density`, checked against its range (www/options.json).
+    pub fn density(&self) -> Result<Option<f32>, String> {
+        let limit = pianoformer::generate::limits::limit("density");
+        match self.density {
+            Some(d) => limit
+                .check(f64::from(d))
+                .map(|()| Some(d))
+                .map_err(|e| format!("--density {d}: {e}")),
+            None => Ok(None),
         }
     }
 

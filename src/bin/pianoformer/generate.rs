@@ -107,6 +107,11 @@ pub struct Args {
     /// validation songs, as the page plays).
     #[arg(long)]
     pub echo: Option<f32>,
+    /// Continuation: how busy the new part is, as a multiple of the notes a beat of the music
+    /// before it (its last 8 bars with notes): 0.5 half as many, 2 twice (default: as the
+    /// model plays).
+    #[arg(long)]
+    pub density: Option<f32>,
     /// The seed of every draw (the page's default too).
     #[arg(long, default_value_t = limits::default("seed").unwrap_or(0.0) as u64)]
     pub seed: u64,
@@ -268,6 +273,7 @@ fn options(
         },
         top_p: args.top_p,
         echo: args.echo,
+        density: args.density,
         tokens: args.tokens,
         bars: new_bars,
         may_end: args.may_end,

@@ -53,6 +53,7 @@ pub fn run(args: Args) -> Result<(), String> {
             top_p: args.top_p,
             seed: args.seed,
             echo: args.echo()?,
+            density: args.density()?,
         };
         let model = &loaded.model;
         run_panel(&cases, model, sampling, context, threads, &device, started)
@@ -231,12 +232,13 @@ fn run_panel(
         let s = pollster::block_on(sample_plan(m, case, which, plan, context, sampling, device))
             .map_err(|e| format!("{}: {e}", case.song))?;
         eprintln!(
-            "{} ({which}, temperature {}): {} bars, note rate {}x, chord tones {} (the song {}), \
+            "{} ({which}, temperature {}): {} bars, note rate {}x ({}x the prompt's), chord tones {} (the song {}), \
              echo {} (the song {}) ({:.0} s)",
             s.song,
             sampling.temperature,
             s.bars,
             num(s.note_rate, 2),
+            num(s.prompt_ratio, 2),
             num(s.chord_tones, 3),
             num(s.song_chord_tones, 3),
             num(s.echo, 3),
@@ -317,18 +319,21 @@ fn record(loaded: &crate::models::Loaded, result: &serde_json::Value) -> Result<
 fn print_table(summaries: &[PlanSummary], out: &mut dyn std::io::Write) {
     let _ = writeln!(
         out,
-        "| plan | samples | note rate (max; over {MAX_NOTE_RATE}) | key (the songs') | key ratio | chord tones (the songs') | echo (the songs') | echo ratio |"
+        "| plan | samples | note rate (max; over {MAX_NOTE_RATE}) | over the prompt (10th–90th percentile) | key (the songs') | key ratio | chord tones (the songs') | echo (the songs') | echo ratio |"
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
     for s in summaries {
         let _ = writeln!(
             out,
-            "| {} | {} | {:.2}× ({:.2}; {}) | {:.3} ({:.3}) | {:.2} | {:.3} ({:.3}) | {:.3} ({:.3}, {} samples) | {:.2} |",
+            "| {} | {} | {:.2}× ({:.2}; {}) | {:.2}× ({:.2}–{:.2}) | {:.3} ({:.3}) | {:.2} | {:.3} ({:.3}) | {:.3} ({:.3}, {} samples) | {:.2} |",
             s.plan,
             s.samples,
             s.note_rate,
             s.note_rate_max,
             s.note_rate_over,
+            s.prompt_ratio,
+            s.prompt_ratio_low,
+            s.prompt_ratio_high,
             s.key,
             s.song_key,
             s.key_ratio,

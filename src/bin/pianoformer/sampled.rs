@@ -44,6 +44,7 @@ pub fn run(args: Args) -> Result<(), String> {
         top_p: args.top_p,
         seed: args.seed,
         echo: args.echo()?,
+        density: args.density()?,
     };
     let device = &device;
     let scored = crate::panel::par_map(&corpus.pieces, threads, &loaded.model, |m, p| {

@@ -164,6 +164,7 @@ fn the_summary_counts_songs_over_the_note_rate_limit() {
         plan: "own".into(),
         bars: 16,
         note_rate: Some(rate),
+        prompt_ratio: Some(rate / 2.0),
         key: Some(0.9),
         song_key: Some(0.95),
         chord_tones: Some(0.8),
@@ -181,6 +182,9 @@ fn the_summary_counts_songs_over_the_note_rate_limit() {
     assert!((sum.note_rate - 1.3).abs() < 1e-9);
     assert_eq!(sum.note_rate_max, 2.0);
     assert_eq!(sum.note_rate_over, 1);
+    // Over the prompt: 0.5, 1 and 0.45; the 10th and 90th percentiles of three are the ends.
+    assert!((sum.prompt_ratio - 1.95 / 3.0).abs() < 1e-9);
+    assert_eq!((sum.prompt_ratio_low, sum.prompt_ratio_high), (0.45, 1.0));
     assert!((sum.key_ratio - 0.9 / 0.95).abs() < 1e-9);
     assert!((sum.echo_ratio - 0.9).abs() < 1e-9);
     assert_eq!(sum.echo_samples, 2);

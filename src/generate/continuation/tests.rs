@@ -406,3 +406,56 @@ fn a_planned_repeat_echoes_its_first_occurrence() {
         assert_ne!(onsets(0.0, seed), first, "seed {seed}");
     }
 }
+
+/// `Sampling::density` steers how many notes a beat the new part holds against the prompt's,
+/// whatever the model would play. An untrained model plays about five times the prompt's rate
+/// here; asked for half it plays well under half of that, asked for twice more than the half
+/// but less than its own (a trained model lands close to each: `tests/shipped.rs`, and
+/// `eval --plan --density`).
+#[test]
+fn a_density_asked_for_steers_the_note_rate() {
+    let device = Device::flex();
+    let config = PerformerConfig::tiny(
+        Task::Continuation,
+        tokens::VOCAB_SIZE,
+        PeConfig::new(PeKind::SineSpe),
+    );
+    let model = Performer::new(&config, 4, &device).unwrap();
+    // Four 4/4 bars of two notes: half a note a beat.
+    let prompt = bars(4, 2);
+    let rate = |density: Option<f32>, seed: u64| {
+        let added = pollster::block_on(continue_tokens(
+            &model,
+            &prompt,
+            Length {
+                bars: Some(8),
+                ..Length::tokens(3000)
+            },
+            Sampling {
+                seed,
+                density,
+                ..Sampling::default()
+            },
+            &[],
+            &[],
+            None,
+            &device,
+            |_| std::future::ready(true),
+        ))
+        .unwrap();
+        let onsets = added
+            .iter()
+            .filter(|&&id| matches!(Token::from_id(id), Some(T::Pitch(_))))
+            .count();
+        onsets as f64 / (8.0 * 4.0) / 0.5
+    };
+    for seed in 0..2 {
+        let free = rate(None, seed);
+        let (sparse, busy) = (rate(Some(0.5), seed), rate(Some(2.0), seed));
+        let got =
+            format!("seed {seed}: free {free:.2}, asked 0.5: {sparse:.2}, asked 2: {busy:.2}");
+        assert!(free > 3.0, "{got}");
+        assert!(sparse < free / 2.5, "{got}");
+        assert!(busy > 1.5 * sparse && busy < free, "{got}");
+    }
+}

@@ -1,0 +1,276 @@
+//! Density: a continuation as busy as the person asks, as a multiple of the music before it
+//! ([`super::Sampling::density`]: 0.5 half as many notes a beat as the prompt's last bars, 2
+//! twice as many). The model proposes every token; where its choice decides how many notes
+//! come — another note at this position, or the next event sooner or later — sampling tilts
+//! it, by how far the new part's note rate so far is from the target:
+//!
+//! - each further note at a position (a `Pitch` after a note) gets `e^β` times its
+//!   probability;
+//! - the next event's position, or the next bar line, `e^(−β·gap)`, the gap in beats from
+//!   where the music stands.
+//!
+//! `β` grows with the log of target rate over the rate so far (a proportional controller on
+//! the running count, which holds the rate over the whole new part, not each bar). So the
+//! model still chooses where the notes go, which pitches and how long: only how many is
+//! steered. Without a target (`None`), or over a prompt without notes, nothing is tilted.
+
+use crate::music::tokens::places::TokenPlace;
+use crate::music::tokens::{STEPS_PER_BEAT, Token};
+
+/// The prompt's last bars with notes whose rate the target multiplies.
+const PROMPT_BARS: usize = 8;
+/// Nats of tilt per unit of log rate off the target.
+const GAIN: f64 = 4.0;
+/// Nats of tilt gathered per beat per unit of log rate off the target (the integral part,
+/// which finds the lasting tilt a model needs to play at another rate than its own).
+const GAIN_PER_BEAT: f64 = 0.25;
+/// The largest `β`, and the largest tilt of one token, in nats.
+const MAX_BETA: f64 = 3.0;
+const MAX_TILT: f64 = 8.0;
+/// Beats at the target rate the running count starts with, so the first notes of the new
+/// part do not swing the tilt.
+const PRIOR_BEATS: f64 = 4.0;
+
+/// The running count of a continuation's notes against its target rate.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Density {
+    /// Onsets per beat wanted.
+    target: f64,
+    /// Onsets written since the prompt.
+    onsets: usize,
+    /// The beat where the new part starts.
+    start: f32,
+    /// The integral part of `β`, and the beat up to which it is gathered.
+    integral: f64,
+    gathered: f32,
+}
+
+impl Density {
+    /// The controller for `factor` times the note rate of the prompt's last bars with notes
+    /// (`prompt`'s ids, `places` one per id, `bar_beats` the meter in force at its end);
+    /// `None` when the prompt has no note to measure.
+    pub(super) fn new(
+        factor: f32,
+        prompt: &[u32],
+        places: &[TokenPlace],
+        bar_beats: usize,
+    ) -> Option<Self> {
+        let rate = prompt_rate(prompt, places, bar_beats)?;
+        let start = places.last().map_or(0.0, |p| p.beat);
+        Some(Self {
+            target: rate * f64::from(factor),
+            onsets: 0,
+            start,
+            integral: 0.0,
+            gathered: start,
+        })
+    }
+
+    /// Onsets per beat wanted.
+    #[cfg(test)]
+    pub(super) fn target(&self) -> f64 {
+        self.target
+    }
+
+    /// `β` where the music stands (`now`: the place of the last token): positive when the new
+    /// part is sparser than the target. Gathers the integral part up to `now`.
+    fn beta(&mut self, now: &TokenPlace) -> f64 {
+        let beats = f64::from((now.beat - self.start).max(0.0));
+        let prior = self.target * PRIOR_BEATS;
+        let off = ((self.onsets as f64 + prior) / (self.target * beats + prior)).ln();
+        let step = f64::from((now.beat - self.gathered).max(0.0));
+        self.gathered = self.gathered.max(now.beat);
+        self.integral = (self.integral - GAIN_PER_BEAT * off * step).clamp(-MAX_BETA, MAX_BETA);
+        (self.integral - GAIN * off).clamp(-MAX_BETA, MAX_BETA)
+    }
+
+    /// Tilts `logits` (before the temperature divides them; `temperature` keeps the tilt's
+    /// effect on probabilities the same at any) for the token after `last`, at `now` in a
+    /// bar of `bar_beats`. Only tokens `allowed` are touched.
+    pub(super) fn tilt(
+        &mut self,
+        now: &TokenPlace,
+        last: Option<Token>,
+        bar_beats: usize,
+        allowed: &[bool],
+        logits: &mut [f32],
+        temperature: f32,
+    ) {
+        let beta = self.beta(now);
+        let scale = f64::from(temperature.max(1e-4));
+        // Where the music stands in the bar: a bar line just written starts it.
+        let here = match last {
+            Some(Token::Bar | Token::Meter(_)) => 0.0,
+            _ => f64::from(now.position) / STEPS_PER_BEAT as f64,
+        };
+        let mut add = |token: Token, nats: f64| {
+            let id = token.id() as usize;
+            if allowed.get(id).copied().unwrap_or(false) {
+                logits[id] += (nats.clamp(-MAX_TILT, MAX_TILT) * scale) as f32;
+            }
+        };
+        if matches!(last, Some(Token::Duration(_))) {
+            for pitch in 0..128u8 {
+                add(Token::Pitch(pitch), beta);
+            }
+        }
+        for step in 0..(bar_beats * STEPS_PER_BEAT).min(u8::MAX as usize) {
+            let gap = (step as f64 / STEPS_PER_BEAT as f64 - here).max(0.0);
+            add(Token::Position(step as u8), -beta * gap);
+        }
+        add(Token::Bar, -beta * (bar_beats as f64 - here).max(0.0));
+    }
+
+    /// Counts `token` once it is written.
+    pub(super) fn advance(&mut self, token: Token) {
+        if matches!(token, Token::Pitch(_)) {
+            self.onsets += 1;
+        }
+    }
+}
+
+/// Onsets per beat over the last [`PROMPT_BARS`] bars of `prompt` from its first bar with a
+/// note; a bar still open at the prompt's end counts only if it holds a note.
+fn prompt_rate(prompt: &[u32], places: &[TokenPlace], bar_beats: usize) -> Option<f64> {
+    // (start beat, onsets) per bar, in order.
+    let mut bars: Vec<(f32, usize)> = Vec::new();
+    for (&id, place) in prompt.iter().zip(places) {
+        match Token::from_id(id) {
+            Some(Token::Bar) => bars.push((place.beat, 0)),
+            Some(Token::Pitch(_)) => {
+                if let Some(bar) = bars.last_mut() {
+                    bar.1 += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut measured: Vec<(f64, usize)> = Vec::new();
+    for (k, &(start, onsets)) in bars.iter().enumerate() {
+        let beats = match bars.get(k + 1) {
+            Some(&(next, _)) => f64::from(next - start),
+            None if onsets > 0 => bar_beats as f64,
+            None => continue,
+        };
+        measured.push((beats, onsets));
+    }
+    let first = measured.iter().position(|&(_, n)| n > 0)?;
+    let recent = &measured[first.max(measured.len().saturating_sub(PROMPT_BARS))..];
+    let beats: f64 = recent.iter().map(|b| b.0).sum();
+    let onsets: usize = recent.iter().map(|b| b.1).sum();
+    (beats > 0.0 && onsets > 0).then(|| onsets as f64 / beats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::music::tokens::VOCAB_SIZE;
+    use crate::music::tokens::places::places;
+
+    fn ids(tokens: &[Token]) -> Vec<u32> {
+        tokens.iter().map(|t| t.id()).collect()
+    }
+
+    /// Two 4/4 bars: four quarter notes, then two; the prompt's rate is 6 / 8 beats.
+    fn prompt() -> Vec<u32> {
+        let mut t = vec![Token::Bos];
+        for notes in [4u8, 2] {
+            t.push(Token::Bar);
+            for k in 0..notes {
+                t.extend([
+                    Token::Position(k * 4),
+                    Token::Pitch(60 + k),
+                    Token::Velocity(20),
+                    Token::Duration(4),
+                ]);
+            }
+        }
+        t.push(Token::Bar);
+        ids(&t)
+    }
+
+    #[test]
+    fn the_target_is_the_prompts_rate_times_the_factor() {
+        let p = prompt();
+        let d = Density::new(2.0, &p, &places(&p), 4).unwrap();
+        assert!((d.target() - 1.5).abs() < 1e-9, "{}", d.target());
+        // Empty bars before the first note are not counted; a prompt without notes has no
+        // rate.
+        let mut lead = ids(&[Token::Bos, Token::Bar, Token::Bar]);
+        lead.extend_from_slice(&p[1..]);
+        let d = Density::new(1.0, &lead, &places(&lead), 4).unwrap();
+        assert!((d.target() - 0.75).abs() < 1e-9, "{}", d.target());
+        let silent = ids(&[Token::Bos, Token::Bar, Token::Bar]);
+        assert_eq!(Density::new(1.0, &silent, &places(&silent), 4), None);
+    }
+
+    /// After a note at step 4 of a bar, the tilts a sparser-than-asked new part and a busier
+    /// one get.
+    fn tilts(onsets: usize) -> Vec<f32> {
+        let p = prompt();
+        let mut walk = places(&p);
+        let mut d = Density::new(1.0, &p, &walk, 4).unwrap();
+        let mut rest = p.clone();
+        let mut written = vec![Token::Position(4), Token::Pitch(60)];
+        written.extend((1..onsets).map(|k| Token::Pitch(60 + k as u8)));
+        written.extend([Token::Velocity(20), Token::Duration(2)]);
+        for t in &written {
+            d.advance(*t);
+            rest.push(t.id());
+        }
+        walk = places(&rest);
+        let mut logits = vec![0.0f32; VOCAB_SIZE];
+        d.tilt(
+            walk.last().unwrap(),
+            written.last().copied(),
+            4,
+            &[true; VOCAB_SIZE],
+            &mut logits,
+            0.5,
+        );
+        logits
+    }
+
+    #[test]
+    fn a_part_behind_its_target_leans_to_more_notes_sooner_and_ahead_to_fewer_later() {
+        let at = |l: &[f32], t: Token| l[t.id() as usize];
+        // Eight notes one beat into the new part, against 0.75 a beat: far ahead.
+        let busy = tilts(8);
+        assert!(at(&busy, Token::Pitch(80)) < 0.0, "no more notes here");
+        assert!(at(&busy, Token::Position(12)) > at(&busy, Token::Position(5)));
+        assert!(at(&busy, Token::Bar) > at(&busy, Token::Position(12)));
+        // Positions already passed are not allowed anyway; none is tilted past the bar.
+        assert!(
+            busy.iter()
+                .all(|x| x.abs() <= (MAX_TILT * 0.5) as f32 + 1e-6)
+        );
+        let mut p = prompt();
+        let walk = places(&p);
+        let mut d = Density::new(1.0, &p, &walk, 4).unwrap();
+        // Two bars later with no note: behind, so sooner and more.
+        p.extend(ids(&[Token::Bar, Token::Bar]));
+        let walk = places(&p);
+        let mut logits = vec![0.0f32; VOCAB_SIZE];
+        d.tilt(
+            walk.last().unwrap(),
+            Some(Token::Bar),
+            4,
+            &[true; VOCAB_SIZE],
+            &mut logits,
+            1.0,
+        );
+        assert!(at(&logits, Token::Position(0)) > at(&logits, Token::Position(8)));
+        assert!(at(&logits, Token::Bar) < at(&logits, Token::Position(8)));
+        // Only allowed tokens move.
+        let mut none = vec![0.0f32; VOCAB_SIZE];
+        d.tilt(
+            walk.last().unwrap(),
+            Some(Token::Bar),
+            4,
+            &[false; VOCAB_SIZE],
+            &mut none,
+            1.0,
+        );
+        assert!(none.iter().all(|&x| x == 0.0));
+    }
+}
