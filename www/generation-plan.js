@@ -119,7 +119,8 @@ export function generateOptions(s, { task, region, context }) {
     pianoTemperature: continuation ? null : s.pianoTemperature,
     region,
     temperature: continuation ? s.temperature : null,
-    echo: task === 'continuation' ? s.echo ?? null : null,
+    echo: continuation ? s.echo ?? null : null,
+    density: continuation ? s.density ?? null : null,
     tokens: s.length,
     // A continuation model reads at most the window it was trained on (studio Options).
     context: task === 'continuation' && !s.readAll ? context : null,

@@ -14,6 +14,7 @@ export function settings() {
     pianoTemperature: $('piano-temperature').value === '' ? null : Number($('piano-temperature').value),
     temperature: $('temperature').value === '' ? null : Number($('temperature').value),
     echo: $('echo').value === '' ? null : Number($('echo').value),
+    density: $('density').value === '' ? null : Number($('density').value),
     length: $('length').value === '' ? limitOf('tokens').default : Number($('length').value),
     maxBars: $('max-bars').value === '' ? null : Number($('max-bars').value),
     readAll: $('read-all').checked,
@@ -40,6 +41,7 @@ export function applySettings(s, showModels) {
   set('piano-temperature', s.pianoTemperature);
   set('temperature', s.temperature);
   set('echo', s.echo);
+  set('density', s.density);
   set('length', s.length);
   set('max-bars', s.maxBars);
   if (typeof s.readAll === 'boolean') $('read-all').checked = s.readAll;

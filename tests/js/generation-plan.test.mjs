@@ -101,12 +101,12 @@ test('where a generation writes from', () => {
 
 test('the options sent to the Worker follow the settings', () => {
   const s = {
-    seed: 7, threshold: 0.4, pianoTemperature: null, temperature: 1.2, echo: 2, length: 256, maxBars: 8,
+    seed: 7, threshold: 0.4, pianoTemperature: null, temperature: 1.2, echo: 2, density: 0.5, length: 256, maxBars: 8,
     readAll: false, layer: 1, head: 2,
   };
   const cont = generateOptions(s, { task: 'continuation', region: [1, 2], context: 512 });
   assert.deepEqual(cont, {
-    seed: 7, threshold: null, pianoTemperature: null, region: [1, 2], temperature: 1.2, echo: 2, tokens: 256,
+    seed: 7, threshold: null, pianoTemperature: null, region: [1, 2], temperature: 1.2, echo: 2, density: 0.5, tokens: 256,
     context: 512, bars: 8, watch: { layer: 1, head: 2 },
   });
   const acc = generateOptions({ ...s, pianoTemperature: 0.9 }, { task: 'accompaniment', region: null, context: 512 });
@@ -115,6 +115,9 @@ test('the options sent to the Worker follow the settings', () => {
     'reading past the window: no limit');
   assert.equal(generateOptions(s, { task: 'accompaniment', region: null, context: 512 }).context, null);
   assert.equal(generateOptions(s, { task: 'accompaniment', region: null, context: 512 }).echo, null, 'no echo for the piano');
+  assert.equal(generateOptions(s, { task: 'accompaniment', region: null, context: 512 }).density, null, 'the piano follows the pianist');
+  assert.equal(generateOptions({ ...s, density: undefined }, { task: 'continuation', region: null, context: 512 }).density, null,
+    'settings saved before there was a density: as the model plays');
 });
 
 test('streamed notes unflatten in fours', () => {
