@@ -1,5 +1,5 @@
-// End-to-end: a planned repeat echoes its first occurrence. A piece written by the project's
-// own code is dropped; two bars are planned after it, and in the phrase lane they start a new
+// End-to-end: what the continuation reads of the panel. A planned repeat echoes its first
+// occurrence: a piece written by the project's own code is dropped; two bars are planned after it, and in the phrase lane they start a new
 // phrase with the letter of the piece's first one (the second A of A … A). The default
 // continuation writes them with the page's echo (its default, chosen on validation songs) and
 // with the echo at 0: with it, the planned bars (no chords planned: they take the first
@@ -94,6 +94,51 @@ test('a planned repeat of the first phrase echoes it', { timeout: 3 * SLOW }, as
     console.log(`planned repeat of ${letter}: onset F1 with its first bars ${withEcho.toFixed(2)} with the echo, ${without.toFixed(2)} without`);
     assert.ok(withEcho > without, `the echo brings the repeat closer (${withEcho} against ${without})`);
     assert.ok(withEcho >= 0.4, `the repeat echoes its first occurrence (F1 ${withEcho})`);
+  } finally {
+    await browser.close();
+  }
+});
+
+// The Density field reaches the model: the same piece continued for six bars at half and at
+// twice the notes a beat of its last bars (every track, as the model reads them).
+test('a continuation plays as busy as the Density field asks', { timeout: 3 * SLOW }, async () => {
+  const { browser, page, log } = await launch({ webgpu: false, url: `${base}?backend=cpu` });
+  try {
+    await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: SLOW });
+    await dropFile(page, midi, 'song.mid');
+    const start = await page.evaluate(() => window.pianoformer.piece);
+    const bars = start.bars;
+    const barLength = bars[1] - bars[0];
+    assert.equal(barLength, 4 * start.ppq, 'the example is in 4/4');
+    const end = bars.at(-1) + barLength;
+    const lastBars = Math.min(8, bars.length);
+    const notes = start.tracks.flatMap((t) => t.notes);
+    const promptRate = notes.filter((n) => n[1] >= bars[bars.length - lastBars] && n[1] < end).length / (lastBars * 4);
+    await page.selectOption('#task', 'continuation');
+    await page.fill('#length', '2048');
+    await page.fill('#max-bars', '6');
+    const rateAt = async (density) => {
+      await page.fill('#density', density);
+      const n = await page.evaluate(() => window.pianoformer.generations.length);
+      await page.click('#generate');
+      await page.waitForFunction(
+        (n) => window.pianoformer.generations.length > n || !document.getElementById('error').hidden,
+        n,
+        { timeout: SLOW },
+      );
+      assert.equal(await page.evaluate(() => (document.getElementById('error').hidden ? null : window.pianoformer.error)), null, log.join('\n'));
+      const piece = await page.evaluate(() => window.pianoformer.piece);
+      const added = (piece.tracks.find((t) => t.name === 'CONTINUATION')?.notes ?? []).filter((x) => x[1] >= end);
+      assert.ok(piece.bars.length >= bars.length + 6, `six new bars (${piece.bars.length - bars.length})`);
+      await page.click('#undo');
+      await page.waitForFunction(() => window.pianoformer.piece.tracks.every((t) => t.name !== 'CONTINUATION'));
+      return added.length / (6 * 4) / promptRate;
+    };
+    const sparse = await rateAt('0.5');
+    const busy = await rateAt('2');
+    console.log(`density asked 0.5: ${sparse.toFixed(2)}x the prompt's notes a beat; asked 2: ${busy.toFixed(2)}x`);
+    assert.ok(sparse < 0.8, `asked for half: ${sparse}`);
+    assert.ok(busy > 1.3 && busy > 2 * sparse, `asked for twice: ${busy} (half: ${sparse})`);
   } finally {
     await browser.close();
   }
