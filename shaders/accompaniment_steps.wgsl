@@ -11,13 +11,15 @@
 //   state  one slot of sums, updated in place, then the previous piano step [256] (onsets then
 //          sustains); read at the start and left as the last step leaves it
 //   outs   per step: the logits [256], the drawn step [256] (0 or 1), the watched features
-//   info   after the common part: the threshold, whether thresholded, the hold temperature
+//   info   after the common part: the threshold, whether thresholded, the hold temperature, the
+//          density's log odds (added to every onset's)
 
 const PIANO: u32 = {{ piano }}u;
 const P: u32 = 128u;
 const I_THRESHOLD: u32 = 12u;
 const I_THRESHOLDED: u32 = 13u;
 const I_HOLD_TEMP: u32 = 14u;
+const I_ONSET_BIAS: u32 = 15u;
 
 var<workgroup> prev: array<f32, 256>;
 // The input row's non-zero entries (their indices, ascending) and their count.
@@ -61,6 +63,7 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     let threshold = bitcast<f32>(info[I_THRESHOLD]);
     let thresholded = info[I_THRESHOLDED] != 0u;
     let hold_t = bitcast<f32>(info[I_HOLD_TEMP]);
+    let onset_bias = bitcast<f32>(info[I_ONSET_BIAS]);
     let at = info[I_AT];
 
     for (var i = lid; i < 2u * P; i += WG) {
@@ -99,7 +102,7 @@ fn main(@builtin(local_invocation_index) lid: u32) {
         // The piano step: per pitch an onset, else (if it was sounding) whether it is held.
         let t = step0 + at + s;
         for (var p = lid; p < P; p += WG) {
-            let p_on = 1.0 / (1.0 + exp(-logit[p] / temperature));
+            let p_on = 1.0 / (1.0 + exp(-(logit[p] / temperature + onset_bias)));
             var on = 0.0;
             var sus = 0.0;
             var strike = false;

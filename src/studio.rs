@@ -47,8 +47,9 @@ pub struct Options {
     /// phrase's first occurrence (see [`Sampling::echo`]; `None`: the default, chosen on
     /// validation songs; 0: not at all).
     pub echo: Option<f32>,
-    /// Continuation: notes a beat in the new part as a multiple of the music before it (see
-    /// [`Sampling::density`]; `None`: as the model plays).
+    /// How busy the new notes are (`None`: as the model plays). Continuation: notes a beat as a
+    /// multiple of the music before them ([`Sampling::density`]); step-by-step accompaniment:
+    /// about this many times the onsets the model would play ([`PianoSampling::density`]).
     pub density: Option<f32>,
     /// Continuation: tokens to add at most, and new bars at most.
     pub tokens: usize,
@@ -182,6 +183,7 @@ impl Options {
             threshold: self.threshold,
             hold_temperature: self.hold_temperature.unwrap_or(model.hold_temperature),
             seed: self.seed,
+            density: self.density.unwrap_or(1.0),
         }
     }
 

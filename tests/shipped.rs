@@ -210,15 +210,15 @@ fn the_default_models_accompany_and_continue_a_song() {
     }
     // The chord lane steers the default accompaniment: the same melody with a progression a
     // major third up (E B C#m A) is played differently, mostly on the given chords' tones.
-    let piano_of = |chords: &str| {
-        let out_file = dir.join(format!("chords-{}.mid", chords.len()));
+    let piano_at = |chords: &str, density: &str| {
+        let out_file = dir.join(format!("chords-{}-{density}.mid", chords.len()));
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_pianoformer"))
             .args(["generate", "--task", "accompaniment", "--manifest"])
             .arg(&manifest)
             .arg(&prompt)
             .arg("-o")
             .arg(&out_file)
-            .args(["--chords", chords, "--seed", "3"])
+            .args(["--chords", chords, "--seed", "3", "--density", density])
             .output()
             .unwrap();
         assert!(
@@ -295,6 +295,24 @@ fn the_default_models_accompany_and_continue_a_song() {
         "asked 0.5: {sparse:.2} a beat"
     );
     assert!((1.4..2.7).contains(&busy), "asked 2: {busy:.2} a beat");
+    let piano_of = |chords: &str| piano_at(chords, "1");
+    // The accompaniment's density: fewer notes at 0.5, more at 2 (over the test songs about
+    // 0.44x and 2x; one 8-bar sample here).
+    let progression = "C G Am F C G Am F";
+    let [sparse, own, busy] = ["0.5", "1", "2"].map(|d| piano_at(progression, d).len() as f64);
+    eprintln!(
+        "accompaniment at density 0.5: {:.2}x its own notes, at 2: {:.2}x",
+        sparse / own,
+        busy / own
+    );
+    assert!(
+        sparse < 0.8 * own,
+        "asked 0.5: {sparse} notes against {own}"
+    );
+    assert!(
+        busy > 1.05 * own && busy > 2.0 * sparse,
+        "asked 2: {busy} notes against {own}"
+    );
     let given = piano_of("C G Am F C G Am F");
     let moved = piano_of("E B C#m A E B C#m A");
     assert_ne!(given, moved, "the chord lane changes the accompaniment");

@@ -120,7 +120,7 @@ export function generateOptions(s, { task, region, context }) {
     region,
     temperature: continuation ? s.temperature : null,
     echo: continuation ? s.echo ?? null : null,
-    density: continuation ? s.density ?? null : null,
+    density: s.density ?? null,
     tokens: s.length,
     // A continuation model reads at most the window it was trained on (studio Options).
     context: task === 'continuation' && !s.readAll ? context : null,

@@ -646,6 +646,7 @@ impl FusedSteps {
             threshold.to_bits(),
             thresholded,
             sampling.hold_temperature.to_bits(),
+            sampling.onset_bias().to_bits(),
         ];
         self.launch(n, Some(rows), &common, &own, state).await
     }

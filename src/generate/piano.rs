@@ -51,8 +51,10 @@ pub fn draw_step(
     uniform: &mut impl FnMut(usize, u32) -> f32,
 ) {
     let t = s.temperature.max(1e-4);
+    // Added to every onset's log odds (0 at density 1: the plain sigmoid).
+    let bias = s.onset_bias();
     for p in 0..PITCHES {
-        let p_on = sigmoid_t(onset_logits[p], t);
+        let p_on = 1.0 / (1.0 + (-(onset_logits[p] / t + bias)).exp());
         let strike = match s.threshold {
             Some(th) => p_on > th,
             None => uniform(p, 0) < p_on,

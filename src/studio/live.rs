@@ -135,6 +135,7 @@ pub async fn live_start(
             .unwrap_or(model_sampling.hold_temperature),
         threshold: None,
         seed: options.seed,
+        density: 1.0,
     };
     let view = LiveGrid {
         from_step: from,

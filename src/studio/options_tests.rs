@@ -97,6 +97,7 @@ fn options_are_checked_in_words_and_fill_in_the_models_defaults() {
             threshold: None,
             hold_temperature: 0.5,
             seed: 7,
+            density: 1.0,
         }
     );
     let model_rule = Binarize {

@@ -115,7 +115,7 @@ test('the options sent to the Worker follow the settings', () => {
     'reading past the window: no limit');
   assert.equal(generateOptions(s, { task: 'accompaniment', region: null, context: 512 }).context, null);
   assert.equal(generateOptions(s, { task: 'accompaniment', region: null, context: 512 }).echo, null, 'no echo for the piano');
-  assert.equal(generateOptions(s, { task: 'accompaniment', region: null, context: 512 }).density, null, 'the piano follows the pianist');
+  assert.equal(generateOptions(s, { task: 'accompaniment', region: null, context: 512 }).density, 0.5, 'a sparser piano too');
   assert.equal(generateOptions({ ...s, density: undefined }, { task: 'continuation', region: null, context: 512 }).density, null,
     'settings saved before there was a density: as the model plays');
 });

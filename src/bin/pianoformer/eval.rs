@@ -96,7 +96,8 @@ pub struct Args {
     /// its phrase's first occurrence (0: not at all; default: what the page plays with).
     #[arg(long)]
     pub echo: Option<f32>,
-    /// --sample, --plan: the new part's notes a beat as a multiple of the prompt's (as
+    /// --sample, --plan: the new part's notes a beat as a multiple of the prompt's; the
+    /// accompaniment panel: about this many times the onsets the model would play (as
     /// `generate --density`; default: as the model plays).
     #[arg(long)]
     pub density: Option<f32>,

@@ -107,9 +107,9 @@ pub struct Args {
     /// validation songs, as the page plays).
     #[arg(long)]
     pub echo: Option<f32>,
-    /// Continuation: how busy the new part is, as a multiple of the notes a beat of the music
-    /// before it (its last 8 bars with notes): 0.5 half as many, 2 twice (default: as the
-    /// model plays).
+    /// How busy the new notes are: 0.5 half as many, 2 twice (default: as the model plays).
+    /// Continuation: as a multiple of the notes a beat of the music before (its last 8 bars
+    /// with notes); step-by-step accompaniment: of the onsets the model would play.
     #[arg(long)]
     pub density: Option<f32>,
     /// The seed of every draw (the page's default too).

@@ -103,6 +103,7 @@ fn choose(
                 threshold: None,
                 hold_temperature,
                 seed: args.seed,
+                density: args.density()?.unwrap_or(1.0),
             };
             let t = try_sampling(model, &valid, sampling, threads, device)?;
             let s = &t.valid;

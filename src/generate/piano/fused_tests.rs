@@ -151,10 +151,12 @@ fn fused_steps_match_the_cpu_on_a_native_gpu() {
             PianoSampling {
                 seed: 5,
                 hold_temperature: 0.5,
+                density: 0.5,
                 ..Default::default()
             },
             PianoSampling {
                 threshold: Some(0.3),
+                density: 2.0,
                 ..Default::default()
             },
         ] {

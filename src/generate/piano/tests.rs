@@ -259,3 +259,32 @@ fn the_lanes_steer_the_piano_and_a_region_keeps_the_rest() {
         }
     }
 }
+
+/// A density multiplies every onset's odds by its square root: at 4 an onset of probability 0.2
+/// comes with probability 1/3 (odds 0.25 → 0.5), at 1/4 with 1/9.
+#[test]
+fn a_density_scales_the_odds_of_every_onset() {
+    let mut rng = StdRng::seed_from_u64(3);
+    let mut share = |density: f32| {
+        let s = PianoSampling {
+            density,
+            ..Default::default()
+        };
+        let mut struck = 0usize;
+        for _ in 0..6000 {
+            let mut r = PianoRoll::new(2);
+            let mut on = vec![-30.0f32; PITCHES];
+            on[64] = (0.2f32 / 0.8).ln();
+            draw_step(&mut r, 1, &on, &[-30.0; PITCHES], &s, &mut |_, _| {
+                rng.random::<f32>()
+            });
+            struck += usize::from(r.onset(1, 64));
+            assert!((0..PITCHES).all(|p| p == 64 || !r.onset(1, p)));
+        }
+        struck as f64 / 6000.0
+    };
+    let (plain, busy, sparse) = (share(1.0), share(4.0), share(0.25));
+    assert!((plain - 0.2).abs() < 0.02, "{plain}");
+    assert!((busy - 1.0 / 3.0).abs() < 0.02, "{busy}");
+    assert!((sparse - 1.0 / 9.0).abs() < 0.015, "{sparse}");
+}
