@@ -30,6 +30,25 @@ function onsetF1(a, fromA, b, fromB, sixteenth) {
   return (2 * [...x].filter((k) => y.has(k)).length) / (x.size + y.size);
 }
 
+/** Presses Generate and returns the piece once the generation is in (failing on an error). */
+async function generated(page, log) {
+  const n = await page.evaluate(() => window.pianoformer.generations.length);
+  await page.click('#generate');
+  await page.waitForFunction(
+    (n) => window.pianoformer.generations.length > n || !document.getElementById('error').hidden,
+    n,
+    { timeout: SLOW },
+  );
+  assert.equal(await page.evaluate(() => (document.getElementById('error').hidden ? null : window.pianoformer.error)), null, log.join('\n'));
+  return page.evaluate(() => window.pianoformer.piece);
+}
+
+/** Undoes the continuation just written. */
+async function undone(page) {
+  await page.click('#undo');
+  await page.waitForFunction(() => window.pianoformer.piece.tracks.every((t) => t.name !== 'CONTINUATION'));
+}
+
 test('a planned repeat of the first phrase echoes it', { timeout: 3 * SLOW }, async () => {
   const { browser, page, log } = await launch({ webgpu: false, url: `${base}?backend=cpu` });
   try {
@@ -64,15 +83,7 @@ test('a planned repeat of the first phrase echoes it', { timeout: 3 * SLOW }, as
 
     const echoOf = async (echo) => {
       await page.fill('#echo', echo);
-      const n = await page.evaluate(() => window.pianoformer.generations.length);
-      await page.click('#generate');
-      await page.waitForFunction(
-        (n) => window.pianoformer.generations.length > n || !document.getElementById('error').hidden,
-        n,
-        { timeout: SLOW },
-      );
-      assert.equal(await page.evaluate(() => (document.getElementById('error').hidden ? null : window.pianoformer.error)), null, log.join('\n'));
-      const piece = await page.evaluate(() => window.pianoformer.piece);
+      const piece = await generated(page, log);
       const added = piece.tracks.find((t) => t.name === 'CONTINUATION')?.notes ?? [];
       const f1s = [];
       for (let k = 0; k < planned; k++) {
@@ -85,8 +96,7 @@ test('a planned repeat of the first phrase echoes it', { timeout: 3 * SLOW }, as
         );
         if (f1 !== null) f1s.push(f1);
       }
-      await page.click('#undo');
-      await page.waitForFunction(() => window.pianoformer.piece.tracks.every((t) => t.name !== 'CONTINUATION'));
+      await undone(page);
       return f1s.reduce((a, b) => a + b, 0) / Math.max(1, f1s.length);
     };
     const withEcho = await echoOf('');
@@ -119,19 +129,10 @@ test('a continuation plays as busy as the Density field asks', { timeout: 3 * SL
     await page.fill('#max-bars', '6');
     const rateAt = async (density) => {
       await page.fill('#density', density);
-      const n = await page.evaluate(() => window.pianoformer.generations.length);
-      await page.click('#generate');
-      await page.waitForFunction(
-        (n) => window.pianoformer.generations.length > n || !document.getElementById('error').hidden,
-        n,
-        { timeout: SLOW },
-      );
-      assert.equal(await page.evaluate(() => (document.getElementById('error').hidden ? null : window.pianoformer.error)), null, log.join('\n'));
-      const piece = await page.evaluate(() => window.pianoformer.piece);
+      const piece = await generated(page, log);
       const added = (piece.tracks.find((t) => t.name === 'CONTINUATION')?.notes ?? []).filter((x) => x[1] >= end);
       assert.ok(piece.bars.length >= bars.length + 6, `six new bars (${piece.bars.length - bars.length})`);
-      await page.click('#undo');
-      await page.waitForFunction(() => window.pianoformer.piece.tracks.every((t) => t.name !== 'CONTINUATION'));
+      await undone(page);
       return added.length / (6 * 4) / promptRate;
     };
     const sparse = await rateAt('0.5');

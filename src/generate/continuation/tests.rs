@@ -20,6 +20,16 @@ fn bars(bars: usize, per_bar: usize) -> Vec<u32> {
     ids
 }
 
+/// An untrained tiny continuation model with sineSPE.
+fn tiny_sinespe(device: &Device) -> Performer {
+    let config = PerformerConfig::tiny(
+        Task::Continuation,
+        tokens::VOCAB_SIZE,
+        PeConfig::new(PeKind::SineSpe),
+    );
+    Performer::new(&config, 4, device).unwrap()
+}
+
 #[test]
 fn a_view_keeps_the_first_bars_and_the_last_ones_from_bar_lines() {
     let ids = bars(40, 3); // 13 tokens a bar
@@ -80,12 +90,7 @@ fn attention_rows_of_a_view_are_placed_over_the_whole_sequence() {
 #[test]
 fn a_continuation_with_a_context_never_reads_past_it() {
     let device = Device::flex();
-    let config = PerformerConfig::tiny(
-        Task::Continuation,
-        tokens::VOCAB_SIZE,
-        PeConfig::new(PeKind::SineSpe),
-    );
-    let model = Performer::new(&config, 4, &device).unwrap();
+    let model = tiny_sinespe(&device);
     let prompt = bars(8, 4);
     let length = Length {
         context: Some(64),
@@ -173,12 +178,7 @@ fn a_restart_reuses_the_anchor_and_matches_a_fresh_read() {
 #[test]
 fn a_planned_two_chord_bar_forces_both_chords_and_no_other() {
     let device = Device::flex();
-    let config = PerformerConfig::tiny(
-        Task::Continuation,
-        tokens::VOCAB_SIZE,
-        PeConfig::new(PeKind::SineSpe),
-    );
-    let model = Performer::new(&config, 4, &device).unwrap();
+    let model = tiny_sinespe(&device);
     let chord = |s: &str| Some(crate::music::chords::Chord::parse_any(s).unwrap().unwrap());
     let (dm, g7, c) = (chord("Dm"), chord("G7"), chord("C"));
     // Bar 1: Dm then G7 at its half; bar 2: unplanned; bar 3: C (the whole bar).
@@ -415,12 +415,7 @@ fn a_planned_repeat_echoes_its_first_occurrence() {
 #[test]
 fn a_density_asked_for_steers_the_note_rate() {
     let device = Device::flex();
-    let config = PerformerConfig::tiny(
-        Task::Continuation,
-        tokens::VOCAB_SIZE,
-        PeConfig::new(PeKind::SineSpe),
-    );
-    let model = Performer::new(&config, 4, &device).unwrap();
+    let model = tiny_sinespe(&device);
     // Four 4/4 bars of two notes: half a note a beat.
     let prompt = bars(4, 2);
     let rate = |density: Option<f32>, seed: u64| {
