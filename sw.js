@@ -13,7 +13,7 @@
 import { fetchModel } from './www/store.js';
 import { SAMPLES } from './www/audio.js';
 
-export const VERSION = 12;
+export const VERSION = 13;
 export const SHELL_CACHE = `pianoformer-shell-v${VERSION}`;
 
 /** What the page cannot start without, relative to this worker. */
@@ -57,6 +57,7 @@ export const SHELL_FILES = [
   'www/play-in.js',
   'www/playback.js',
   'www/race.js',
+  'www/gpu-guard.js',
   'www/roll-draw.js',
   'www/roll-edit.js',
   'www/roll-geometry.js',

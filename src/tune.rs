@@ -7,6 +7,7 @@
 //! training loop ([`Session`]), with a watch for divergence: a step whose loss is not finite or
 //! explodes stops the run and puts back the weights of the last good step.
 
+use burn::module::Module;
 use serde::{Deserialize, Serialize};
 
 use crate::data::corpus::{Corpus, WindowSpec};
@@ -150,9 +151,24 @@ pub enum TuneError {
     Finished,
 }
 
+/// Where a run stood after a step, with its weights read out (asynchronously, so it works on
+/// WebGPU): the page keeps the last one while fine-tuning runs on a GPU, so a lost device
+/// costs no steps — the run goes on on the CPU from here ([`FineTune::restore`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Progress {
+    pub step: usize,
+    pub losses: Vec<(usize, f32)>,
+    pub valid_losses: Vec<(usize, f32)>,
+    /// The lowest training loss so far (none before the first step).
+    pub lowest: Option<f32>,
+}
+
 /// A fine-tuning run of a model on a person's pieces.
 pub struct FineTune {
     session: Session,
+    /// The blocks that train (`None`: all), as [`Performer::trainable_top`] takes them.
+    top: Option<usize>,
     /// The model of the last step whose loss was sound, and its step.
     last_good: (Performer, usize),
     lowest: f32,
@@ -273,6 +289,7 @@ impl FineTune {
         }
         Ok(Self {
             session,
+            top,
             last_good,
             lowest: f32::INFINITY,
             files,
@@ -356,6 +373,48 @@ impl FineTune {
             learning_rate,
             valid_loss,
         })
+    }
+
+    /// The run as it stands (its weights as model-file bytes) for [`Self::restore`].
+    pub async fn snapshot(&self) -> Result<(Progress, Vec<u8>), TuneError> {
+        let weights = self
+            .model()
+            .to_bytes_async()
+            .await
+            .map_err(|e| TuneError::Failed(e.to_string()))?;
+        let progress = Progress {
+            step: self.step(),
+            losses: self.losses.clone(),
+            valid_losses: self.valid_losses.clone(),
+            lowest: self.lowest.is_finite().then_some(self.lowest),
+        };
+        Ok((progress, weights))
+    }
+
+    /// Goes on from a [`Self::snapshot`] of a run with the same base, files and settings (one
+    /// that ran on a device now lost): its weights, step and losses. The optimiser's moments
+    /// start again (they stayed on the lost device); the schedule and the batches follow the
+    /// step, so the run reads what it would have read.
+    pub fn restore(&mut self, progress: Progress, weights: &[u8]) -> Result<(), TuneError> {
+        if progress.step > self.steps() {
+            return Err(TuneError::Setup(format!(
+                "the saved run is at step {}, past this run's {} steps",
+                progress.step,
+                self.steps()
+            )));
+        }
+        let model = self.model();
+        let (config, device) = (model.config.clone(), model.devices()[0].clone());
+        let model = Performer::from_bytes(&config, weights, &device)
+            .map_err(|e| TuneError::Setup(format!("the saved weights are not readable: {e}")))?
+            .trainable_top(self.top);
+        self.session.trainer.model = model.clone();
+        self.session.trainer.step = progress.step;
+        self.last_good = (model, progress.step);
+        self.lowest = progress.lowest.unwrap_or(f32::INFINITY);
+        self.losses = progress.losses;
+        self.valid_losses = progress.valid_losses;
+        Ok(())
     }
 
     fn diverged(&mut self, step: usize, loss: f32) -> TuneError {

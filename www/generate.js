@@ -12,7 +12,6 @@ import {
   deviceLost,
   fallBackToCpu,
   startWorker,
-  whenDeviceLost,
   workerBackend,
   workerStarted,
 } from './worker-client.js';
@@ -119,18 +118,13 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
     run('roll-generating', null);
     showDraft(before);
     run('roll-draft', before);
-    const onGpu = workerBackend() !== 'cpu' && status.backend?.kind === 'gpu';
-    if (onGpu && !deviceLost() && !/cancelled/.test(e.message)) {
-      // The failed read may arrive before the news that the device is gone: wait a moment.
-      await new Promise((resolve) => {
-        whenDeviceLost(resolve);
-        setTimeout(resolve, 1000);
-      });
-      whenDeviceLost(null);
-    }
+    // The Worker's guard decided whether the device was gone (e.deviceLost); where it could
+    // go on on the CPU itself it already did, so an error here met a lost device only when
+    // the Worker could not.
+    const onGpu = workerBackend() !== 'cpu' && (status.backend?.kind === 'gpu' || e.deviceLost);
     if (/cancelled/.test(e.message)) {
       $('gen-status').textContent = 'Cancelled; the piece is as it was.';
-    } else if ((e.fatal || deviceLost()) && onGpu) {
+    } else if ((e.fatal || e.deviceLost || deviceLost()) && onGpu) {
       $('gen-status').textContent = 'WebGPU stopped working; writing it again on the CPU…';
       fallBackToCpu(deviceLost() ? `the GPU device was lost: ${deviceLost()}` : e.message);
       retry = true;

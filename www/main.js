@@ -19,7 +19,7 @@ import { call, drill, startWorker, setWorkerHandlers, workerBackend } from './wo
 import { showBackend, showCheck, showCached, showRace, keepOffline } from './backend-card.js';
 import { loadManifest, showModels, showModelAbout, currentEntry, ensureModel, prefetchModel } from './models.js';
 import {
-  roll, setPiece, updateButtons, save, undo, redo, openFile, openExample, selectedBars, setEditing, newPiece,
+  roll, setPiece, updateButtons, save, undo, redo, openFile, openExample, selectedBars, setEditing, newPiece, lanesRefill,
 } from './piece-view.js';
 import { wireLanes } from './lanes.js';
 import { generate, cancel } from './generate.js';
@@ -32,10 +32,13 @@ import { keys, setComputerKeys, toggleRecording, wirePlayIn } from './play-in.js
 import { downloadMidi, share, openShared } from './sharing.js';
 import { initTuning, restoreTuning } from './tune.js';
 import { command } from './commands.js';
-import { clearModelCache, flushWork, loadWork, clearWork } from './store.js';
+import { clearModelCache, flushWork, loadWork, clearWork, workPending } from './store.js';
 
 status.attentionBlank = () => attention.isBlank();
 status.wasmBytes = () => call('memory');
+// States tests wait for instead of times: a change still to be saved, the lanes' refill.
+status.workPending = workPending;
+status.lanesRefill = lanesRefill;
 if (params.has('drill')) status.loseDevice = () => drill('lose-device');
 
 let backendUp = false; // the Worker's session is up

@@ -36,6 +36,12 @@ export const status = {
   wasmBytes: null,
   // Tests only (`?drill`; main.js adds it): destroys the Worker's GPU devices, as a lost GPU would.
   loseDevice: undefined,
+  // Each lost GPU device the Worker went on from on the CPU (its message).
+  deviceLosses: [],
+  // main.js's functions: a change still to be saved (true/false), the lanes' refill after a
+  // note edit ('idle', 'due', 'reading'). Tests wait for these states, not for times.
+  workPending: null,
+  lanesRefill: null,
   // 'ready' once the service worker has kept everything for offline use (sw.js).
   offline: 'pending',
 };

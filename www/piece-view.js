@@ -162,6 +162,10 @@ export function redo() {
 let pendingBars = null; // bars whose notes were edited since the lanes were last refilled
 let relabelTimer = 0;
 let lastEdited = null; // the piece the last note edit made (its lanes refilled, once they are)
+let refilling = false; // the harmonizer is reading edited bars
+
+/** The lanes' refill after note edits: 'idle', 'due' (edits wait for it) or 'reading'. */
+export const lanesRefill = () => (refilling ? 'reading' : pendingBars ? 'due' : 'idle');
 const spanOf = (a, b) => (a && b ? [Math.min(a[0], b[0]), Math.max(a[1], b[1])] : (a ?? b));
 
 /**
@@ -200,6 +204,7 @@ async function refillLanes() {
     return;
   }
   pendingBars = null;
+  refilling = true;
   try {
     const next = await relabelled(piece, bars);
     if (store.piece !== piece || store.job) {
@@ -216,6 +221,8 @@ async function refillLanes() {
     lastEdited = next; // the same edit, its lanes filled: bars still owed refill on it
   } catch (e) {
     notice(`The chord lane was not refreshed after the edit (${e.message}).`);
+  } finally {
+    refilling = false;
   }
 }
 

@@ -245,6 +245,8 @@ async function transact(mode, act, store = STORE) {
   });
 }
 
+let writing = 0; // saves being written
+
 /**
  * Keeps `state` (plain JSON: the piece and the settings) for the next visit. Writes at most
  * SAVE_DELAY_MS after the first unsaved change, with whatever state is newest by then: a
@@ -263,14 +265,20 @@ export async function flushWork() {
   const { state } = pending;
   pending = null;
   if (typeof indexedDB === 'undefined') return; // nowhere to keep it: not an error
+  writing++;
   try {
     const record = { format: WORK_FORMAT, savedAt: Date.now(), state };
     await transact('readwrite', (store) => store.put(record, KEY));
     lastWarning = null;
   } catch (e) {
     warnOnce(`pianoformer: the work in progress could not be saved (${e?.message ?? e}).`);
+  } finally {
+    writing--;
   }
 }
+
+/** True while a change waits to be saved or is being written (tests wait for false). */
+export const workPending = () => pending !== null || timer !== null || writing > 0;
 
 // A full disk fails every save, twice a second while the user edits: say so once.
 let lastWarning = null;

@@ -84,9 +84,12 @@ export function progressText(run, r) {
     : base
       ? ` · held-out of the base ${base[1].toFixed(4)}`
       : '';
+  const moved = run.resumedAt !== null && run.resumedAt !== undefined
+    ? ` (the GPU was lost at step ${run.resumedAt + 1}: it went on on the CPU from step ${run.resumedAt})`
+    : '';
   return (
     `Step ${r.step} of ${run.steps} · loss ${r.loss.toFixed(4)}${held} · ` +
-    `${(1 / perStep).toFixed(2)} steps/s · about ${formatSeconds(left)} left on ${run.backend}`
+    `${(1 / perStep).toFixed(2)} steps/s · about ${formatSeconds(left)} left on ${run.backend}${moved}`
   );
 }
 
@@ -109,6 +112,8 @@ export function runRecord(run, state) {
     msPerStep: run.times.length ? run.times.reduce((a, b) => a + b, 0) / run.times.length : null,
     times: run.times,
     wasmBytes: run.wasmBytes ?? null,
+    // The step a run whose GPU was lost went on from on the CPU (null: it was not moved).
+    resumedAt: run.resumedAt ?? null,
   };
 }
 

@@ -94,6 +94,7 @@ async function start() {
     files: files.map((f) => f.name),
     backend: status.backend?.kind === 'gpu' ? 'WebGPU' : 'the CPU',
     resume: null,
+    resumedAt: null, // the step it went on from on the CPU, if its GPU was lost
     stop: null, // 'cancel' | 'finish'
     started: performance.now(),
   };
@@ -126,6 +127,12 @@ async function start() {
       }
       const t = performance.now();
       const r = await call('tuneStep');
+      if (r.resumedAt !== undefined) {
+        // The GPU it ran on was lost: the Worker went on on the CPU from its last good step.
+        run.resumedAt = r.resumedAt;
+        run.backend = 'the CPU';
+        run.times.length = 0; // the GPU's step times say nothing of the CPU's
+      }
       run.times.push(performance.now() - t);
       run.wasmBytes = r.wasmBytes ?? run.wasmBytes;
       run.train.push([r.step, r.loss]);

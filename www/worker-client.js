@@ -12,7 +12,6 @@ const calls = new Map(); // request id -> {resolve, reject, onProgress}
 let nextId = 1;
 let started = null; // resolves when the Worker's wasm and session are up
 let lost = null; // the GPU device's loss message, once the Worker reports one
-let onLost = null; // a generation waiting for that news
 const restartHooks = [];
 
 const handlers = {
@@ -39,11 +38,6 @@ export const workerStarted = () => started;
 
 /** The GPU device's loss message, once the current Worker has reported one (else null). */
 export const deviceLost = () => lost;
-
-/** Runs `fn()` (once) when the Worker reports a lost GPU device; null stops waiting. */
-export function whenDeviceLost(fn) {
-  onLost = fn;
-}
 
 /** Tests only (`?drill`): asks the Worker to act out a failure (`'lose-device'`). */
 export function drill(what) {
@@ -111,15 +105,28 @@ export function startWorker(backend) {
       else {
         const error = new Error(data.message);
         error.fatal = data.fatal;
+        // The Worker's guard found the device gone (and could not go on on the CPU itself).
+        error.deviceLost = data.deviceLost;
+        if (data.deviceLost && mine === worker) lost ??= data.message;
         pending.reject(error);
       }
     } else if (data.type === 'progress') {
       calls.get(data.id)?.onProgress?.(data);
     } else if (data.type === 'device-lost' && mine === worker) {
-      // A generation in progress fails and is run again on the CPU; otherwise move now.
       lost = data.message;
-      onLost?.();
-      if (!store.job) fallBackToCpu(`the GPU device was lost: ${data.message}`);
+      if (data.backend) {
+        // The Worker runs on the CPU now (the request that met the loss ran again there, a
+        // fine-tuning run goes on from its last good step): nothing to restart.
+        const ready = status.readyMs;
+        handlers.backend(data.backend, 0);
+        if (ready !== undefined && ready !== null) status.readyMs = ready;
+        resolveStarted();
+        status.deviceLosses.push(data.message);
+        notice(`WebGPU stopped working (the GPU device was lost: ${data.message}). Switched to the CPU; your piece is safe.`);
+      } else if (!store.job) {
+        // A generation in progress fails and is run again on a CPU Worker; otherwise move now.
+        fallBackToCpu(`the GPU device was lost: ${data.message}`);
+      }
     }
   };
   mine.onerror = (e) => {
@@ -153,6 +160,7 @@ export async function call(method, args = {}, { transfer = [], onProgress } = {}
 
 /** After WebGPU failed mid-way: a fresh Worker on the CPU, the piece untouched. */
 export function fallBackToCpu(why) {
+  status.deviceLosses.push(why);
   notice(`WebGPU stopped working (${why}). Switched to the CPU; your piece is safe.`);
   startWorker('cpu');
 }

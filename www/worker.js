@@ -9,7 +9,9 @@
 //                                          tuneStep, tuneKeep, tuneDrop, packModel, unpackModel
 //      {type: 'cancel', id}
 // Out: {type: 'ready', backend, ms} · {type: 'check', report, ms} · {type: 'error', message}
-//      {type: 'device-lost', message}  (the GPU device is gone: the page moves to the CPU)
+//      {type: 'device-lost', message, backend?}  (the GPU device is gone; with `backend`, the
+//      Worker already runs on the CPU: the request that met the loss is run again there and a
+//      fine-tuning run goes on from its last good step; without, the page starts a CPU Worker)
 //      {type: 'raced', race, backend, report?, ms?}  (on auto: a kind of work was raced on both
 //      backends — race.js's verdict with its words — and runs on `backend` from now on; with
 //      WebGPU's self-check when WebGPU won)
@@ -26,12 +28,16 @@
 //      attention?}
 
 import { SOFTWARE_TUNING_SLOWER, gpuLimits, raceText, raceTuningAfter, tuningSkippedText, verdict } from './race.js';
+import { Drill, GpuGuard, PROBE_LABEL } from './gpu-guard.js';
 
 let wasm = null;
 let session = null; // the session the page starts on (on auto: the CPU's)
+let sessionOnGpu = false; // `session` is a WebGPU one ("WebGPU only")
 let wasmMemory = null;
-let tuner = null; // the fine-tuning run in progress (the page calls tuneStep once per step)
-let tunerSession = null; // the session it runs in (a later move leaves it there)
+// The fine-tuning run in progress (the page calls tuneStep once per step): the run, the
+// session it runs in (a later move leaves it there), what started it, and — while it runs on
+// a GPU — a snapshot of its last good step, to go on from on the CPU if the device is lost.
+let tune = null; // {run, session, base, pieces, options, snapshot}
 const cancelled = new Set();
 // The models loaded into the session, {entry, bytes} by name: a move to the other bundle loads
 // them there too, so the page's requests go on as before.
@@ -49,22 +55,89 @@ let inFlight = 0; // requests running on a session (a race waits for none to be 
 const idleWaiters = [];
 let drillMode = null;
 
-// Every GPUDevice wgpu asks for, so that a drill (the page's `?drill` mode, for tests) can
-// destroy them mid-generation, as a driver reset or a lost GPU would.
-const devices = [];
-let deviceLost = false;
+// The GPU devices, watched by the guard (gpu-guard.js), the one place that decides "the device
+// is gone"; every GPU call goes through gpuCall(). Once it is gone, fallBack() moves the Worker
+// to the CPU (`switching` while it does).
+let switching = null;
+const guard = new GpuGuard({
+  onGone: (message) => {
+    switching ??= fallBack(message);
+  },
+});
+// What the Worker is doing with a GPU ('load', 'check', 'fused-check', 'race', 'generate',
+// 'attention', 'tune' — the drill's moments — or 'template', 'harmonize', 'live').
+let moment = null;
+// `?drill=lose:MOMENT[:K]` (tests only): the devices are destroyed as the K-th read-back of
+// that moment starts (`load`: as soon as the device exists; `tune`: as the K-th step starts),
+// as a driver reset would.
+let drill = new Drill(null);
+const sessionsOnGpu = new WeakSet();
+
+function destroyDevices() {
+  for (const device of guard.devices) device.destroy();
+}
+
 if (globalThis.GPUAdapter?.prototype.requestDevice) {
   const request = GPUAdapter.prototype.requestDevice;
   GPUAdapter.prototype.requestDevice = async function (...args) {
-    const device = await request.apply(this, args);
-    devices.push(device);
-    // A lost device fails every later GPU call: the page moves to the CPU at once.
-    device.lost?.then((info) => {
-      deviceLost = true;
-      postMessage({ type: 'device-lost', message: info?.message || info?.reason || 'lost' });
-    });
+    const device = guard.track(await request.apply(this, args));
+    if (drill.atLoad()) device.destroy();
     return device;
   };
+  const map = GPUBuffer.prototype.mapAsync;
+  GPUBuffer.prototype.mapAsync = function (...args) {
+    // Fine-tuning's drill counts steps instead (tuneStep).
+    if (this.label !== PROBE_LABEL && moment !== 'tune' && drill.readBack(moment)) destroyDevices();
+    return map.apply(this, args);
+  };
+}
+
+/** Runs `fn` as a GPU call of `what` when `s` is a WebGPU session (else just runs it). */
+async function gpuCall(s, what, fn) {
+  if (!sessionsOnGpu.has(s)) return fn();
+  const before = moment;
+  moment = what;
+  try {
+    return await guard.run(fn);
+  } finally {
+    moment = before;
+  }
+}
+
+// The device is gone: every later request runs on the CPU. On auto the CPU session is there
+// already; "WebGPU only" loads the CPU bundle and the models it had. Tells the page, with the
+// backend it now runs on (without one, when the CPU could not start here, the page starts a
+// CPU Worker). Resolves true when the Worker runs on the CPU.
+async function fallBack(message) {
+  gpu = null;
+  routes.generation = routes.tuning = null;
+  if (races.generation === 'running') races.generation = null;
+  try {
+    // "WebGPU only" (or its session not up yet): the CPU bundle's session instead.
+    const fresh = sessionOnGpu || !session;
+    if (fresh) {
+      const bundle = await loadWasm('cpu');
+      const cpu = await bundle.module.Session.create('cpu');
+      for (const { entry, bytes } of models.values()) cpu.loadModel(entry, bytes);
+      use(bundle);
+      session = cpu;
+      sessionOnGpu = false;
+    }
+    const backend = session.backend();
+    backend.fallback_reason = `the GPU device was lost (${message})`;
+    backend.fallback_detail = 'The CPU backend runs the same models; the piece, the settings and any fine-tuning went on there.';
+    postMessage({ type: 'device-lost', message, backend });
+    if (fresh) {
+      // The card shows the check of the backend in use.
+      const t = performance.now();
+      const report = await session.selfCheck();
+      postMessage({ type: 'check', report, ms: performance.now() - t });
+    }
+    return true;
+  } catch (e) {
+    postMessage({ type: 'device-lost', message: `${message}; the CPU could not start here: ${e.message ?? e}` });
+    return false;
+  }
 }
 
 function fail(error, context) {
@@ -139,29 +212,58 @@ function labelled(backend, adapter) {
   return backend;
 }
 
-async function init(preference, drill) {
+/** The self-check of a WebGPU session, its two parts apart (the drill's two moments). */
+async function checkGpu(s) {
+  const report = await gpuCall(s, 'check', () => s.selfCheck(false));
+  const fused = await gpuCall(s, 'fused-check', () => s.fusedCheck());
+  if (fused) report.fused = fused;
+  return report;
+}
+
+async function init(preference, drillSpec) {
   const t0 = performance.now();
+  // `?drill=move`, `?drill=lose:…`, or both, comma-separated.
+  const parts = (drillSpec ?? '').split(',');
+  drillMode = parts.includes('move') ? 'move' : null;
+  drill = new Drill(parts.find((p) => p.startsWith('lose:')));
   const adapter = preference === 'cpu' ? null : await webGpuAdapter();
   if (preference === 'gpu') {
     // "WebGPU only": the WebGPU bundle, usable as soon as WebGPU is up.
     use(await loadWasm('gpu'));
-    session = await wasm.Session.create('gpu');
+    let created = null;
+    moment = 'load';
+    try {
+      created = await wasm.Session.create('gpu');
+    } catch (e) {
+      // Lost while it started: the CPU instead (fallBack). Any other failure is said as it is.
+      if (!(await guard.verdict(e))) throw e;
+    } finally {
+      moment = null;
+    }
+    if (guard.gone !== null) {
+      // fallBack() started the CPU session and told the page (its 'device-lost' carries the
+      // backend the page is ready on).
+      created?.free();
+      await switching;
+      return;
+    }
+    session = created;
+    sessionOnGpu = true;
+    sessionsOnGpu.add(session);
     postMessage({ type: 'ready', backend: labelled(session.backend(), adapter), ms: performance.now() - t0 });
     const t1 = performance.now();
     try {
-      const report = await session.selfCheck();
+      const report = await checkGpu(session);
       postMessage({ type: 'check', report, ms: performance.now() - t1 });
     } catch (e) {
-      // A device lost meanwhile is the page's to handle (it moves to the CPU); the news of
-      // the loss may come a moment after the failed read.
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-      if (!deviceLost) fail(e, 'The WebGPU self-check failed');
+      // A lost device moved the Worker to the CPU (fallBack said so); anything else is a
+      // failed check.
+      if (!e.deviceLost) fail(e, 'The WebGPU self-check failed');
     }
     return;
   }
   use(await loadWasm('cpu'));
   session = await wasm.Session.create('cpu');
-  drillMode = drill ?? null;
   const backend = session.backend();
   if (preference === 'auto' && adapter) {
     backend.fallback_reason = `WebGPU (${adapter.name}) is still to race the CPU`;
@@ -186,8 +288,12 @@ async function prepareGpu(adapter) {
   try {
     const bundle = await loadWasm('gpu');
     const candidate = await bundle.module.Session.create('gpu');
+    // Lost while it started (fallBack has told the page): no race.
+    if (guard.gone !== null) return;
+    sessionsOnGpu.add(candidate);
     gpu = { session: candidate, backend: labelled(candidate.backend(), adapter), checked: false, software: adapter.software };
   } catch (e) {
+    if (guard.gone !== null) return;
     const stay = session.backend();
     stay.fallback_reason = `WebGPU could not start (${e instanceof Error ? e.message : e})`;
     stay.fallback_detail = 'The CPU backend runs the same models.';
@@ -209,6 +315,7 @@ function raceGeneration() {
       await runGenerationRace(name);
     } catch (e) {
       races.generation = null; // a failed race (a lost device, an unloaded model) is no verdict
+      if (e.deviceLost) return; // fallBack() has told the page
       const stay = session.backend();
       stay.fallback_reason = `the race against WebGPU failed (${e instanceof Error ? e.message : e})`;
       postMessage({ type: 'raced', race: null, backend: stay });
@@ -246,15 +353,19 @@ async function runGenerationRace(name) {
   const continuation = task === 'continuation';
   const options = JSON.stringify(continuation ? { seed: 1, tokens: 16, bars: 1 } : { seed: 1, region: [0, 1], chunkSteps: 1 });
   const work = continuation ? '16 tokens of continuation' : 'one bar of accompaniment';
+  // Through the guard on WebGPU: a device lost mid-race ends the race (no verdict).
   const run = (s) => (progress) =>
-    continuation ? s.continuePiece(name, piece, options, progress) : s.accompany(name, piece, options, progress);
-  if (!gpu.session.hasModel(name)) gpu.session.loadModel(entry, bytes);
+    gpuCall(s, 'race', () =>
+      continuation ? s.continuePiece(name, piece, options, progress) : s.accompany(name, piece, options, progress),
+    );
+  const other = gpu.session;
+  if (!other.hasModel(name)) other.loadModel(entry, bytes);
   const cpuWarm = await timed(run(session), Infinity);
   const cpu = await timed(run(session), Infinity);
   const force = drillMode === 'move' ? 'gpu' : null;
   const limits = force ? { warm: Infinity, timed: Infinity } : gpuLimits(cpuWarm.ms, cpu.ms);
-  const gpuWarm = await timed(run(gpu.session), limits.warm);
-  const gpuRun = gpuWarm.stopped ? null : await timed(run(gpu.session), limits.timed);
+  const gpuWarm = await timed(run(other), limits.warm);
+  const gpuRun = gpuWarm.stopped ? null : await timed(run(other), limits.timed);
   const result = verdict(
     'generation',
     {
@@ -276,7 +387,8 @@ async function settle(kind, result, work) {
   let checkMs = null;
   if (result.winner === 'gpu' && !gpu.checked) {
     const t = performance.now();
-    report = await gpu.session.selfCheck();
+    report = await checkGpu(gpu.session);
+    if (!gpu) throw new Error('the GPU device was lost during its self-check');
     checkMs = performance.now() - t;
     gpu.checked = passes(report);
     if (!gpu.checked) result.winner = 'cpu';
@@ -309,20 +421,21 @@ async function tuningSession(base, pieces, options) {
   }
   const { entry, bytes } = models.get(base) ?? {};
   if (entry && !gpu.session.hasModel(base)) gpu.session.loadModel(entry, bytes);
-  const steps = async (s, limit) => {
-    const run = await s.tuner(base, pieces, options);
-    try {
-      let t = performance.now();
-      await run.step();
-      const warm = performance.now() - t;
-      if (warm > limit.warm) return { warm: null, ms: warm };
-      t = performance.now();
-      await run.step();
-      return { warm, ms: performance.now() - t };
-    } finally {
-      run.free();
-    }
-  };
+  const steps = (s, limit) =>
+    gpuCall(s, 'tune', async () => {
+      const run = await s.tuner(base, pieces, options);
+      try {
+        let t = performance.now();
+        await run.step();
+        const warm = performance.now() - t;
+        if (warm > limit.warm) return { warm: null, ms: warm };
+        t = performance.now();
+        await run.step();
+        return { warm, ms: performance.now() - t };
+      } finally {
+        run.free();
+      }
+    });
   const cpu = await steps(session, { warm: Infinity });
   const limits = gpuLimits(cpu.warm, cpu.ms);
   const other = await steps(gpu.session, limits);
@@ -392,6 +505,29 @@ async function warmUp(name) {
   }
 }
 
+// A session whose device is gone (its requests run on the CPU now).
+const dead = (s) => sessionsOnGpu.has(s) && guard.gone !== null;
+
+/** Runs `fn(session)` on the page's session, through the guard when that is a WebGPU one. */
+const onSession = (what, fn) => {
+  const s = session;
+  return gpuCall(s, what, () => fn(s));
+};
+
+// Fine-tuning that ran on a device now gone goes on on the CPU from its last good step: a new
+// run with the same base, files and settings, given the snapshot's weights, step and losses.
+async function resumeTuning() {
+  const { base, pieces, options, snapshot } = tune;
+  const run = await session.tuner(base, pieces, options);
+  if (snapshot) run.restore(snapshot.progress, snapshot.weights);
+  try {
+    tune.run.free();
+  } catch {
+    // Its memory went with the device's bundle.
+  }
+  tune = { ...tune, run, session, snapshot: null, resumedAt: snapshot ? JSON.parse(snapshot.progress).step : 0 };
+}
+
 const methods = {
   readMidi: ({ bytes, name }) => JSON.parse(wasm.readMidi(new Uint8Array(bytes), name)),
   writeMidi: ({ piece }) => wasm.writeMidi(JSON.stringify(piece)),
@@ -402,7 +538,7 @@ const methods = {
   loadModel: async ({ entry, bytes }) => {
     const text = JSON.stringify(entry);
     const data = new Uint8Array(bytes);
-    const info = session.loadModel(text, data);
+    const info = await onSession('load', (s) => s.loadModel(text, data));
     models.set(entry.name, { entry: text, bytes: data });
     if (entry.task === 'harmonization' && session.backend().kind === 'cpu') await warmUp(entry.name);
     if (/^(accompaniment|continuation)$/i.test(entry.task)) {
@@ -413,22 +549,26 @@ const methods = {
     return info;
   },
   hasModel: ({ name }) => session.hasModel(name),
-  template: ({ model, layer, head, lags }) => session.template(model, layer, head, lags),
+  template: ({ model, layer, head, lags }) => onSession('template', (s) => s.template(model, layer, head, lags)),
   // A live take (play-in.js, live.js): started on a piece, then asked for each sixteenth
   // shortly before it sounds with the keys played since, then stopped. Each reply carries the
   // time the Worker spent on it (`ms`).
   liveStart: async ({ model, harmonizer, piece, options }) =>
-    JSON.parse(await session.liveStart(model, harmonizer ?? undefined, JSON.stringify(piece), JSON.stringify(options))),
+    JSON.parse(
+      await onSession('live', (s) =>
+        s.liveStart(model, harmonizer ?? undefined, JSON.stringify(piece), JSON.stringify(options)),
+      ),
+    ),
   liveStep: async ({ events, step }) => {
     const t = performance.now();
-    const steps = JSON.parse(await session.liveStep(JSON.stringify(events), step));
+    const steps = JSON.parse(await onSession('live', (s) => s.liveStep(JSON.stringify(events), step)));
     return { steps, ms: performance.now() - t };
   },
   liveStop: () => JSON.parse(session.liveStop()),
   harmonize: async ({ model, piece, options }) =>
-    JSON.parse(await session.harmonize(model, JSON.stringify(piece), JSON.stringify(options))),
+    JSON.parse(await onSession('harmonize', (s) => s.harmonize(model, JSON.stringify(piece), JSON.stringify(options)))),
   attention: ({ model, piece, options }, id) =>
-    session.attention(model, JSON.stringify(piece), JSON.stringify(options), progressHandler(id)),
+    onSession('attention', (s) => s.attention(model, JSON.stringify(piece), JSON.stringify(options), progressHandler(id))),
   unloadModel: ({ name }) => {
     models.delete(name);
     if (gpu?.session.hasModel(name)) gpu.session.unloadModel(name);
@@ -439,36 +579,52 @@ const methods = {
   // Starts a run on this Worker's backend; returns what it reads and the base model's
   // held-out loss.
   tuneStart: async ({ base, pieces, options }) => {
-    tuner?.free();
-    tuner = null;
+    tune?.run.free();
+    tune = null;
     const piecesText = JSON.stringify(pieces);
     const optionsText = JSON.stringify(options);
     const s = await tuningSession(base, piecesText, optionsText);
-    const run = await s.tuner(base, piecesText, optionsText);
-    tuner = run;
-    tunerSession = s;
-    const info = tuner.info();
-    info.baseValidLoss = await tuner.validate();
+    const run = await gpuCall(s, 'tune', () => s.tuner(base, piecesText, optionsText));
+    tune = { run, session: s, base, pieces: piecesText, options: optionsText, snapshot: null, resumedAt: null };
+    const info = run.info();
+    info.baseValidLoss = await gpuCall(s, 'tune', () => run.validate());
     return info;
   },
+  // One step. On a GPU the step's weights are read back after it (the snapshot a lost device
+  // resumes from); a run whose device is gone goes on on the CPU first (`resumedAt`: the step
+  // it went on from, once).
   tuneStep: async () => {
-    if (!tuner) throw new Error('no fine-tuning run is in progress');
-    const report = await tuner.step();
+    if (!tune) throw new Error('no fine-tuning run is in progress');
+    if (dead(tune.session)) await resumeTuning();
+    const { run, session: s } = tune;
+    if (sessionsOnGpu.has(s) && drill.readBack('tune')) destroyDevices();
+    const report = await gpuCall(s, 'tune', () => run.step());
+    if (sessionsOnGpu.has(s)) tune.snapshot = await gpuCall(s, 'tune', () => run.snapshot());
+    if (tune.resumedAt !== null) {
+      report.resumedAt = tune.resumedAt;
+      tune.resumedAt = null;
+    }
     report.wasmBytes = wasmMemory?.buffer.byteLength ?? null;
     return report;
   },
   tuneKeep: async ({ name, description }) => {
-    if (!tuner) throw new Error('no fine-tuned model to keep');
-    const out = await tunerSession.keepTuned(tuner, name, description ?? '');
+    if (!tune) throw new Error('no fine-tuned model to keep');
+    if (dead(tune.session)) await resumeTuning();
+    const { run, session: s } = tune;
+    const out = await gpuCall(s, 'tune', () => s.keepTuned(run, name, description ?? ''));
     const kept = { entry: out.entry, bytes: new Uint8Array(out.weights) };
     models.set(name, kept);
     // Moved to the other bundle meanwhile: the new model is loaded where requests now go.
-    if (tunerSession !== session) session.loadModel(kept.entry, kept.bytes);
+    if (s !== session) session.loadModel(kept.entry, kept.bytes);
     return { entry: JSON.parse(out.entry), weights: out.weights };
   },
   tuneDrop: () => {
-    tuner?.free();
-    tuner = null;
+    try {
+      tune?.run.free();
+    } catch {
+      // A run on a lost device's bundle: nothing left to free.
+    }
+    tune = null;
   },
   packModel: ({ entry, weights }) => wasm.packModel(JSON.stringify(entry), new Uint8Array(weights)),
   unpackModel: ({ bytes }) => {
@@ -477,15 +633,12 @@ const methods = {
   },
   generate: async ({ task, model, piece, options, dynamics }, id) => {
     const run = task === 'continuation' ? 'continuePiece' : 'accompany';
+    const s = generationSession(model);
     // The velocity model for this accompaniment ('' : none): sent with every call, so a
     // Worker that moved backends or restarted has it too.
-    if (run === 'accompany') generationSession(model).setDynamics(dynamics ?? '');
-    const s = generationSession(model);
-    const text = await s[run](
-      model,
-      JSON.stringify(piece),
-      JSON.stringify(options),
-      progressHandler(id),
+    if (run === 'accompany') s.setDynamics(dynamics ?? '');
+    const text = await gpuCall(s, 'generate', () =>
+      s[run](model, JSON.stringify(piece), JSON.stringify(options), progressHandler(id)),
     );
     return JSON.parse(text);
   },
@@ -508,7 +661,7 @@ async function call({ id, method, args }) {
       while (racing) await racing;
       inFlight++;
       try {
-        value = await run(args ?? {}, id);
+        value = await runOrFallBack(run, args ?? {}, id);
       } finally {
         inFlight--;
         if (!inFlight) for (const wake of idleWaiters.splice(0)) wake();
@@ -527,9 +680,21 @@ async function call({ id, method, args }) {
         ? `the model ran out of memory (${message})`
         : `the model stopped with an internal error (${message})`;
     }
-    postMessage({ type: 'reply', id, ok: false, fatal, message });
+    postMessage({ type: 'reply', id, ok: false, fatal, deviceLost: e.deviceLost === true, message });
   } finally {
     cancelled.delete(id);
+  }
+}
+
+// Runs a request; one that met a lost device runs again on the CPU once the Worker is there
+// (a cancelled one is not run again).
+async function runOrFallBack(run, args, id) {
+  if (switching) await switching;
+  try {
+    return await run(args, id);
+  } catch (e) {
+    if (!e.deviceLost || cancelled.has(id) || !(await switching)) throw e;
+    return run(args, id);
   }
 }
 
@@ -542,7 +707,7 @@ self.onmessage = ({ data }) => {
   } else if (data?.type === 'cancel') {
     cancelled.add(data.id);
   } else if (data?.type === 'drill' && data.what === 'lose-device') {
-    for (const device of devices) device.destroy();
+    destroyDevices();
   } else {
     fail(`unknown message ${JSON.stringify(data?.type)}`);
   }

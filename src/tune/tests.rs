@@ -201,3 +201,72 @@ fn bad_settings_are_refused_in_words() {
     };
     assert!(bad.validate().unwrap_err().contains("steps"));
 }
+
+#[test]
+fn a_run_restored_from_a_snapshot_goes_on_from_its_step_with_its_weights_and_losses() {
+    // What the page does when the GPU a run trains on is lost: a new run of the same base,
+    // files and settings (on the CPU) takes the last step's snapshot and goes on from there.
+    let device = Device::flex();
+    let options = TuneOptions {
+        steps: 5,
+        learning_rate: 1e-3,
+        trainable: Trainable::Top,
+        top_layers: 1,
+        eval_every: 2,
+        ..TuneOptions::default()
+    };
+    let songs = pieces(2, 12);
+    let model = base(Task::Accompaniment, &device);
+    let mut run = FineTune::new(model.clone(), &songs, &options).unwrap();
+    block_on(run.validate()).unwrap();
+    for _ in 0..2 {
+        block_on(run.train_step()).unwrap();
+    }
+    let (progress, weights) = block_on(run.snapshot()).unwrap();
+    assert_eq!(progress.step, 2);
+    assert_eq!(progress.losses.len(), 2);
+    assert_eq!(
+        progress.valid_losses.len(),
+        2,
+        "before the first step and after the second"
+    );
+    // Through JSON, as the Worker keeps it.
+    let progress: Progress =
+        serde_json::from_str(&serde_json::to_string(&progress).unwrap()).unwrap();
+
+    let mut resumed = FineTune::new(model, &songs, &options).unwrap();
+    resumed.restore(progress.clone(), &weights).unwrap();
+    assert_eq!(resumed.step(), 2);
+    assert_eq!(block_on(resumed.model().to_bytes_async()).unwrap(), weights);
+    assert_eq!(resumed.losses, run.losses);
+    // The frozen blocks stay frozen.
+    assert!(!resumed.model().blocks[0].wq.weight.val().is_require_grad());
+    let next = block_on(resumed.train_step()).unwrap();
+    assert_eq!(next.step, 3);
+    assert!(next.loss.is_finite());
+    // Its batch is the one step 3 of the first run reads: the same loss from the same weights.
+    let ahead = block_on(run.train_step()).unwrap();
+    assert!(
+        (ahead.loss - next.loss).abs() < 1e-5,
+        "{} against {}",
+        ahead.loss,
+        next.loss
+    );
+    while !resumed.is_done() {
+        block_on(resumed.train_step()).unwrap();
+    }
+    assert_eq!(resumed.losses.len(), 5);
+    assert_eq!(
+        resumed.losses.iter().map(|&(s, _)| s).collect::<Vec<_>>(),
+        [1, 2, 3, 4, 5]
+    );
+
+    // A snapshot from a longer run than this one is refused in words.
+    let short = TuneOptions {
+        steps: 1,
+        ..options
+    };
+    let mut other = FineTune::new(base(Task::Accompaniment, &device), &songs, &short).unwrap();
+    let err = other.restore(progress, &weights).unwrap_err();
+    assert!(err.to_string().contains("past this run's 1 steps"), "{err}");
+}

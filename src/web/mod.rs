@@ -175,12 +175,14 @@ impl Session {
         })
     }
 
-    /// Runs the backend self-check (ops against the CPU reference, a few Adam steps; on WebGPU
-    /// the fused steps against tensor ops, turned off where they differ) and returns
-    /// `{ops: {matmul, cumsum, softmax}, fit: {losses}, fused?: {tokens, tokens_agree,
-    /// read_backs, overridden, steps, steps_agree, on}}`.
+    /// Runs the backend self-check (ops against the CPU reference, a few Adam steps; on WebGPU,
+    /// unless `fused` is false, the fused steps against tensor ops, turned off where they
+    /// differ) and returns `{ops: {matmul, cumsum, softmax}, fit: {losses}, fused?: {tokens,
+    /// tokens_agree, read_backs, overridden, steps, steps_agree, on}}`. The Worker runs the two
+    /// parts apart (`selfCheck(false)`, then `fusedCheck()`), so that it knows which one a lost
+    /// device interrupted.
     #[wasm_bindgen(js_name = selfCheck)]
-    pub async fn self_check(&self) -> Result<JsValue, JsError> {
+    pub async fn self_check(&self, fused: Option<bool>) -> Result<JsValue, JsError> {
         #[derive(Serialize)]
         struct Report {
             #[serde(flatten)]
@@ -192,14 +194,29 @@ impl Session {
         let device = &self.backend.device;
         let check = device::check::self_check(device).await.map_err(to_js)?;
         #[cfg(feature = "gpu")]
-        let fused = crate::generate::check::fused_steps(device)
-            .await
-            .map_err(|e| JsError::new(&format!("the fused steps could not be checked: {e}")))?;
+        let fused = if fused.unwrap_or(true) {
+            self.fused_report().await?
+        } else {
+            None
+        };
+        #[cfg(not(feature = "gpu"))]
+        let _ = fused;
         to_value(&Report {
             check,
             #[cfg(feature = "gpu")]
             fused,
         })
+    }
+
+    /// The fused steps' part of the self-check alone (null off WebGPU): `{tokens, tokens_agree,
+    /// read_backs, overridden, steps, steps_agree, on}`.
+    #[wasm_bindgen(js_name = fusedCheck)]
+    pub async fn fused_check(&self) -> Result<JsValue, JsError> {
+        #[cfg(feature = "gpu")]
+        let report = to_value(&self.fused_report().await?)?;
+        #[cfg(not(feature = "gpu"))]
+        let report = JsValue::NULL;
+        Ok(report)
     }
 
     /// Loads a model from its manifest entry (JSON) and weights, checking size, checksum and
@@ -500,6 +517,13 @@ impl Session {
 }
 
 impl Session {
+    #[cfg(feature = "gpu")]
+    async fn fused_report(&self) -> Result<Option<crate::generate::check::FusedCheck>, JsError> {
+        crate::generate::check::fused_steps(&self.backend.device)
+            .await
+            .map_err(|e| JsError::new(&format!("the fused steps could not be checked: {e}")))
+    }
+
     fn model(&self, name: &str) -> Result<std::rc::Rc<Loaded>, JsError> {
         self.models
             .borrow()

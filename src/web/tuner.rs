@@ -8,7 +8,7 @@ use wasm_bindgen::prelude::*;
 use super::{Loaded, ModelFile, Session, parse_pieces, to_js, to_value};
 use crate::model::performer::Performer;
 use crate::models::{ModelEntry, sha256_hex};
-use crate::tune::{FileReport, FineTune, TuneOptions};
+use crate::tune::{FileReport, FineTune, Progress, TuneOptions};
 
 /// A fine-tuning run in progress. The page drives it one step at a time, which is how pause,
 /// resume and cancel work without the Worker being blocked.
@@ -136,6 +136,16 @@ impl Session {
     }
 }
 
+/// A run's [`Progress`] and the base model's held-out loss, as `Tuner::snapshot` writes them
+/// (JSON; `step` at the top level).
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Saved {
+    #[serde(flatten)]
+    run: Progress,
+    first_valid: Option<f32>,
+}
+
 /// What a fine-tuning run reads, as [`Tuner::info`] gives it.
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -174,6 +184,47 @@ impl Tuner {
         let report = run.train_step().await;
         self.put(run);
         to_value(&report.map_err(to_js)?)
+    }
+
+    /// Where the run stands, for [`Self::restore`] on another backend:
+    /// `{progress (JSON text), weights (Uint8Array)}`. The weights are read asynchronously
+    /// (WebGPU): the Worker keeps the last one while the run is on a GPU, so a lost device
+    /// loses no step.
+    pub async fn snapshot(&self) -> Result<JsValue, JsError> {
+        let run = self.take()?;
+        let out = run.snapshot().await;
+        self.put(run);
+        let (run, weights) = out.map_err(to_js)?;
+        let saved = Saved {
+            run,
+            first_valid: *self.first_valid.borrow(),
+        };
+        let object = js_sys::Object::new();
+        let progress = serde_json::to_string(&saved).map_err(|e| JsError::new(&e.to_string()))?;
+        js_sys::Reflect::set(&object, &"progress".into(), &progress.into())
+            .map_err(|_| JsError::new("the snapshot could not be built"))?;
+        js_sys::Reflect::set(
+            &object,
+            &"weights".into(),
+            &js_sys::Uint8Array::from(weights.as_slice()).into(),
+        )
+        .map_err(|_| JsError::new("the snapshot could not be built"))?;
+        Ok(object.into())
+    }
+
+    /// Goes on from a `snapshot()` of a run with the same base, files and settings (taken on
+    /// a device since lost): its weights, step and losses (the optimiser's moments start
+    /// again).
+    pub fn restore(&self, progress: &str, weights: &[u8]) -> Result<(), JsError> {
+        let saved: Saved = serde_json::from_str(progress).map_err(|e| {
+            JsError::new(&format!("the saved fine-tuning run is not readable: {e}"))
+        })?;
+        let mut run = self.take()?;
+        let out = run.restore(saved.run, weights);
+        self.put(run);
+        out.map_err(to_js)?;
+        *self.first_valid.borrow_mut() = saved.first_valid;
+        Ok(())
     }
 
     /// The held-out loss of the model as it is now (null without held-out bars); the first

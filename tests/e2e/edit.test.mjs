@@ -104,7 +104,8 @@ test('a melody drawn and edited in the roll, accompanied, undone, redone and sha
     const moved = melody(piece).find((n) => n[0] === 66);
     assert.equal(moved[1], 3 * Q);
     assert.ok(Math.abs(moved[3] - 40) <= 4, `velocity from the lane: ${moved[3]}`);
-    await page.waitForTimeout(1500); // past the lanes' refill after an edit (400 ms)
+    // Past the lanes' refill after the edit (it starts 400 ms after the last edit).
+    await page.waitForFunction(() => window.pianoformer.lanesRefill() === 'idle', null, { timeout: 30_000 });
     assert.equal(await page.evaluate(() => window.pianoformer.piece.chords[0]), 'Dm', 'a chord set by hand is kept');
     const beforePaste = await noteCount(page);
     await key(page, 'Control+v'); // no playhead: after the selected note (beat 5)
@@ -174,7 +175,7 @@ test('bars edited while the harmonizer is still reading the last edit get their 
     // in bar 3, whose own refill covers bar 3 only.
     await drag(page, [20, 64], [2 * Q - 40, 64]);
     await page.waitForFunction(() => window.pianoformer.piece.tracks[0].notes.length === 1);
-    await page.waitForTimeout(700);
+    await page.waitForFunction(() => window.pianoformer.lanesRefill() === 'reading', null, { timeout: 30_000 });
     await drag(page, [8 * Q + 20, 67], [10 * Q - 40, 67]);
     await page.waitForFunction(() => window.pianoformer.piece.tracks[0].notes.length === 2);
     await page.waitForFunction(() => window.pianoformer.piece.chords[0] && window.pianoformer.piece.chords[2], null, { timeout: 30_000 });

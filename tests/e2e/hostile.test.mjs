@@ -140,7 +140,7 @@ test('a damaged share link gets a sentence, and the piece the user was working o
     await drop(page, [...song], 'work.mid');
     await page.waitForFunction(() => window.pianoformer.piece?.name === 'work.mid', null, { timeout: 30_000 });
     const work = normalizePiece(await page.evaluate(() => window.pianoformer.piece));
-    await page.waitForTimeout(1500);
+    await page.waitForFunction(() => !window.pianoformer.workPending(), null, { timeout: 30_000 });
     let visit = 0;
     for (const fragment of ['garbage', 'v1.%%%', 'v1.' + 'A'.repeat(5000), 'v2.' + 'B'.repeat(64)]) {
       // A fresh load of the page by a damaged link (another query, so not a same-page jump).

@@ -61,7 +61,8 @@ test('after one visit the page works with the server gone', { timeout: 900_000 }
       }
     }, [...song]);
     await page.waitForFunction(() => window.pianoformer.piece?.name === 'song.mid', null, { timeout: 30_000 });
-    await page.waitForTimeout(1500); // the work in progress is saved half a second after a change
+    // The work in progress is saved half a second after a change.
+    await page.waitForFunction(() => !window.pianoformer.workPending(), null, { timeout: 30_000 });
 
     // The server goes away: nothing answers on its port any more.
     await new Promise((ok) => {

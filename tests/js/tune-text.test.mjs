@@ -67,13 +67,16 @@ test('the step line and the held-out summary', () => {
   assert.doesNotMatch(progressText({ ...run, valid: [] }, { step: 1, loss: 0.2 }), /held-out/);
   assert.equal(heldOutSummary(run), '; held-out loss 0.5000 → 0.4000');
   assert.equal(heldOutSummary({ valid: [[0, 0.5]] }), '');
+  assert.match(progressText({ ...run, resumedAt: 3 }, { step: 5, loss: 0.2 }),
+    /left on the CPU \(the GPU was lost at step 4: it went on on the CPU from step 3\)$/);
 });
 
 test('a run\'s record, and the names new models get', () => {
   const run = { train: [[1, 0.3], [2, 0.2]], valid: [], backend: 'WebGPU', times: [100, 300], wasmBytes: 1024 };
   assert.deepEqual(runRecord(run, 'done'), {
-    state: 'done', steps: 2, train: run.train, valid: [], backend: 'WebGPU', msPerStep: 200, times: run.times, wasmBytes: 1024,
+    state: 'done', steps: 2, train: run.train, valid: [], backend: 'WebGPU', msPerStep: 200, times: run.times, wasmBytes: 1024, resumedAt: null,
   });
+  assert.equal(runRecord({ ...run, resumedAt: 7 }, 'done').resumedAt, 7, 'a run whose GPU was lost says where it went on');
   assert.equal(runRecord({ ...run, times: [], wasmBytes: undefined }, 'cancelled').msPerStep, null);
   assert.equal(runRecord({ ...run, wasmBytes: undefined }, 'failed').wasmBytes, null);
   assert.equal(keepName('acc', new Set()), 'acc-mine-1');
