@@ -16,7 +16,7 @@ PORT ?= 8000
 # wasm-opt (binaryen from npm; Debian's binaryen breaks this wasm). 0 skips it.
 WASM_OPT ?= 1
 
-.PHONY: serve test setup lint wasm samples test-native test-js test-browser test-e2e check clean help
+.PHONY: serve test setup lint wasm test-bundles samples test-native test-js test-browser test-e2e check clean help
 
 help:
 	@sed -n '2,5p' Makefile
@@ -81,12 +81,21 @@ lint:
 test-js:
 	node --test tests/js/
 
-# Built with the WebGPU bundle's profile and features (`page`), so the wasm dependencies are
-# compiled once for the tests and the page, and at opt-level z in a third of release's time.
-test-browser:
-	wasm-pack test --headless --chrome -- --profile page --test web
+# What the tests serve: both bundles, like `make wasm`'s, but built with the `wasm-test` profile
+# (Cargo.toml: no LTO, opt-level 2) and without wasm-opt, so that the browser tests and both
+# bundles share one compilation of the wasm dependencies. `make serve` builds the shipping ones.
+test-bundles: setup samples
+	@start=$$(date +%s); \
+	wasm-pack build --profile wasm-test --target web --no-opt --no-pack --out-dir pkg; \
+	wasm-pack build --profile wasm-test --target web --no-opt --no-pack --out-dir pkg/cpu -- --no-default-features --features ml; \
+	echo "test bundles: both in $$(( $$(date +%s) - start )) s"
 
-test-e2e: wasm
+# The library compiled to wasm with the test bundles' profile and features (`wasm-test`), so the
+# wasm dependencies are compiled once for the browser tests and the end-to-end bundles.
+test-browser:
+	wasm-pack test --headless --chrome -- --profile wasm-test --test web
+
+test-e2e: test-bundles
 	node --test tests/e2e/*.test.mjs
 
 # The backend self-check from the command line (GPU when wgpu finds one, else CPU).
