@@ -15,12 +15,14 @@ const SLOW = 600_000;
 let server;
 let base;
 let song;
+let eightBars;
 let tuneFiles;
 
 before(async () => {
   let wasm;
   ({ server, base, wasm } = await serveApp({ wasm: true }));
   song = wasm.exampleMidi(2, 2);
+  eightBars = wasm.exampleMidi(2, 8);
   tuneFiles = [
     { name: 'mine-in-c.mid', mimeType: 'audio/midi', buffer: Buffer.from(wasm.exampleMidi(0, 8)) },
     { name: 'mine-in-f.mid', mimeType: 'audio/midi', buffer: Buffer.from(wasm.exampleMidi(5, 8)) },
@@ -52,13 +54,12 @@ async function onCpu(page, log) {
 }
 
 /** Drops the two-bar song and accompanies it; the result, with the melody checked intact. */
-async function accompany(page, log, { whileRunning = null } = {}) {
-  await dropFile(page, song, 'song.mid');
+async function accompany(page, log, { bytes = song } = {}) {
+  await dropFile(page, bytes, 'song.mid');
   const melody = await page.evaluate(() => window.pianoformer.piece.tracks.find((t) => t.role === 'melody').notes);
   await page.selectOption('#task', 'accompaniment');
   const before = await page.evaluate(() => window.pianoformer.generations.length);
   await page.click('#generate');
-  if (whileRunning) await whileRunning();
   await page.waitForFunction(
     (n) => window.pianoformer.generations.length > n || !document.getElementById('error').hidden,
     before,
@@ -114,17 +115,18 @@ test('a GPU device lost during the backends’ race (auto): generation stays on 
   }
 });
 
-// A generation's read-backs are its steps' (one a step or a chunk): the first, and one drawn
-// at random (printed, so a failure says which), or E2E_LOSE_AT's.
+// A generation's read-backs come a chunk of 16 steps at a time (eight bars: at least 8 of
+// them): the first, and one drawn at random from 2 to 8 (in the test's name, so a failure says
+// which), or E2E_LOSE_AT's.
 const moments = process.env.E2E_LOSE_AT
   ? process.env.E2E_LOSE_AT.split(',').map(Number)
-  : [1, 2 + Math.floor(Math.random() * 6)];
+  : [1, 2 + Math.floor(Math.random() * 7)];
 for (const k of moments) {
   test(`a GPU device lost at read-back ${k} of a generation: it is written again on the CPU, the piece intact`, { timeout: SLOW }, async () => {
     const { browser, page, log } = await open(`lose:generate:${k}`);
     try {
       assert.equal(await page.evaluate(() => window.pianoformer.backend?.kind), 'gpu', log.join('\n'));
-      const run = await accompany(page, log);
+      const run = await accompany(page, log, { bytes: eightBars });
       await onCpu(page, log);
       assert.equal(run.backend, 'cpu');
       await clean(page, log);
