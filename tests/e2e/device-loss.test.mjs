@@ -15,14 +15,14 @@ const SLOW = 600_000;
 let server;
 let base;
 let song;
-let eightBars;
+let sixteenBars;
 let tuneFiles;
 
 before(async () => {
   let wasm;
   ({ server, base, wasm } = await serveApp({ wasm: true }));
   song = wasm.exampleMidi(2, 2);
-  eightBars = wasm.exampleMidi(2, 8);
+  sixteenBars = wasm.exampleMidi(2, 16);
   tuneFiles = [
     { name: 'mine-in-c.mid', mimeType: 'audio/midi', buffer: Buffer.from(wasm.exampleMidi(0, 8)) },
     { name: 'mine-in-f.mid', mimeType: 'audio/midi', buffer: Buffer.from(wasm.exampleMidi(5, 8)) },
@@ -115,9 +115,9 @@ test('a GPU device lost during the backends’ race (auto): generation stays on 
   }
 });
 
-// A generation's read-backs come a chunk of 16 steps at a time (eight bars: at least 8 of
-// them): the first, and one drawn at random from 2 to 8 (in the test's name, so a failure says
-// which), or E2E_LOSE_AT's.
+// A generation's read-backs come a chunk of 16 steps at a time (sixteen bars: about 15 of
+// them; eight bars had 7): the first, and one drawn at random from 2 to 8 (in the test's name,
+// so a failure says which), or E2E_LOSE_AT's.
 const moments = process.env.E2E_LOSE_AT
   ? process.env.E2E_LOSE_AT.split(',').map(Number)
   : [1, 2 + Math.floor(Math.random() * 7)];
@@ -126,7 +126,7 @@ for (const k of moments) {
     const { browser, page, log } = await open(`lose:generate:${k}`);
     try {
       assert.equal(await page.evaluate(() => window.pianoformer.backend?.kind), 'gpu', log.join('\n'));
-      const run = await accompany(page, log, { bytes: eightBars });
+      const run = await accompany(page, log, { bytes: sixteenBars });
       await onCpu(page, log);
       assert.equal(run.backend, 'cpu');
       await clean(page, log);
