@@ -64,9 +64,19 @@ const guard = new GpuGuard({
     switching ??= fallBack(message);
   },
 });
-// What the Worker is doing with a GPU ('load', 'check', 'fused-check', 'race', 'generate',
-// 'attention', 'tune' — the drill's moments — or 'template', 'harmonize', 'live').
-let moment = null;
+// What the Worker is doing with a GPU, each with the number of its calls in flight ('load',
+// 'check', 'fused-check', 'race', 'generate', 'attention', 'tune' — the drill's moments — or
+// 'template', 'harmonize', 'live'). Calls overlap (a template while a generation runs), so a
+// read-back counts for every moment in flight.
+const moments = new Map();
+function enter(what) {
+  moments.set(what, (moments.get(what) ?? 0) + 1);
+}
+function leave(what) {
+  const n = moments.get(what) - 1;
+  if (n > 0) moments.set(what, n);
+  else moments.delete(what);
+}
 // `?drill=lose:MOMENT[:K]` (tests only): the devices are destroyed as the K-th read-back of
 // that moment starts (`load`: as soon as the device exists; `tune`: as the K-th step starts),
 // as a driver reset would.
@@ -87,7 +97,14 @@ if (globalThis.GPUAdapter?.prototype.requestDevice) {
   const map = GPUBuffer.prototype.mapAsync;
   GPUBuffer.prototype.mapAsync = function (...args) {
     // Fine-tuning's drill counts steps instead (tuneStep).
-    if (this.label !== PROBE_LABEL && moment !== 'tune' && drill.readBack(moment)) destroyDevices();
+    if (this.label !== PROBE_LABEL) {
+      for (const m of moments.keys()) {
+        if (m !== 'tune' && drill.readBack(m)) {
+          destroyDevices();
+          break;
+        }
+      }
+    }
     return map.apply(this, args);
   };
 }
@@ -95,12 +112,11 @@ if (globalThis.GPUAdapter?.prototype.requestDevice) {
 /** Runs `fn` as a GPU call of `what` when `s` is a WebGPU session (else just runs it). */
 async function gpuCall(s, what, fn) {
   if (!sessionsOnGpu.has(s)) return fn();
-  const before = moment;
-  moment = what;
+  enter(what);
   try {
     return await guard.run(fn);
   } finally {
-    moment = before;
+    leave(what);
   }
 }
 
@@ -231,14 +247,14 @@ async function init(preference, drillSpec) {
     // "WebGPU only": the WebGPU bundle, usable as soon as WebGPU is up.
     use(await loadWasm('gpu'));
     let created = null;
-    moment = 'load';
+    enter('load');
     try {
       created = await wasm.Session.create('gpu');
     } catch (e) {
       // Lost while it started: the CPU instead (fallBack). Any other failure is said as it is.
       if (!(await guard.verdict(e))) throw e;
     } finally {
-      moment = null;
+      leave('load');
     }
     if (guard.gone !== null) {
       // fallBack() started the CPU session and told the page (its 'device-lost' carries the

@@ -115,9 +115,9 @@ test('a GPU device lost during the backends’ race (auto): generation stays on 
   }
 });
 
-// A generation's read-backs come a chunk of 16 steps at a time (sixteen bars: about 15 of
-// them; eight bars had 7): the first, and one drawn at random from 2 to 8 (in the test's name,
-// so a failure says which), or E2E_LOSE_AT's.
+// A generation's read-backs come a chunk of 16 steps at a time (sixteen bars: about 16 of
+// them): the first, and one drawn at random from 2 to 8 (in the test's name, so a failure says
+// which), or E2E_LOSE_AT's.
 const moments = process.env.E2E_LOSE_AT
   ? process.env.E2E_LOSE_AT.split(',').map(Number)
   : [1, 2 + Math.floor(Math.random() * 7)];
