@@ -32,7 +32,6 @@ import { Drill, GpuGuard, PROBE_LABEL } from './gpu-guard.js';
 
 let wasm = null;
 let session = null; // the session the page starts on (on auto: the CPU's)
-let sessionOnGpu = false; // `session` is a WebGPU one ("WebGPU only")
 let wasmMemory = null;
 // The fine-tuning run in progress (the page calls tuneStep once per step): the run, the
 // session it runs in (a later move leaves it there), what started it, and — while it runs on
@@ -130,14 +129,13 @@ async function fallBack(message) {
   if (races.generation === 'running') races.generation = null;
   try {
     // "WebGPU only" (or its session not up yet): the CPU bundle's session instead.
-    const fresh = sessionOnGpu || !session;
+    const fresh = !session || sessionsOnGpu.has(session);
     if (fresh) {
       const bundle = await loadWasm('cpu');
       const cpu = await bundle.module.Session.create('cpu');
       for (const { entry, bytes } of models.values()) cpu.loadModel(entry, bytes);
       use(bundle);
       session = cpu;
-      sessionOnGpu = false;
     }
     const backend = session.backend();
     backend.fallback_reason = `the GPU device was lost (${message})`;
@@ -264,7 +262,6 @@ async function init(preference, drillSpec) {
       return;
     }
     session = created;
-    sessionOnGpu = true;
     sessionsOnGpu.add(session);
     postMessage({ type: 'ready', backend: labelled(session.backend(), adapter), ms: performance.now() - t0 });
     const t1 = performance.now();

@@ -80,15 +80,17 @@ async function clean(page, log) {
   assert.equal(await page.evaluate(() => window.pianoformer.deviceLosses.length), 1, 'one loss, told once');
 }
 
-// Before the page is up, and during each part of the self-check: the page is ready on the CPU
-// and accompanies there.
-for (const [drill, when] of [
-  ['lose:load', 'as the device is set up'],
-  ['lose:check:2', 'during the self-check'],
-  ['lose:fused-check:1', "during the fused steps' self-check"],
+// Before the page is up, during each part of the self-check, and during the backends' race on
+// auto (it starts once the default model is loaded; its first read-back on WebGPU loses the
+// device): the page is ready on the CPU and accompanies there.
+for (const [drill, backend, when] of [
+  ['lose:load', 'gpu', 'as the device is set up'],
+  ['lose:check:2', 'gpu', 'during the self-check'],
+  ['lose:fused-check:1', 'gpu', "during the fused steps' self-check"],
+  ['lose:race:1', 'auto', 'during the backends’ race (auto)'],
 ]) {
   test(`a GPU device lost ${when}: the page is ready on the CPU and works there`, { timeout: SLOW }, async () => {
-    const { browser, page, log } = await open(drill);
+    const { browser, page, log } = await open(drill, backend);
     try {
       await onCpu(page, log);
       const run = await accompany(page, log);
@@ -99,21 +101,6 @@ for (const [drill, when] of [
     }
   });
 }
-
-test('a GPU device lost during the backends’ race (auto): generation stays on the CPU', { timeout: SLOW }, async () => {
-  const { browser, page, log } = await open('lose:race:1', 'auto');
-  try {
-    // The race starts once the default model is loaded; its first read-back on WebGPU loses
-    // the device.
-    await page.waitForFunction(() => window.pianoformer.deviceLosses.length > 0, null, { timeout: SLOW });
-    await onCpu(page, log);
-    const run = await accompany(page, log);
-    assert.equal(run.backend, 'cpu');
-    await clean(page, log);
-  } finally {
-    await browser.close();
-  }
-});
 
 // A generation's read-backs come a chunk of 16 steps at a time (sixteen bars: about 16 of
 // them): the first, and one drawn at random from 2 to 8 (in the test's name, so a failure says
