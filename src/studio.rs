@@ -47,12 +47,15 @@ pub struct Options {
     /// phrase's first occurrence (see [`Sampling::echo`]; `None`: the default, chosen on
     /// validation songs; 0: not at all).
     pub echo: Option<f32>,
-    /// How busy the new notes are (`None`: as the model plays). Continuation: notes a beat as a
-    /// multiple of the music before them ([`Sampling::density`]); step-by-step accompaniment:
-    /// about this many times the onsets the model would play ([`PianoSampling::density`]).
+    /// How busy the new notes are. Continuation: notes a beat as a multiple of the music before
+    /// them ([`Sampling::density`]; `None`: [`crate::generate::DEFAULT_DENSITY`], the prompt's
+    /// pace); step-by-step accompaniment: about this many times the onsets the model would play
+    /// ([`PianoSampling::density`]; `None`: as the model plays).
     pub density: Option<f32>,
-    /// Continuation: tokens to add at most, and new bars at most.
-    pub tokens: usize,
+    /// Continuation: new bars (`None`: as many as `tokens` holds), and the most tokens to add,
+    /// a safety limit (`None`: [`TOKENS_A_BAR`] a bar asked, [`MAX_TOKENS`] at most; 512
+    /// without bars).
+    pub tokens: Option<usize>,
     pub bars: Option<usize>,
     pub may_end: bool,
     /// Continuation: the prompt's last this-many tokens are read (trained on 256-token windows,
@@ -108,8 +111,8 @@ impl Default for Options {
             top_p: limits::default("topP").unwrap_or(0.95) as f32,
             echo: None,
             density: None,
-            tokens: limits::default("tokens").unwrap_or(512.0) as usize,
-            bars: None,
+            tokens: limits::default("tokens").map(|t| t as usize),
+            bars: limits::default("bars").map(|b| b as usize),
             may_end: false,
             max_prompt_tokens: 1024,
             context: None,
@@ -139,7 +142,7 @@ impl Options {
             ("topP", Some(f64::from(self.top_p))),
             ("echo", self.echo.map(f64::from)),
             ("density", self.density.map(f64::from)),
-            ("tokens", Some(self.tokens as f64)),
+            ("tokens", self.tokens.map(|t| t as f64)),
             ("bars", self.bars.map(|b| b as f64)),
             ("context", self.context.map(|c| c as f64)),
         ];
@@ -194,14 +197,23 @@ impl Options {
             top_p: self.top_p,
             seed: self.seed,
             echo: self.echo.unwrap_or(crate::generate::DEFAULT_ECHO),
-            density: self.density,
+            // The prompt's pace unless asked otherwise (chosen on validation songs).
+            density: Some(self.density.unwrap_or(crate::generate::DEFAULT_DENSITY)),
         }
+    }
+
+    /// The most tokens a continuation adds: `tokens`, else [`TOKENS_A_BAR`] for each bar asked
+    /// (512 when no bars are).
+    pub fn token_limit(&self) -> usize {
+        self.tokens
+            .unwrap_or_else(|| self.bars.map_or(512, |b| b.saturating_mul(TOKENS_A_BAR)))
+            .min(MAX_TOKENS)
     }
 
     /// How long a continuation of the whole piece goes on.
     pub fn length(&self) -> Length {
         Length {
-            tokens: self.tokens,
+            tokens: self.token_limit(),
             bars: self.bars,
             may_end: self.may_end,
             context: self.context,
@@ -209,11 +221,19 @@ impl Options {
     }
 }
 
+/// A continuation's safety limit for each bar asked: room for 64 notes a bar, each with a
+/// position of its own (four tokens a note); a model that writes more is stuck.
+pub const TOKENS_A_BAR: usize = 256;
+/// The most tokens one continuation adds.
+pub const MAX_TOKENS: usize = 20_000;
+
 /// A progress report: how far (`done` of `total`, in steps or tokens), every note written so
 /// far (piece ticks), and the watched attention rows just computed.
 pub struct Progress {
     pub done: usize,
     pub total: usize,
+    /// A continuation asked for bars: the bar being written (from 1) and the bars asked.
+    pub bars: Option<[usize; 2]>,
     pub notes: Option<Vec<PieceNote>>,
     pub attention: Option<AttentionRows>,
 }
@@ -224,7 +244,7 @@ mod harmonize;
 pub use crate::generate::limits;
 mod live;
 pub use accompany::accompany_piece;
-pub use continuation::{continuation_attention, continue_piece};
+pub use continuation::{Continued, continuation_attention, continue_piece, continue_piece_ids};
 pub use harmonize::{
     HarmonizeOptions, Harmonized, HarmonyCache, harmonize_piece, needs_harmonizer,
 };

@@ -17,7 +17,7 @@ import {
 } from './worker-client.js';
 import {
   contextOf, regionTicks, draftPiece, writesFrom, generateOptions, unflattenNotes, notesWritten,
-  progressText, doneText,
+  progressText, progressShare, doneText,
 } from './generation-plan.js';
 import { currentEntry, dynamicsText, ensureModel } from './model-loader.js';
 import { endJob, remember, setPiece, startJob, store, showDraft } from './page-store.js';
@@ -102,7 +102,7 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
     setPiece(written, { undoable: false });
     remember(before);
     $('gen-status').textContent =
-      doneText({ task, region, notes, ms, gpu: status.backend?.kind === 'gpu', seed: s.seed });
+      doneText({ task, region, notes, ms, gpu: status.backend?.kind === 'gpu', seed: s.seed, last: job.last });
     status.generations.push({
       task,
       model: entry.name,
@@ -110,6 +110,7 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
       ms,
       notes,
       tokens: job.tokens ?? null,
+      bars: job.last?.bars ?? null,
       seed: s.seed,
       region,
     });
@@ -152,16 +153,17 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
 
 /** One progress message of a generation: the bar, the line, the notes so far, attention rows. */
 function onProgress(p, job, track, live, from, started) {
-  $('gen-progress').value = p.total ? p.done / p.total : 0;
+  $('gen-progress').value = progressShare(p);
   const seconds = (performance.now() - started) / 1000;
   $('gen-status').textContent = progressText(p, job.task, seconds);
   job.tokens = p.done;
+  job.last = { done: p.done, total: p.total, bars: p.bars ?? null };
   if (p.notes) {
     const notes = unflattenNotes(p.notes);
     track.notes = notes;
     const end = notes.reduce((m, n) => Math.max(m, n[2]), from);
     live.endTick = Math.max(live.endTick, end);
-    run('roll-generating', { fromTick: from, toTick: end, progress: p.total ? p.done / p.total : 0 });
+    run('roll-generating', { fromTick: from, toTick: end, progress: progressShare(p) });
   }
   if (p.attention) {
     const a = p.attention;

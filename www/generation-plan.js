@@ -121,10 +121,10 @@ export function generateOptions(s, { task, region, context }) {
     temperature: continuation ? s.temperature : null,
     echo: continuation ? s.echo ?? null : null,
     density: s.density ?? null,
-    tokens: s.length,
+    tokens: s.maxTokens ?? null,
     // A continuation model reads at most the window it was trained on (studio Options).
     context: task === 'continuation' && !s.readAll ? context : null,
-    bars: s.maxBars,
+    bars: s.bars ?? null,
     watch: { layer: s.layer, head: s.head },
   };
 }
@@ -148,18 +148,45 @@ export function notesWritten(before, result, { task, trackName, ticks }) {
     : written(result) - (task === 'continuation' ? written(before) : 0);
 }
 
-/** The progress line: "120 of 512 tokens · 85 tokens/s", or the prompt being read. */
+/**
+ * The progress line: "bar 3 of 8 · 120 tokens · 85 tokens/s" for a continuation asked for
+ * bars, "120 of 512 tokens · 85 tokens/s" otherwise, or the prompt being read.
+ */
 export function progressText(p, task, seconds) {
   const unit = task === 'accompaniment' ? 'steps' : 'tokens';
-  return p.done
-    ? `${p.done} of ${p.total} ${unit} · ${(p.done / seconds).toFixed(0)} ${unit}/s`
-    : 'Reading the prompt…';
+  if (!p.done) return 'Reading the prompt…';
+  const rate = `${(p.done / seconds).toFixed(0)} ${unit}/s`;
+  return p.bars
+    ? `bar ${Math.max(1, p.bars[0])} of ${p.bars[1]} · ${p.done} ${unit} · ${rate}`
+    : `${p.done} of ${p.total} ${unit} · ${rate}`;
+}
+
+/** How far a generation is, from 0 to 1: in bars for a continuation asked for bars. */
+export function progressShare(p) {
+  if (p.bars) return p.bars[1] ? Math.max(0, p.bars[0] - 1) / p.bars[1] : 0;
+  return p.total ? p.done / p.total : 0;
+}
+
+/**
+ * What a continuation's last progress report (`last`) says about its end: null when it wrote
+ * the bars asked, else the sentence that says the token limit stopped it.
+ */
+export function tokenLimitText(last) {
+  if (!last?.bars || last.done < last.total) return null;
+  const [begun, asked] = last.bars;
+  const whole = Math.max(0, begun - 1);
+  if (whole >= asked) return null;
+  return `It stopped at the token limit (${last.total} tokens) after ${whole} of the ${asked} bars asked: raise “Token limit” to let it finish.`;
 }
 
 /** The line a finished generation leaves. */
-export function doneText({ task, region, notes, ms, gpu, seed }) {
+export function doneText({ task, region, notes, ms, gpu, seed, last }) {
   const what = region
     ? `Bars ${region[0] + 1}–${region[1]} rewritten; ${task}`
     : task === 'continuation' ? 'Continuation' : 'Accompaniment';
-  return `${what}: ${notes} notes in ${(ms / 1000).toFixed(1)} s on ${gpu ? 'WebGPU' : 'the CPU'} (seed ${seed}).`;
+  const whole = last?.bars && (last.done < last.total ? last.bars[0] : Math.max(0, last.bars[0] - 1));
+  const bars = !region && last?.bars ? `${Math.min(whole, last.bars[1])} bars, ` : '';
+  const done = `${what}: ${bars}${notes} notes in ${(ms / 1000).toFixed(1)} s on ${gpu ? 'WebGPU' : 'the CPU'} (seed ${seed}).`;
+  const limit = task === 'continuation' ? tokenLimitText(last) : null;
+  return limit ? `${done} ${limit}` : done;
 }

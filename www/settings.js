@@ -15,8 +15,8 @@ export function settings() {
     temperature: $('temperature').value === '' ? null : Number($('temperature').value),
     echo: $('echo').value === '' ? null : Number($('echo').value),
     density: $('density').value === '' ? null : Number($('density').value),
-    length: $('length').value === '' ? limitOf('tokens').default : Number($('length').value),
-    maxBars: $('max-bars').value === '' ? null : Number($('max-bars').value),
+    bars: $('length').value === '' ? limitOf('bars').default : Number($('length').value),
+    maxTokens: $('max-tokens').value === '' ? null : Number($('max-tokens').value),
     readAll: $('read-all').checked,
     layer: Number($('att-layer').value) || 0,
     head: Number($('att-head').value) || 0,
@@ -42,8 +42,12 @@ export function applySettings(s, showModels) {
   set('temperature', s.temperature);
   set('echo', s.echo);
   set('density', s.density);
-  set('length', s.length);
-  set('max-bars', s.maxBars);
+  // Bars since December 2026; before, `length` was tokens (512 by default) and `maxBars` an
+  // optional bar limit: a saved bar limit is the length, a token length not the old default
+  // is the token limit.
+  const legacy = s.bars === undefined && (s.length !== undefined || s.maxBars !== undefined);
+  set('length', legacy ? s.maxBars : s.bars);
+  set('max-tokens', legacy ? (s.length === 512 ? null : s.length) : s.maxTokens);
   if (typeof s.readAll === 'boolean') $('read-all').checked = s.readAll;
   set('att-layer', s.layer);
   set('att-head', s.head);

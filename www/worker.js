@@ -24,7 +24,7 @@
 // generation by far). The work goes where its race was won; WebGPU passes its self-check
 // first. "WebGPU only" loads pkg/ alone and is ready once WebGPU is up; its self-check
 // follows, in the background.
-//      {type: 'reply', id, ok, value | message} · {type: 'progress', id, done, total, notes?,
+//      {type: 'reply', id, ok, value | message} · {type: 'progress', id, done, total, bars?, notes?,
 //      attention?}
 
 import { SOFTWARE_TUNING_SLOWER, gpuLimits, raceText, raceTuningAfter, tuningSkippedText, verdict } from './race.js';
@@ -488,6 +488,7 @@ function turn() {
 function progressHandler(id) {
   return (event) => {
     const message = { type: 'progress', id, done: event.done, total: event.total };
+    if (event.bars) message.bars = event.bars;
     const transfer = [];
     if (event.notes) {
       message.notes = event.notes;

@@ -9,6 +9,7 @@
 
 pub mod harmony;
 pub mod live;
+pub mod openings;
 pub mod panel;
 pub mod plan;
 pub mod report;

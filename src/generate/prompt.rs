@@ -10,7 +10,8 @@ use crate::music::midi::{Song, Track};
 use crate::music::roll::Role;
 use crate::music::tokens::{self, STEPS_PER_BEAT, Token};
 
-/// The REMI tokens of `song` (every pitched track; chords detected), without the final `Eos`.
+/// The REMI tokens of `song` (every pitched track; chords detected), without the final `Eos`
+/// and without a last bar that notes only ring into (see `music_end`).
 pub fn prompt_tokens(song: &Song) -> Result<Vec<u32>, GenerateError> {
     prompt_tokens_with(song, None)
 }
@@ -36,7 +37,54 @@ pub fn prompt_tokens_with(
     if ids.last() == Some(&Token::Eos.id()) {
         ids.pop();
     }
+    let end = grid.beat_at(song.end_tick());
+    ids.truncate(music_end(&ids, end));
     Ok(ids)
+}
+
+/// Where the music of `ids` (a song's tokens, without `Eos`) ends: after its last bar that
+/// starts a note and the bars after it that its notes (ending on beat `end`) fill at least
+/// half of. A bar that notes only ring a little into (an export of "bars 1–8" keeps the
+/// release of the last chord) is not music a continuation should come after: its new bars
+/// start there.
+fn music_end(ids: &[u32], end: f64) -> usize {
+    let Some(last_note) = ids
+        .iter()
+        .rposition(|&id| matches!(Token::from_id(id), Some(Token::Pitch(_))))
+    else {
+        return ids.len();
+    };
+    // Each bar: its `Bar` token's index, first beat and length.
+    let mut bars: Vec<(usize, usize, usize)> = Vec::new();
+    let mut grammar = tokens::Grammar::new();
+    for (i, &id) in ids.iter().enumerate() {
+        let Some(token) = Token::from_id(id) else {
+            return ids.len();
+        };
+        if grammar.advance(token).is_err() {
+            return ids.len();
+        }
+        match token {
+            Token::Bar => {
+                let beat = bars.last().map_or(0, |&(_, b, len)| b + len);
+                bars.push((i, beat, grammar.bar_beats()));
+            }
+            Token::Meter(_) => {
+                if let Some(bar) = bars.last_mut() {
+                    bar.2 = grammar.bar_beats();
+                }
+            }
+            _ => {}
+        }
+    }
+    // The bars after the last note's are kept only while the notes fill half of each.
+    if let Some(&(i, ..)) = bars
+        .iter()
+        .find(|&&(i, beat, len)| i > last_note && beat as f64 + len as f64 / 2.0 > end + 1e-9)
+    {
+        return i;
+    }
+    ids.len()
 }
 
 /// The last `max_tokens` of `prompt` (ids from [`prompt_tokens`]) cut at a bar line so they
@@ -151,6 +199,40 @@ mod tests {
                 .count(),
             1
         );
+    }
+
+    /// `song` with its last note (the latest to start) ending at beat `end`.
+    fn ringing_to(mut song: Song, end: f64) -> Song {
+        let ppq = song.ppq as f64;
+        let last = song
+            .tracks
+            .iter_mut()
+            .flat_map(|t| t.notes.iter_mut())
+            .max_by_key(|n| n.start)
+            .unwrap();
+        last.end = (end * ppq) as u64;
+        song
+    }
+
+    #[test]
+    fn a_prompt_ends_with_its_music_in_its_meter() {
+        let count = |ids: &[u32], t: Token| ids.iter().filter(|&&id| id == t.id()).count();
+        let meters = |ids: &[u32]| {
+            ids.iter()
+                .filter(|&&id| matches!(Token::from_id(id), Some(Token::Meter(_))))
+                .count()
+        };
+        let song = crate::music::fixtures::song(0, 8);
+        let full = prompt_tokens(&song).unwrap();
+        assert_eq!((count(&full, Token::Bar), meters(&full)), (8, 0));
+        // The last chord rings a beat into bar 9: eight bars of 4/4 still (it was a bar of 1/4,
+        // in which a continuation went on).
+        let ids = prompt_tokens(&ringing_to(song.clone(), 33.0)).unwrap();
+        assert_eq!((count(&ids, Token::Bar), meters(&ids)), (8, 0));
+        assert!(grammatical(&ids));
+        // Rung through most of bar 9, it is the prompt's ninth bar.
+        let ids = prompt_tokens(&ringing_to(song, 35.0)).unwrap();
+        assert_eq!((count(&ids, Token::Bar), meters(&ids)), (9, 0));
     }
 
     #[test]

@@ -108,7 +108,8 @@ impl Grid {
     /// The quarter-note grid of a whole song, with bars following its time-signature map (4/4
     /// before the first signature and when there is none). A signature change in the middle of
     /// a bar starts a new bar there, as sequencers do; bars of an odd number of eighths start on
-    /// the quarter nearest to where they fall.
+    /// the quarter nearest to where they fall. The last bar is whole: the grid runs on to its
+    /// end when the notes stop before it.
     pub fn for_song(song: &Song, steps_per_beat: usize) -> Self {
         let mut grid = Self::quarters(song.ppq, song.end_tick(), steps_per_beat);
         let ppq = song.ppq.max(1) as f64;
@@ -122,6 +123,8 @@ impl Grid {
             }
         }
         let mut starts = Vec::new();
+        // The last bar's start (in quarters, unrounded) and length.
+        let mut last = None;
         for (i, &(tick, q)) in sections.iter().enumerate() {
             let from = tick as f64 / ppq;
             let to = sections
@@ -130,10 +133,22 @@ impl Grid {
             let mut k = 0.0;
             while from + k * q < to - 1e-9 {
                 starts.push((from + k * q).round() as usize);
+                last = Some((from + k * q, q));
                 k += 1.0;
             }
         }
-        grid = Self::new(std::mem::take(&mut grid.beat_ticks), steps_per_beat, starts);
+        // Music that stops in the middle of a bar ends in a whole bar of its meter: the end of
+        // the notes is not a change of meter (a prompt cut 8 bars in, whose last notes ring a
+        // beat into bar 9, stays in 4/4).
+        let mut beat_ticks = std::mem::take(&mut grid.beat_ticks);
+        if let Some((start, q)) = last {
+            let end = (start + q).round() as u64;
+            let step = song.ppq.max(1) as u64;
+            for beat in beats as u64 + 1..=end {
+                beat_ticks.push(beat * step);
+            }
+        }
+        grid = Self::new(beat_ticks, steps_per_beat, starts);
         grid
     }
 
@@ -327,9 +342,13 @@ mod tests {
         assert_eq!(g.bar_starts, vec![0, 3, 6, 8, 11, 14]);
         assert_eq!(
             g.bar_beats(5),
-            14..16,
-            "the last bar is cut at the end of the song"
+            14..17,
+            "the last bar is whole, although the song ends in it"
         );
+        // Notes that stop a beat into a bar of 4/4 leave a whole bar, not a bar of 1/4.
+        let g = Grid::for_song(&song_with(&[], 33), 4);
+        assert_eq!((g.bar_starts.len(), g.num_beats()), (9, 36));
+        assert_eq!(Grid::for_song(&song_with(&[], 32), 4).num_beats(), 32);
     }
 
     #[test]
@@ -351,5 +370,6 @@ mod tests {
         // 7/8 = 3.5 quarters: bars start on the nearest quarter, every 7 quarters in two bars.
         let g = Grid::for_song(&song_with(&[(0, 7, 8)], 14), 1);
         assert_eq!(g.bar_starts, vec![0, 4, 7, 11]);
+        assert_eq!(g.num_beats(), 14);
     }
 }

@@ -80,6 +80,7 @@ where
                 on_progress(Progress {
                     done: p.done,
                     total: p.total,
+                    bars: None,
                     notes: Some(notes),
                     attention: p.attention,
                 })
@@ -100,6 +101,7 @@ where
                 on_progress(Progress {
                     done: p.done,
                     total: p.total,
+                    bars: None,
                     notes: Some(notes),
                     attention: p.attention,
                 })

@@ -33,8 +33,36 @@ pub async fn continue_piece<F, Fut>(
     piece: &Piece,
     options: &Options,
     device: &Device,
-    mut on_progress: F,
+    on_progress: F,
 ) -> Result<Piece, GenerateError>
+where
+    F: FnMut(Progress) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    Ok(
+        continue_piece_ids(model, piece, options, device, on_progress)
+            .await?
+            .piece,
+    )
+}
+
+/// What [`continue_piece_ids`] wrote, as the piece and as the tokens it came from.
+pub struct Continued {
+    pub piece: Piece,
+    /// The tokens the model read first (the piece's, cut to `max_prompt_tokens` at a bar line).
+    pub prompt: Vec<u32>,
+    /// The tokens it added.
+    pub added: Vec<u32>,
+}
+
+/// [`continue_piece`], with the tokens: what `eval --openings` measures the page's path by.
+pub async fn continue_piece_ids<F, Fut>(
+    model: &Performer,
+    piece: &Piece,
+    options: &Options,
+    device: &Device,
+    mut on_progress: F,
+) -> Result<Continued, GenerateError>
 where
     F: FnMut(Progress) -> Fut,
     Fut: std::future::Future<Output = bool>,
@@ -98,7 +126,11 @@ where
     let length = match &region {
         None => options.length(),
         Some((from, to, _)) => Length {
-            tokens: options.tokens.max(256 * (to - from)).min(20_000),
+            tokens: options
+                .tokens
+                .unwrap_or(0)
+                .max(super::TOKENS_A_BAR * (to - from))
+                .min(super::MAX_TOKENS),
             bars: Some(to - from),
             may_end: false,
             context: options.context,
@@ -121,6 +153,8 @@ where
     let mut ids = prompt.clone();
     let mut since = 0;
     let total = length.tokens;
+    // New bars begun so far (the prompt may end in the middle of its last bar).
+    let mut bars_begun = 0;
     let phrases = piece.bar_phrases();
     let added = continue_tokens(
         model,
@@ -143,17 +177,21 @@ where
                     notes = place(piece, &ids, first_bar, &prompt_notes).ok().map(keep);
                 }
             }
+            if p.token == Some(bar) {
+                bars_begun += 1;
+            }
             on_progress(Progress {
                 done: p.added,
                 total,
+                bars: length.bars.map(|b| [bars_begun.min(b), b]),
                 notes,
                 attention: p.attention,
             })
         },
     )
     .await?;
-    let mut all = prompt;
-    all.extend(added);
+    let mut all = prompt.clone();
+    all.extend_from_slice(&added);
     let notes = keep(place(piece, &all, first_bar, &prompt_notes)?);
     let mut out = piece.clone();
     if let Some(t) = &ticks {
@@ -179,7 +217,11 @@ where
         }),
     }
     out.refresh();
-    Ok(out)
+    Ok(Continued {
+        piece: out,
+        prompt,
+        added,
+    })
 }
 
 /// The watched head's attention over the whole piece as a continuation model reads it (its
@@ -224,6 +266,7 @@ where
             on_progress(Progress {
                 done: p.attention.as_ref().map_or(0, |a| a.keys),
                 total,
+                bars: None,
                 notes: None,
                 attention: p.attention,
             })

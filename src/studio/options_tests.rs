@@ -66,7 +66,14 @@ fn options_are_checked_in_words_and_fill_in_the_models_defaults() {
         ),
         (
             Options {
-                tokens: 0,
+                tokens: Some(0),
+                ..base()
+            },
+            "the token limit",
+        ),
+        (
+            Options {
+                bars: Some(0),
                 ..base()
             },
             "the length",
@@ -111,8 +118,38 @@ fn options_are_checked_in_words_and_fill_in_the_models_defaults() {
     }
     .binarize(Some(model_rule));
     assert_eq!((own.threshold, own.gap), (0.2, 2));
-    assert_eq!(base().length().tokens, base().tokens);
+    // A length in bars (8 by default) with a token limit of 256 a bar, unless one is given.
+    assert_eq!((base().bars, base().tokens), (Some(8), None));
+    assert_eq!(base().length().tokens, 8 * crate::studio::TOKENS_A_BAR);
+    let given_limit = Options {
+        tokens: Some(100),
+        ..base()
+    };
+    assert_eq!(given_limit.length().tokens, 100);
+    let no_bars = Options {
+        bars: None,
+        ..base()
+    };
+    assert_eq!(
+        (no_bars.length().tokens, no_bars.length().bars),
+        (512, None)
+    );
+    let many = Options {
+        bars: Some(1000),
+        ..base()
+    };
+    assert_eq!(many.length().tokens, crate::studio::MAX_TOKENS);
     assert_eq!(given.sampling().seed, 7);
+    // A continuation holds the prompt's pace unless another density is asked.
+    assert_eq!(
+        base().sampling().density,
+        Some(crate::generate::DEFAULT_DENSITY)
+    );
+    let sparse = Options {
+        density: Some(0.5),
+        ..base()
+    };
+    assert_eq!(sparse.sampling().density, Some(0.5));
 }
 
 /// `value` set as the setting `key` of otherwise default options.

@@ -334,7 +334,7 @@ fn continuation_follows_the_plan_and_lands_after_the_music() {
         piece.chords.push("Dm".into());
     }
     let options = Options {
-        tokens: 120,
+        tokens: Some(120),
         bars: Some(2),
         seed: 5,
         watch: Some(WatchOptions { layer: 0, head: 1 }),

@@ -557,6 +557,7 @@ fn report(callback: &Function, p: Progress) -> Answer {
     let event = ProgressEvent {
         done: p.done,
         total: p.total,
+        bars: p.bars,
         notes: p.notes.as_deref().map(|n| Js(flat_notes(n))),
         attention: p.attention.map(|a| AttentionEvent {
             start: a.start,
@@ -665,6 +666,8 @@ struct Templates {
 struct ProgressEvent {
     done: usize,
     total: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bars: Option<[usize; 2]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     notes: Option<Js<Float64Array>>,
     #[serde(skip_serializing_if = "Option::is_none")]

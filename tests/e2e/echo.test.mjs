@@ -14,10 +14,17 @@ let server;
 let base;
 let midi;
 
+// An opening as a person exports "the first 8 bars": its last chord rings a beat into bar 9.
+let opening;
+
 before(async () => {
   let wasm;
   ({ server, base, wasm } = await serveApp({ wasm: true }));
   midi = wasm.exampleMidi(2, 8);
+  const piece = JSON.parse(wasm.readMidi(wasm.exampleMidi(9, 8), 'opening.mid'));
+  const last = Math.max(...piece.tracks.flatMap((t) => t.notes.map((n) => n[1])));
+  for (const t of piece.tracks) for (const n of t.notes) if (n[1] === last) n[2] = 8 * 4 * piece.ppq + piece.ppq;
+  opening = wasm.writeMidi(JSON.stringify(piece));
 });
 
 after(() => server?.close());
@@ -78,8 +85,8 @@ test('a planned repeat of the first phrase echoes it', { timeout: 3 * SLOW }, as
     const sixteenth = plannedPiece.ppq / 4;
     const firstNotes = plannedPiece.tracks.flatMap((t) => t.notes);
     await page.selectOption('#task', 'continuation');
-    await page.fill('#length', '512');
-    await page.fill('#max-bars', String(planned + 1));
+    await page.fill('#max-tokens', '512');
+    await page.fill('#length', String(planned + 1));
 
     const echoOf = async (echo) => {
       await page.fill('#echo', echo);
@@ -125,8 +132,8 @@ test('a continuation plays as busy as the Density field asks', { timeout: 3 * SL
     const notes = start.tracks.flatMap((t) => t.notes);
     const promptRate = notes.filter((n) => n[1] >= bars[bars.length - lastBars] && n[1] < end).length / (lastBars * 4);
     await page.selectOption('#task', 'continuation');
-    await page.fill('#length', '2048');
-    await page.fill('#max-bars', '6');
+    await page.fill('#max-tokens', '2048');
+    await page.fill('#length', '6');
     const rateAt = async (density) => {
       await page.fill('#density', density);
       const piece = await generated(page, log);
@@ -140,6 +147,50 @@ test('a continuation plays as busy as the Density field asks', { timeout: 3 * SL
     console.log(`density asked 0.5: ${sparse.toFixed(2)}x the prompt's notes a beat; asked 2: ${busy.toFixed(2)}x`);
     assert.ok(sparse < 0.8, `asked for half: ${sparse}`);
     assert.ok(busy > 1.3 && busy > 2 * sparse, `asked for twice: ${busy} (half: ${sparse})`);
+  } finally {
+    await browser.close();
+  }
+});
+
+// A song's opening continued with the page's defaults: the length is 8 bars, and the eight new
+// bars follow the eight of the prompt in its 4/4 (the last chord ringing into bar 9 once
+// made the new part a run of 1/4 bars), in its register, not crammed onto the bar lines.
+test("a song's opening is continued for eight bars in its meter and register", { timeout: 3 * SLOW }, async () => {
+  const { browser, page, log } = await launch({ webgpu: false, url: `${base}?backend=cpu` });
+  try {
+    await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: SLOW });
+    await dropFile(page, opening, 'opening.mid');
+    const start = await page.evaluate(() => window.pianoformer.piece);
+    const bar = 4 * start.ppq;
+    assert.equal(start.bars[1] - start.bars[0], bar, 'the opening is in 4/4');
+    await page.selectOption('#task', 'continuation');
+    assert.equal(await page.inputValue('#length'), '8', 'the default length is 8 bars');
+    const piece = await generated(page, log);
+    const gen = await page.evaluate(() => window.pianoformer.generations.at(-1));
+    assert.deepEqual(gen.bars, [8, 8], 'eight new bars written');
+    assert.match(await page.textContent('#gen-status'), /^Continuation: 8 bars, \d+ notes/);
+    const from = 8 * bar;
+    const added = piece.tracks.find((t) => t.name === 'CONTINUATION').notes;
+    assert.ok(added.length > 0);
+    assert.ok(added.every((n) => n[1] >= from - bar && n[1] < from + 8 * bar), 'in the eight bars after the prompt');
+    const newNotes = added.filter((n) => n[1] >= from);
+    // Every piece bar through the new ones is a bar of 4/4.
+    for (let k = 1; k < Math.min(piece.bars.length, 16); k++) assert.equal(piece.bars[k] - piece.bars[k - 1], bar, `bar ${k}`);
+    // Onsets in at least six of the eight bars, and off the bar lines too.
+    const barsWithNotes = new Set(newNotes.map((n) => Math.floor((n[1] - from) / bar))).size;
+    const offBeatOne = newNotes.filter((n) => (n[1] - from) % bar >= start.ppq).length / newNotes.length;
+    // Register and pace against the prompt's (every track).
+    const prompt = start.tracks.flatMap((t) => t.notes);
+    const high = Math.max(...prompt.map((n) => n[0]));
+    const pitches = newNotes.map((n) => n[0]).sort((a, b) => a - b);
+    const p99 = pitches[Math.ceil(0.99 * pitches.length) - 1];
+    const rate = newNotes.length / 32 / (prompt.length / 32);
+    console.log(`opening: ${newNotes.length} notes in ${barsWithNotes} of 8 new bars, ${(100 * offBeatOne).toFixed(0)} % off beat one, ` +
+      `pitch 99 % ${p99} (prompt up to ${high}), ${rate.toFixed(2)}x the prompt's notes a beat`);
+    assert.ok(barsWithNotes >= 6, `${barsWithNotes} bars with notes`);
+    assert.ok(offBeatOne > 0.3, `${offBeatOne} of the onsets off beat one`);
+    assert.ok(p99 <= high + 7, `99th percentile ${p99}, the prompt up to ${high}`);
+    assert.ok(rate > 0.5 && rate < 2, `${rate}x the prompt's notes a beat`);
   } finally {
     await browser.close();
   }

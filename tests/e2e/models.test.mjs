@@ -33,7 +33,7 @@ test('every shipped model loads and generates on the CPU backend', { timeout: 4 
     const times = [];
     for (const task of ['accompaniment', 'continuation']) {
       await page.selectOption('#task', task);
-      if (task === 'continuation') await page.fill('#length', '64');
+      if (task === 'continuation') await page.fill('#max-tokens', '64');
       const listed = await page.$$eval('#model option', (os) => os.map((o) => o.value));
       const shipped = manifest.models.filter((m) => m.task === task).map((m) => m.name);
       for (const name of shipped) assert.ok(listed.includes(name), `${name} is in the ${task} menu: ${listed}`);

@@ -231,7 +231,7 @@ test('with WebGPU disabled the same accompaniment runs on the CPU', { timeout: 2
     await page.click('#label-ok');
     await page.waitForFunction((b) => window.pianoformer.piece.chords[b] === 'F', planned);
     await page.selectOption('#task', 'continuation');
-    await page.fill('#length', '96');
+    await page.fill('#max-tokens', '96');
     const n = await page.evaluate(() => window.pianoformer.generations.length);
     await page.click('#generate');
     await page.waitForFunction(

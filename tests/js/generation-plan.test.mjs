@@ -3,7 +3,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import {
   barsUnder, barTick, hasNotes, hasPiano, contextOf, regionTicks, startsIn, draftPiece, writesFrom,
-  generateOptions, unflattenNotes, notesWritten, progressText, doneText,
+  generateOptions, unflattenNotes, notesWritten, progressText, progressShare, tokenLimitText, doneText,
   harmonizerEntry, needsHarmonizer, chordSourceText,
 } from '../../www/generation-plan.js';
 
@@ -101,7 +101,7 @@ test('where a generation writes from', () => {
 
 test('the options sent to the Worker follow the settings', () => {
   const s = {
-    seed: 7, threshold: 0.4, pianoTemperature: null, temperature: 1.2, echo: 2, density: 0.5, length: 256, maxBars: 8,
+    seed: 7, threshold: 0.4, pianoTemperature: null, temperature: 1.2, echo: 2, density: 0.5, bars: 8, maxTokens: 256,
     readAll: false, layer: 1, head: 2,
   };
   const cont = generateOptions(s, { task: 'continuation', region: [1, 2], context: 512 });
@@ -116,6 +116,8 @@ test('the options sent to the Worker follow the settings', () => {
   assert.equal(generateOptions(s, { task: 'accompaniment', region: null, context: 512 }).context, null);
   assert.equal(generateOptions(s, { task: 'accompaniment', region: null, context: 512 }).echo, null, 'no echo for the piano');
   assert.equal(generateOptions(s, { task: 'accompaniment', region: null, context: 512 }).density, 0.5, 'a sparser piano too');
+  assert.equal(generateOptions({ ...s, maxTokens: null }, { task: 'continuation', region: null, context: 512 }).tokens, null,
+    'no token limit given: the rule of 256 a bar');
   assert.equal(generateOptions({ ...s, density: undefined }, { task: 'continuation', region: null, context: 512 }).density, null,
     'settings saved before there was a density: as the model plays');
 });
@@ -149,6 +151,23 @@ test('progress and result lines', () => {
     'Continuation: 5 notes in 0.3 s on WebGPU (seed 0).');
   assert.equal(doneText({ task: 'continuation', region: [4, 8], notes: 9, ms: 1000, gpu: false, seed: 1 }),
     'Bars 5–8 rewritten; continuation: 9 notes in 1.0 s on the CPU (seed 1).');
+});
+
+test('a continuation asked for bars counts bars, and says when the token limit stopped it', () => {
+  assert.equal(progressText({ done: 100, total: 2048, bars: [3, 8] }, 'continuation', 2), 'bar 3 of 8 · 100 tokens · 50 tokens/s');
+  assert.equal(progressShare({ done: 100, total: 2048, bars: [3, 8] }), 0.25, 'two whole bars of eight');
+  assert.equal(progressShare({ done: 16, total: 64 }), 0.25);
+  const whole = { done: 700, total: 2048, bars: [8, 8] };
+  assert.equal(tokenLimitText(whole), null);
+  assert.equal(doneText({ task: 'continuation', region: null, notes: 90, ms: 2000, gpu: false, seed: 1, last: whole }),
+    'Continuation: 8 bars, 90 notes in 2.0 s on the CPU (seed 1).');
+  const cut = { done: 64, total: 64, bars: [3, 8] };
+  assert.equal(tokenLimitText(cut),
+    'It stopped at the token limit (64 tokens) after 2 of the 8 bars asked: raise “Token limit” to let it finish.');
+  assert.match(doneText({ task: 'continuation', region: null, notes: 30, ms: 500, gpu: false, seed: 1, last: cut }),
+    /^Continuation: 2 bars, 30 notes .* It stopped at the token limit/);
+  assert.equal(tokenLimitText({ done: 64, total: 64, bars: [9, 8] }), null, 'the bars asked, on the last token');
+  assert.equal(tokenLimitText({ done: 64, total: 64, bars: null }), null, 'a length in tokens');
 });
 
 test('the harmonizer fills the lane of a melody alone, and the lane says who filled it', () => {

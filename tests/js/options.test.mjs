@@ -13,11 +13,12 @@ test('the shared cases give the same words as the Worker and the CLI', () => {
 });
 
 test("a generate request's first setting out of range is named, and the model's own are left alone", () => {
-  const ok = { seed: 1, threshold: null, pianoTemperature: null, temperature: 0.8, echo: null, tokens: 512, bars: null, context: 512 };
+  const ok = { seed: 1, threshold: null, pianoTemperature: null, temperature: 0.8, echo: null, tokens: null, bars: 8, context: 512 };
   assert.equal(optionsProblem(ok), null);
   const bad = optionsProblem({ ...ok, temperature: 0 });
   assert.deepEqual(bad, { key: 'temperature', input: 'temperature', message: "the continuation's temperature must be above 0 and at most 10" });
-  assert.equal(optionsProblem({ ...ok, tokens: 0 }).input, 'length');
+  assert.equal(optionsProblem({ ...ok, tokens: 0 }).input, 'max-tokens');
+  assert.equal(optionsProblem({ ...ok, bars: 0 }).input, 'length');
   assert.equal(optionsProblem({ ...ok, tokens: Number.NaN }).key, 'tokens');
 });
 
@@ -32,7 +33,10 @@ test('inputs take their range, step and default from the file', () => {
   applyLimits(doc);
   const t = inputs.get('temperature');
   assert.deepEqual([t.min, t.max, t.step, t.value], ['0.05', '10', '0.05', '']);
+  // A continuation's length is bars (8 by default); the token limit is left to its rule.
   const length = inputs.get('length');
-  assert.deepEqual([length.min, length.max, length.value], ['1', '20000', String(limitOf('tokens').default)]);
+  assert.deepEqual([length.min, length.max, length.value], ['1', '1024', String(limitOf('bars').default)]);
+  assert.equal(limitOf('bars').default, 8);
+  assert.deepEqual([inputs.get('max-tokens').max, inputs.get('max-tokens').value], ['20000', ''])
   for (const l of LIMITS) if (l.default !== null) assert.equal(problem(l.key, l.default), null, `${l.key}'s default`);
 });

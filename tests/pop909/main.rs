@@ -4,8 +4,8 @@
 //! This file finds the data; the tests are by subject: the annotation files and their
 //! placement (`annotations`), piano rolls and MIDI writing (`rolls`), chord recognition
 //! (`chords`), phrase segmentation (`phrases`), REMI tokens (`tokens`), the metrics
-//! (`metrics`), the harmonizer's decoding choice (`harmony`), and the CLI trained and
-//! evaluated at toy scale (`cli`).
+//! (`metrics`), the harmonizer's decoding choice (`harmony`), the CLI trained and
+//! evaluated at toy scale (`cli`), and song openings continued as a person would (`openings`).
 #![cfg(not(target_arch = "wasm32"))]
 
 use std::path::PathBuf;
@@ -15,6 +15,7 @@ mod chords;
 mod cli;
 mod harmony;
 mod metrics;
+mod openings;
 mod phrases;
 mod rolls;
 mod tokens;

@@ -55,6 +55,16 @@ pub struct Args {
     /// alone); into plan.json. --model may name a shipped model, with --out or --record.
     #[arg(long)]
     pub plan: bool,
+    /// Continuation: the path a person takes instead — every song's first --prompt-bars bars
+    /// (default 8), and as many ending where a phrase starts mid-song, as MIDI files of their
+    /// own continued for as many bars with the page's defaults: bars written and their meter,
+    /// notes a beat, register and key against the prompt and the song's real next bars; into
+    /// openings.json (--model may name a shipped model, with --out).
+    #[arg(long)]
+    pub openings: bool,
+    /// --openings: where the prompts are taken (opening, mid-song).
+    #[arg(long, value_delimiter = ',', default_value = "opening,mid-song")]
+    pub places: Vec<String>,
     /// Step-by-step accompaniment: the live panel instead — every song's melody played in
     /// exactly in time, the piano deciding each sixteenth before the note played at it is
     /// heard, with the chord lane planned (the annotations) or open (chords decided live by
@@ -86,9 +96,9 @@ pub struct Args {
     /// --sample: valid or test.
     #[arg(long, default_value = "test")]
     pub split: String,
-    /// --sample: sampling temperature.
-    #[arg(long, default_value_t = 1.0)]
-    pub temperature: f32,
+    /// --sample: sampling temperature (default 1); --openings: instead of the model's.
+    #[arg(long)]
+    pub temperature: Option<f32>,
     /// --sample: nucleus sampling's probability mass.
     #[arg(long, default_value_t = 0.95)]
     pub top_p: f32,
@@ -232,6 +242,9 @@ impl Args {
 }
 
 pub fn run(args: Args) -> Result<(), String> {
+    if args.openings {
+        return crate::openings::run(args);
+    }
     if args.plan {
         return crate::plan::run(args);
     }

@@ -70,13 +70,14 @@ pub struct Args {
     /// that writes step by step draws its notes unless a threshold is given).
     #[arg(long)]
     pub threshold: Option<f32>,
-    /// Continuation: tokens to add at most (the page's default too).
-    #[arg(long, default_value_t = limits::default("tokens").unwrap_or(512.0) as usize)]
-    pub tokens: usize,
+    /// Continuation: the most tokens to add, a safety limit (default: 256 for each bar asked).
+    /// Given without --bars, the continuation runs for this many tokens, whatever the bars.
+    #[arg(long)]
+    pub tokens: Option<usize>,
     /// Bars to rewrite, `9-16` (1-based, both included), keeping everything outside them:
     /// accompaniment rewrites the piano there (the file's PIANO track is kept elsewhere);
     /// continuation rewrites every note there from the music before them. A single number is
-    /// for continuation: stop after this many new bars.
+    /// for continuation: this many new bars (default 8, as on the page).
     #[arg(long)]
     pub bars: Option<String>,
     /// Continuation: let the model end the piece before --tokens or --bars.
@@ -107,9 +108,10 @@ pub struct Args {
     /// validation songs, as the page plays).
     #[arg(long)]
     pub echo: Option<f32>,
-    /// How busy the new notes are: 0.5 half as many, 2 twice (default: as the model plays).
-    /// Continuation: as a multiple of the notes a beat of the music before (its last 8 bars
-    /// with notes); step-by-step accompaniment: of the onsets the model would play.
+    /// How busy the new notes are: 0.5 half as many, 2 twice. Continuation: as a multiple of
+    /// the notes a beat of the music before (its last 8 bars with notes; default 1, chosen on
+    /// validation songs, as the page plays); step-by-step accompaniment: of the onsets the
+    /// model would play (default: as it plays).
     #[arg(long)]
     pub density: Option<f32>,
     /// The seed of every draw (the page's default too).
@@ -275,7 +277,12 @@ fn options(
         echo: args.echo,
         density: args.density,
         tokens: args.tokens,
-        bars: new_bars,
+        // The page's length in bars unless only a number of tokens is asked.
+        bars: new_bars.or(if args.tokens.is_some() {
+            None
+        } else {
+            Options::default().bars
+        }),
         may_end: args.may_end,
         max_prompt_tokens: args
             .prompt_tokens
@@ -507,9 +514,20 @@ fn continue_song(run: &Run) -> Result<(), String> {
     let out = song_from_tokens(&all).map_err(|e| e.to_string())?;
     write(&args.out, &write_midi(&out))?;
     let secs = started.elapsed().as_secs_f64();
+    let new_bars = added.iter().filter(|&&id| id == Token::Bar.id()).count();
+    if let Some(asked) = options.bars
+        && added.len() >= options.token_limit()
+    {
+        eprintln!(
+            "stopped at the safety limit of {} tokens after {} of the {asked} bars asked \
+             (--tokens raises it)",
+            options.token_limit(),
+            new_bars.saturating_sub(1),
+        );
+    }
     eprintln!(
-        "{} prompt tokens, {} new tokens by {} in {:.2} s ({:.2} ms a token), up to \
-         position {}; written to {}",
+        "{} prompt tokens, {} new tokens ({new_bars} new bars) by {} in {:.2} s ({:.2} ms a \
+         token), up to position {}; written to {}",
         prompt.len(),
         added.len(),
         loaded.source,

@@ -49,6 +49,8 @@ mod live;
 #[cfg(not(target_arch = "wasm32"))]
 mod models;
 #[cfg(not(target_arch = "wasm32"))]
+mod openings;
+#[cfg(not(target_arch = "wasm32"))]
 mod panel;
 #[cfg(not(target_arch = "wasm32"))]
 mod plan;

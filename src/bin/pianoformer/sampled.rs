@@ -40,7 +40,7 @@ pub fn run(args: Args) -> Result<(), String> {
     let corpus = if test { &data.test } else { &data.valid };
     let threads = args.threads();
     let sampling = Sampling {
-        temperature: args.temperature,
+        temperature: args.temperature.unwrap_or(1.0),
         top_p: args.top_p,
         seed: args.seed,
         echo: args.echo()?,
@@ -77,7 +77,7 @@ pub fn run(args: Args) -> Result<(), String> {
         "prompt_bars": prompt_bars,
         "context": (args.context > 0).then_some(args.context),
         "split": if test { "test" } else { "validation" },
-        "sampling": {"temperature": args.temperature, "top_p": args.top_p, "seed": args.seed},
+        "sampling": {"temperature": args.temperature.unwrap_or(1.0), "top_p": args.top_p, "seed": args.seed},
         "data": data.description,
         "quarters": QUARTERS,
         "summary": summary,
@@ -147,7 +147,7 @@ fn checked(args: &Args) -> Result<(usize, &'static str), String> {
     } else {
         "samples.json"
     };
-    if !(args.temperature > 0.0 && args.temperature <= 10.0) {
+    if args.temperature.is_some_and(|t| !(t > 0.0 && t <= 10.0)) {
         return Err("--temperature must be above 0 and at most 10".into());
     }
     if !(args.top_p > 0.0 && args.top_p <= 1.0) {
