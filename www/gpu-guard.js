@@ -70,6 +70,7 @@ export class GpuGuard {
     this.deadline = deadline;
     this.uncaptured = 0; // uncaptured GPU errors so far
     this.lastUncaptured = null;
+    this.inFlight = new Set(); // the rejections of the runs in flight
   }
 
   /** Watches a device wgpu asked for: its loss and its uncaptured errors. */
@@ -87,6 +88,10 @@ export class GpuGuard {
   lose(message) {
     if (this.gone !== null) return;
     this.gone = message;
+    // A run in flight may never settle (its future died with the device, or with a panic the
+    // loss caused): it fails now.
+    for (const reject of this.inFlight) reject(new DeviceGone(message));
+    this.inFlight.clear();
     this.onGone(message);
   }
 
@@ -111,16 +116,28 @@ export class GpuGuard {
     return this.gone !== null;
   }
 
-  /** Runs a GPU call; a failure caused by a lost device becomes a DeviceGone. */
+  /**
+   * Runs a GPU call; a failure caused by a lost device becomes a DeviceGone, and so does the
+   * call itself, at once, when the device is found gone while it runs.
+   */
   async run(fn) {
     if (this.gone !== null) throw new DeviceGone(this.gone);
     const before = this.uncaptured;
+    let reject;
+    const gone = new Promise((_, r) => {
+      reject = r;
+    });
+    this.inFlight.add(reject);
     try {
-      return await fn();
+      const work = Promise.resolve().then(fn);
+      work.catch(() => {}); // settled later or never: the race below decides
+      return await Promise.race([work, gone]);
     } catch (error) {
       if (error instanceof DeviceGone) throw error;
       if (await this.verdict(error, before)) throw new DeviceGone(this.gone, error);
       throw error;
+    } finally {
+      this.inFlight.delete(reject);
     }
   }
 }

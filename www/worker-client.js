@@ -110,6 +110,8 @@ export function startWorker(backend) {
         if (data.deviceLost && mine === worker) lost ??= data.message;
         pending.reject(error);
       }
+    } else if (data.type === 'stopped' && mine === worker) {
+      stopped(data.message);
     } else if (data.type === 'progress') {
       calls.get(data.id)?.onProgress?.(data);
     } else if (data.type === 'device-lost' && mine === worker) {
@@ -131,7 +133,11 @@ export function startWorker(backend) {
   };
   mine.onerror = (e) => {
     e.preventDefault();
-    const message = `The model Worker stopped: ${e.message || 'unknown error'}.`;
+    stopped(e.message);
+  };
+  // The Worker stopped: every call fails, and the page says so.
+  function stopped(why) {
+    const message = `The model Worker stopped: ${why || 'unknown error'}.`;
     rejectStarted(new Error(message));
     for (const pending of calls.values()) {
       const error = new Error(message);
@@ -140,7 +146,7 @@ export function startWorker(backend) {
     }
     calls.clear();
     showError(message);
-  };
+  }
   // `?drill=move`: tests move generation (and fine-tuning) to WebGPU whatever its race says.
   // `?fused=0`: the accompaniment's steps and continuation's tokens through tensor ops on
   // WebGPU (not fused).

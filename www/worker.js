@@ -109,6 +109,23 @@ if (globalThis.GPUAdapter?.prototype.requestDevice) {
 }
 
 /** Runs `fn` as a GPU call of `what` when `s` is a WebGPU session (else just runs it). */
+// A panic in the WebGPU bundle while a GPU call runs (wgpu's WebGPU code unwraps a buffer map
+// that failed because the device is gone: an uncaught `unreachable`) would stop the Worker.
+// While a GPU call is in flight the error is held back until the guard decides: a lost device
+// is a loss like any other (the calls in flight fail as DeviceGone and run again on the CPU,
+// in the CPU bundle: the instance that panicked is not used again); any other error stops the
+// Worker as before ('stopped': the page treats it as the Worker's error).
+let poisoned = false;
+self.addEventListener('error', (event) => {
+  if (moments.size === 0) return;
+  event.preventDefault();
+  poisoned = true;
+  const error = event.error ?? new Error(event.message);
+  guard.verdict(error).then((gone) => {
+    if (!gone) postMessage({ type: 'stopped', message: event.message || String(error) });
+  });
+});
+
 async function gpuCall(s, what, fn) {
   if (!sessionsOnGpu.has(s)) return fn();
   enter(what);
@@ -129,7 +146,7 @@ async function fallBack(message) {
   if (races.generation === 'running') races.generation = null;
   try {
     // "WebGPU only" (or its session not up yet): the CPU bundle's session instead.
-    const fresh = !session || sessionsOnGpu.has(session);
+    const fresh = !session || sessionsOnGpu.has(session) || poisoned;
     if (fresh) {
       const bundle = await loadWasm('cpu');
       const cpu = await bundle.module.Session.create('cpu');

@@ -160,3 +160,21 @@ test('the drill: moments, the K-th read-back, once', () => {
   assert.equal(none.readBack('generate'), false);
   assert.equal(none.atLoad(), false);
 });
+
+// CI's second flake (session 18): a device lost while a generation read its results back made
+// wgpu's WebGPU code panic inside a map callback, so the call in flight never settled and the
+// Worker died. The Worker hands such an error to the guard; once it finds the device gone, a
+// call in flight fails as a lost device at once, without waiting for a future that died.
+test('a call in flight fails as a lost device as soon as the device is found gone elsewhere', async () => {
+  const device = fakeDevice();
+  const guard = new GpuGuard({ deadline: 200 });
+  guard.track(device);
+  const never = guard.run(() => new Promise(() => {}));
+  device.destroy();
+  assert.equal(await guard.verdict(new Error('RuntimeError: unreachable')), true);
+  await assert.rejects(never, (e) => e instanceof DeviceGone && /could not map a buffer/.test(e.message));
+  // A call that finishes normally is not touched, and none is left in flight.
+  const healthy = new GpuGuard();
+  assert.equal(await healthy.run(async () => 7), 7);
+  assert.equal(healthy.inFlight.size, 0);
+});
