@@ -52,6 +52,10 @@ pub struct Options {
     /// pace); step-by-step accompaniment: about this many times the onsets the model would play
     /// ([`PianoSampling::density`]; `None`: as the model plays).
     pub density: Option<f32>,
+    /// Continuation: how strongly unplanned new bars keep the pitch classes of the music
+    /// before them ([`Sampling::key`]; `None`: [`crate::generate::DEFAULT_KEY`]; 0: as the
+    /// model plays). Planned bars follow their chords.
+    pub key: Option<f32>,
     /// Continuation: new bars (`None`: as many as `tokens` holds), and the most tokens to add,
     /// a safety limit (`None`: [`TOKENS_A_BAR`] a bar asked, [`MAX_TOKENS`] at most; 512
     /// without bars).
@@ -111,6 +115,7 @@ impl Default for Options {
             top_p: limits::default("topP").unwrap_or(0.95) as f32,
             echo: None,
             density: None,
+            key: None,
             tokens: limits::default("tokens").map(|t| t as usize),
             bars: limits::default("bars").map(|b| b as usize),
             may_end: false,
@@ -142,6 +147,7 @@ impl Options {
             ("topP", Some(f64::from(self.top_p))),
             ("echo", self.echo.map(f64::from)),
             ("density", self.density.map(f64::from)),
+            ("key", self.key.map(f64::from)),
             ("tokens", self.tokens.map(|t| t as f64)),
             ("bars", self.bars.map(|b| b as f64)),
             ("context", self.context.map(|c| c as f64)),
@@ -199,6 +205,8 @@ impl Options {
             echo: self.echo.unwrap_or(crate::generate::DEFAULT_ECHO),
             // The prompt's pace unless asked otherwise (chosen on validation songs).
             density: Some(self.density.unwrap_or(crate::generate::DEFAULT_DENSITY)),
+            // The prompt's key held on unplanned bars unless asked otherwise (validation).
+            key: self.key.unwrap_or(crate::generate::DEFAULT_KEY),
         }
     }
 

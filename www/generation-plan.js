@@ -121,6 +121,7 @@ export function generateOptions(s, { task, region, context }) {
     temperature: continuation ? s.temperature : null,
     echo: continuation ? s.echo ?? null : null,
     density: s.density ?? null,
+    key: continuation ? s.keyHold ?? null : null,
     tokens: s.maxTokens ?? null,
     // A continuation model reads at most the window it was trained on (studio Options).
     context: task === 'continuation' && !s.readAll ? context : null,

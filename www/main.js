@@ -126,7 +126,7 @@ function wire() {
       save();
     });
   }
-  for (const id of ['seed', 'threshold', 'piano-temperature', 'temperature', 'echo', 'density', 'length', 'max-tokens', 'read-all']) {
+  for (const id of ['seed', 'threshold', 'piano-temperature', 'temperature', 'echo', 'key-hold', 'density', 'length', 'max-tokens', 'read-all']) {
     $(id).addEventListener('change', save);
   }
   $('reseed').addEventListener('click', () => {

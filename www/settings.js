@@ -15,6 +15,7 @@ export function settings() {
     temperature: $('temperature').value === '' ? null : Number($('temperature').value),
     echo: $('echo').value === '' ? null : Number($('echo').value),
     density: $('density').value === '' ? null : Number($('density').value),
+    keyHold: $('key-hold').value === '' ? null : Number($('key-hold').value),
     bars: $('length').value === '' ? limitOf('bars').default : Number($('length').value),
     maxTokens: $('max-tokens').value === '' ? null : Number($('max-tokens').value),
     readAll: $('read-all').checked,
@@ -42,6 +43,7 @@ export function applySettings(s, showModels) {
   set('temperature', s.temperature);
   set('echo', s.echo);
   set('density', s.density);
+  set('key-hold', s.keyHold);
   // Bars since December 2026; before, `length` was tokens (512 by default) and `maxBars` an
   // optional bar limit: a saved bar limit is the length, a token length not the old default
   // is the token limit.

@@ -22,6 +22,7 @@ use crate::music::metrics::cosine;
 use crate::music::midi::{Note, Song, TempoChange, TimeSignature, Track, write_midi};
 use crate::music::piece::Piece;
 use crate::music::pop909::Pop909Song;
+use crate::music::tokens::places::places;
 use crate::music::tokens::{self, Grammar, Token};
 use crate::studio::{Options, continue_piece_ids};
 
@@ -204,6 +205,10 @@ pub struct OpeningScores {
     /// bars with the prompt's.
     pub key_cosine: Option<f64>,
     pub next_key_cosine: Option<f64>,
+    /// Share of the new bars' onsets on a tone of the chord in force (the chords the
+    /// continuation wrote or was given); `None` without a new onset under a chord.
+    #[serde(default)]
+    pub chord_tones: Option<f64>,
 }
 
 impl OpeningScores {
@@ -302,6 +307,16 @@ pub fn score(
     let new_pitches = sorted(&mut new.iter().map(|n| n.pitch));
     let next_pitches = sorted(&mut next.iter().map(|n| n.pitch));
     let prompt_pc = pitch_classes(old.iter());
+    let (mut on_tones, mut under_chords) = (0usize, 0usize);
+    for (t, place) in tokens[prompt.len().min(tokens.len())..]
+        .iter()
+        .zip(&places(&ids)[prompt.len().min(ids.len())..])
+    {
+        if let (Token::Pitch(p), Some(chord)) = (t, place.chord) {
+            under_chords += 1;
+            on_tones += usize::from(chord.pitch_classes().any(|pc| pc == p % 12));
+        }
+    }
     Ok(OpeningScores {
         song: excerpt.song.clone(),
         place: excerpt.place,
@@ -324,6 +339,7 @@ pub fn score(
         key_cosine: (!new.is_empty()).then(|| cosine(&pitch_classes(new.into_iter()), &prompt_pc)),
         next_key_cosine: (!next.is_empty())
             .then(|| cosine(&pitch_classes(next.iter()), &prompt_pc)),
+        chord_tones: (under_chords > 0).then(|| on_tones as f64 / under_chords as f64),
     })
 }
 
@@ -373,6 +389,9 @@ pub struct OpeningSummary {
     pub key_cosine: f64,
     pub next_key_cosine: f64,
     pub key_ratio: f64,
+    /// Mean share of the new bars' onsets on tones of the chord in force.
+    #[serde(default)]
+    pub chord_tones: f64,
 }
 
 /// Notes a beat against the prompt's within this band count as the prompt's pace.
@@ -431,6 +450,7 @@ impl OpeningSummary {
             key_cosine,
             next_key_cosine,
             key_ratio: key_cosine / next_key_cosine,
+            chord_tones: mean(&|x| x.chord_tones),
         }
     }
 }

@@ -246,6 +246,10 @@ where
     let mut density = sampling
         .density
         .and_then(|f| Density::new(f, &prompt, &places, grammar.bar_beats()));
+    // The prompt's pitch classes, held on unplanned bars (`Sampling::key`).
+    let key = (sampling.key > 0.0)
+        .then(|| Key::new(&prompt, &places, grammar.bar_beats()))
+        .flatten();
     while out.len() < length.tokens {
         let mut allowed = grammar.allowed();
         let forbidden: f32 = logits
@@ -277,10 +281,15 @@ where
                     .filter(|&e| sampling.echo > 0.0 && allowed[e]);
                 // A counter, not a stream: the GPU's draw of this token takes the same number.
                 let u = uniform(sampling.seed, out.len(), 0, 0);
-                let id = if lean.is_none() && density.is_none() {
+                let keyed = key.as_ref().filter(|_| !planned_bar);
+                let id = if lean.is_none() && density.is_none() && keyed.is_none() {
                     sample_token(&logits, &allowed, sampling, u)
                 } else {
                     let mut leaning = logits.clone();
+                    if let Some(k) = keyed {
+                        let t = sampling.temperature;
+                        k.tilt(sampling.key, chord_now.flatten(), &allowed, &mut leaning, t);
+                    }
                     if let (Some(d), Some(now)) = (density.as_mut(), places.last()) {
                         let last = history.last().and_then(|&id| Token::from_id(id));
                         let (beats, t) = (grammar.bar_beats(), sampling.temperature);
@@ -595,6 +604,8 @@ async fn step_logits(
 // Native only: the browser tests build the library's tests for wasm, without pollster.
 mod density;
 use density::Density;
+mod key;
+use key::Key;
 mod echo;
 use echo::Echo;
 

@@ -36,7 +36,9 @@ pub use binarize::{Binarize, binarize};
 pub use continuation::{Length, TokenProgress, View, continue_tokens};
 pub use piano::{PianoSampling, accompany_steps, splice};
 pub use prompt::{cut_prompt, prompt_tokens, prompt_tokens_with, song_from_tokens};
-pub use sample::{DEFAULT_DENSITY, DEFAULT_ECHO, Sampling, log_softmax_values, sample_token};
+pub use sample::{
+    DEFAULT_DENSITY, DEFAULT_ECHO, DEFAULT_KEY, Sampling, log_softmax_values, sample_token,
+};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum GenerateError {

@@ -251,6 +251,7 @@ where
         seed: options.seed,
         echo: 0.0,
         density: None,
+        key: 0.0,
     };
     let total = prompt.len();
     continue_tokens(

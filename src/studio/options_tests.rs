@@ -150,6 +150,14 @@ fn options_are_checked_in_words_and_fill_in_the_models_defaults() {
         ..base()
     };
     assert_eq!(sparse.sampling().density, Some(0.5));
+    // And its key, unless the hold is set (0: as the model plays).
+    assert_eq!(base().sampling().key, crate::generate::DEFAULT_KEY);
+    const { assert!(crate::generate::DEFAULT_KEY > 0.0) };
+    let free = Options {
+        key: Some(0.0),
+        ..base()
+    };
+    assert_eq!(free.sampling().key, 0.0);
 }
 
 /// `value` set as the setting `key` of otherwise default options.

@@ -101,13 +101,13 @@ test('where a generation writes from', () => {
 
 test('the options sent to the Worker follow the settings', () => {
   const s = {
-    seed: 7, threshold: 0.4, pianoTemperature: null, temperature: 1.2, echo: 2, density: 0.5, bars: 8, maxTokens: 256,
-    readAll: false, layer: 1, head: 2,
+    seed: 7, threshold: 0.4, pianoTemperature: null, temperature: 1.2, echo: 2, density: 0.5, keyHold: 0.5, bars: 8,
+    maxTokens: 256, readAll: false, layer: 1, head: 2,
   };
   const cont = generateOptions(s, { task: 'continuation', region: [1, 2], context: 512 });
   assert.deepEqual(cont, {
-    seed: 7, threshold: null, pianoTemperature: null, region: [1, 2], temperature: 1.2, echo: 2, density: 0.5, tokens: 256,
-    context: 512, bars: 8, watch: { layer: 1, head: 2 },
+    seed: 7, threshold: null, pianoTemperature: null, region: [1, 2], temperature: 1.2, echo: 2, density: 0.5, key: 0.5,
+    tokens: 256, context: 512, bars: 8, watch: { layer: 1, head: 2 },
   });
   const acc = generateOptions({ ...s, pianoTemperature: 0.9 }, { task: 'accompaniment', region: null, context: 512 });
   assert.deepEqual([acc.threshold, acc.pianoTemperature, acc.temperature], [0.4, 0.9, null], "each task's own settings");
@@ -116,6 +116,9 @@ test('the options sent to the Worker follow the settings', () => {
   assert.equal(generateOptions(s, { task: 'accompaniment', region: null, context: 512 }).context, null);
   assert.equal(generateOptions(s, { task: 'accompaniment', region: null, context: 512 }).echo, null, 'no echo for the piano');
   assert.equal(generateOptions(s, { task: 'accompaniment', region: null, context: 512 }).density, 0.5, 'a sparser piano too');
+  assert.equal(generateOptions(s, { task: 'accompaniment', region: null, context: 512 }).key, null, 'no key hold for the piano');
+  assert.equal(generateOptions({ ...s, keyHold: undefined }, { task: 'continuation', region: null, context: 512 }).key, null,
+    'settings saved before there was a key hold: the default');
   assert.equal(generateOptions({ ...s, maxTokens: null }, { task: 'continuation', region: null, context: 512 }).tokens, null,
     'no token limit given: the rule of 256 a bar');
   assert.equal(generateOptions({ ...s, density: undefined }, { task: 'continuation', region: null, context: 512 }).density, null,

@@ -5,6 +5,7 @@
 use pianoformer::eval::openings::{Place, excerpt, prompt_grid};
 use pianoformer::generate::prompt_tokens;
 use pianoformer::music::grid::Grid;
+use pianoformer::music::metrics::cosine;
 use pianoformer::music::midi::{read_midi, write_midi};
 use pianoformer::music::pop909::{Pop909, Split};
 use pianoformer::music::tokens::{STEPS_PER_BEAT, Token};
@@ -50,7 +51,8 @@ fn an_opening_reads_as_whole_bars_of_its_meter() {
 }
 
 /// `generate --task continuation --bars 8` on three test openings: eight new bars, in 4/4,
-/// the bars counted from the last bar the prompt's music fills.
+/// the bars counted from the last bar the prompt's music fills; and their pitch classes those
+/// of the prompt, more so than with the key hold off (`--key 0`: the model as it plays).
 #[test]
 fn the_cli_continues_three_openings_for_the_bars_asked_in_their_meter() {
     let Some(openings) = openings(3) else { return };
@@ -59,22 +61,33 @@ fn the_cli_continues_three_openings_for_the_bars_asked_in_their_meter() {
     let runs: Vec<_> = openings
         .iter()
         .enumerate()
-        .map(|(k, e)| {
+        .flat_map(|(k, e)| [(k, e, None), (k, e, Some("0"))])
+        .map(|(k, e, key)| {
             let prompt = dir.join(format!("prompt-{k}.mid"));
-            let out = dir.join(format!("out-{k}.mid"));
-            std::fs::write(&prompt, write_midi(&e.prompt)).unwrap();
-            let child = std::process::Command::new(env!("CARGO_BIN_EXE_pianoformer"))
+            let out = dir.join(format!("out-{k}-{}.mid", key.unwrap_or("default")));
+            // Written once, before either run reads it.
+            if key.is_none() {
+                std::fs::write(&prompt, write_midi(&e.prompt)).unwrap();
+            }
+            let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_pianoformer"));
+            command
                 .args(["generate", "--task", "continuation", "--bars", "8"])
                 .arg(&prompt)
                 .arg("--out")
-                .arg(&out)
+                .arg(&out);
+            if let Some(key) = key {
+                command.args(["--key", key]);
+            }
+            let child = command
                 .stderr(std::process::Stdio::piped())
                 .spawn()
                 .expect("run pianoformer");
-            (e, prompt, out, child)
+            (e, key, prompt, out, child)
         })
         .collect();
-    for (e, prompt, out, child) in runs {
+    // Key cosine of the new bars to the prompt, with the hold and without.
+    let (mut held, mut free) = (Vec::new(), Vec::new());
+    for (e, key, prompt, out, child) in runs {
         let done = child.wait_with_output().unwrap();
         let err = String::from_utf8_lossy(&done.stderr);
         assert!(done.status.success(), "{}: {err}", e.song);
@@ -104,20 +117,45 @@ fn the_cli_continues_three_openings_for_the_bars_asked_in_their_meter() {
             grid.num_bars()
         );
         // New notes start in the eight new bars (none beyond them).
-        let end = grid.bar_ticks()[prompt_bars + 8];
-        let last_start = written
-            .tracks
-            .iter()
-            .flat_map(|t| &t.notes)
-            .map(|n| n.start)
-            .max()
-            .unwrap();
+        let (from, end) = (
+            grid.bar_ticks()[prompt_bars],
+            grid.bar_ticks()[prompt_bars + 8],
+        );
+        let notes = || written.tracks.iter().flat_map(|t| &t.notes);
+        let last_start = notes().map(|n| n.start).max().unwrap();
         assert!(
             last_start < end,
             "{}: a note starts after bar {}",
             e.song,
             prompt_bars + 8
         );
+        let classes = |pitches: &mut dyn Iterator<Item = u8>| {
+            let mut h = [0.0; 12];
+            pitches.for_each(|p| h[p as usize % 12] += 1.0);
+            h
+        };
+        let new = classes(&mut notes().filter(|n| n.start >= from).map(|n| n.pitch));
+        let old = classes(
+            &mut e
+                .prompt
+                .tracks
+                .iter()
+                .flat_map(|t| &t.notes)
+                .map(|n| n.pitch),
+        );
+        let cos = cosine(&new, &old);
+        eprintln!(
+            "{} key {}: key cosine {cos:.3}",
+            e.song,
+            key.unwrap_or("default")
+        );
+        if key.is_none() { &mut held } else { &mut free }.push(cos);
     }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let (held, free) = (mean(&held), mean(&free));
+    assert!(
+        held >= 0.9 && held > free,
+        "key cosine {held:.3}, without the hold {free:.3}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

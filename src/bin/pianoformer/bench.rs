@@ -81,6 +81,7 @@ fn decode(
         seed: 0,
         echo: 0.0,
         density: None,
+        key: 0.0,
     };
     let mut id = Token::Bos.id();
     let mut times = Vec::with_capacity(steps);

@@ -111,6 +111,11 @@ pub struct Args {
     /// `generate --density`; default: as the model plays).
     #[arg(long)]
     pub density: Option<f32>,
+    /// --openings, --sample, --plan: how strongly unplanned new bars keep the prompt's pitch
+    /// classes (as `generate --key`; --openings: default the page's; the others: 0, as the
+    /// model plays).
+    #[arg(long)]
+    pub key: Option<f32>,
     /// --sample: where the scores go (default: samples.json in the run folder).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -187,6 +192,18 @@ impl Args {
                 .check(f64::from(d))
                 .map(|()| Some(d))
                 .map_err(|e| format!("--density {d}: {e}")),
+            None => Ok(None),
+        }
+    }
+
+    /// `--key`, checked against its range (www/options.json).
+    pub fn key(&self) -> Result<Option<f32>, String> {
+        let limit = pianoformer::generate::limits::limit("key");
+        match self.key {
+            Some(k) => limit
+                .check(f64::from(k))
+                .map(|()| Some(k))
+                .map_err(|e| format!("--key {k}: {e}")),
             None => Ok(None),
         }
     }

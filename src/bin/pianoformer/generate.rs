@@ -114,6 +114,12 @@ pub struct Args {
     /// model would play (default: as it plays).
     #[arg(long)]
     pub density: Option<f32>,
+    /// Continuation: how strongly new bars whose chords are not planned keep the pitch classes
+    /// of the music before (its last 8 bars with notes): the model's chords lean towards them,
+    /// pitches it rarely plays lose odds unless they are tones of the chord in force (0: as
+    /// the model plays; default: chosen on validation songs, as the page plays).
+    #[arg(long)]
+    pub key: Option<f32>,
     /// The seed of every draw (the page's default too).
     #[arg(long, default_value_t = limits::default("seed").unwrap_or(0.0) as u64)]
     pub seed: u64,
@@ -276,6 +282,7 @@ fn options(
         top_p: args.top_p,
         echo: args.echo,
         density: args.density,
+        key: args.key,
         tokens: args.tokens,
         // The page's length in bars unless only a number of tokens is asked.
         bars: new_bars.or(if args.tokens.is_some() {

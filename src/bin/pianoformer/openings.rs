@@ -44,6 +44,7 @@ pub fn run(args: Args) -> Result<(), String> {
         temperature: args.temperature.or(loaded.temperature),
         echo: args.echo,
         density: args.density()?,
+        key: args.key()?,
         context: loaded.trained_window,
         ..Options::default()
     };
@@ -105,22 +106,13 @@ fn play(
     started: Instant,
 ) -> Result<Vec<OpeningScores>, String> {
     // Options hold no model of dynamics here, but their type is not shared between threads:
-    // each thread makes its own.
-    let (seed, temperature, echo, density, context) = (
-        options.seed,
-        options.temperature,
-        options.echo,
-        options.density,
-        options.context,
-    );
+    // each thread reads its own from their JSON (every setting but the dynamics).
+    let json = serde_json::to_string(options).map_err(|e| e.to_string())?;
     crate::panel::par_map(excerpts, threads, model, |m, e| {
+        let base: Options = serde_json::from_str(&json).map_err(|e| e.to_string())?;
         let options = Options {
-            seed: seed ^ ((e.from_bar as u64) << 16),
-            temperature,
-            echo,
-            density,
-            context,
-            ..Options::default()
+            seed: base.seed ^ ((e.from_bar as u64) << 16),
+            ..base
         };
         let s = pollster::block_on(continue_excerpt(m, e, &options, device))
             .map_err(|err| format!("{} ({}): {err}", e.song, e.place.name()))?;
@@ -221,7 +213,8 @@ fn print_summary(s: &OpeningSummary) {
          notes a beat 0.75-1.33x the prompt's: {} (median {:.2}x; the songs' next bars {}, median {:.2}x); \
          median {:.2}x the real next bars'\n    99th-percentile pitch at most {REGISTER_MARGIN} \
          semitones above the prompt's highest: {} (the songs' next bars {})\n    key cosine to \
-         the prompt {:.3} (the songs' next bars {:.3}: {:.2}x)",
+         the prompt {:.3} (the songs' next bars {:.3}: {:.2}x); notes on tones of their chords \
+         {:.3}",
         s.place.name(),
         s.songs,
         pct(s.bars_and_meter),
@@ -236,5 +229,6 @@ fn print_summary(s: &OpeningSummary) {
         s.key_cosine,
         s.next_key_cosine,
         s.key_ratio,
+        s.chord_tones,
     );
 }

@@ -54,6 +54,7 @@ pub fn run(args: Args) -> Result<(), String> {
             seed: args.seed,
             echo: args.echo()?,
             density: args.density()?,
+            key: args.key()?.unwrap_or(0.0),
         };
         let model = &loaded.model;
         run_panel(&cases, model, sampling, context, threads, &device, started)

@@ -40,6 +40,9 @@ fn a_continuation_like_its_prompt_keeps_its_bars_pace_register_and_key() {
     assert!((0.9..=1.0).contains(&rate), "{rate}");
     assert!(s.above().unwrap() <= 0);
     assert!((s.key_cosine.unwrap() - 1.0).abs() < 1e-9);
+    // The prompt's own bars again: their notes sit on their chords as much as the prompt's.
+    let tones = s.chord_tones.unwrap();
+    assert!(tones > 0.5 && tones <= 1.0, "{tones}");
     let summary = OpeningSummary::of(Place::Opening, &[s]);
     assert_eq!(
         (summary.songs, summary.bars_and_meter, summary.rate_in_band),

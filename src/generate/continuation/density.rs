@@ -129,35 +129,57 @@ impl Density {
     }
 }
 
-/// Onsets per beat over the last [`PROMPT_BARS`] bars of `prompt` from its first bar with a
-/// note; a bar still open at the prompt's end counts only if it holds a note.
-fn prompt_rate(prompt: &[u32], places: &[TokenPlace], bar_beats: usize) -> Option<f64> {
-    // (start beat, onsets) per bar, in order.
-    let mut bars: Vec<(f32, usize)> = Vec::new();
+/// One of the prompt's bars: its length in beats and the pitches of its onsets.
+pub(super) struct PromptBar {
+    pub beats: f64,
+    pub pitches: Vec<u8>,
+}
+
+/// The last [`PROMPT_BARS`] bars of `prompt` (`places` one per id, `bar_beats` the meter in
+/// force at its end) from its first bar with a note; a bar still open at the prompt's end
+/// counts only if it holds a note. What both the Density controller and the Key measure.
+pub(super) fn recent_bars(
+    prompt: &[u32],
+    places: &[TokenPlace],
+    bar_beats: usize,
+) -> Vec<PromptBar> {
+    // (start beat, pitches) per bar, in order.
+    let mut bars: Vec<(f32, Vec<u8>)> = Vec::new();
     for (&id, place) in prompt.iter().zip(places) {
         match Token::from_id(id) {
-            Some(Token::Bar) => bars.push((place.beat, 0)),
-            Some(Token::Pitch(_)) => {
+            Some(Token::Bar) => bars.push((place.beat, Vec::new())),
+            Some(Token::Pitch(p)) => {
                 if let Some(bar) = bars.last_mut() {
-                    bar.1 += 1;
+                    bar.1.push(p);
                 }
             }
             _ => {}
         }
     }
-    let mut measured: Vec<(f64, usize)> = Vec::new();
-    for (k, &(start, onsets)) in bars.iter().enumerate() {
-        let beats = match bars.get(k + 1) {
-            Some(&(next, _)) => f64::from(next - start),
-            None if onsets > 0 => bar_beats as f64,
+    let ends: Vec<Option<f32>> = (0..bars.len())
+        .map(|k| bars.get(k + 1).map(|b| b.0))
+        .collect();
+    let mut measured: Vec<PromptBar> = Vec::new();
+    for ((start, pitches), end) in bars.into_iter().zip(ends) {
+        let beats = match end {
+            Some(next) => f64::from(next - start),
+            None if !pitches.is_empty() => bar_beats as f64,
             None => continue,
         };
-        measured.push((beats, onsets));
+        measured.push(PromptBar { beats, pitches });
     }
-    let first = measured.iter().position(|&(_, n)| n > 0)?;
-    let recent = &measured[first.max(measured.len().saturating_sub(PROMPT_BARS))..];
-    let beats: f64 = recent.iter().map(|b| b.0).sum();
-    let onsets: usize = recent.iter().map(|b| b.1).sum();
+    let Some(first) = measured.iter().position(|b| !b.pitches.is_empty()) else {
+        return Vec::new();
+    };
+    let from = first.max(measured.len().saturating_sub(PROMPT_BARS));
+    measured.split_off(from)
+}
+
+/// Onsets per beat over the prompt's [`recent_bars`].
+fn prompt_rate(prompt: &[u32], places: &[TokenPlace], bar_beats: usize) -> Option<f64> {
+    let recent = recent_bars(prompt, places, bar_beats);
+    let beats: f64 = recent.iter().map(|b| b.beats).sum();
+    let onsets: usize = recent.iter().map(|b| b.pitches.len()).sum();
     (beats > 0.0 && onsets > 0).then(|| onsets as f64 / beats)
 }
 
