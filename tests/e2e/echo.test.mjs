@@ -154,8 +154,8 @@ test('a continuation plays as busy as the Density field asks', { timeout: 3 * SL
 
 // A song's opening continued with the page's defaults: the length is 8 bars, and the eight new
 // bars follow the eight of the prompt in its 4/4 (the last chord ringing into bar 9 once
-// made the new part a run of 1/4 bars), in its register, not crammed onto the bar lines.
-test("a song's opening is continued for eight bars in its meter and register", { timeout: 3 * SLOW }, async () => {
+// made the new part a run of 1/4 bars), in its register and key, not crammed onto the bar lines.
+test("a song's opening is continued for eight bars in its meter, register and key", { timeout: 3 * SLOW }, async () => {
   const { browser, page, log } = await launch({ webgpu: false, url: `${base}?backend=cpu` });
   try {
     await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: SLOW });
@@ -185,12 +185,19 @@ test("a song's opening is continued for eight bars in its meter and register", {
     const pitches = newNotes.map((n) => n[0]).sort((a, b) => a - b);
     const p99 = pitches[Math.ceil(0.99 * pitches.length) - 1];
     const rate = newNotes.length / 32 / (prompt.length / 32);
+    // The key: the pitch-class histograms' cosine (the page's default Key hold).
+    const classes = (notes) => notes.reduce((h, n) => (h[n[0] % 12]++, h), new Array(12).fill(0));
+    const [u, v] = [classes(newNotes), classes(prompt)];
+    const dot = (a, b) => a.reduce((s, x, i) => s + x * b[i], 0);
+    const key = dot(u, v) / Math.sqrt(dot(u, u) * dot(v, v));
+    assert.equal(await page.inputValue('#key-hold'), '', 'the key hold at its default');
     console.log(`opening: ${newNotes.length} notes in ${barsWithNotes} of 8 new bars, ${(100 * offBeatOne).toFixed(0)} % off beat one, ` +
-      `pitch 99 % ${p99} (prompt up to ${high}), ${rate.toFixed(2)}x the prompt's notes a beat`);
+      `pitch 99 % ${p99} (prompt up to ${high}), ${rate.toFixed(2)}x the prompt's notes a beat, key cosine ${key.toFixed(3)}`);
     assert.ok(barsWithNotes >= 6, `${barsWithNotes} bars with notes`);
     assert.ok(offBeatOne > 0.3, `${offBeatOne} of the onsets off beat one`);
     assert.ok(p99 <= high + 7, `99th percentile ${p99}, the prompt up to ${high}`);
     assert.ok(rate > 0.5 && rate < 2, `${rate}x the prompt's notes a beat`);
+    assert.ok(key >= 0.85, `key cosine ${key} to the prompt`);
   } finally {
     await browser.close();
   }
