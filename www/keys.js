@@ -1,7 +1,7 @@
 // Playing music in: a MIDI keyboard (Web MIDI) or the computer keyboard, and recording what is
 // played into the piece's melody, quantised to the grid. The pure parts — key mapping, MIDI
 // message decoding, the take and how it goes into a piece — are tested under Node
-// (tests/js/keys.test.mjs); main.js wires them to the page, the sampler and the metronome.
+// (tests/js/keys.test.mjs); play-in.js wires them to the page, the sampler and the metronome.
 
 import { barEnd, clonePiece, secondsAt, setBarCount, tickAtSeconds } from './piece.js';
 

@@ -28,7 +28,11 @@ pub fn prompt_tokens_with(
     if song.note_count() == 0 || grid.num_steps() == 0 {
         return Err(GenerateError::EmptyPrompt);
     }
-    let mut chords = detect_structure(song, &grid).chords;
+    // The lane as given wherever it reaches (detecting chords only for bars it stops short of).
+    let mut chords = match bar_chords {
+        Some(cells) if cells.len() >= grid.num_bars() => vec![None; grid.num_beats()],
+        _ => detect_structure(song, &grid).chords,
+    };
     if let Some(cells) = bar_chords {
         super::accompany::lay_cells(&mut chords, &grid, cells);
     }

@@ -19,10 +19,14 @@ use crate::music::tokens::{self, Token};
 /// The piece's REMI tokens (without `Eos`) as the model reads them: its notes, and the chord
 /// lane as the person sees it over the music, edited or not (the lane past the music plans).
 pub fn lane_prompt(piece: &Piece) -> Result<Vec<u32>, GenerateError> {
-    let cells = piece
+    prompt_tokens_with(&piece.to_song(), Some(&lane_cells(piece)?))
+}
+
+/// The chord lane's cells, bar by bar (planned bars past the music included), read once.
+fn lane_cells(piece: &Piece) -> Result<Vec<Vec<Option<Chord>>>, GenerateError> {
+    piece
         .bar_chords()
-        .map_err(|e| GenerateError::Read(e.to_string()))?;
-    prompt_tokens_with(&piece.to_song(), Some(&cells))
+        .map_err(|e| GenerateError::Read(e.to_string()))
 }
 
 /// A continuation of `piece` after its last bar, written to the CONTINUATION track. Chords
@@ -78,6 +82,8 @@ where
         .validate()
         .map_err(|e| GenerateError::Read(e.to_string()))?;
     let bar = Token::Bar.id();
+    let cells = lane_cells(piece)?;
+    let song = piece.to_song();
     // A region: the music before it is the prompt, and the model writes exactly its bars.
     let region = match options.region {
         None => None,
@@ -96,7 +102,7 @@ where
     };
     let (whole, prompt_bars) = match &region {
         None => {
-            let whole = lane_prompt(piece)?;
+            let whole = prompt_tokens_with(&song, Some(&cells))?;
             let bars = whole.iter().filter(|&&id| id == bar).count();
             (whole, bars)
         }
@@ -104,7 +110,7 @@ where
             // The whole piece on its own bars (so a rest before the region keeps the bar's
             // length and meter), cut at the region's first bar line: the notes before it,
             // held on as they are.
-            let whole = match lane_prompt(piece) {
+            let whole = match prompt_tokens_with(&song, Some(&cells)) {
                 Ok(ids) => ids,
                 Err(GenerateError::EmptyPrompt) => vec![Token::Bos.id()],
                 Err(e) => return Err(e),
@@ -113,9 +119,6 @@ where
         }
     };
     let (prompt, first_bar) = cut_prompt(&whole, options.max_prompt_tokens.max(16));
-    let cells = piece
-        .bar_chords()
-        .map_err(|e| GenerateError::Read(e.to_string()))?;
     let planned_to = region
         .as_ref()
         .map_or(cells.len(), |r| r.1.min(cells.len()));

@@ -32,6 +32,8 @@ const MAX_TILT: f64 = 4.0;
 pub(super) struct Key {
     /// `ln(12 · share)` per pitch class.
     weight: [f64; 12],
+    /// Each chord token's id and the mean weight of its tones (worked out once, not per token).
+    chords: Vec<(usize, f64)>,
 }
 
 impl Key {
@@ -50,9 +52,21 @@ impl Key {
             return None;
         }
         let total: f64 = counts.iter().sum();
-        Some(Self {
-            weight: counts.map(|c| (12.0 * c / total).ln()),
-        })
+        let weight = counts.map(|c| (12.0 * c / total).ln());
+        let chords = (Token::Chord(None).id()..Token::Tempo(0).id())
+            .filter_map(|id| match Token::from_id(id) {
+                Some(Token::Chord(Some(chord))) => {
+                    let tones: Vec<f64> = chord
+                        .pitch_classes()
+                        .map(|pc| weight[pc as usize])
+                        .collect();
+                    let mean = tones.iter().sum::<f64>() / tones.len().max(1) as f64;
+                    Some((id as usize, mean))
+                }
+                _ => None,
+            })
+            .collect();
+        Some(Self { weight, chords })
     }
 
     /// The tilt of pitch class `pc` at strength 1.
@@ -74,8 +88,7 @@ impl Key {
     ) {
         let strength = f64::from(strength);
         let scale = f64::from(temperature.max(1e-4));
-        let mut add = |token: Token, weight: f64| {
-            let id = token.id() as usize;
+        let mut add = |id: usize, weight: f64| {
             if allowed.get(id).copied().unwrap_or(false) {
                 logits[id] += ((strength * weight).clamp(-MAX_TILT, MAX_TILT) * scale) as f32;
             }
@@ -85,19 +98,13 @@ impl Key {
             pitch_weight[pc as usize] = 0.0;
         }
         for pitch in 0..128u8 {
-            add(Token::Pitch(pitch), pitch_weight[pitch as usize % 12]);
+            add(
+                Token::Pitch(pitch).id() as usize,
+                pitch_weight[pitch as usize % 12],
+            );
         }
-        for id in Token::Chord(None).id()..Token::Tempo(0).id() {
-            if let Some(Token::Chord(Some(chord))) = Token::from_id(id) {
-                let tones: Vec<f64> = chord
-                    .pitch_classes()
-                    .map(|pc| self.weight[pc as usize])
-                    .collect();
-                add(
-                    Token::Chord(Some(chord)),
-                    tones.iter().sum::<f64>() / tones.len().max(1) as f64,
-                );
-            }
+        for &(id, weight) in &self.chords {
+            add(id, weight);
         }
     }
 }

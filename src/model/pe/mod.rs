@@ -70,12 +70,6 @@ pub struct PeConfig {
     /// F-StrIPE's structure levels.
     pub levels: Vec<StructureLevel>,
     pub cape: CapeAugment,
-    /// sineSPE: start from a flat kernel, `P_d(τ) ≈ 1` near τ = 0 (phase offsets 0, every gain
-    /// √2), as attention without positional encoding starts, instead of the SPE paper's random
-    /// offsets and gains (whose `P_d(0)` averages about 0.6). A probe of issue 33: does a
-    /// kernel that starts well below 1 keep a sineSPE model's attention flat?
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub flat_init: bool,
 }
 
 impl PeConfig {
@@ -89,7 +83,6 @@ impl PeConfig {
             gated: false,
             levels: StructureLevel::ALL.to_vec(),
             cape: CapeAugment::default(),
-            flat_init: false,
         }
     }
 

@@ -53,21 +53,6 @@ impl SineSpe {
         sigmoid(self.freqs.val()).mul_scalar(0.5)
     }
 
-    /// The same frequencies with phase offsets 0 and every gain √2, so that `P_d(τ)` starts at 1
-    /// for τ = 0 and near it (see [`PeConfig::flat_init`]).
-    pub fn flat(self) -> Self {
-        // softplus(raw) = √2.
-        let raw = (std::f32::consts::SQRT_2.exp() - 1.0).ln();
-        let device = self.freqs.device();
-        let dims = self.freqs.dims();
-        let p = |v: f32| Param::from_tensor(Tensor::<3>::full(dims, v, &device));
-        Self {
-            offsets: p(0.0),
-            gains: p(raw),
-            ..self
-        }
-    }
-
     /// Query and key features for positions `start..start + len`, gains included:
     /// `Ω(m) diag(λ̈) / sqrt(2K)`, shape [1, heads, len, dim, 2K].
     pub fn omegas(&self, start: usize, len: usize, device: &Device) -> (Tensor<5>, Tensor<5>) {
@@ -113,8 +98,7 @@ impl SineSpe {
 
 impl Relative for SineSpe {
     fn new(config: &PeConfig, heads: usize, dim: usize, rng: &mut StdRng, device: &Device) -> Self {
-        let spe = SineSpe::new(heads, dim, config.sines, rng, device);
-        if config.flat_init { spe.flat() } else { spe }
+        SineSpe::new(heads, dim, config.sines, rng, device)
     }
 
     fn check(config: &PeConfig) -> Result<(), String> {
