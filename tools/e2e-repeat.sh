@@ -18,6 +18,8 @@ if [ "$busy" = 1 ]; then
   hog=$!
   trap 'kill $hog 2>/dev/null' EXIT
 fi
+# Logs go to target/ (absent in a clone whose cargo target dir is elsewhere).
+mkdir -p target
 status=0
 rows=()
 for file in "$@"; do
