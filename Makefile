@@ -104,8 +104,11 @@ test-browser: setup
 	CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner CHROMEDRIVER=$$(command -v chromedriver) \
 	  cargo test --target wasm32-unknown-unknown --profile wasm-test --test web
 
+# parity.test.mjs runs the CLI beside the page: the debug binary the native tests built (the same
+# variables as their build, so nothing is compiled again when they ran first).
 test-e2e: test-bundles
-	node --test tests/e2e/*.test.mjs
+	$(CLIPPY_BUILD) cargo build --bin pianoformer
+	POP909_DIR="$(POP909_DIR)" node --test tests/e2e/*.test.mjs
 
 # The backend self-check from the command line (GPU when wgpu finds one, else CPU).
 check:

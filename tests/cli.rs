@@ -365,3 +365,95 @@ fn generate_rewrites_only_the_bars_asked_for() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `--chords` is a chord chart as the page's chord dialog reads it (bars separated by `|`,
+/// chords sharing a bar by spaces): the command line's old form without bar lines is refused in
+/// words before anything loads; a chart reaching past the music plans a continuation's new
+/// bars, which play its chords; a melody alone gets the harmonizer's chords, as a file opened
+/// in the page does.
+#[test]
+fn generate_reads_chords_as_the_pages_chart() {
+    use pianoformer::music::chords::Chord;
+    use pianoformer::music::fixtures;
+    use pianoformer::music::midi::{read_midi, write_midi};
+    let dir = std::env::temp_dir().join(format!("pianoformer-cli-chart-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Four bars of C G Am F, melody and piano.
+    let song = fixtures::song(0, 4);
+    std::fs::write(dir.join("four.mid"), write_midi(&song)).unwrap();
+    let generate = |file: &str, out: &str, chords: Option<&str>| {
+        let mut c = pianoformer();
+        c.current_dir(&dir)
+            .args(["generate", "--task", "continuation", file, "-o", out])
+            .args(["--bars", "4", "--seed", "2"]);
+        if let Some(chords) = chords {
+            c.args(["--chords", chords]);
+        }
+        let out = c.output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (ok, err) = generate("four.mid", "old.mid", Some("C G Am F"));
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("--chords \"C G Am F\": separate the bars with | (\"C | G | Am | F\")"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!dir.join("old.mid").exists());
+    let (ok, err) = generate("four.mid", "x.mid", Some("C | G | Hm"));
+    assert!(!ok && err.contains("--chords: bar 3"), "{err}");
+
+    // The music's four bars as they are, then Dm Dm E7 E7 planned.
+    let (ok, err) = generate(
+        "four.mid",
+        "planned.mid",
+        Some("| C | G | Am | F | Dm | Dm | E7 | E7 |"),
+    );
+    assert!(ok, "{err}");
+    assert!(err.contains("(4 new bars)"), "{err}");
+    let made = read_midi(&std::fs::read(dir.join("planned.mid")).unwrap()).unwrap();
+    let bar = 4 * song.ppq as u64;
+    let continuation = made
+        .tracks
+        .iter()
+        .find(|t| t.name == "CONTINUATION")
+        .expect("a CONTINUATION track, as the page writes");
+    let chord = |s: &str| Chord::parse_any(s).unwrap().unwrap();
+    let plan = [chord("Dm"), chord("Dm"), chord("E7"), chord("E7")];
+    let (mut tones, mut all) = (0, 0);
+    for n in &continuation.notes {
+        // The last bar of the music may get notes after its last onset.
+        let k = (n.start / bar) as usize;
+        assert!((3..8).contains(&k), "a note in bar {}", k + 1);
+        if k >= 4 {
+            all += 1;
+            tones += usize::from(plan[k - 4].pitch_classes().any(|pc| pc == n.pitch % 12));
+        }
+    }
+    assert!(all >= 8, "{all} new notes");
+    assert!(
+        tones * 2 >= all,
+        "{tones} of {all} new notes are tones of the planned chords"
+    );
+    // The file's other tracks come back as they were.
+    let sorted = |t: &pianoformer::music::midi::Track| {
+        let mut v: Vec<_> = t.notes.iter().map(|n| (n.start, n.pitch, n.end)).collect();
+        v.sort();
+        (t.name.clone(), v)
+    };
+    for (a, b) in song.tracks.iter().zip(&made.tracks) {
+        assert_eq!(sorted(a), sorted(b));
+    }
+
+    // The melody alone: the harmonizer fills the lane before the continuation.
+    let mut melody = song.clone();
+    melody.tracks.retain(|t| t.name == "MELODY");
+    std::fs::write(dir.join("melody.mid"), write_midi(&melody)).unwrap();
+    let (ok, err) = generate("melody.mid", "melody-out.mid", None);
+    assert!(ok, "{err}");
+    assert!(err.contains("chords: proposed by the harmonizer"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -298,7 +298,7 @@ fn the_default_models_accompany_and_continue_a_song() {
     let piano_of = |chords: &str| piano_at(chords, "1");
     // The accompaniment's density: fewer notes at 0.5, more at 2 (over the test songs about
     // 0.44x and 2x; one 8-bar sample here).
-    let progression = "C G Am F C G Am F";
+    let progression = "C | G | Am | F | C | G | Am | F";
     let [sparse, own, busy] = ["0.5", "1", "2"].map(|d| piano_at(progression, d).len() as f64);
     eprintln!(
         "accompaniment at density 0.5: {:.2}x its own notes, at 2: {:.2}x",
@@ -313,8 +313,8 @@ fn the_default_models_accompany_and_continue_a_song() {
         busy > 1.05 * own && busy > 2.0 * sparse,
         "asked 2: {busy} notes against {own}"
     );
-    let given = piano_of("C G Am F C G Am F");
-    let moved = piano_of("E B C#m A E B C#m A");
+    let given = piano_of("C | G | Am | F | C | G | Am | F");
+    let moved = piano_of("E | B | C#m | A | E | B | C#m | A");
     assert_ne!(given, moved, "the chord lane changes the accompaniment");
     let tones: [&[u8]; 4] = [&[4, 8, 11], &[11, 3, 6], &[1, 4, 8], &[9, 1, 4]];
     let fit = moved

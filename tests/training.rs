@@ -152,7 +152,7 @@ fn accompaniment_training_lowers_the_loss_checkpoints_and_generates() {
         .arg(&out_file)
         .args([
             "--chords",
-            "D A Bm G",
+            "D | A | Bm | G",
             "--phrases",
             "A8B8A8",
             "--threshold",

@@ -11,7 +11,7 @@ export const CHORD_CHOICES = ['C', 'Cm', 'C7', 'Cmaj7', 'Cm7', 'Cdim', 'Csus4', 
 
 /** The dialog's help for a `kind` ('chord' or 'phrase') of label. */
 export const LABEL_HELP = {
-  chord: 'A chord such as C, Am, F#7, Bbmaj7, Gsus4; two or more share the bar evenly ("C G"); empty or N for none.',
+  chord: 'A chord such as C, Am, F#7, Bbmaj7, Gsus4; two or more share the bar evenly ("C G"); empty or N for none. A bar line | goes on to the next bars ("C | G | Am F").',
   phrase: 'A letter: the same capital letter for repeats of a melodic phrase (A, B, …); i for an intro, o for an outro, b for a bridge, x for a transition.',
 };
 
@@ -24,7 +24,7 @@ export function labelTitle(kind, bar, planned) {
 /** What is wrong with `value` (already trimmed) as a `kind` label: the bad parts, [] if none. */
 export function labelProblems(kind, value) {
   return kind === 'chord'
-    ? value.split(/\s+/).filter((s) => s && !CHORD_TOKEN.test(s))
+    ? value.split(/[\s|]+/).filter((s) => s && !CHORD_TOKEN.test(s))
     : /^[A-Za-z]$/.test(value)
       ? []
       : [value || '(empty)'];
@@ -38,6 +38,19 @@ export function labelError(kind, bad) {
 /** A chord cell as the piece keeps it: the symbols typed, one space apart ('' for none). */
 export function chordCell(value) {
   return value.trim().split(/\s+/).filter((s) => s).join(' ');
+}
+
+/**
+ * A chord chart typed in the dialog: bars separated by `|` (bar lines at either end allowed),
+ * the chords of a bar by spaces; a lane cell per bar from the clicked one. The CLI's
+ * `--chords` reads the same (`chord_chart` in src/music/piece.rs; cases: tests/chord-charts.json).
+ */
+export function chordChart(value) {
+  const text = value.trim();
+  const cells = text.split('|');
+  if (cells.length > 1 && text.startsWith('|')) cells.shift();
+  if (cells.length > 1 && text.endsWith('|')) cells.pop();
+  return cells.map(chordCell);
 }
 
 /** The planned bars asked for in the field: a whole number from 0 to 256 (0 when unreadable). */

@@ -4,7 +4,7 @@
 import { $, notice, showError } from './page.js';
 import { clonePiece, phraseIndex, setBarCount, setPhrase } from './piece.js';
 import {
-  CHORD_CHOICES, LABEL_HELP, chordCell, labelError, labelProblems, labelTitle, plannedBars,
+  CHORD_CHOICES, LABEL_HELP, chordChart, labelError, labelProblems, labelTitle, plannedBars,
 } from './labels.js';
 import { endJob, setPiece, startJob, store } from './page-store.js';
 import { run } from './commands.js';
@@ -34,8 +34,11 @@ export function editLabel(kind, bar) {
     if (dialog.returnValue !== 'ok') return;
     const next = clonePiece(store.piece);
     if (kind === 'chord') {
-      next.chords[bar] = chordCell(input.value);
-      markChordsSet(next, bar, bar + 1);
+      // A chart (`C | G | Am`) fills the bars from this one on, planning bars past the end.
+      const cells = chordChart(input.value);
+      if (bar + cells.length > next.bars.length) setBarCount(next, bar + cells.length);
+      cells.forEach((cell, i) => { next.chords[bar + i] = cell; });
+      markChordsSet(next, bar, bar + cells.length);
     } else {
       setPhrase(next, bar, input.value.trim(), $('label-split').checked);
       next.phrasesSet = true;

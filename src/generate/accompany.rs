@@ -5,8 +5,6 @@
 use burn::tensor::Device;
 use burn::tensor::activation::sigmoid;
 
-use super::binarize::{Binarize, binarize};
-use super::piano::{self, PianoSampling, accompany_steps};
 use super::{AttentionRows, GenerateError, Watch, read_f32, watched_rows};
 use crate::data::Example;
 use crate::data::corpus::WindowSpec;
@@ -17,10 +15,10 @@ use crate::model::performer::{Inputs, Performer};
 use crate::music::chords::Chord;
 use crate::music::grid::Grid;
 use crate::music::labels::{StepLabels, detect_structure};
-use crate::music::midi::{Note, Song, Track};
+use crate::music::midi::{Note, Song};
 use crate::music::phrases::Segment;
 use crate::music::piece::{Piece, TrackRole};
-use crate::music::roll::{GENERATED_VELOCITY, MultiRoll, PITCHES, PianoRoll, Role};
+use crate::music::roll::{MultiRoll, PITCHES, PianoRoll, Role};
 use crate::music::tokens::STEPS_PER_BEAT;
 
 /// What the accompaniment model reads from a song.
@@ -216,30 +214,6 @@ pub fn spread(cell: &[Option<Chord>], beats: usize) -> Vec<Option<Chord>> {
         .collect()
 }
 
-/// The piano part for `input`: step by step with `sampling` for a model that reads the piano
-/// it wrote, else the whole song in one pass thresholded by `b` (noise seeded by
-/// `sampling.seed` either way).
-pub async fn accompany_song(
-    model: &Performer,
-    input: &AccompanimentInput,
-    b: Binarize,
-    sampling: PianoSampling,
-    device: &Device,
-) -> Result<PianoRoll, GenerateError> {
-    let len = input.sheet.grid.num_steps();
-    let e = input_example(model, input);
-    if model.config.is_autoregressive() {
-        let done = |_: piano::PianoProgress<'_>| async { true };
-        return accompany_steps(model, &e, None, 0..len, sampling, len, None, device, done).await;
-    }
-    let (onset, sustain) =
-        accompany_probs(model, &e, sampling.seed, len, None, device, |_| async {
-            true
-        })
-        .await?;
-    Ok(binarize(&onset, &sustain, len, b))
-}
-
 /// The model's input for the whole of `input`.
 pub fn input_example(model: &Performer, input: &AccompanimentInput) -> Example {
     let spec = WindowSpec::for_model(&model.config, input.sheet.grid.num_steps());
@@ -319,17 +293,4 @@ where
         }
     }
     Ok((onset, sustain))
-}
-
-/// `song` with its melody and bridge tracks and `piano` as a new track named PIANO.
-pub fn with_piano(song: &Song, input: &AccompanimentInput, piano: &PianoRoll) -> Song {
-    let mut out = song.clone();
-    out.tracks = input.kept.iter().map(|&i| song.tracks[i].clone()).collect();
-    out.tracks.push(Track {
-        name: Role::Piano.track_name().to_string(),
-        instrument: String::new(),
-        program: Some(0),
-        notes: piano.to_notes(&input.sheet.grid, Role::Piano.channel(), GENERATED_VELOCITY),
-    });
-    out
 }

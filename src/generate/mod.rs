@@ -29,13 +29,13 @@ pub mod prompt;
 pub mod sample;
 
 pub use accompany::{
-    AccompanimentInput, AccompanimentProgress, accompaniment_input, accompany_probs,
-    accompany_song, input_example, piece_input, song_input, spread, with_piano,
+    AccompanimentInput, AccompanimentProgress, accompaniment_input, accompany_probs, input_example,
+    piece_input, song_input, spread,
 };
 pub use binarize::{Binarize, binarize};
 pub use continuation::{Length, TokenProgress, View, continue_tokens};
 pub use piano::{PianoSampling, accompany_steps, splice};
-pub use prompt::{cut_prompt, prompt_tokens, prompt_tokens_with, song_from_tokens};
+pub use prompt::{cut_prompt, prompt_tokens, prompt_tokens_with};
 pub use sample::{
     DEFAULT_DENSITY, DEFAULT_ECHO, DEFAULT_KEY, Sampling, log_softmax_values, sample_token,
 };

@@ -407,6 +407,20 @@ impl Piece {
         self.fit_phrases();
     }
 
+    /// `count` bars (never fewer than the music's, nor 1): planned bars past the music added at
+    /// the last bar's length with empty chord cells, or planned ones taken away; the phrases
+    /// fitted to them (the page's planned-bars field, `www/piece.js`'s `setBarCount`).
+    pub fn set_bar_count(&mut self, count: usize) {
+        let count = count.max(self.prompt_bars).max(1);
+        while self.bars.len() < count {
+            let next = self.bar_tick(self.bars.len());
+            self.bars.push(next);
+        }
+        self.bars.truncate(count);
+        self.chords.resize(count, String::new());
+        self.fit_phrases();
+    }
+
     /// Makes the phrases cover exactly the bars: the last phrase grows or the list is cut.
     fn fit_phrases(&mut self) {
         let bars = self.bars.len();
@@ -432,6 +446,34 @@ impl Piece {
         }
         self.phrases = kept;
     }
+}
+
+/// A chord chart as a person types it, in the page's chord dialog or after `generate --chords`:
+/// bars separated by `|`, the chords of one bar by spaces (they share it evenly, as in a lane
+/// cell: `C G`), `N` or nothing for a bar without a chord; bar lines at either end are allowed
+/// (`| C | G Am | F |`). Returns a lane cell per bar (one for text without a bar line), each
+/// symbol checked; `www/labels.js`'s `chordChart` reads the same (cases:
+/// `tests/chord-charts.json`).
+pub fn chord_chart(text: &str) -> Result<Vec<String>, String> {
+    let text = text.trim();
+    let mut cells: Vec<&str> = text.split('|').collect();
+    if cells.len() > 1 && text.starts_with('|') {
+        cells.remove(0);
+    }
+    if cells.len() > 1 && text.ends_with('|') {
+        cells.pop();
+    }
+    cells
+        .iter()
+        .enumerate()
+        .map(|(bar, cell)| {
+            let symbols: Vec<&str> = cell.split_whitespace().collect();
+            for s in &symbols {
+                Chord::parse_any(s).map_err(|e| format!("bar {}: {e}", bar + 1))?;
+            }
+            Ok(symbols.join(" "))
+        })
+        .collect()
 }
 
 /// A bar's cell from its beats' chords: one symbol when they agree, else the fewest equal

@@ -2,8 +2,23 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  CHORD_TOKEN, CHORD_CHOICES, LABEL_HELP, labelTitle, labelProblems, labelError, chordCell, plannedBars,
+  CHORD_TOKEN, CHORD_CHOICES, LABEL_HELP, labelTitle, labelProblems, labelError, chordCell, chordChart,
+  plannedBars,
 } from '../../www/labels.js';
+import { readFileSync } from 'node:fs';
+
+test('chord charts: the cells the CLI\'s --chords gives too (tests/chord-charts.json)', () => {
+  const { cases } = JSON.parse(readFileSync(new URL('../chord-charts.json', import.meta.url), 'utf8'));
+  assert.ok(cases.length >= 8);
+  for (const { text, cells, refused } of cases) {
+    if (refused) {
+      assert.ok(labelProblems('chord', text.trim()).includes(refused), text);
+    } else {
+      assert.deepEqual(labelProblems('chord', text.trim()), [], text);
+      assert.deepEqual(chordChart(text), cells, text);
+    }
+  }
+});
 
 test('chord symbols: the importer\'s qualities, N, and root:quality forms', () => {
   for (const ok of ['C', 'Am', 'F#7', 'Bbmaj7', 'Gsus4', 'Ebdim7', 'C+', 'Dm7b5', 'Am(maj7)', 'N', 'C:maj', 'G:min7']) {

@@ -1,28 +1,27 @@
-//! `pianoformer generate`: music from a prompt with a trained or shipped model.
-//! Accompaniment writes the prompt's melody (and bridge) with a new PIANO track; continuation
-//! writes the prompt followed by what the model added.
+//! `pianoformer generate`: music from a file with a trained or shipped model, the page's way:
+//! the file opened as the page opens it (a studio `Piece`), its lanes set from the flags as a
+//! person sets them there, and the same studio call as the page's Generate, Continue or
+//! "Regenerate these bars"; the result written as the page exports it (accompaniment: the
+//! file's tracks with a new PIANO track in place of its piano; continuation: the file with a
+//! CONTINUATION track).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use pianoformer::device::{self, Preference};
-use pianoformer::generate::harmonize::{Choice, harmonize_input, has_accompaniment};
-use pianoformer::generate::{
-    accompaniment_input, accompany_song, chord_tone_ratio, continue_tokens, cut_prompt, limits,
-    prompt_tokens_with, song_from_tokens, with_piano,
-};
+use pianoformer::generate::{limits, piece_input};
 use pianoformer::model::config::Task;
-use pianoformer::music::chords::Chord;
-use pianoformer::music::dynamics::Context;
-use pianoformer::music::grid::Grid;
 use pianoformer::music::harmony::ChordSource;
-use pianoformer::music::labels::{bar_phrases, detect_structure};
-use pianoformer::music::midi::{read_midi, write_midi};
-use pianoformer::music::phrases::Segment;
-use pianoformer::music::piece::{Piece, TrackRole, chord_cell};
+use pianoformer::music::midi::Note;
+use pianoformer::music::piece::{MAX_BARS, Piece, TrackRole, chord_chart};
+use pianoformer::music::playing::chord_tone_ratio;
 use pianoformer::music::pop909::parse_phrases;
-use pianoformer::music::tokens::{STEPS_PER_BEAT, Token};
-use pianoformer::studio::{Options, accompany_piece, continue_piece};
+use pianoformer::music::roll::PianoRoll;
+use pianoformer::music::tokens::Token;
+use pianoformer::studio::{
+    Continued, HarmonizeOptions, HarmonyCache, Options, accompany_piece, continue_piece_ids,
+    harmonize_piece, needs_harmonizer,
+};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -42,11 +41,12 @@ pub struct Args {
     /// Where to write the result.
     #[arg(long, short)]
     pub out: PathBuf,
-    /// Chords per bar from the first bar, space- or comma-separated (`C G Am F`, Harte
-    /// symbols such as `A:min7` too; `N` for none; `C|G` shares a bar between two chords).
-    /// Detected where not given. A continuation reads them over the prompt's bars, and
-    /// those past its end plan the new bars (each chord written where it falls; the model
-    /// writes no chord of its own there).
+    /// Chords from the first bar as a chord chart, as the page's chord dialog reads them: bars
+    /// separated by `|`, chords sharing a bar by spaces (`"C | G | Am F | N"`; Harte symbols
+    /// such as `A:min7` too; `N` or nothing for none). Detected (or, for a melody alone,
+    /// proposed by --harmonizer) where not given. Bars past the prompt's music plan a
+    /// continuation's new bars (each chord written where it falls; the model writes no chord
+    /// of its own there).
     #[arg(long)]
     pub chords: Option<String>,
     /// Phrases as POP909 writes them, letter and bars (`i4A8B8A8o4`), from the first bar;
@@ -55,10 +55,10 @@ pub struct Args {
     /// the new bars are a B, then the A again).
     #[arg(long)]
     pub phrases: Option<String>,
-    /// Accompaniment without --chords: the harmonizer that writes the chord lane when no part
-    /// of the file carries the harmony (a melody-only file): a shipped model's name, a
-    /// training run's folder, `default` (the shipped default) or `none` (the rule-based
-    /// detector always).
+    /// Without --chords: the harmonizer that writes the chord lane when no part of the file
+    /// carries the harmony (a melody-only file), as the page does when it opens one: a shipped
+    /// model's name, a training run's folder, `default` (the shipped default) or `none` (the
+    /// rule-based detector always).
     #[arg(long, default_value = "default")]
     pub harmonizer: String,
     /// Accompaniment: the velocity model that gives the piano its dynamics: `default` (the
@@ -128,31 +128,34 @@ pub struct Args {
     pub backend: String,
 }
 
-fn parse_chords(text: &str) -> Result<Vec<Vec<Option<Chord>>>, String> {
-    text.split(|c: char| c == ',' || c.is_whitespace())
-        .filter(|s| !s.is_empty())
-        .map(|bar| {
-            bar.split('|')
-                .map(|s| Chord::parse_any(s).map_err(|e| format!("--chords: {e}")))
-                .collect()
-        })
-        .collect()
+/// `--chords`: a chord chart as the page's chord dialog reads it ([`chord_chart`]), a lane cell
+/// per bar from the first. Several chords without a bar line are refused: the command line once
+/// read `C G Am F` as four bars, where the page reads one bar of four chords.
+fn parse_chords(text: &str) -> Result<Vec<String>, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(
+            "--chords: no chords; give a chord per bar, bars separated by | \
+                    (\"C | G | Am | F\")"
+                .into(),
+        );
+    }
+    if !text.contains('|') && text.split_whitespace().count() > 1 {
+        return Err(format!(
+            "--chords \"{text}\": separate the bars with | (\"{}\"), as in the page's chord \
+             dialog; chords written together share one bar, written \"{text} |\"",
+            text.split_whitespace().collect::<Vec<_>>().join(" | ")
+        ));
+    }
+    chord_chart(text).map_err(|e| format!("--chords: {e}"))
 }
 
-fn parse_phrase_labels(text: &str) -> Result<Vec<Segment>, String> {
-    let phrases = parse_phrases(text).map_err(|e| format!("--phrases: {e}"))?;
-    let mut start = 0;
-    Ok(phrases
+/// `--phrases`: the phrase lane from the first bar, (letter, bars) as the piece keeps it.
+fn parse_phrase_labels(text: &str) -> Result<Vec<(char, usize)>, String> {
+    Ok(parse_phrases(text)
+        .map_err(|e| format!("--phrases: {e}"))?
         .into_iter()
-        .map(|p| {
-            let s = Segment {
-                start_bar: start,
-                bars: p.bars as usize,
-                letter: p.letter,
-            };
-            start += p.bars as usize;
-            s
-        })
+        .map(|p| (p.letter, p.bars as usize))
         .collect())
 }
 
@@ -203,44 +206,229 @@ const HARMONIZER_WRITES_NO_MUSIC: &str = "a harmonizer writes chords, not notes:
 
 pub fn run(args: Args) -> Result<(), String> {
     let task: Task = args.task.parse()?;
+    if task == Task::Harmonization {
+        return Err(HARMONIZER_WRITES_NO_MUSIC.into());
+    }
     let bytes = std::fs::read(&args.prompt)
         .map_err(|e| format!("cannot read {}: {e}", args.prompt.display()))?;
-    let song = read_midi(&bytes).map_err(|e| format!("{}: {e}", args.prompt.display()))?;
-    let preference: Preference = args.backend.parse().map_err(|e| format!("{e}"))?;
-    let backend = pollster::block_on(device::init(preference)).map_err(|e| format!("{e}"))?;
-    let device = backend.device.clone();
-    let loaded = crate::models::load(&args.model, task, args.manifest.as_deref(), &device)?;
-    let started = Instant::now();
     let bars = args.bars.as_deref().map(parse_bars).transpose()?;
-    if let Some(Bars::Region(region)) = bars {
-        return regenerate(&args, task, region, &bytes, &loaded, &device);
-    }
-    let new_bars = bars.map(|b| match b {
-        Bars::Count(n) => n,
-        Bars::Region(_) => unreachable!("handled above"),
-    });
-    if new_bars.is_some() && task == Task::Accompaniment {
+    if matches!(bars, Some(Bars::Count(_))) && task == Task::Accompaniment {
         return Err(
             "--bars for an accompaniment is the bars to rewrite, e.g. 9-16 (the whole melody \
              is accompanied otherwise)"
                 .into(),
         );
     }
-    let options = options(&args, &loaded, None, new_bars)?;
-    let run = Run {
-        args: &args,
-        song: &song,
-        loaded: &loaded,
-        options: &options,
-        device: &device,
-        started,
+    // The lanes given, read before anything loads.
+    let chart = args.chords.as_deref().map(parse_chords).transpose()?;
+    let phrases = args
+        .phrases
+        .as_deref()
+        .map(parse_phrase_labels)
+        .transpose()?;
+    let preference: Preference = args.backend.parse().map_err(|e| format!("{e}"))?;
+    let backend = pollster::block_on(device::init(preference)).map_err(|e| format!("{e}"))?;
+    let device = backend.device.clone();
+    let loaded = crate::models::load(&args.model, task, args.manifest.as_deref(), &device)?;
+    let started = Instant::now();
+    let (region, new_bars) = match bars {
+        Some(Bars::Region(region)) => (Some(region), None),
+        Some(Bars::Count(n)) => (None, Some(n)),
+        None => (None, None),
     };
-    match task {
-        Task::Harmonization => return Err(HARMONIZER_WRITES_NO_MUSIC.into()),
-        Task::Accompaniment => accompany(&run)?,
-        Task::Continuation => continue_song(&run)?,
-    }
+    let options = options(&args, &loaded, region, new_bars)?;
+    let piece = open(&args, &bytes, chart, phrases, &device)?;
+    let model = &loaded.model;
+    let progress = |_| async { true };
+    let (out, summary) = match task {
+        Task::Harmonization => unreachable!("refused above"),
+        Task::Accompaniment => {
+            let out = pollster::block_on(accompany_piece(
+                model,
+                loaded.binarize,
+                loaded.piano_sampling(),
+                &piece,
+                &options,
+                &device,
+                progress,
+            ))
+            .map_err(|e| failed(&args, e))?;
+            let summary = accompanied(&out, &options)?;
+            (out, summary)
+        }
+        Task::Continuation => {
+            let c = pollster::block_on(continue_piece_ids(
+                model, &piece, &options, &device, progress,
+            ))
+            .map_err(|e| failed(&args, e))?;
+            let summary = continued(&c, &options, &started);
+            (c.piece, summary)
+        }
+    };
+    let midi = out.to_midi().map_err(|e| e.to_string())?;
+    write(&args.out, &midi)?;
+    eprintln!(
+        "{summary} by {} in {:.2} s; written to {}",
+        loaded.source,
+        started.elapsed().as_secs_f64(),
+        args.out.display()
+    );
     Ok(())
+}
+
+/// A generation's error, with the flag it came from when it is the bars'.
+fn failed(args: &Args, e: impl std::fmt::Display) -> String {
+    match &args.bars {
+        Some(bars) if bars.contains('-') => format!("--bars {bars}: {e}"),
+        _ => e.to_string(),
+    }
+}
+
+/// The file as the page opens it ([`Piece::from_midi`]: the melody track, chords and phrases
+/// detected), with the lanes the command line gives set as a person sets them in the page:
+/// `--phrases` and `--chords` from the first bar, planning bars past the music where they reach
+/// further; without `--chords`, a melody whose notes carry no harmony gets the harmonizer's
+/// chords, as a file opened in the page does.
+fn open(
+    args: &Args,
+    bytes: &[u8],
+    chart: Option<Vec<String>>,
+    phrases: Option<Vec<(char, usize)>>,
+    device: &burn::tensor::Device,
+) -> Result<Piece, String> {
+    let name = args
+        .prompt
+        .file_name()
+        .map_or_else(|| "prompt.mid".into(), |n| n.to_string_lossy().to_string());
+    let mut piece =
+        Piece::from_midi(bytes, &name).map_err(|e| format!("{}: {e}", args.prompt.display()))?;
+    let labelled = chart
+        .as_ref()
+        .map_or(0, Vec::len)
+        .max(phrases.as_ref().map_or(0, |p| p.iter().map(|s| s.1).sum()));
+    if labelled > piece.bars.len() {
+        if labelled > MAX_BARS {
+            return Err(format!(
+                "--chords and --phrases reach bar {labelled}; a piece holds at most {MAX_BARS}"
+            ));
+        }
+        piece.set_bar_count(labelled);
+    }
+    if let Some(phrases) = phrases {
+        piece.phrases = phrases;
+        piece.set_bar_count(piece.bars.len());
+    }
+    match chart {
+        Some(cells) => {
+            for (cell, given) in piece.chords.iter_mut().zip(cells) {
+                *cell = given;
+            }
+        }
+        None if needs_harmonizer(&piece) => {
+            if let Some((harmonizer, decode)) =
+                crate::models::harmonizer(&args.harmonizer, None, device)?
+            {
+                let out = pollster::block_on(harmonize_piece(
+                    &harmonizer.model,
+                    &decode,
+                    &piece,
+                    &HarmonizeOptions::default(),
+                    &mut HarmonyCache::default(),
+                ))
+                .map_err(|e| e.to_string())?;
+                for (k, cell) in out.cells.into_iter().enumerate() {
+                    if let Some(c) = piece.chords.get_mut(out.from + k) {
+                        *c = cell;
+                    }
+                }
+                piece.chord_source = Some(ChordSource::Harmonizer);
+                eprintln!(
+                    "chords: {} — {}",
+                    ChordSource::Harmonizer.describe(),
+                    harmonizer.source
+                );
+            }
+        }
+        None => {}
+    }
+    Ok(piece)
+}
+
+/// What an accompaniment wrote, in words: where, how many piano notes, and the share of them
+/// on tones of the chord lane's chords.
+fn accompanied(out: &Piece, options: &Options) -> Result<String, String> {
+    let grid = out.grid(|_| true);
+    let input = piece_input(out, grid, true).map_err(|e| e.to_string())?;
+    let grid = &input.sheet.grid;
+    let notes: Vec<Note> = out
+        .tracks
+        .iter()
+        .filter(|t| t.role == TrackRole::Generated)
+        .flat_map(|t| &t.notes)
+        .map(|&(pitch, start, end, velocity)| Note {
+            pitch,
+            velocity,
+            start,
+            end: end.max(start + 1),
+            channel: 0,
+        })
+        .collect();
+    let (where_, notes) = match options.region {
+        None => (format!("{} bars accompanied", grid.num_bars()), notes),
+        Some([from, to]) => {
+            let to = to.min(out.bars.len());
+            let ticks = out.bar_tick(from)..out.bar_tick(to);
+            (
+                format!(
+                    "bars {}-{to} rewritten, the rest of the piece kept",
+                    from + 1
+                ),
+                notes
+                    .into_iter()
+                    .filter(|n| ticks.contains(&n.start))
+                    .collect(),
+            )
+        }
+    };
+    let roll = PianoRoll::from_notes(&notes, grid);
+    let ratio = chord_tone_ratio(&roll, &input.chords, grid.steps_per_beat);
+    Ok(format!(
+        "{where_}: {} piano notes there{}",
+        notes.len(),
+        ratio.map_or(String::new(), |r| format!(
+            ", {:.0} % of them chord tones",
+            100.0 * r
+        ))
+    ))
+}
+
+/// What a continuation wrote, in words (and whether it stopped at its safety limit).
+fn continued(c: &Continued, options: &Options, started: &Instant) -> String {
+    let new_bars = c.added.iter().filter(|&&id| id == Token::Bar.id()).count();
+    if let Some([from, to]) = options.region {
+        return format!(
+            "bars {}-{to} rewritten, the rest of the piece kept: {} new tokens",
+            from + 1,
+            c.added.len()
+        );
+    }
+    if let Some(asked) = options.bars
+        && c.added.len() >= options.token_limit()
+    {
+        eprintln!(
+            "stopped at the safety limit of {} tokens after {} of the {asked} bars asked \
+             (--tokens raises it)",
+            options.token_limit(),
+            new_bars.saturating_sub(1),
+        );
+    }
+    let secs = started.elapsed().as_secs_f64();
+    format!(
+        "{} prompt tokens, {} new tokens ({new_bars} new bars), {:.2} ms a token,",
+        c.prompt.len(),
+        c.added.len(),
+        1e3 * secs / c.added.len().max(1) as f64,
+    )
 }
 
 /// The most tokens a continuation model reads at once: `--context` (0: no limit), else the
@@ -308,242 +496,6 @@ fn options(
         format!("{flag}: {bad}")
     })?;
     Ok(options)
-}
-
-/// `--bars A-B`: the prompt file as the page holds it, its bars `region` rewritten the way the
-/// page's "Regenerate these bars" does it (`pianoformer::studio`), written back as MIDI.
-fn regenerate(
-    args: &Args,
-    task: Task,
-    region: [usize; 2],
-    bytes: &[u8],
-    loaded: &crate::models::Loaded,
-    device: &burn::tensor::Device,
-) -> Result<(), String> {
-    let started = Instant::now();
-    let name = args
-        .prompt
-        .file_name()
-        .map_or_else(|| "prompt.mid".into(), |n| n.to_string_lossy().to_string());
-    let mut piece =
-        Piece::from_midi(bytes, &name).map_err(|e| format!("{}: {e}", args.prompt.display()))?;
-    if let Some(text) = &args.chords {
-        let chords = parse_chords(text)?;
-        for (cell, chord) in piece.chords.iter_mut().zip(&chords) {
-            *cell = chord_cell(chord);
-        }
-    }
-    if let Some(text) = &args.phrases {
-        piece.phrases = parse_phrase_labels(text)?
-            .into_iter()
-            .map(|s| (s.letter, s.bars))
-            .collect();
-        piece.refresh();
-    }
-    let options = options(args, loaded, Some(region), None)?;
-    let model = &loaded.model;
-    let out = match task {
-        Task::Harmonization => return Err(HARMONIZER_WRITES_NO_MUSIC.into()),
-        Task::Accompaniment => pollster::block_on(accompany_piece(
-            model,
-            loaded.binarize,
-            loaded.piano_sampling(),
-            &piece,
-            &options,
-            device,
-            |_| async { true },
-        )),
-        Task::Continuation => {
-            pollster::block_on(continue_piece(model, &piece, &options, device, |_| async {
-                true
-            }))
-        }
-    }
-    .map_err(|e| format!("--bars {}: {e}", args.bars.as_deref().unwrap_or("")))?;
-    let midi = out.to_midi().map_err(|e| e.to_string())?;
-    write(&args.out, &midi)?;
-    let [from, to] = region;
-    let to = to.min(out.bars.len());
-    let (start, end) = (out.bar_tick(from), out.bar_tick(to));
-    let written = out
-        .tracks
-        .iter()
-        .filter(|t| t.role == TrackRole::Generated)
-        .flat_map(|t| &t.notes)
-        .filter(|n| n.1 >= start && n.1 < end)
-        .count();
-    eprintln!(
-        "bars {}-{to} rewritten by {} in {:.1} s: {written} notes there, the rest of the piece \
-         kept; written to {}",
-        from + 1,
-        loaded.source,
-        started.elapsed().as_secs_f64(),
-        args.out.display()
-    );
-    Ok(())
-}
-
-/// What a generation from a file works with.
-#[derive(Clone, Copy)]
-struct Run<'a> {
-    args: &'a Args,
-    song: &'a pianoformer::music::midi::Song,
-    loaded: &'a crate::models::Loaded,
-    options: &'a Options,
-    device: &'a burn::tensor::Device,
-    started: Instant,
-}
-
-/// `generate --task accompaniment`: the melody's piano, under the given or detected lanes (the
-/// harmonizer's chords for a melody alone), written as a MIDI file.
-fn accompany(run: &Run) -> Result<(), String> {
-    let Run {
-        args,
-        song,
-        loaded,
-        options,
-        device,
-        started,
-    } = *run;
-    let (model, device) = (&loaded.model, device.clone());
-    let chords = args.chords.as_deref().map(parse_chords).transpose()?;
-    let phrases = args
-        .phrases
-        .as_deref()
-        .map(parse_phrase_labels)
-        .transpose()?;
-    let mut input = accompaniment_input(song, chords.as_deref(), phrases)
-        .map_err(|e| format!("{}: {e}", args.prompt.display()))?;
-    let harmonizer = if chords.is_none() && !has_accompaniment(song, &input) {
-        crate::models::harmonizer(&args.harmonizer, None, &device)?
-    } else {
-        None
-    };
-    if let Some((harmonizer, decode)) = harmonizer {
-        pollster::block_on(harmonize_input(
-            &harmonizer.model,
-            &decode,
-            &mut input,
-            Choice::Best,
-            options.seed,
-        ))
-        .map_err(|e| e.to_string())?;
-        eprintln!(
-            "chords: {} — {}",
-            ChordSource::Harmonizer.describe(),
-            harmonizer.source
-        );
-    }
-    let mut piano = pollster::block_on(accompany_song(
-        model,
-        &input,
-        options.binarize(loaded.binarize),
-        options.piano_sampling(loaded.piano_sampling()),
-        &device,
-    ))
-    .map_err(|e| e.to_string())?;
-    if let Some(dynamics) = &options.dynamics {
-        let ctx = Context::new(
-            &input.sheet.grid,
-            &input.sheet.labels,
-            &input.sheet.rolls.melody,
-        );
-        dynamics.apply(
-            &ctx,
-            &mut piano,
-            0..input.sheet.grid.num_steps(),
-            options.seed,
-        );
-    }
-    let out = with_piano(song, &input, &piano);
-    write(&args.out, &write_midi(&out))?;
-    let notes = out.tracks.last().map_or(0, |t| t.notes.len());
-    let ratio = chord_tone_ratio(&piano, &input.chords, input.sheet.grid.steps_per_beat);
-    eprintln!(
-        "{} bars accompanied by {} in {:.2} s: {notes} piano notes{}; written to {}",
-        input.sheet.grid.num_bars(),
-        loaded.source,
-        started.elapsed().as_secs_f64(),
-        ratio.map_or(String::new(), |r| format!(
-            ", {:.0} % of them chord tones",
-            100.0 * r
-        )),
-        args.out.display()
-    );
-    Ok(())
-}
-
-/// `generate --task continuation`: new bars after the prompt, under the planned chords and
-/// the phrase lane, written as a MIDI file.
-fn continue_song(run: &Run) -> Result<(), String> {
-    let Run {
-        args,
-        song,
-        loaded,
-        options,
-        device,
-        started,
-    } = *run;
-    let (model, device) = (&loaded.model, device.clone());
-    // --chords over the prompt's bars replace the detected ones; those past its end
-    // plan the new bars.
-    let cells = args.chords.as_deref().map(parse_chords).transpose()?;
-    let mut prompt = prompt_tokens_with(song, cells.as_deref()).map_err(|e| e.to_string())?;
-    let song_bars = prompt.iter().filter(|&&id| id == Token::Bar.id()).count();
-    let plan: Vec<Vec<Option<Chord>>> = cells
-        .map(|c| c.into_iter().skip(song_bars).collect())
-        .unwrap_or_default();
-    // The phrase lane (given, else detected), over the prompt and past it: what a
-    // model with F-StrIPE reads.
-    let segments = match args.phrases.as_deref() {
-        Some(text) => parse_phrase_labels(text)?,
-        None => detect_structure(song, &Grid::for_song(song, STEPS_PER_BEAT)).phrases,
-    };
-    let lane = bar_phrases(&segments);
-    let mut first_bar = 0;
-    if args.prompt_tokens.is_some() {
-        (prompt, first_bar) = cut_prompt(&prompt, options.max_prompt_tokens);
-    }
-    let added = pollster::block_on(continue_tokens(
-        model,
-        &prompt,
-        options.length(),
-        options.sampling(),
-        &plan,
-        lane.get(first_bar..).unwrap_or(&[]),
-        None,
-        &device,
-        |_| async { true },
-    ))
-    .map_err(|e| e.to_string())?;
-    let mut all = prompt.clone();
-    all.extend_from_slice(&added);
-    let out = song_from_tokens(&all).map_err(|e| e.to_string())?;
-    write(&args.out, &write_midi(&out))?;
-    let secs = started.elapsed().as_secs_f64();
-    let new_bars = added.iter().filter(|&&id| id == Token::Bar.id()).count();
-    if let Some(asked) = options.bars
-        && added.len() >= options.token_limit()
-    {
-        eprintln!(
-            "stopped at the safety limit of {} tokens after {} of the {asked} bars asked \
-             (--tokens raises it)",
-            options.token_limit(),
-            new_bars.saturating_sub(1),
-        );
-    }
-    eprintln!(
-        "{} prompt tokens, {} new tokens ({new_bars} new bars) by {} in {:.2} s ({:.2} ms a \
-         token), up to position {}; written to {}",
-        prompt.len(),
-        added.len(),
-        loaded.source,
-        secs,
-        1e3 * secs / added.len().max(1) as f64,
-        all.len(),
-        args.out.display()
-    );
-    Ok(())
 }
 
 #[cfg(test)]

@@ -127,3 +127,36 @@ fn refresh_keeps_planned_bars_and_labels_new_ones() {
     assert_eq!(p.bars.len(), bars + 4);
     assert_eq!(p.phrases.iter().map(|x| x.1).sum::<usize>(), bars + 4);
 }
+
+/// The cases the page's dialog is checked against too (tests/js/labels.test.mjs).
+#[test]
+fn chord_charts_read_as_the_page_reads_them() {
+    let cases: serde_json::Value =
+        serde_json::from_str(include_str!("../../../tests/chord-charts.json")).unwrap();
+    for case in cases["cases"].as_array().unwrap() {
+        let text = case["text"].as_str().unwrap();
+        match (chord_chart(text), case["refused"].as_str()) {
+            (Ok(cells), None) => assert_eq!(serde_json::json!(cells), case["cells"], "{text:?}"),
+            (Err(e), Some(bad)) => assert!(e.contains(bad), "{text:?}: {e}"),
+            (got, _) => panic!("{text:?}: {got:?}, expected {case}"),
+        }
+    }
+}
+
+#[test]
+fn planned_bars_are_added_and_taken_away_as_on_the_page() {
+    let mut p = fixture::piece();
+    let bars = p.bars.len();
+    let len = p.bars[bars - 1] - p.bars[bars - 2];
+    p.set_bar_count(bars + 3);
+    assert_eq!(p.bars.len(), bars + 3);
+    assert_eq!(p.bars[bars + 2], p.bars[bars - 1] + 3 * len);
+    assert_eq!(p.chords.len(), bars + 3);
+    assert_eq!(p.chords[bars + 1], "");
+    assert_eq!(p.phrases.iter().map(|x| x.1).sum::<usize>(), bars + 3);
+    assert_eq!(p.prompt_bars, bars, "the music is as it was");
+    // Never fewer bars than the music's.
+    p.set_bar_count(1);
+    assert_eq!(p.bars.len(), bars);
+    assert_eq!(p.phrases.iter().map(|x| x.1).sum::<usize>(), bars);
+}
