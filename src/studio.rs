@@ -251,7 +251,7 @@ mod continuation;
 mod harmonize;
 pub use crate::generate::limits;
 mod live;
-pub use accompany::accompany_piece;
+pub use accompany::{accompaniment_attention, accompany_piece};
 pub use continuation::{Continued, continuation_attention, continue_piece, continue_piece_ids};
 pub use harmonize::{
     HarmonizeOptions, Harmonized, HarmonyCache, harmonize_piece, needs_harmonizer,

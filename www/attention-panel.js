@@ -1,8 +1,9 @@
 // The Attention card: the live map (filled by generate.js while a model writes, or here for the
-// current piece when the layer or head changes), the positional-template plot, and stopping a
-// map request when a generation or another result takes over.
-import { $ } from './page.js';
-import { store } from './page-store.js';
+// notes on screen when the layer or head changes, after an edit, a take or a rewrite), the
+// positional-template plot, and stopping a map request when a generation or another result
+// takes over.
+import { $, status } from './page.js';
+import { on as onStore, store } from './page-store.js';
 import { call, cancelCall } from './worker-client.js';
 import { drawTemplate, meanTemplate } from './attention.js';
 import { attention } from './attention-view.js';
@@ -52,6 +53,8 @@ export async function refreshAttention() {
   attention.setLabel(`Attention of layer ${s.layer + 1}, head ${s.head + 1}`);
   const options = { seed: s.seed, threshold: s.threshold, watch: { layer: s.layer, head: s.head } };
   let mine = null;
+  let rows = 0;
+  const started = performance.now();
   try {
     await call(
       'attention',
@@ -63,10 +66,12 @@ export async function refreshAttention() {
             job = p.id;
           } else if (p.attention && job === mine) {
             attention.addRows(p.attention.start, p.attention.values, p.attention.keys);
+            rows = p.attention.start + p.attention.values.length / p.attention.keys;
           }
         },
       },
     );
+    status.attentionMaps.push({ model: entry.name, rows, ms: performance.now() - started });
   } catch (e) {
     if (!/cancelled/.test(e.message)) $('gen-status').textContent = `Attention: ${e.message}`;
   } finally {
@@ -74,7 +79,43 @@ export async function refreshAttention() {
   }
 }
 
-on('model-loaded', () => showTemplate());
+on('model-loaded', () => {
+  showTemplate();
+  follow();
+});
+
+// The map follows the notes on screen. Once one is drawn, a new piece that is not a whole
+// generation's own result (an edit, an undo, a take, new lanes) and the end of a job whose map
+// covers part of the piece or none of it (a rewrite of some bars, "Suggest chords") draw it
+// again, shortly after the last change, by one teacher-forced pass over the notes shown (the
+// Worker's `attention`). During a generation the live map stays as it is; a file opened
+// clears it; while comparing, each result keeps its own.
+let due = null;
+let lastJob = null;
+function follow() {
+  if (due !== null) clearTimeout(due);
+  due = setTimeout(() => {
+    due = null;
+    if (!store.job && !store.comparison && !attention.isBlank()) refreshAttention();
+  }, 250);
+}
+onStore('piece', ({ fresh }) => {
+  if (fresh) {
+    stopAttention();
+    attention.reset(1);
+  } else if (!store.job) {
+    follow();
+  }
+});
+onStore('job', ({ job: running }) => {
+  if (running) {
+    lastJob = running;
+    return;
+  }
+  const whole = (lastJob?.task === 'accompaniment' || lastJob?.task === 'continuation') && !lastJob.region;
+  if (!whole) follow();
+});
+export { follow as followAttention };
 
 /** Plots the chosen model's positional template for the chosen layer and head. */
 export async function showTemplate() {

@@ -55,7 +55,7 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
   }
   const before = store.piece;
   const started = performance.now();
-  const job = { id: null, task, cancelled: false };
+  const job = { id: null, task, region, cancelled: false };
   let retry = false;
   startJob(job);
   run('attention-stop');

@@ -26,7 +26,7 @@ import { generate, cancel } from './generate.js';
 import { applySettings, settings } from './settings.js';
 import { applyLimits } from './options.js';
 import { compare, showCompared } from './compare-panel.js';
-import { attention, refreshAttention, showTemplate } from './attention-panel.js';
+import { attention, followAttention, refreshAttention, showTemplate } from './attention-panel.js';
 import { piano, mutes, togglePlayback, startPlayback, exportWav } from './playback.js';
 import { keys, setComputerKeys, toggleRecording, wirePlayIn } from './play-in.js';
 import { downloadMidi, share, openShared } from './sharing.js';
@@ -115,6 +115,7 @@ function wire() {
   $('model').addEventListener('change', () => {
     showModelAbout();
     showTemplate();
+    followAttention(); // the map of the model chosen, once it is loaded
     save();
   });
   for (const id of ['att-layer', 'att-head']) {

@@ -32,6 +32,8 @@ export const status = {
     return store.piece;
   },
   attentionBlank: null,
+  // Every map drawn without generating (attention-panel.js): {model, rows, ms}.
+  attentionMaps: [],
   // The Worker's wasm memory in bytes (it only grows: the peak so far).
   wasmBytes: null,
   // Tests only (`?drill`; main.js adds it): destroys the Worker's GPU devices, as a lost GPU would.

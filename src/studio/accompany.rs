@@ -146,6 +146,53 @@ where
     Ok(out)
 }
 
+/// The watched head's attention of an accompaniment model over the piece as it stands, sent as
+/// rows through `on_progress`: one teacher-forced pass, nothing sampled. A model that writes
+/// step by step reads the piano on screen (the generated track, else the pianist's) as the
+/// piano it wrote, so after a generation the map is the one the generation drew, and after an
+/// edit, a rewrite or a live take it is the map of the notes shown. Returns the steps.
+pub async fn accompaniment_attention<F, Fut>(
+    model: &Performer,
+    piece: &Piece,
+    options: &Options,
+    device: &Device,
+    mut on_progress: F,
+) -> Result<usize, GenerateError>
+where
+    F: FnMut(Progress) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    options.check()?;
+    piece
+        .validate()
+        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    let mut input = piece_input(piece, piece.grid(|_| true), true)?;
+    if model.config.is_autoregressive() {
+        input.sheet.rolls.piano = kept_piano(piece, &input.sheet.grid);
+    }
+    let e = input_example(model, &input);
+    // One pass over every step (chunks only pace a generation's progress reports).
+    accompany_probs(
+        model,
+        &e,
+        options.seed,
+        e.len,
+        options.watch(),
+        device,
+        |p| {
+            on_progress(Progress {
+                done: p.done,
+                total: p.total,
+                bars: None,
+                notes: None,
+                attention: p.attention,
+            })
+        },
+    )
+    .await?;
+    Ok(e.len)
+}
+
 /// The piano a "regenerate these bars" keeps: the generated track's, else the pianist's.
 pub(super) fn kept_piano(piece: &Piece, grid: &Grid) -> PianoRoll {
     let of = |role: TrackRole| {

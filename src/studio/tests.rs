@@ -683,3 +683,94 @@ fn the_model_reads_the_lanes_and_roles_as_the_piece_holds_them() {
     let input = piece_input(&piece, grid, true).unwrap();
     assert_eq!(input.sheet.rolls.melody, melody);
 }
+
+/// The map of what is on screen: a step-by-step model's attention over a piece it accompanied,
+/// computed again by one teacher-forced pass, is the map the generation drew; after a note
+/// edit it is the map of the edited notes — the rows before the edit as they were, later ones
+/// not. A model that does not read the piano draws the generation's map whatever the piano.
+#[test]
+fn the_attention_map_is_a_teacher_forced_pass_over_the_notes_shown() {
+    use crate::model::config::Conditioning;
+    let device = Device::flex();
+    let config = PerformerConfig::tiny(Task::Accompaniment, 0, PeConfig::new(PeKind::SineSpe))
+        .with_inputs(Some(Conditioning::AUTOREGRESSIVE));
+    let stepwise = Performer::new(&config, 4, &device).unwrap();
+    let options = Options {
+        chunk_steps: 16,
+        watch: Some(WatchOptions { layer: 1, head: 1 }),
+        ..Options::default()
+    };
+    // The watched rows, one per step, each over every key so far.
+    let collect = |rows: &mut Vec<Vec<f32>>, a: Option<crate::generate::AttentionRows>| {
+        let a = a.expect("attention rows");
+        assert_eq!(a.start, rows.len());
+        for row in a.values.chunks(a.keys) {
+            rows.push(row.to_vec());
+        }
+    };
+    let map_of = |model: &Performer, piece: &Piece| {
+        let mut rows = Vec::new();
+        let steps = pollster::block_on(accompaniment_attention(
+            model,
+            piece,
+            &options,
+            &device,
+            |p| {
+                collect(&mut rows, p.attention);
+                async { true }
+            },
+        ))
+        .unwrap();
+        assert_eq!(rows.len(), steps);
+        rows
+    };
+    // Rows are over the keys of their chunk so far (a later key of the chunk weighs 0).
+    let close = |a: &[Vec<f32>], b: &[Vec<f32>]| {
+        let at = |row: &[f32], k: usize| row.get(k).copied().unwrap_or(0.0);
+        a.len() == b.len()
+            && a.iter()
+                .zip(b)
+                .all(|(x, y)| (0..x.len().max(y.len())).all(|k| (at(x, k) - at(y, k)).abs() < 1e-4))
+    };
+    for model in [&stepwise, &tiny(Task::Accompaniment, 5, &device)] {
+        let mut drawn = Vec::new();
+        let out = pollster::block_on(accompany_piece(
+            model,
+            None,
+            PianoSampling::default(),
+            &piece(),
+            &options,
+            &device,
+            |p| {
+                if p.attention.is_some() {
+                    collect(&mut drawn, p.attention);
+                }
+                async { true }
+            },
+        ))
+        .unwrap();
+        let again = map_of(model, &out);
+        assert!(close(&drawn, &again), "the generation's map, again");
+        // A note of the written piano moved in bar 5.
+        let mut edited = out.clone();
+        let piano = edited
+            .tracks
+            .iter_mut()
+            .find(|t| t.role == TrackRole::Generated)
+            .unwrap();
+        let bar5 = out.bars[4];
+        piano.notes.retain(|n| n.1 < bar5 || n.1 >= out.bars[5]);
+        piano.notes.push((40, bar5, bar5 + 240, 80));
+        let after = map_of(model, &edited);
+        let step = 4 * 16;
+        assert!(
+            close(&drawn[..=step], &after[..=step]),
+            "rows up to the edit"
+        );
+        assert_eq!(
+            close(&drawn, &after),
+            !model.config.is_autoregressive(),
+            "rows after the edit change only for a model that reads the piano"
+        );
+    }
+}

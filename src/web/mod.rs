@@ -436,8 +436,10 @@ impl Session {
         serde_json::to_string(&studio::live_result(&run.live)).map_err(to_js)
     }
 
-    /// The watched head's attention over the whole piece, without generating (after the user
-    /// picks another layer or head): rows arrive through `on_progress` as in generation.
+    /// The watched head's attention over the piece's notes as they stand, without generating
+    /// (after the user picks another layer or head, edits notes, rewrites bars or plays a take):
+    /// one teacher-forced pass (`studio::accompaniment_attention`,
+    /// `studio::continuation_attention`); rows arrive through `on_progress` as in generation.
     pub async fn attention(
         &self,
         name: String,
@@ -451,10 +453,8 @@ impl Session {
         let device = &self.backend.device;
         match loaded.model.config.task {
             Task::Accompaniment => {
-                studio::accompany_piece(
+                studio::accompaniment_attention(
                     &loaded.model,
-                    loaded.entry.binarize,
-                    loaded.entry.piano_sampling(),
                     &piece,
                     &options,
                     device,

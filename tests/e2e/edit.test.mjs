@@ -131,9 +131,18 @@ test('a melody drawn and edited in the roll, accompanied, undone, redone and sha
     const undone = await page.evaluate(() => window.pianoformer.piece);
     assert.ok(!undone.tracks.some((t) => t.role === 'generated' && t.notes.length));
     assert.equal(await page.isDisabled('#redo'), false);
+    const maps = await page.evaluate(() => window.pianoformer.attentionMaps.length);
     await page.keyboard.press('Control+Shift+Z');
     assert.deepEqual(await page.evaluate(() => window.pianoformer.piece), accompanied, 'Redo restores the accompanied piece');
     assert.equal(await page.isDisabled('#redo'), true);
+    // The map follows the notes on screen: drawn again over the piece Redo brought back, by
+    // one pass over its notes, for every step of it.
+    await page.waitForFunction((n) => window.pianoformer.attentionMaps.length > n, maps, { timeout: 120_000 });
+    const map = await page.evaluate(() => window.pianoformer.attentionMaps.at(-1));
+    const end = Math.max(...accompanied.tracks.flatMap((t) => t.notes.map((n) => n[2])));
+    const steps = 16 * accompanied.bars.filter((b) => b < end).length;
+    assert.equal(map.rows, steps, `the map covers every step of the music: ${JSON.stringify(map)}`);
+    assert.equal(await page.evaluate(() => window.pianoformer.attentionBlank()), false);
 
     // The share link restores every note with its velocity.
     await page.click('#share');

@@ -20,6 +20,7 @@ mod accompany;
 mod attention;
 mod continuation;
 mod harmonize;
+mod map;
 use attention::attention;
 
 /// Prefill in chunks of this many tokens (keeps the softmax score matrix small).
@@ -296,6 +297,7 @@ pub fn run(what: &str, mut options: Options) -> Result<(), String> {
             "harmonize" => vec![25, 100, 400],
             "accompany" => vec![1, 4],
             "continue" => vec![32, 96],
+            "map" => vec![16, 64],
             _ => vec![512, 2048, 8192],
         };
     }
@@ -317,9 +319,12 @@ pub fn run(what: &str, mut options: Options) -> Result<(), String> {
     if what == "continue" {
         return continuation::continuation(&options);
     }
+    if what == "map" {
+        return map::map(&options);
+    }
     if what != "decode" {
         return Err(format!(
-            "unknown benchmark '{what}' (there are: decode, train, tune, attention, harmonize, accompany, continue)"
+            "unknown benchmark '{what}' (there are: decode, train, tune, attention, harmonize, accompany, continue, map)"
         ));
     }
     decode_bench(&options)

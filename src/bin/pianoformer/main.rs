@@ -101,13 +101,14 @@ mod cli {
         /// `accompany`: ms per step of the step-by-step accompaniment, on wgpu through tensor
         /// ops and fused (one dispatch and one read-back per 16 steps). `continue`: ms per
         /// continuation token, on wgpu through tensor ops and fused (a dispatch a token, the
-        /// next drawn on the GPU, up to 16 a read-back).
+        /// next drawn on the GPU, up to 16 a read-back). `map`: the attention map redrawn by
+        /// one teacher-forced pass against the generation that drew it.
         Bench {
-            /// What to measure: decode, train, tune, attention, harmonize, accompany or continue.
+            /// What to measure: decode, train, tune, attention, harmonize, accompany, continue or map.
             what: String,
             /// Positions at which to time decoding (default 512,2048,8192), sequence lengths for
             /// `attention` (the same), or lengths in bars for `harmonize` (25,100,400) and
-            /// `accompany` (1,4), or new tokens for `continue` (32,96).
+            /// `accompany` (1,4), new tokens for `continue` (32,96), bars for `map` (16,64).
             #[arg(long, value_delimiter = ',')]
             positions: Vec<usize>,
             /// Tokens timed at each position (the median is reported).
