@@ -220,6 +220,35 @@ pub fn input_example(model: &Performer, input: &AccompanimentInput) -> Example {
     input.sheet.example(&spec, 0, 0)
 }
 
+/// The watched head's attention rows over example `e` in one pass (noise seeded by `seed`, as a
+/// generation's): the blocks up to the watched layer only, that head's rows only, no output
+/// read — the map of `e`'s notes without anything the map does not show.
+pub async fn watched_pass(
+    model: &Performer,
+    e: &Example,
+    seed: u64,
+    watch: Watch,
+    device: &Device,
+) -> Result<AttentionRows, GenerateError> {
+    if model.config.task != Task::Accompaniment {
+        return Err(GenerateError::WrongTask {
+            model: model.config.task,
+            wanted: Task::Accompaniment,
+        });
+    }
+    watch.check(model)?;
+    let (inputs, _, coords) = stack(std::slice::from_ref(e), device);
+    let coords = coords.filter(|_| model.config.pe.is_structural());
+    let mut state = model.start(seed, true, device);
+    state.capture_layer = Some(watch.layer);
+    state.capture_head = Some(watch.head);
+    state.stop_after = Some(watch.layer);
+    model.forward(Inputs::Rolls(inputs), coords, &mut state, None)?;
+    watched_rows(&state, Some(watch), 0)
+        .await?
+        .ok_or_else(|| GenerateError::Read("the watched layer recorded no attention".into()))
+}
+
 /// How far an accompaniment has come: probabilities for steps `0 .. done` (onset and sustain,
 /// `done × 128` each), and the watched attention rows of the chunk just computed.
 pub struct AccompanimentProgress<'a> {

@@ -483,6 +483,52 @@ impl Structure<'_> {
     }
 }
 
+/// The watched head's attention rows over `ids` (a prompt, `phrases` its phrase lane for
+/// F-StrIPE) in one pass, noise seeded by `seed` as a generation's: the blocks up to the
+/// watched layer only and that head's rows only, no output read — the map of the tokens there
+/// without what it does not show (`continue_tokens` with nothing to add computes all of it).
+pub async fn watched_token_pass(
+    model: &Performer,
+    ids: &[u32],
+    phrases: &[Option<PhraseLabel>],
+    seed: u64,
+    watch: Watch,
+    device: &Device,
+) -> Result<AttentionRows, GenerateError> {
+    if model.config.task != Task::Continuation {
+        return Err(GenerateError::WrongTask {
+            model: model.config.task,
+            wanted: Task::Continuation,
+        });
+    }
+    watch.check(model)?;
+    if ids.is_empty() {
+        return Err(GenerateError::EmptyPrompt);
+    }
+    let mut walk = Places::default();
+    let places: Vec<TokenPlace> = ids.iter().map(|&id| walk.push(id)).collect();
+    let structure = Structure {
+        levels: model.config.pe.structure_levels(),
+        phrases,
+    };
+    let coordinates = structure.of(&places);
+    let len = ids.len();
+    let data: Vec<i64> = ids.iter().map(|&t| t as i64).collect();
+    let input = Tensor::<2, Int>::from_data(TensorData::new(data, vec![1, len]), device);
+    let labels = (!coordinates.is_empty()).then(|| {
+        let c = coordinates.len() / len;
+        Tensor::<3>::from_data(TensorData::new(coordinates, vec![1, len, c]), device)
+    });
+    let mut state = model.start(seed, true, device);
+    state.capture_layer = Some(watch.layer);
+    state.capture_head = Some(watch.head);
+    state.stop_after = Some(watch.layer);
+    model.forward(Inputs::Tokens(input), labels, &mut state, None)?;
+    watched_rows(&state, Some(watch), 0)
+        .await?
+        .ok_or_else(|| GenerateError::Read("the watched layer recorded no attention".into()))
+}
+
 /// Rows `range` of flat coordinates `[len, c]` for `len` tokens (empty stays empty).
 fn rows(coordinates: &[f32], len: usize, range: std::ops::Range<usize>) -> &[f32] {
     if coordinates.is_empty() {

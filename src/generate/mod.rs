@@ -30,10 +30,10 @@ pub mod sample;
 
 pub use accompany::{
     AccompanimentInput, AccompanimentProgress, accompaniment_input, accompany_probs, input_example,
-    piece_input, song_input, spread,
+    piece_input, song_input, spread, watched_pass,
 };
 pub use binarize::{Binarize, binarize};
-pub use continuation::{Length, TokenProgress, View, continue_tokens};
+pub use continuation::{Length, TokenProgress, View, continue_tokens, watched_token_pass};
 pub use piano::{PianoSampling, accompany_steps, splice};
 pub use prompt::{cut_prompt, prompt_tokens, prompt_tokens_with};
 pub use sample::{
@@ -113,8 +113,10 @@ async fn watched_rows(
     let Some(Some(rows)) = state.rows.get(w.layer) else {
         return Ok(None);
     };
-    let [_, _, _, keys] = rows.dims();
-    let values = read_f32(rows.clone().narrow(0, 0, 1).narrow(1, w.head, 1)).await?;
+    let [_, heads, _, keys] = rows.dims();
+    // A state that captured the watched head alone holds one.
+    let head = if heads == 1 { 0 } else { w.head };
+    let values = read_f32(rows.clone().narrow(0, 0, 1).narrow(1, head, 1)).await?;
     Ok(Some(AttentionRows {
         start,
         keys,

@@ -210,6 +210,8 @@ impl Performer {
             layers: vec![LayerState::Empty; c.layers],
             capture,
             capture_layer: None,
+            capture_head: None,
+            stop_after: None,
             keys: vec![None; c.layers],
             rows: Vec::new(),
             decoder: None,
@@ -329,10 +331,16 @@ impl Performer {
             rows.push(row);
             let h = block.norm2.forward(x.clone());
             x = x.clone() + block.ff2.forward(gelu(block.ff1.forward(h)));
+            if state.stop_after == Some(layer) {
+                break;
+            }
         }
         state.position += len;
         if state.capture {
             state.rows = rows;
+        }
+        if state.stop_after.is_some() {
+            return Ok(x);
         }
         Ok(self.head.forward(self.norm.forward(x)))
     }
@@ -375,11 +383,16 @@ impl Performer {
                     _ => LinearState::zeros(b, c.heads, c.features, c.d_head, &device),
                 };
                 if capture {
+                    // One head's rows, its keys alone kept, when only it is shown.
+                    let (q, k) = match state.capture_head {
+                        Some(h) => (phi_q.clone().narrow(1, h, 1), phi_k.clone().narrow(1, h, 1)),
+                        None => (phi_q.clone(), phi_k.clone()),
+                    };
                     let old = state.keys[layer]
                         .take()
                         .map(|k| k.tensor(c.features, &device));
-                    let keys = append(old, phi_k.clone());
-                    row = Some(attention_rows(phi_q.clone(), keys.clone()));
+                    let keys = append(old, k);
+                    row = Some(attention_rows(q, keys.clone()));
                     state.keys[layer] = Some(Keys::Tensor(Box::new(keys)));
                 }
                 let (out, next) = if l == 1 || !c.is_causal() {

@@ -7,7 +7,7 @@ use super::{ACCOMPANIMENT_TRACK, Options, Progress};
 use crate::generate::binarize::{Binarize, binarize};
 use crate::generate::{
     GenerateError, PianoSampling, accompany_probs, accompany_steps, input_example, piece_input,
-    splice,
+    splice, watched_pass,
 };
 use crate::model::performer::Performer;
 use crate::music::dynamics::Context;
@@ -171,25 +171,18 @@ where
         input.sheet.rolls.piano = kept_piano(piece, &input.sheet.grid);
     }
     let e = input_example(model, &input);
-    // One pass over every step (chunks only pace a generation's progress reports).
-    accompany_probs(
-        model,
-        &e,
-        options.seed,
-        e.len,
-        options.watch(),
-        device,
-        |p| {
-            on_progress(Progress {
-                done: p.done,
-                total: p.total,
-                bars: None,
-                notes: None,
-                attention: p.attention,
-            })
-        },
-    )
-    .await?;
+    let Some(watch) = options.watch() else {
+        return Ok(e.len);
+    };
+    let rows = watched_pass(model, &e, options.seed, watch, device).await?;
+    on_progress(Progress {
+        done: e.len,
+        total: e.len,
+        bars: None,
+        notes: None,
+        attention: Some(rows),
+    })
+    .await;
     Ok(e.len)
 }
 

@@ -7,7 +7,7 @@ use burn::tensor::Device;
 
 use super::{CONTINUATION_TRACK, Options, Progress};
 use crate::generate::{
-    GenerateError, Length, Sampling, continue_tokens, cut_prompt, prompt_tokens_with,
+    GenerateError, Length, continue_tokens, cut_prompt, prompt_tokens_with, watched_token_pass,
 };
 use crate::model::config::Task;
 use crate::model::performer::Performer;
@@ -247,36 +247,27 @@ where
     let whole = lane_prompt(piece)?;
     let (prompt, first_bar) = cut_prompt(&whole, options.max_prompt_tokens.max(16));
     let phrases = piece.bar_phrases();
-    let length = Length::tokens(0);
-    let sampling = Sampling {
-        temperature: 1.0,
-        top_p: 1.0,
-        seed: options.seed,
-        echo: 0.0,
-        density: None,
-        key: 0.0,
-    };
     let total = prompt.len();
-    continue_tokens(
+    let Some(watch) = options.watch() else {
+        return Ok(total);
+    };
+    let rows = watched_token_pass(
         model,
         &prompt,
-        length,
-        sampling,
-        &[],
         phrases.get(first_bar..).unwrap_or(&[]),
-        options.watch(),
+        options.seed,
+        watch,
         device,
-        |p| {
-            on_progress(Progress {
-                done: p.attention.as_ref().map_or(0, |a| a.keys),
-                total,
-                bars: None,
-                notes: None,
-                attention: p.attention,
-            })
-        },
     )
     .await?;
+    on_progress(Progress {
+        done: rows.keys,
+        total,
+        bars: None,
+        notes: None,
+        attention: Some(rows),
+    })
+    .await;
     Ok(total)
 }
 

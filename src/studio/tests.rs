@@ -774,3 +774,72 @@ fn the_attention_map_is_a_teacher_forced_pass_over_the_notes_shown() {
         );
     }
 }
+
+/// A continuation model's map of a piece, drawn by one pass of the watched layer and head, is
+/// the map the whole model computes over the same tokens (reading them as a generation's
+/// prompt does), with sineSPE and with F-StrIPE's phrase coordinates.
+#[test]
+fn a_continuation_map_is_the_prompts_attention() {
+    let device = Device::flex();
+    let piece = piece();
+    let options = Options {
+        watch: Some(WatchOptions { layer: 1, head: 1 }),
+        ..Options::default()
+    };
+    let prompt = lane_prompt_for_tests(&piece);
+    for pe in [
+        PeConfig::new(PeKind::SineSpe),
+        PeConfig::new(PeKind::Fstripe),
+    ] {
+        let config = PerformerConfig::tiny(Task::Continuation, VOCAB_SIZE, pe);
+        let model = Performer::new(&config, 6, &device).unwrap();
+        let mut whole = Vec::new();
+        pollster::block_on(continue_tokens(
+            &model,
+            &prompt,
+            Length::tokens(0),
+            Sampling {
+                temperature: 1.0,
+                top_p: 1.0,
+                seed: options.seed,
+                echo: 0.0,
+                density: None,
+                key: 0.0,
+            },
+            &[],
+            &piece.bar_phrases(),
+            Some(crate::generate::Watch { layer: 1, head: 1 }),
+            &device,
+            |p| {
+                if let Some(a) = p.attention {
+                    whole.extend(a.values.chunks(a.keys).map(<[f32]>::to_vec));
+                }
+                async { true }
+            },
+        ))
+        .unwrap();
+        let mut shown = Vec::new();
+        pollster::block_on(continuation_attention(
+            &model,
+            &piece,
+            &options,
+            &device,
+            |p| {
+                let a = p.attention.unwrap();
+                shown.extend(a.values.chunks(a.keys).map(<[f32]>::to_vec));
+                async { true }
+            },
+        ))
+        .unwrap();
+        assert_eq!(whole.len(), prompt.len());
+        assert_eq!(shown.len(), whole.len());
+        for (a, b) in whole.iter().zip(&shown) {
+            let at = |r: &[f32], k: usize| r.get(k).copied().unwrap_or(0.0);
+            assert!((0..a.len().max(b.len())).all(|k| (at(a, k) - at(b, k)).abs() < 1e-4));
+        }
+    }
+}
+
+fn lane_prompt_for_tests(piece: &Piece) -> Vec<u32> {
+    super::continuation::lane_prompt(piece).unwrap()
+}

@@ -81,6 +81,11 @@ pub struct State {
     pub(super) capture: bool,
     /// Capture only this layer (rows cost len × n per head: a long prefill shows one layer).
     pub capture_layer: Option<usize>,
+    /// Capture only this head's rows (and keep only its keys): what a map shows.
+    pub capture_head: Option<usize>,
+    /// Run the blocks up to this layer only: [`Performer::forward`] then returns that layer's
+    /// output, not logits (a map needs nothing after the layer it shows).
+    pub stop_after: Option<usize>,
     pub(super) keys: Vec<Option<Keys>>,
     pub rows: Vec<Option<Tensor<4>>>,
     /// The plain-slice decoder [`Performer::step`] uses, if any, and the draws it has read.
