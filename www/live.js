@@ -49,7 +49,12 @@ export class LiveTake {
       model: model.name,
       harmonizer: harmonizer?.name ?? null,
       piece: this.piece,
-      options: { fromBar: this.fromBar, seed: s.seed, pianoTemperature: model.name === s.model ? s.pianoTemperature : null },
+      options: {
+        fromBar: this.fromBar,
+        seed: s.seed,
+        pianoTemperature: model.name === s.model ? s.pianoTemperature : null,
+        density: s.density ?? null,
+      },
     });
     this.next = this.grid.fromStep;
     this.fromSeconds = secondsAt(this.piece, this.grid.fromTick);

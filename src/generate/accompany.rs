@@ -152,6 +152,18 @@ pub fn piece_input(
     grid: Grid,
     need_melody: bool,
 ) -> Result<AccompanimentInput, GenerateError> {
+    piece_input_with(piece, grid, need_melody, |_| {})
+}
+
+/// [`piece_input`] with the chord lane's beats changed by `edit` before the labels are made
+/// from them (a live take leaves the open bars' chords to be decided as it plays): the labels
+/// are built once, from the chords the model will read.
+pub fn piece_input_with(
+    piece: &Piece,
+    grid: Grid,
+    need_melody: bool,
+    edit: impl FnOnce(&mut [Option<Chord>]),
+) -> Result<AccompanimentInput, GenerateError> {
     if grid.num_steps() == 0 {
         return Err(GenerateError::EmptyPrompt);
     }
@@ -179,6 +191,7 @@ pub fn piece_input(
     cells.truncate(grid.num_bars());
     let mut chords = vec![None; grid.num_beats()];
     lay_cells(&mut chords, &grid, &cells);
+    edit(&mut chords);
     let parts = [(melody, melody_notes), (bridge, bridge_notes)];
     Ok(AccompanimentInput::new(
         grid,

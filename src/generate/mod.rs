@@ -30,7 +30,7 @@ pub mod sample;
 
 pub use accompany::{
     AccompanimentInput, AccompanimentProgress, accompaniment_input, accompany_probs, input_example,
-    piece_input, song_input, spread, watched_pass,
+    piece_input, piece_input_with, song_input, spread, watched_pass,
 };
 pub use binarize::{Binarize, binarize};
 pub use continuation::{Length, TokenProgress, View, continue_tokens, watched_token_pass};

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::accompany::{kept_piano, roll_notes};
 use crate::generate::live::{Live, LiveChords, LiveStep};
-use crate::generate::piece_input;
+use crate::generate::piece_input_with;
 use crate::generate::{GenerateError, PianoSampling};
 use crate::model::performer::Performer;
 use crate::music::piece::{Piece, PieceNote, chord_cell};
@@ -26,6 +26,9 @@ pub struct LiveOptions {
     /// The piano's temperatures (else the model's, chosen on validation songs).
     pub piano_temperature: Option<f32>,
     pub hold_temperature: Option<f32>,
+    /// About this many times the onsets the model would play (the page's Density, as for a
+    /// step-by-step accompaniment; `None`: as it plays).
+    pub density: Option<f32>,
 }
 
 impl Default for LiveOptions {
@@ -36,6 +39,7 @@ impl Default for LiveOptions {
             seed: 0,
             piano_temperature: None,
             hold_temperature: None,
+            density: None,
         }
     }
 }
@@ -83,6 +87,17 @@ pub async fn live_start(
     piece
         .validate()
         .map_err(|e| GenerateError::Read(e.to_string()))?;
+    for (key, value) in [
+        ("pianoTemperature", options.piano_temperature),
+        ("holdTemperature", options.hold_temperature),
+        ("density", options.density),
+    ] {
+        if let Some(v) = value
+            && let Err(message) = super::limits::limit(key).check(f64::from(v))
+        {
+            return Err(GenerateError::Read(message));
+        }
+    }
     if !(1..=2000).contains(&options.bars) {
         return Err(GenerateError::Read(
             "a live take has room for 1 to 2000 bars after the piece".into(),
@@ -108,23 +123,19 @@ pub async fn live_start(
             planned[beat] = planned_bar(bar);
         }
     }
-    let mut input = piece_input(piece, grid.clone(), false)?;
     let from = grid.bar_steps(options.from_bar).start;
     let from_beat = from / grid.steps_per_beat;
-    if chords.is_some() {
-        // Open bars from the take's start are decided live, not read from the old melody.
-        for (beat, chord) in input.chords.iter_mut().enumerate().skip(from_beat) {
-            if !planned[beat] {
-                *chord = None;
+    let harmonized = chords.is_some();
+    let input = piece_input_with(piece, grid.clone(), false, |beats| {
+        if harmonized {
+            // Open bars from the take's start are decided live, not read from the old melody.
+            for (beat, chord) in beats.iter_mut().enumerate().skip(from_beat) {
+                if !planned[beat] {
+                    *chord = None;
+                }
             }
         }
-        input.sheet.labels = crate::music::labels::StepLabels::new(
-            &input.sheet.grid,
-            &input.sheet.rolls.melody,
-            &input.chords,
-            &input.phrases,
-        );
-    }
+    })?;
     let given = kept_piano(piece, &grid);
     let sampling = PianoSampling {
         temperature: options
@@ -135,7 +146,7 @@ pub async fn live_start(
             .unwrap_or(model_sampling.hold_temperature),
         threshold: None,
         seed: options.seed,
-        density: 1.0,
+        density: options.density.unwrap_or(1.0),
     };
     let view = LiveGrid {
         from_step: from,

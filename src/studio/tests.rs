@@ -547,6 +547,36 @@ fn a_live_take_on_a_piece_plays_into_room_after_it_and_writes_its_chords_back() 
     };
     let err = pollster::block_on(live_start(&model, sampling, None, &piece, &far, &device));
     assert!(err.err().unwrap().to_string().contains("past the end"));
+    let dense = LiveOptions {
+        density: Some(-1.0),
+        ..options.clone()
+    };
+    let err = pollster::block_on(live_start(&model, sampling, None, &piece, &dense, &device));
+    assert!(err.err().unwrap().to_string().contains("density"));
+    // The Density field reaches the live piano: asked for 4 times its onsets, it strikes more
+    // than asked for a quarter, on the same keys and seed.
+    let onsets = |density: f32| {
+        let options = LiveOptions {
+            density: Some(density),
+            ..options.clone()
+        };
+        let (mut take, grid) = pollster::block_on(live_start(
+            &model, sampling, None, &piece, &options, &device,
+        ))
+        .unwrap();
+        pollster::block_on(live_step(
+            &mut take,
+            &model,
+            None,
+            &events,
+            grid.from_step + 40,
+            &device,
+        ))
+        .unwrap();
+        live_result(&take).piano.len()
+    };
+    let (sparse, busy) = (onsets(0.25), onsets(4.0));
+    assert!(busy > sparse, "density 4: {busy} notes, 0.25: {sparse}");
 }
 
 #[test]

@@ -111,7 +111,8 @@ pub struct Args {
     /// How busy the new notes are: 0.5 half as many, 2 twice. Continuation: as a multiple of
     /// the notes a beat of the music before (its last 8 bars with notes; default 1, chosen on
     /// validation songs, as the page plays); step-by-step accompaniment: of the onsets the
-    /// model would play (default: as it plays).
+    /// model would play (default: as it plays). A model that writes the whole accompaniment at
+    /// once (its piano not read back) plays as it does: use --threshold there.
     #[arg(long)]
     pub density: Option<f32>,
     /// Continuation: how strongly new bars whose chords are not planned keep the pitch classes
