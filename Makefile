@@ -78,7 +78,7 @@ CLIPPY_BUILD := RUSTC_WORKSPACE_WRAPPER="$$(command -v clippy-driver)" CLIPPY_AR
 
 # Formatting, clippy with warnings as errors on every native target (the lib, the CLI, the
 # tests: the test build itself, see CLIPPY_BUILD), and no dependency cycle between the library's
-# modules (tools/deps.py: music → model → data → train / generate → eval → ...).
+# modules, the CLI's or the page's (tools/deps.py: music → model → data → train / generate → eval → ...).
 lint:
 	cargo fmt --check
 	python3 tools/deps.py

@@ -8,9 +8,9 @@ The page (www/*.js): every static `import`/`export ... from './x.js'` between it
 edge, and a cycle among them fails as one in src/ does (a message the other way goes through
 www/events.js).
 
-Reads every file under src/ (the CLI in src/bin/ is the top and is left out) and collects the
-module paths it names (`crate::a::b`, `super::b`, `use crate::{a, b::c}`, in code and tests
-alike). `model` must not import `music` (FORBIDDEN). Every level is checked: the crate's top-level modules (music, model, data, train,
+Reads every file under src/ and collects the module paths it names (`crate::a::b`, `super::b`, `use crate::{a, b::c}`, in code and tests
+alike). The CLI (src/bin/pianoformer/, a crate of its own: its `crate::` is main.rs) is checked
+the same way, its folders named `bin::...`; what it uses of the library is above it. `model` must not import `music` (FORBIDDEN). Every level is checked: the crate's top-level modules (music, model, data, train,
 generate, eval, ...) and, inside each folder module, its submodules (model's attention,
 performer, kernels, ...; performer's state, step, plain, ...). An edge to a folder's own
 items (its mod.rs or foo.rs) is not an edge between its submodules. Every cycle is printed with the lines that make it, and the exit status is 1; with
@@ -28,9 +28,12 @@ JS_IMPORT = re.compile(r"""^\s*(?:import|export)\s[^'"]*?from\s+['"]\./([\w.-]+)
 PATH = re.compile(r"\b(crate|super(?:::super)*)::(\{[^}]*\}|\w+(?:::\w+)*(?:::\{[^}]*\})?)")
 
 
-def module_path(file):
+BIN = SRC / "bin" / "pianoformer"
+
+
+def module_path(file, root=SRC):
     """A file's module path: src/a/b/c.rs -> [a, b, c]; src/a/mod.rs -> [a]."""
-    parts = list(file.relative_to(SRC).with_suffix("").parts)
+    parts = list(file.relative_to(root).with_suffix("").parts)
     if parts[-1] == "mod":
         parts.pop()
     return parts
@@ -62,21 +65,22 @@ def resolve(file_mod, path):
     return base + rest
 
 
-def is_module(parts):
-    """Whether `parts` names a module of the crate (a file or folder under src/)."""
+def is_module(parts, root=SRC):
+    """Whether `parts` names a module of the crate (a file or folder under `root`)."""
     if not parts:
         return False
-    p = SRC.joinpath(*parts)
+    p = root.joinpath(*parts)
     return p.with_suffix(".rs").is_file() or (p / "mod.rs").is_file()
 
 
-def collect():
-    """Edges between sibling modules, per folder: {folder: {(from, to): [where]}}."""
+def collect(root=SRC, name="crate"):
+    """Edges between sibling modules, per folder: {folder: {(from, to): [where]}}. `root`: the
+    crate's folder (its lib.rs or main.rs declares the top modules), `name`: its folders' prefix."""
     edges = defaultdict(lambda: defaultdict(list))
-    for file in sorted(SRC.rglob("*.rs")):
-        if file.relative_to(SRC).parts[0] == "bin" or file.name == "lib.rs":
+    for file in sorted(root.rglob("*.rs")):
+        if file.relative_to(root).parts[0] == "bin" or file.name in ("lib.rs", "main.rs"):
             continue
-        me = module_path(file)
+        me = module_path(file, root)
         text = file.read_text()
         for m in PATH.finditer(text):
             line = text.count("\n", 0, m.start()) + 1
@@ -88,8 +92,8 @@ def collect():
                 k = 0
                 while k < min(len(me), len(to)) and me[k] == to[k]:
                     k += 1
-                if k < len(me) and k < len(to) and is_module(to[: k + 1]):
-                    folder = "::".join(["crate"] + me[:k])
+                if k < len(me) and k < len(to) and is_module(to[: k + 1], root):
+                    folder = "::".join([name] + me[:k])
                     edges[folder][(me[k], to[k])].append(where)
     return edges
 
@@ -173,6 +177,7 @@ def panel_problems(www_edges):
 
 def main():
     edges = collect()
+    edges.update(collect(BIN, "bin"))
     edges["www"] = collect_js()
     show = "--graph" in sys.argv
     bad = 0
@@ -197,10 +202,11 @@ def main():
         print(f"{bad} dependency problem(s)")
         return 1
     top = {m for e in edges.get("crate", {}) for m in e}
+    cli = {m for e in edges.get("bin", {}) for m in e}
     page = {m for e in edges["www"] for m in e}
     print(
-        f"no dependency cycle: {len(top)} top-level modules, the submodules of {len(edges) - 2} "
-        f"folders, and the page's {len(page)} modules (no panel imports another)"
+        f"no dependency cycle: {len(top)} top-level modules, the CLI's {len(cli)}, the submodules "
+        f"of {len(edges) - 3} folders, and the page's {len(page)} modules (no panel imports another)"
     )
     return 0
 

@@ -41,23 +41,9 @@ mod eval;
 #[cfg(not(target_arch = "wasm32"))]
 mod generate;
 #[cfg(not(target_arch = "wasm32"))]
-mod harmony;
-#[cfg(not(target_arch = "wasm32"))]
 mod inspect;
 #[cfg(not(target_arch = "wasm32"))]
-mod live;
-#[cfg(not(target_arch = "wasm32"))]
 mod models;
-#[cfg(not(target_arch = "wasm32"))]
-mod openings;
-#[cfg(not(target_arch = "wasm32"))]
-mod panel;
-#[cfg(not(target_arch = "wasm32"))]
-mod plan;
-#[cfg(not(target_arch = "wasm32"))]
-mod report;
-#[cfg(not(target_arch = "wasm32"))]
-mod sampled;
 #[cfg(not(target_arch = "wasm32"))]
 mod ship;
 #[cfg(not(target_arch = "wasm32"))]
@@ -185,7 +171,7 @@ mod cli {
                 runs,
                 svg,
                 style_svg,
-            } => crate::report::run(&runs, svg.as_deref(), style_svg.as_deref()),
+            } => crate::eval::report::run(&runs, svg.as_deref(), style_svg.as_deref()),
             Command::Generate(args) => crate::generate::run(args),
             Command::Ship(args) => crate::ship::run(args),
             Command::Bench {

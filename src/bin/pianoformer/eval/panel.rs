@@ -13,7 +13,7 @@ use pianoformer::generate::PianoSampling;
 use pianoformer::model::performer::Performer;
 use pianoformer::music::tokens::STEPS_PER_BEAT;
 
-use crate::eval::Args;
+use super::Args;
 
 pub use pianoformer::eval::stepwise::par_map;
 

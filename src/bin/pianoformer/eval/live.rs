@@ -12,7 +12,7 @@ use pianoformer::eval::live::{CASES, LivePanel, LiveSong};
 use pianoformer::generate::live::LiveChords;
 use pianoformer::model::config::Task;
 
-use crate::eval::Args;
+use super::Args;
 use crate::models::Loaded;
 
 fn mean(values: impl Iterator<Item = Option<f64>>) -> (f64, usize) {
@@ -96,7 +96,7 @@ pub fn run(args: Args) -> Result<(), String> {
         "songs": songs,
         "seconds": started.elapsed().as_secs_f64(),
     });
-    crate::eval::write_scores(&out, &result)
+    super::write_scores(&out, &result)
 }
 
 /// The step-by-step accompanist `spec`, the causal harmonizer that decides chords live and the

@@ -15,7 +15,7 @@ use pianoformer::music::pop909::{Pop909, Split};
 use pianoformer::music::tokens::STEPS_PER_BEAT;
 use pianoformer::studio::Options;
 
-use crate::eval::Args;
+use super::Args;
 
 pub fn run(args: Args) -> Result<(), String> {
     let task: Task = args.task.parse()?;
@@ -93,7 +93,7 @@ pub fn run(args: Args) -> Result<(), String> {
         "skipped": skipped,
         "seconds": started.elapsed().as_secs_f64(),
     });
-    crate::eval::write_scores(&out, &result)
+    super::write_scores(&out, &result)
 }
 
 /// Every excerpt continued with `options` (the seed varied by excerpt), `threads` at once.
@@ -108,7 +108,7 @@ fn play(
     // Options hold no model of dynamics here, but their type is not shared between threads:
     // each thread reads its own from their JSON (every setting but the dynamics).
     let json = serde_json::to_string(options).map_err(|e| e.to_string())?;
-    crate::panel::par_map(excerpts, threads, model, |m, e| {
+    super::panel::par_map(excerpts, threads, model, |m, e| {
         let base: Options = serde_json::from_str(&json).map_err(|e| e.to_string())?;
         let options = Options {
             seed: base.seed ^ ((e.from_bar as u64) << 16),

@@ -23,7 +23,7 @@ use pianoformer::model::config::Task;
 use pianoformer::model::performer::Performer;
 use pianoformer::models::Manifest;
 
-use crate::eval::Args;
+use super::Args;
 
 pub fn run(args: Args) -> Result<(), String> {
     let task: Task = args.task.parse()?;
@@ -96,7 +96,7 @@ pub fn run(args: Args) -> Result<(), String> {
     if args.record {
         return record(&loaded, &result);
     }
-    crate::eval::write_scores(&out, &result)
+    super::write_scores(&out, &result)
 }
 
 /// The cases of `corpus`'s songs with the phrase lane `--phrase-lane` asks for.
@@ -224,7 +224,7 @@ fn run_panel(
             std::iter::once(own).chain(other)
         })
         .collect();
-    let scored = crate::panel::par_map(&jobs, threads, model, |m, (i, which, plan)| {
+    let scored = super::panel::par_map(&jobs, threads, model, |m, (i, which, plan)| {
         let case = &cases[*i];
         let sampling = Sampling {
             seed: sampling.seed ^ ((*i as u64) << 8),

@@ -5,15 +5,7 @@ use std::path::{Path, PathBuf};
 
 use pianoformer::eval::report;
 
-use crate::eval::read_eval;
-
-/// A label for a run in tables: its folder name.
-pub fn run_name(dir: &Path) -> String {
-    dir.file_name()
-        .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into())
-}
-
-pub use pianoformer::eval::report::{group_name, value_labels};
+use super::read_eval;
 
 /// A Markdown table of several evaluated runs (mean ± std over runs that
 /// share a name up to a trailing `-seedN`), and for continuation an SVG of loss per position.
@@ -22,7 +14,7 @@ pub fn run(runs: &[PathBuf], svg: Option<&Path>, style_svg: Option<&Path>) -> Re
         return Err("give the run folders to report on".into());
     }
     // Runs scored only by sampling (`eval --sample`) have no eval.json.
-    let sampled = crate::sampled::report(runs, style_svg)?;
+    let sampled = super::sampled::report(runs, style_svg)?;
     if style_svg.is_some() && sampled.is_empty() {
         return Err(
             "--style-svg: none of these runs has a samples.json (run `pianoformer eval --task \
@@ -33,7 +25,7 @@ pub fn run(runs: &[PathBuf], svg: Option<&Path>, style_svg: Option<&Path>) -> Re
     let evals: Vec<(String, serde_json::Value)> = runs
         .iter()
         .filter(|r| sampled.is_empty() || r.join("eval.json").is_file())
-        .map(|r| Ok((run_name(r), read_eval(r)?)))
+        .map(|r| Ok((super::run_name(r), read_eval(r)?)))
         .collect::<Result<_, String>>()?;
     if evals.is_empty() {
         return crate::print_stdout(&sampled);

@@ -14,7 +14,7 @@ use pianoformer::eval::sampled::{
 use pianoformer::generate::Sampling;
 use pianoformer::model::config::Task;
 
-use crate::eval::Args;
+use super::Args;
 
 pub fn run(args: Args) -> Result<(), String> {
     let task: Task = args.task.parse()?;
@@ -48,7 +48,7 @@ pub fn run(args: Args) -> Result<(), String> {
         key: args.key()?.unwrap_or(0.0),
     };
     let device = &device;
-    let scored = crate::panel::par_map(&corpus.pieces, threads, &loaded.model, |m, p| {
+    let scored = super::panel::par_map(&corpus.pieces, threads, &loaded.model, |m, p| {
         let context = (args.context > 0).then_some(args.context);
         let take = Take {
             prompt_bars,
@@ -85,7 +85,7 @@ pub fn run(args: Args) -> Result<(), String> {
         "samples": samples,
         "seconds": started.elapsed().as_secs_f64(),
     });
-    crate::eval::write_scores(&out, &result)
+    super::write_scores(&out, &result)
 }
 
 /// How each song is played: its prompt's bars, the tokens written, the most read at once.
@@ -289,7 +289,7 @@ fn read_groups(runs: &[PathBuf]) -> Result<Vec<(String, Vec<serde_json::Value>)>
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let v: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        let mut name = crate::report::group_name(&crate::report::run_name(r));
+        let mut name = pianoformer::eval::report::group_name(&super::run_name(r));
         if let Some(c) = v["context"].as_u64() {
             name = format!("{name}, context {c}");
         }
@@ -344,7 +344,7 @@ fn style_plot(lines: &[(String, Vec<f64>, Vec<f64>)]) -> String {
                 q + 1
             );
         }
-        crate::report::value_labels(&mut s, x0, lo, hi, &y);
+        pianoformer::eval::report::value_labels(&mut s, x0, lo, hi, &y);
         let _ = writeln!(
             s,
             "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">quarter of the continuation\

@@ -181,7 +181,7 @@ fn choose_on_validation(
 pub fn run(
     model: &Performer,
     data: &Loaded,
-    args: &crate::eval::Args,
+    args: &super::Args,
     device: &Device,
 ) -> Result<serde_json::Value, String> {
     let seed = args.seed;

@@ -6,6 +6,15 @@
 //! excerpts of each requested length. Continuation (the SPE Table 6 / Figure 3 setting):
 //! cross-entropy per token position on validation windows up to 4× the training length.
 
+// The eval modes, each its own file; they share this module's Args and helpers (super::).
+pub mod harmony;
+pub mod live;
+pub mod openings;
+pub mod panel;
+pub mod plan;
+pub mod report;
+pub mod sampled;
+
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -260,16 +269,16 @@ impl Args {
 
 pub fn run(args: Args) -> Result<(), String> {
     if args.openings {
-        return crate::openings::run(args);
+        return openings::run(args);
     }
     if args.plan {
-        return crate::plan::run(args);
+        return plan::run(args);
     }
     if args.live {
-        return crate::live::run(args);
+        return live::run(args);
     }
     if args.sample {
-        return crate::sampled::run(args);
+        return sampled::run(args);
     }
     let task: Task = args.task.parse()?;
     if args.bars.contains(&0) || args.per_song == 0 || args.windows == 0 {
@@ -315,9 +324,9 @@ pub fn run(args: Args) -> Result<(), String> {
         return add_ablations(model, &data.valid, &args);
     }
     let mut result = match task {
-        Task::Harmonization => crate::harmony::run(model, &data, &args, &device)?,
+        Task::Harmonization => harmony::run(model, &data, &args, &device)?,
         Task::Accompaniment if model.config.is_autoregressive() => {
-            crate::panel::run(model, &data, &args, &device)?
+            panel::run(model, &data, &args, &device)?
         }
         Task::Accompaniment => accompaniment_windows(model, &data, &args, &device)?,
         Task::Continuation => continuation_curve(model, &data, &args, state.as_ref())?,
@@ -539,4 +548,10 @@ pub fn write_scores(out: &Path, result: &serde_json::Value) -> Result<(), String
         .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     eprintln!("written to {}", out.display());
     Ok(())
+}
+
+/// A label for a run in tables: its folder name.
+pub fn run_name(dir: &Path) -> String {
+    dir.file_name()
+        .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into())
 }
