@@ -243,23 +243,19 @@ pub async fn watched_pass(
     watch: Watch,
     device: &Device,
 ) -> Result<AttentionRows, GenerateError> {
-    if model.config.task != Task::Accompaniment {
-        return Err(GenerateError::WrongTask {
-            model: model.config.task,
-            wanted: Task::Accompaniment,
-        });
-    }
-    watch.check(model)?;
     let (inputs, _, coords) = stack(std::slice::from_ref(e), device);
     let coords = coords.filter(|_| model.config.pe.is_structural());
-    let mut state = model.start(seed, true, device);
-    state.capture_layer = Some(watch.layer);
-    state.capture_head = Some(watch.head);
-    state.stop_after = Some(watch.layer);
-    model.forward(Inputs::Rolls(inputs), coords, &mut state, None)?;
-    watched_rows(&state, Some(watch), 0)
-        .await?
-        .ok_or_else(|| GenerateError::Read("the watched layer recorded no attention".into()))
+    let inputs = Inputs::Rolls(inputs);
+    super::watched_forward(
+        model,
+        Task::Accompaniment,
+        inputs,
+        coords,
+        seed,
+        watch,
+        device,
+    )
+    .await
 }
 
 /// How far an accompaniment has come: probabilities for steps `0 .. done` (onset and sustain,

@@ -495,13 +495,6 @@ pub async fn watched_token_pass(
     watch: Watch,
     device: &Device,
 ) -> Result<AttentionRows, GenerateError> {
-    if model.config.task != Task::Continuation {
-        return Err(GenerateError::WrongTask {
-            model: model.config.task,
-            wanted: Task::Continuation,
-        });
-    }
-    watch.check(model)?;
     if ids.is_empty() {
         return Err(GenerateError::EmptyPrompt);
     }
@@ -519,14 +512,17 @@ pub async fn watched_token_pass(
         let c = coordinates.len() / len;
         Tensor::<3>::from_data(TensorData::new(coordinates, vec![1, len, c]), device)
     });
-    let mut state = model.start(seed, true, device);
-    state.capture_layer = Some(watch.layer);
-    state.capture_head = Some(watch.head);
-    state.stop_after = Some(watch.layer);
-    model.forward(Inputs::Tokens(input), labels, &mut state, None)?;
-    watched_rows(&state, Some(watch), 0)
-        .await?
-        .ok_or_else(|| GenerateError::Read("the watched layer recorded no attention".into()))
+    let inputs = Inputs::Tokens(input);
+    super::watched_forward(
+        model,
+        Task::Continuation,
+        inputs,
+        labels,
+        seed,
+        watch,
+        device,
+    )
+    .await
 }
 
 /// Rows `range` of flat coordinates `[len, c]` for `len` tokens (empty stays empty).

@@ -103,6 +103,35 @@ pub struct AttentionRows {
     pub values: Vec<f32>,
 }
 
+/// The watched head's rows of one pass of `inputs` (`labels`: F-StrIPE's coordinates) that
+/// runs only what a map shows: the blocks up to the watched layer, that head's keys and rows,
+/// no output read; noise seeded by `seed`, as a generation's. `task`: the model's, checked.
+async fn watched_forward(
+    model: &crate::model::performer::Performer,
+    task: crate::model::config::Task,
+    inputs: crate::model::performer::Inputs,
+    labels: Option<Tensor<3>>,
+    seed: u64,
+    watch: Watch,
+    device: &burn::tensor::Device,
+) -> Result<AttentionRows, GenerateError> {
+    if model.config.task != task {
+        return Err(GenerateError::WrongTask {
+            model: model.config.task,
+            wanted: task,
+        });
+    }
+    watch.check(model)?;
+    let mut state = model.start(seed, true, device);
+    state.capture_layer = Some(watch.layer);
+    state.capture_head = Some(watch.head);
+    state.stop_after = Some(watch.layer);
+    model.forward(inputs, labels, &mut state, None)?;
+    watched_rows(&state, Some(watch), 0)
+        .await?
+        .ok_or_else(|| GenerateError::Read("the watched layer recorded no attention".into()))
+}
+
 /// Reads the watched head's rows from a state that captured them.
 async fn watched_rows(
     state: &State,

@@ -10,6 +10,8 @@
 use std::time::Instant;
 
 use burn::tensor::Device;
+use pianoformer::generate::GenerateError;
+use pollster::block_on;
 
 use pianoformer::device::{self, Preference};
 use pianoformer::model::config::Task;
@@ -91,6 +93,19 @@ pub fn map(options: &Options) -> Result<(), String> {
     Ok(())
 }
 
+/// `generate` (a piece), then `map` over what it wrote: ms each.
+fn timed(
+    generate: impl FnOnce() -> Result<Piece, GenerateError>,
+    map: impl FnOnce(&Piece) -> Result<usize, GenerateError>,
+) -> Result<(f64, f64), String> {
+    let started = Instant::now();
+    let out = generate().map_err(|e| e.to_string())?;
+    let generation = ms(started);
+    let started = Instant::now();
+    map(&out).map_err(|e| e.to_string())?;
+    Ok((generation, ms(started)))
+}
+
 /// An accompaniment of `piece`, then the map of what it wrote: ms each.
 fn accompaniment_times(
     acc: &crate::models::Loaded,
@@ -98,28 +113,25 @@ fn accompaniment_times(
     options: &StudioOptions,
     device: &Device,
 ) -> Result<(f64, f64), String> {
-    let started = Instant::now();
-    let out = pollster::block_on(accompany_piece(
-        &acc.model,
-        acc.binarize,
-        acc.piano_sampling(),
-        piece,
-        options,
-        device,
-        |_| async { true },
-    ))
-    .map_err(|e| e.to_string())?;
-    let generation = ms(started);
-    let started = Instant::now();
-    pollster::block_on(accompaniment_attention(
-        &acc.model,
-        &out,
-        options,
-        device,
-        |_| async { true },
-    ))
-    .map_err(|e| e.to_string())?;
-    Ok((generation, ms(started)))
+    let done = |_| async { true };
+    timed(
+        || {
+            block_on(accompany_piece(
+                &acc.model,
+                acc.binarize,
+                acc.piano_sampling(),
+                piece,
+                options,
+                device,
+                done,
+            ))
+        },
+        |out| {
+            block_on(accompaniment_attention(
+                &acc.model, out, options, device, done,
+            ))
+        },
+    )
 }
 
 /// A continuation after `piece`, then the map of the whole piece written: ms each.
@@ -129,24 +141,17 @@ fn continuation_times(
     options: &StudioOptions,
     device: &Device,
 ) -> Result<(f64, f64), String> {
-    let started = Instant::now();
-    let out = pollster::block_on(continue_piece(
-        &cont.model,
-        piece,
-        options,
-        device,
-        |_| async { true },
-    ))
-    .map_err(|e| e.to_string())?;
-    let generation = ms(started);
-    let started = Instant::now();
-    pollster::block_on(continuation_attention(
-        &cont.model,
-        &out,
-        options,
-        device,
-        |_| async { true },
-    ))
-    .map_err(|e| e.to_string())?;
-    Ok((generation, ms(started)))
+    let done = |_| async { true };
+    timed(
+        || block_on(continue_piece(&cont.model, piece, options, device, done)),
+        |out| {
+            block_on(continuation_attention(
+                &cont.model,
+                out,
+                options,
+                device,
+                done,
+            ))
+        },
+    )
 }
