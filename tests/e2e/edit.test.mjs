@@ -154,6 +154,23 @@ test('a melody drawn and edited in the roll, accompanied, undone, redone and sha
     assert.deepEqual(normalizePiece(restored).tracks, normalizePiece(accompanied).tracks);
     assert.ok(melody(restored).some((n) => n[3] === 88) && melody(restored).some((n) => Math.abs(n[3] - 40) <= 4));
     await shared.close();
+
+    // A chord chart typed in the last bar's dialog fills it and the bar after, planned past the
+    // end (the syntax `generate --chords` reads); one Undo takes both back.
+    const before = await page.evaluate(() => window.pianoformer.piece);
+    const last = before.bars.length - 1;
+    await page.focus('canvas[aria-label^="Chord lane"]');
+    await page.keyboard.press('End');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#label-dialog[open]');
+    await page.fill('#label-input', 'Am7 | F G');
+    await page.click('#label-ok');
+    await page.waitForFunction((n) => window.pianoformer.piece.bars.length === n, before.bars.length + 1);
+    const charted = await page.evaluate(() => window.pianoformer.piece);
+    assert.deepEqual(charted.chords.slice(last), ['Am7', 'F G']);
+    assert.equal(charted.promptBars, before.promptBars, 'the new bar is planned, past the music');
+    await page.click('#undo');
+    assert.deepEqual((await page.evaluate(() => window.pianoformer.piece)).chords, before.chords);
     assert.deepEqual(log.filter((l) => l.startsWith('[pageerror]')), []);
     assert.deepEqual(await cspViolations(page, log), []);
   } finally {
