@@ -13,7 +13,7 @@
 import { fetchModel } from './www/store.js';
 import { SAMPLES } from './www/audio.js';
 
-export const VERSION = 13;
+export const VERSION = 14;
 export const SHELL_CACHE = `pianoformer-shell-v${VERSION}`;
 
 /** What the page cannot start without, relative to this worker. */
@@ -30,6 +30,7 @@ export const SHELL_FILES = [
   'www/audio-voices.js',
   'www/audio.js',
   'www/backend-card.js',
+  'www/backends.js',
   'www/commands.js',
   'www/compare-panel.js',
   'www/compare.js',

@@ -314,6 +314,17 @@ impl Performer {
         };
         let mut rows = Vec::new();
         for (layer, block) in self.blocks.iter().enumerate() {
+            // A pass that stops at a linear layer it captures (a map) needs that layer's rows
+            // alone: no values, no output, no feed-forward.
+            if state.stop_after == Some(layer)
+                && whole.is_none()
+                && c.attention == AttentionKind::Linear
+                && state.capture
+                && state.capture_layer.is_none_or(|l| l == layer)
+            {
+                rows.push(Some(self.rows_only(layer, block, x.clone(), &codes, state)));
+                break;
+            }
             let (out, row) = match &whole {
                 Some(w) => {
                     let h = block.norm1.forward(x.clone());
@@ -343,6 +354,40 @@ impl Performer {
             return Ok(x);
         }
         Ok(self.head.forward(self.norm.forward(x)))
+    }
+
+    /// The attention rows of a linear layer that captures them, and nothing else: its queries
+    /// and keys, encoded and mapped as [`Self::attend`] does, the watched head's alone kept
+    /// when only it is shown.
+    fn rows_only(
+        &self,
+        layer: usize,
+        block: &Block,
+        x: Tensor<3>,
+        codes: &Codes,
+        state: &mut State,
+    ) -> Tensor<4> {
+        let c = &self.config;
+        let [b, l, _] = x.dims();
+        let h = block.norm1.forward(x);
+        let split = |t: Tensor<3>| t.reshape([b, l, c.heads, c.d_head]).swap_dims(1, 2);
+        let q = split(block.wq.forward(h.clone()));
+        let k = split(block.wk.forward(h));
+        let (qh, kh) = self.pe.qk(layer, q, k, codes, &state.draw);
+        let device = qh.device();
+        let map = &state.maps[layer];
+        let (phi_q, phi_k) = (map.apply(qh, true), map.apply(kh, false));
+        let (q, k) = match state.capture_head {
+            Some(h) => (phi_q.narrow(1, h, 1), phi_k.narrow(1, h, 1)),
+            None => (phi_q, phi_k),
+        };
+        let old = state.keys[layer]
+            .take()
+            .map(|k| k.tensor(c.features, &device));
+        let keys = append(old, k);
+        let rows = attention_rows(q, keys.clone());
+        state.keys[layer] = Some(Keys::Tensor(Box::new(keys)));
+        rows
     }
 
     /// One block's attention sublayer (pre-LN): returns its output [batch, len, d_model] and,

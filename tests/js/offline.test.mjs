@@ -17,7 +17,7 @@ test('the shell holds every module and style of the page, and each one exists', 
     assert.ok(existsSync(new URL(f, root)), `${f} is listed but missing`);
   }
   // The bundles and their loaders are what the Worker imports: the CPU one is kept offline.
-  const worker = readFileSync(new URL('www/worker.js', root), 'utf8');
+  const worker = readFileSync(new URL('www/backends.js', root), 'utf8');
   assert.match(worker, /cpu: '\.\.\/pkg\/cpu\/pianoformer\.js', gpu: '\.\.\/pkg\/pianoformer\.js'/);
   assert.ok(SHELL_FILES.includes('pkg/cpu/pianoformer.js') && SHELL_FILES.includes('pkg/cpu/pianoformer_bg.wasm'));
   assert.match(SHELL_CACHE, /^pianoformer-shell-v\d+$/);
