@@ -5,7 +5,7 @@
 use burn::tensor::Device;
 use burn::tensor::activation::sigmoid;
 
-use super::{AttentionRows, GenerateError, Watch, read_f32, watched_rows};
+use super::{AttentionRows, GenerateError, MapFeatures, Watch, read_f32, watched_rows};
 use crate::data::Example;
 use crate::data::corpus::WindowSpec;
 use crate::data::sheet::Sheet;
@@ -242,7 +242,9 @@ pub async fn watched_pass(
     seed: u64,
     watch: Watch,
     device: &Device,
+    cache: Option<&mut MapFeatures>,
 ) -> Result<AttentionRows, GenerateError> {
+    let fingerprint = MapFeatures::fingerprint(&[&e.inputs, &e.coordinates], &[], seed);
     let (inputs, _, coords) = stack(std::slice::from_ref(e), device);
     let coords = coords.filter(|_| model.config.pe.is_structural());
     let inputs = Inputs::Rolls(inputs);
@@ -254,6 +256,7 @@ pub async fn watched_pass(
         seed,
         watch,
         device,
+        cache.map(|c| (c, fingerprint)),
     )
     .await
 }

@@ -494,6 +494,7 @@ pub async fn watched_token_pass(
     seed: u64,
     watch: Watch,
     device: &Device,
+    cache: Option<&mut super::MapFeatures>,
 ) -> Result<AttentionRows, GenerateError> {
     if ids.is_empty() {
         return Err(GenerateError::EmptyPrompt);
@@ -508,6 +509,7 @@ pub async fn watched_token_pass(
     let len = ids.len();
     let data: Vec<i64> = ids.iter().map(|&t| t as i64).collect();
     let input = Tensor::<2, Int>::from_data(TensorData::new(data, vec![1, len]), device);
+    let fingerprint = super::MapFeatures::fingerprint(&[&coordinates], ids, seed);
     let labels = (!coordinates.is_empty()).then(|| {
         let c = coordinates.len() / len;
         Tensor::<3>::from_data(TensorData::new(coordinates, vec![1, len, c]), device)
@@ -521,6 +523,7 @@ pub async fn watched_token_pass(
         seed,
         watch,
         device,
+        cache.map(|c| (c, fingerprint)),
     )
     .await
 }

@@ -103,9 +103,47 @@ pub struct AttentionRows {
     pub values: Vec<f32>,
 }
 
+/// What a map's pass computed that a map of another head, or of a layer no deeper, over the
+/// same notes can be drawn from without running the model again: every linear layer's query
+/// and key features (all heads) up to the layer it showed, and a fingerprint of what the pass
+/// read (the model's inputs, labels and seed). A caller keeps one per model; a pass over other
+/// notes replaces it.
+#[derive(Clone, Debug, Default)]
+pub struct MapFeatures {
+    fingerprint: u64,
+    layers: Vec<(Tensor<4>, Tensor<4>)>,
+}
+
+impl MapFeatures {
+    /// The fingerprint of a pass's inputs (`parts`: its numbers, each slice as read) and seed.
+    pub fn fingerprint(parts: &[&[f32]], ids: &[u32], seed: u64) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for part in parts {
+            part.len().hash(&mut h);
+            for x in *part {
+                x.to_bits().hash(&mut h);
+            }
+        }
+        ids.hash(&mut h);
+        seed.hash(&mut h);
+        h.finish()
+    }
+
+    /// The features of `watch.layer` when this pass read what `fingerprint` says.
+    fn of(&self, fingerprint: u64, watch: Watch) -> Option<&(Tensor<4>, Tensor<4>)> {
+        (self.fingerprint == fingerprint)
+            .then(|| self.layers.get(watch.layer))
+            .flatten()
+    }
+}
+
 /// The watched head's rows of one pass of `inputs` (`labels`: F-StrIPE's coordinates) that
-/// runs only what a map shows: the blocks up to the watched layer, that head's keys and rows,
-/// no output read; noise seeded by `seed`, as a generation's. `task`: the model's, checked.
+/// runs only what a map shows: the blocks up to the watched layer, that head's rows, no output
+/// read; noise seeded by `seed`, as a generation's. `task`: the model's, checked. With `cache`
+/// (and the inputs' `fingerprint`): a map the cached features hold is drawn from them, and a
+/// pass keeps its layers' features there.
+#[allow(clippy::too_many_arguments)]
 async fn watched_forward(
     model: &crate::model::performer::Performer,
     task: crate::model::config::Task,
@@ -114,6 +152,7 @@ async fn watched_forward(
     seed: u64,
     watch: Watch,
     device: &burn::tensor::Device,
+    cache: Option<(&mut MapFeatures, u64)>,
 ) -> Result<AttentionRows, GenerateError> {
     if model.config.task != task {
         return Err(GenerateError::WrongTask {
@@ -122,11 +161,37 @@ async fn watched_forward(
         });
     }
     watch.check(model)?;
+    let linear = model.config.attention == crate::model::config::AttentionKind::Linear;
+    let cache = cache.filter(|_| linear);
+    if let Some((c, fingerprint)) = &cache
+        && let Some((q, k)) = c.of(*fingerprint, watch)
+    {
+        let (q, k) = (
+            q.clone().narrow(1, watch.head, 1),
+            k.clone().narrow(1, watch.head, 1),
+        );
+        let rows = crate::model::attention::attention_rows(q, k);
+        let keys = rows.dims()[3];
+        return Ok(AttentionRows {
+            start: 0,
+            keys,
+            values: read_f32(rows).await?,
+        });
+    }
     let mut state = model.start(seed, true, device);
     state.capture_layer = Some(watch.layer);
     state.capture_head = Some(watch.head);
     state.stop_after = Some(watch.layer);
+    if cache.is_some() {
+        state.features = Some(Vec::new());
+    }
     model.forward(inputs, labels, &mut state, None)?;
+    if let (Some((c, fingerprint)), Some(layers)) = (cache, state.features.take()) {
+        *c = MapFeatures {
+            fingerprint,
+            layers,
+        };
+    }
     watched_rows(&state, Some(watch), 0)
         .await?
         .ok_or_else(|| GenerateError::Read("the watched layer recorded no attention".into()))

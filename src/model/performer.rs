@@ -212,6 +212,7 @@ impl Performer {
             capture_layer: None,
             capture_head: None,
             stop_after: None,
+            features: None,
             keys: vec![None; c.layers],
             rows: Vec::new(),
             decoder: None,
@@ -377,6 +378,9 @@ impl Performer {
         let device = qh.device();
         let map = &state.maps[layer];
         let (phi_q, phi_k) = (map.apply(qh, true), map.apply(kh, false));
+        if let Some(f) = state.features.as_mut() {
+            f.push((phi_q.clone(), phi_k.clone()));
+        }
         let (q, k) = match state.capture_head {
             Some(h) => (phi_q.narrow(1, h, 1), phi_k.narrow(1, h, 1)),
             None => (phi_q, phi_k),
@@ -416,6 +420,9 @@ impl Performer {
                 let map = &state.maps[layer];
                 let phi_q = map.apply(qh, true);
                 let phi_k = map.apply(kh, false);
+                if let Some(f) = state.features.as_mut() {
+                    f.push((phi_q.clone(), phi_k.clone()));
+                }
                 let prior = match std::mem::replace(&mut state.layers[layer], LayerState::Empty) {
                     LayerState::Linear(s) => *s,
                     LayerState::Plain { s, z } => {

@@ -6,8 +6,8 @@ use burn::tensor::Device;
 use super::{ACCOMPANIMENT_TRACK, Options, Progress};
 use crate::generate::binarize::{Binarize, binarize};
 use crate::generate::{
-    GenerateError, PianoSampling, accompany_probs, accompany_steps, input_example, piece_input,
-    splice, watched_pass,
+    GenerateError, MapFeatures, PianoSampling, accompany_probs, accompany_steps, input_example,
+    piece_input, splice, watched_pass,
 };
 use crate::model::performer::Performer;
 use crate::music::dynamics::Context;
@@ -150,12 +150,15 @@ where
 /// rows through `on_progress`: one teacher-forced pass, nothing sampled. A model that writes
 /// step by step reads the piano on screen (the generated track, else the pianist's) as the
 /// piano it wrote, so after a generation the map is the one the generation drew, and after an
-/// edit, a rewrite or a live take it is the map of the notes shown. Returns the steps.
+/// edit, a rewrite or a live take it is the map of the notes shown. With `cache` (one per
+/// model), another head or a layer no deeper over the same notes is drawn from the features
+/// the last pass kept. Returns the steps.
 pub async fn accompaniment_attention<F, Fut>(
     model: &Performer,
     piece: &Piece,
     options: &Options,
     device: &Device,
+    cache: Option<&mut MapFeatures>,
     mut on_progress: F,
 ) -> Result<usize, GenerateError>
 where
@@ -174,7 +177,7 @@ where
     let Some(watch) = options.watch() else {
         return Ok(e.len);
     };
-    let rows = watched_pass(model, &e, options.seed, watch, device).await?;
+    let rows = watched_pass(model, &e, options.seed, watch, device, cache).await?;
     on_progress(Progress {
         done: e.len,
         total: e.len,

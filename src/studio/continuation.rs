@@ -7,7 +7,8 @@ use burn::tensor::Device;
 
 use super::{CONTINUATION_TRACK, Options, Progress};
 use crate::generate::{
-    GenerateError, Length, continue_tokens, cut_prompt, prompt_tokens_with, watched_token_pass,
+    GenerateError, Length, MapFeatures, continue_tokens, cut_prompt, prompt_tokens_with,
+    watched_token_pass,
 };
 use crate::model::config::Task;
 use crate::model::performer::Performer;
@@ -229,12 +230,13 @@ where
 
 /// The watched head's attention over the whole piece as a continuation model reads it (its
 /// tokens, the last `max_prompt_tokens` of them), reported as rows: the map a user asks for
-/// after generating, or for any piece.
+/// after generating, or for any piece. `cache`: as [`super::accompaniment_attention`]'s.
 pub async fn continuation_attention<F, Fut>(
     model: &Performer,
     piece: &Piece,
     options: &Options,
     device: &Device,
+    cache: Option<&mut MapFeatures>,
     mut on_progress: F,
 ) -> Result<usize, GenerateError>
 where
@@ -258,6 +260,7 @@ where
         options.seed,
         watch,
         device,
+        cache,
     )
     .await?;
     on_progress(Progress {

@@ -283,6 +283,7 @@ fn attention_over_a_piece_covers_every_token() {
         &piece(),
         &options,
         &device,
+        None,
         |p| {
             let a = p.attention.unwrap();
             assert_eq!(a.start, rows);
@@ -745,6 +746,7 @@ fn the_attention_map_is_a_teacher_forced_pass_over_the_notes_shown() {
             piece,
             &options,
             &device,
+            None,
             |p| {
                 collect(&mut rows, p.attention);
                 async { true }
@@ -854,6 +856,7 @@ fn a_continuation_map_is_the_prompts_attention() {
             &piece,
             &options,
             &device,
+            None,
             |p| {
                 let a = p.attention.unwrap();
                 shown.extend(a.values.chunks(a.keys).map(<[f32]>::to_vec));
@@ -872,4 +875,86 @@ fn a_continuation_map_is_the_prompts_attention() {
 
 fn lane_prompt_for_tests(piece: &Piece) -> Vec<u32> {
     super::continuation::lane_prompt(piece).unwrap()
+}
+
+/// Another head, or a layer no deeper, over the same notes is drawn from the features the last
+/// map's pass kept, and is the map a fresh pass draws; other notes, or a deeper layer, run the
+/// model again (and are right too).
+#[test]
+fn a_map_of_another_head_is_drawn_from_the_last_pass_features() {
+    use crate::generate::MapFeatures;
+    use crate::model::config::Conditioning;
+    let device = Device::flex();
+    let accompaniment = Performer::new(
+        &PerformerConfig::tiny(Task::Accompaniment, 0, PeConfig::new(PeKind::SineSpe))
+            .with_inputs(Some(Conditioning::AUTOREGRESSIVE)),
+        4,
+        &device,
+    )
+    .unwrap();
+    let continuation = Performer::new(
+        &PerformerConfig::tiny(
+            Task::Continuation,
+            VOCAB_SIZE,
+            PeConfig::new(PeKind::Fstripe),
+        ),
+        5,
+        &device,
+    )
+    .unwrap();
+    let map = |model: &Performer, piece: &Piece, layer, head, cache: Option<&mut MapFeatures>| {
+        let options = Options {
+            watch: Some(WatchOptions { layer, head }),
+            ..Options::default()
+        };
+        let mut values = Vec::new();
+        let on = |p: Progress| {
+            values.extend(p.attention.unwrap().values);
+            async { true }
+        };
+        let run = match model.config.task {
+            Task::Continuation => pollster::block_on(continuation_attention(
+                model, piece, &options, &device, cache, on,
+            )),
+            _ => pollster::block_on(accompaniment_attention(
+                model, piece, &options, &device, cache, on,
+            )),
+        };
+        run.unwrap();
+        values
+    };
+    let same = |a: &[f32], b: &[f32]| {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-6)
+    };
+    let original = piece();
+    let mut edited = piece();
+    let melody = edited
+        .tracks
+        .iter_mut()
+        .find(|t| t.role == TrackRole::Melody)
+        .unwrap();
+    melody.notes[0].0 += 2;
+    let others = [
+        Performer::new(&accompaniment.config, 14, &device).unwrap(),
+        Performer::new(&continuation.config, 15, &device).unwrap(),
+    ];
+    for (model, other) in [&accompaniment, &continuation].into_iter().zip(&others) {
+        let mut cache = MapFeatures::default();
+        let first = map(model, &original, 1, 0, Some(&mut cache));
+        assert!(same(&first, &map(model, &original, 1, 0, None)));
+        // A hit runs no model: another model's weights given the same cache draw this one's
+        // map (the page keeps a cache per model, dropped when the model is replaced).
+        let hit = map(other, &original, 0, 1, Some(&mut cache.clone()));
+        assert!(same(&hit, &map(model, &original, 0, 1, None)));
+        assert!(!same(&hit, &map(other, &original, 0, 1, None)));
+        for (layer, head) in [(1, 1), (0, 1), (0, 0)] {
+            let cached = map(model, &original, layer, head, Some(&mut cache));
+            let fresh = map(model, &original, layer, head, None);
+            assert!(same(&cached, &fresh), "layer {layer} head {head}");
+        }
+        // Other notes: the cache is not read for them.
+        let after = map(model, &edited, 1, 1, Some(&mut cache));
+        assert!(same(&after, &map(model, &edited, 1, 1, None)));
+        assert!(!same(&after, &map(model, &original, 1, 1, None)));
+    }
 }

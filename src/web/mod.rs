@@ -132,6 +132,9 @@ pub struct Session {
     models: RefCell<HashMap<String, std::rc::Rc<Loaded>>>,
     /// Each harmonizer's probabilities for the last melody it read.
     harmony: RefCell<HashMap<String, studio::HarmonyCache>>,
+    /// Each model's features from its last attention map's pass: another head or a layer no
+    /// deeper over the same notes is drawn from them.
+    maps: RefCell<HashMap<String, crate::generate::MapFeatures>>,
     /// The live take in progress (out of the cell while one of its calls runs).
     live: RefCell<Option<LiveRun>>,
     /// The velocity model for written accompaniments (`setDynamics`), if the page gave one.
@@ -161,6 +164,7 @@ impl Session {
             backend,
             models: RefCell::new(HashMap::new()),
             harmony: RefCell::new(HashMap::new()),
+            maps: RefCell::new(HashMap::new()),
             live: RefCell::new(None),
             dynamics: RefCell::new(None),
         })
@@ -242,6 +246,7 @@ impl Session {
             templates: model.pe.templates(0, &[0]).is_some(),
         })?;
         self.harmony.borrow_mut().remove(&entry.name);
+        self.maps.borrow_mut().remove(&entry.name);
         self.models.borrow_mut().insert(
             entry.name.clone(),
             std::rc::Rc::new(Loaded { model, entry }),
@@ -439,7 +444,9 @@ impl Session {
     /// The watched head's attention over the piece's notes as they stand, without generating
     /// (after the user picks another layer or head, edits notes, rewrites bars or plays a take):
     /// one teacher-forced pass (`studio::accompaniment_attention`,
-    /// `studio::continuation_attention`); rows arrive through `on_progress` as in generation.
+    /// `studio::continuation_attention`), or, for another head or a layer no deeper over the
+    /// same notes, the features that pass kept; rows arrive through `on_progress` as in
+    /// generation.
     pub async fn attention(
         &self,
         name: String,
@@ -451,6 +458,8 @@ impl Session {
         let piece = parse_piece(&piece)?;
         let options = parse_options(&options)?;
         let device = &self.backend.device;
+        // Out of the cell while the pass runs (another call may come meanwhile).
+        let mut cache = self.maps.borrow_mut().remove(&name).unwrap_or_default();
         match loaded.model.config.task {
             Task::Accompaniment => {
                 studio::accompaniment_attention(
@@ -458,6 +467,7 @@ impl Session {
                     &piece,
                     &options,
                     device,
+                    Some(&mut cache),
                     progress_to(&on_progress, false),
                 )
                 .await
@@ -475,11 +485,21 @@ impl Session {
                     &piece,
                     &options,
                     device,
+                    Some(&mut cache),
                     progress_to(&on_progress, true),
                 )
                 .await
                 .map_err(to_js)?;
             }
+        }
+        // Kept unless the model was replaced or unloaded meanwhile.
+        if self
+            .models
+            .borrow()
+            .get(&name)
+            .is_some_and(|m| std::rc::Rc::ptr_eq(m, &loaded))
+        {
+            self.maps.borrow_mut().insert(name, cache);
         }
         Ok(())
     }

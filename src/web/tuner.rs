@@ -125,13 +125,15 @@ impl Session {
         let file = ModelFile::to_js(&entry, &weights)?;
         self.models
             .borrow_mut()
-            .insert(name, std::rc::Rc::new(Loaded { model, entry }));
+            .insert(name.clone(), std::rc::Rc::new(Loaded { model, entry }));
+        self.maps.borrow_mut().remove(&name);
         Ok(file)
     }
 
     /// Forgets the model `name` (a deleted fine-tuned model); true when it was loaded.
     #[wasm_bindgen(js_name = unloadModel)]
     pub fn unload_model(&self, name: &str) -> bool {
+        self.maps.borrow_mut().remove(name);
         self.models.borrow_mut().remove(name).is_some()
     }
 }

@@ -88,6 +88,10 @@ pub struct State {
     pub stop_after: Option<usize>,
     pub(super) keys: Vec<Option<Keys>>,
     pub rows: Vec<Option<Tensor<4>>>,
+    /// When `Some`: every linear layer run by a whole-sequence call pushes its queries' and
+    /// keys' features here (all heads, [batch, heads, len, m] each), what a map of another
+    /// head or layer over the same call is drawn from ([`crate::generate::MapFeatures`]).
+    pub features: Option<Vec<(Tensor<4>, Tensor<4>)>>,
     /// The plain-slice decoder [`Performer::step`] uses, if any, and the draws it has read.
     pub(super) decoder: Option<Arc<Decoder>>,
     pub(super) plain_draw: Option<Arc<PlainDraw>>,

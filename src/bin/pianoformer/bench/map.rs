@@ -4,8 +4,10 @@
 //! accompaniment) write a fixture song's piece with the map watched, then the map of the
 //! piece written is drawn again by one teacher-forced pass (`studio::accompaniment_attention`,
 //! `studio::continuation_attention`). Each length in `--positions` (bars, default 16 and 64)
-//! runs once to warm up and once timed; the ratio of the two times is the figure (issue 54:
-//! at most 1/10).
+//! runs once to warm up and once timed; the ratio of the two times is the figure. This is the
+//! first map over new notes (no features kept); another head over the same notes reads the
+//! features the page's session keeps (`generate::MapFeatures`), measured in the page by
+//! `node tools/bench-map.mjs` (issue 54: at most 1/10).
 
 use std::time::Instant;
 
@@ -128,7 +130,7 @@ fn accompaniment_times(
         },
         |out| {
             block_on(accompaniment_attention(
-                &acc.model, out, options, device, done,
+                &acc.model, out, options, device, None, done,
             ))
         },
     )
@@ -150,6 +152,7 @@ fn continuation_times(
                 out,
                 options,
                 device,
+                None,
                 done,
             ))
         },
