@@ -122,8 +122,9 @@ function wire() {
     $(id).addEventListener('change', () => {
       // Compared results kept the old head's maps: each draws the new one when shown.
       if (store.comparison) store.comparison.a.attention = store.comparison.b.attention = null;
-      showTemplate();
+      // The map first: the Worker answers in order, and the template is the smaller picture.
       refreshAttention();
+      showTemplate();
       save();
     });
   }

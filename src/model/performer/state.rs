@@ -90,7 +90,7 @@ pub struct State {
     pub rows: Vec<Option<Tensor<4>>>,
     /// When `Some`: every linear layer run by a whole-sequence call pushes its queries' and
     /// keys' features here (all heads, [batch, heads, len, m] each), what a map of another
-    /// head or layer over the same call is drawn from ([`crate::generate::MapFeatures`]).
+    /// head or layer over the same call is drawn from (`generate::MapFeatures` keeps them).
     pub features: Option<Vec<(Tensor<4>, Tensor<4>)>>,
     /// The plain-slice decoder [`Performer::step`] uses, if any, and the draws it has read.
     pub(super) decoder: Option<Arc<Decoder>>,
