@@ -48,8 +48,8 @@ pub struct Options {
     /// validation songs; 0: not at all).
     pub echo: Option<f32>,
     /// How busy the new notes are. Continuation: notes a beat as a multiple of the music before
-    /// them ([`Sampling::density`]; `None`: [`crate::generate::DEFAULT_DENSITY`], the prompt's
-    /// pace); step-by-step accompaniment: about this many times the onsets the model would play
+    /// them, on every new bar ([`Sampling::density`]; `None`: [`crate::generate::DEFAULT_DENSITY`],
+    /// the prompt's pace, on bars whose chords nobody planned); step-by-step accompaniment: about this many times the onsets the model would play
     /// ([`PianoSampling::density`]; `None`: as the model plays).
     pub density: Option<f32>,
     /// Continuation: how strongly unplanned new bars keep the pitch classes of the music
@@ -203,8 +203,10 @@ impl Options {
             top_p: self.top_p,
             seed: self.seed,
             echo: self.echo.unwrap_or(crate::generate::DEFAULT_ECHO),
-            // The prompt's pace unless asked otherwise (chosen on validation songs).
+            // The prompt's pace on unplanned bars unless asked otherwise, then on every bar
+            // (chosen on validation songs).
             density: Some(self.density.unwrap_or(crate::generate::DEFAULT_DENSITY)),
+            density_on_plan: self.density.is_some(),
             // The prompt's key held on unplanned bars unless asked otherwise (validation).
             key: self.key.unwrap_or(crate::generate::DEFAULT_KEY),
         }

@@ -299,6 +299,16 @@ pub struct PlanScores {
     pub song_chord_tones: Option<f64>,
     pub echo: Option<f64>,
     pub song_echo: Option<f64>,
+    /// The echo split by where the first occurrence lies: in the prompt (the song's own bars
+    /// come back) or among the new bars (the continuation repeats itself); the song's beside.
+    #[serde(default)]
+    pub echo_of_prompt: Option<f64>,
+    #[serde(default)]
+    pub song_echo_of_prompt: Option<f64>,
+    #[serde(default)]
+    pub echo_of_new: Option<f64>,
+    #[serde(default)]
+    pub song_echo_of_new: Option<f64>,
 }
 
 /// Scores `generated` (ids after the case's prompt, written under `plan`).
@@ -325,6 +335,7 @@ pub fn score_plan(
         .into_iter()
         .filter(|&(_, b)| b < bars.len())
         .collect();
+    let (of_prompt, of_new): (Vec<_>, Vec<_>) = pairs.iter().partition(|&&(a, _)| a < p);
     PlanScores {
         song: case.song.clone(),
         plan: which.to_string(),
@@ -343,6 +354,10 @@ pub fn score_plan(
         song_chord_tones: chord_tones(real_new, &case.own_plan()),
         echo: echo(&bars, &pairs),
         song_echo: echo(&case.real, &pairs),
+        echo_of_prompt: echo(&bars, &of_prompt),
+        song_echo_of_prompt: echo(&case.real, &of_prompt),
+        echo_of_new: echo(&bars, &of_new),
+        song_echo_of_new: echo(&case.real, &of_new),
     }
 }
 
@@ -406,6 +421,16 @@ pub struct PlanSummary {
     /// `echo / song_echo`, over the samples with both.
     pub echo_ratio: f64,
     pub echo_samples: usize,
+    /// The echo ratio of phrases first heard in the prompt, and of phrases first heard in the
+    /// new bars (the samples with each).
+    #[serde(default)]
+    pub echo_ratio_of_prompt: f64,
+    #[serde(default)]
+    pub echo_samples_of_prompt: usize,
+    #[serde(default)]
+    pub echo_ratio_of_new: f64,
+    #[serde(default)]
+    pub echo_samples_of_new: usize,
 }
 
 impl PlanSummary {
@@ -415,13 +440,20 @@ impl PlanSummary {
             mean_std(&s.iter().filter_map(|x| f(x)).collect::<Vec<_>>()).0
         };
         let rates: Vec<f64> = s.iter().filter_map(|x| x.note_rate).collect();
-        let echoed: Vec<&&PlanScores> = s
-            .iter()
-            .filter(|x| x.echo.is_some() && x.song_echo.is_some())
-            .collect();
-        let both = |f: fn(&PlanScores) -> Option<f64>| {
-            echoed.iter().filter_map(|x| f(x)).sum::<f64>() / echoed.len().max(1) as f64
+        // `ours / the song's` over the samples with both, and their count.
+        let ratio = |ours: fn(&PlanScores) -> Option<f64>, song: fn(&PlanScores) -> Option<f64>| {
+            let both: Vec<(f64, f64)> = s
+                .iter()
+                .filter_map(|x| Some((ours(x)?, song(x)?)))
+                .collect();
+            let sum = |f: fn(&(f64, f64)) -> f64| both.iter().map(f).sum::<f64>();
+            (sum(|b| b.0) / sum(|b| b.1), both.len())
         };
+        let (echo_ratio, echo_samples) = ratio(|x| x.echo, |x| x.song_echo);
+        let (echo_ratio_of_prompt, echo_samples_of_prompt) =
+            ratio(|x| x.echo_of_prompt, |x| x.song_echo_of_prompt);
+        let (echo_ratio_of_new, echo_samples_of_new) =
+            ratio(|x| x.echo_of_new, |x| x.song_echo_of_new);
         let (key, song_key) = (mean(&|x| x.key), mean(&|x| x.song_key));
         let mut ratios: Vec<f64> = s.iter().filter_map(|x| x.prompt_ratio).collect();
         ratios.sort_by(f64::total_cmp);
@@ -447,8 +479,12 @@ impl PlanSummary {
             song_chord_tones: mean(&|x| x.song_chord_tones),
             echo: mean(&|x| x.echo),
             song_echo: mean(&|x| x.song_echo),
-            echo_ratio: both(|x| x.echo) / both(|x| x.song_echo),
-            echo_samples: echoed.len(),
+            echo_ratio,
+            echo_samples,
+            echo_ratio_of_prompt,
+            echo_samples_of_prompt,
+            echo_ratio_of_new,
+            echo_samples_of_new,
         }
     }
 }

@@ -245,14 +245,15 @@ pub async fn watched_pass(
     cache: Option<&mut MapFeatures>,
 ) -> Result<AttentionRows, GenerateError> {
     let fingerprint = MapFeatures::fingerprint(&[&e.inputs, &e.coordinates], &[], seed);
-    let (inputs, _, coords) = stack(std::slice::from_ref(e), device);
-    let coords = coords.filter(|_| model.config.pe.is_structural());
-    let inputs = Inputs::Rolls(inputs);
+    let build = || {
+        let (inputs, _, coords) = stack(std::slice::from_ref(e), device);
+        let coords = coords.filter(|_| model.config.pe.is_structural());
+        (Inputs::Rolls(inputs), coords)
+    };
     super::watched_forward(
         model,
         Task::Accompaniment,
-        inputs,
-        coords,
+        build,
         seed,
         watch,
         device,

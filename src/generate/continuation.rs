@@ -282,7 +282,8 @@ where
                 // A counter, not a stream: the GPU's draw of this token takes the same number.
                 let u = uniform(sampling.seed, out.len(), 0, 0);
                 let keyed = key.as_ref().filter(|_| !planned_bar);
-                let id = if lean.is_none() && density.is_none() && keyed.is_none() {
+                let steering = density.as_ref().is_some_and(|d| d.counting());
+                let id = if lean.is_none() && !steering && keyed.is_none() {
                     sample_token(&logits, &allowed, sampling, u)
                 } else {
                     let mut leaning = logits.clone();
@@ -290,7 +291,8 @@ where
                         let t = sampling.temperature;
                         k.tilt(sampling.key, chord_now.flatten(), &allowed, &mut leaning, t);
                     }
-                    if let (Some(d), Some(now)) = (density.as_mut(), places.last()) {
+                    let steered = density.as_mut().filter(|d| d.counting());
+                    if let (Some(d), Some(now)) = (steered, places.last()) {
                         let last = history.last().and_then(|&id| Token::from_id(id));
                         let (beats, t) = (grammar.bar_beats(), sampling.temperature);
                         d.tilt(now, last, beats, &allowed, &mut leaning, t);
@@ -376,6 +378,11 @@ where
                 }
                 _ => echo.advance(token),
             }
+        }
+        // The default density leaves planned bars (chords given, or a repeat's copied) to
+        // the model and the plan.
+        if let (Token::Bar, Some(d)) = (token, density.as_mut()) {
+            d.count(sampling.density_on_plan || !planned_bar, place.beat);
         }
         let position = state.position;
         // Starting again: only when bar lines leave something out.
@@ -506,20 +513,21 @@ pub async fn watched_token_pass(
         phrases,
     };
     let coordinates = structure.of(&places);
-    let len = ids.len();
-    let data: Vec<i64> = ids.iter().map(|&t| t as i64).collect();
-    let input = Tensor::<2, Int>::from_data(TensorData::new(data, vec![1, len]), device);
     let fingerprint = super::MapFeatures::fingerprint(&[&coordinates], ids, seed);
-    let labels = (!coordinates.is_empty()).then(|| {
-        let c = coordinates.len() / len;
-        Tensor::<3>::from_data(TensorData::new(coordinates, vec![1, len, c]), device)
-    });
-    let inputs = Inputs::Tokens(input);
+    let build = || {
+        let len = ids.len();
+        let data: Vec<i64> = ids.iter().map(|&t| t as i64).collect();
+        let input = Tensor::<2, Int>::from_data(TensorData::new(data, vec![1, len]), device);
+        let labels = (!coordinates.is_empty()).then(|| {
+            let c = coordinates.len() / len;
+            Tensor::<3>::from_data(TensorData::new(coordinates, vec![1, len, c]), device)
+        });
+        (Inputs::Tokens(input), labels)
+    };
     super::watched_forward(
         model,
         Task::Continuation,
-        inputs,
-        labels,
+        build,
         seed,
         watch,
         device,

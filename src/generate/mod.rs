@@ -120,10 +120,12 @@ impl MapFeatures {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         for part in parts {
-            part.len().hash(&mut h);
-            for x in *part {
-                x.to_bits().hash(&mut h);
-            }
+            // One write of all its bits (an integer slice hashes as its bytes), not one per
+            // number: the page fingerprints every map request's input before a cache hit.
+            part.iter()
+                .map(|x| x.to_bits())
+                .collect::<Vec<u32>>()
+                .hash(&mut h);
         }
         ids.hash(&mut h);
         seed.hash(&mut h);
@@ -143,12 +145,12 @@ impl MapFeatures {
 /// read; noise seeded by `seed`, as a generation's. `task`: the model's, checked. With `cache`
 /// (and the inputs' `fingerprint`): a map the cached features hold is drawn from them, and a
 /// pass keeps its layers' features there.
+/// `build` makes the pass's inputs and labels, only when the model runs.
 #[allow(clippy::too_many_arguments)]
 async fn watched_forward(
     model: &crate::model::performer::Performer,
     task: crate::model::config::Task,
-    inputs: crate::model::performer::Inputs,
-    labels: Option<Tensor<3>>,
+    build: impl FnOnce() -> (crate::model::performer::Inputs, Option<Tensor<3>>),
     seed: u64,
     watch: Watch,
     device: &burn::tensor::Device,
@@ -185,6 +187,7 @@ async fn watched_forward(
     if cache.is_some() {
         state.features = Some(Vec::new());
     }
+    let (inputs, labels) = build();
     model.forward(inputs, labels, &mut state, None)?;
     if let (Some((c, fingerprint)), Some(layers)) = (cache, state.features.take()) {
         *c = MapFeatures {

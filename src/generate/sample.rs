@@ -23,6 +23,11 @@ pub struct Sampling {
     /// (0.5: half as busy, 2: twice); sampling tilts the model's choice of how many notes
     /// come, not which (the `density` module). `None` leaves the model alone.
     pub density: Option<f32>,
+    /// Continuation: whether `density` also steers bars whose chords are planned (the
+    /// person's, or those a repeat copies from its first occurrence). An asked density does;
+    /// the default one ([`DEFAULT_DENSITY`]) steers only bars nobody planned: a plan says
+    /// where the music changes section, and the model follows it there.
+    pub density_on_plan: bool,
     /// Continuation: how strongly bars whose harmony is not planned keep the pitch classes of
     /// the prompt's last bars: the model's chords lean towards them and pitches outside them
     /// (not of the chord in force) lose odds, each by its share's ratio to one in twelve to
@@ -38,10 +43,13 @@ pub struct Sampling {
 pub const DEFAULT_ECHO: f32 = 5.0;
 
 /// The continuation's density where none is asked: the prompt's notes a beat held (the
-/// Density controller at 1). Chosen on the validation songs' openings and mid-song prompts
-/// with `eval --openings` (reports/continuation.md, "The path a person takes"): without it the
-/// default model played an opening's 8 new bars at a median 1.22× the prompt's notes a beat,
-/// 64 % of them within 0.75–1.33×; with it 1.04× and 100 %, with key and register no worse.
+/// Density controller at 1) on bars nobody planned ([`Sampling::density_on_plan`] false).
+/// Chosen on the validation songs' openings and mid-song prompts with `eval --openings`
+/// (reports/continuation.md, "The path a person takes"): without it the default model played
+/// an opening's 8 new bars at a median 1.22× the prompt's notes a beat, 64 % of them within
+/// 0.75–1.33×; with it 1.04× and 100 %, with key and register no worse. On planned bars the
+/// validation plan panel preferred the model's own pace (0.95× the real next bars' notes a
+/// beat against 0.81× held; "Planned bars keep their own pace").
 pub const DEFAULT_DENSITY: f32 = 1.0;
 
 /// The continuation's key hold where none is asked ([`Sampling::key`]). Chosen on the
@@ -60,6 +68,7 @@ impl Default for Sampling {
             seed: 0,
             echo: DEFAULT_ECHO,
             density: None,
+            density_on_plan: true,
             key: 0.0,
         }
     }

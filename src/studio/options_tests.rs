@@ -140,16 +140,19 @@ fn options_are_checked_in_words_and_fill_in_the_models_defaults() {
     };
     assert_eq!(many.length().tokens, crate::studio::MAX_TOKENS);
     assert_eq!(given.sampling().seed, 7);
-    // A continuation holds the prompt's pace unless another density is asked.
+    // A continuation holds the prompt's pace on bars nobody planned unless another density
+    // is asked, which then holds on every bar.
     assert_eq!(
         base().sampling().density,
         Some(crate::generate::DEFAULT_DENSITY)
     );
+    assert!(!base().sampling().density_on_plan);
     let sparse = Options {
         density: Some(0.5),
         ..base()
     };
     assert_eq!(sparse.sampling().density, Some(0.5));
+    assert!(sparse.sampling().density_on_plan);
     // And its key, unless the hold is set (0: as the model plays).
     assert_eq!(base().sampling().key, crate::generate::DEFAULT_KEY);
     const { assert!(crate::generate::DEFAULT_KEY > 0.0) };

@@ -836,6 +836,7 @@ fn a_continuation_map_is_the_prompts_attention() {
                 seed: options.seed,
                 echo: 0.0,
                 density: None,
+                density_on_plan: true,
                 key: 0.0,
             },
             &[],

@@ -82,6 +82,7 @@ fn decode(
         seed: 0,
         echo: 0.0,
         density: None,
+        density_on_plan: true,
         key: 0.0,
     };
     let mut id = Token::Bos.id();

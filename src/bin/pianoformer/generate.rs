@@ -109,8 +109,9 @@ pub struct Args {
     #[arg(long)]
     pub echo: Option<f32>,
     /// How busy the new notes are: 0.5 half as many, 2 twice. Continuation: as a multiple of
-    /// the notes a beat of the music before (its last 8 bars with notes; default 1, chosen on
-    /// validation songs, as the page plays); step-by-step accompaniment: of the onsets the
+    /// the notes a beat of the music before (its last 8 bars with notes), on every new bar;
+    /// default 1 on the bars whose chords are not planned, planned ones following their plan
+    /// (chosen on validation songs, as the page plays); step-by-step accompaniment: of the onsets the
     /// model would play (default: as it plays). A model that writes the whole accompaniment at
     /// once (its piano not read back) plays as it does: use --threshold there.
     #[arg(long)]

@@ -118,12 +118,20 @@ fn the_songs_own_continuation_scores_as_the_song() {
     );
     assert_eq!(s.echo, Some(1.0), "the loop repeats itself exactly");
     assert_eq!(s.echo, s.song_echo);
+    // Every repeated phrase of the loop was first heard in the prompt.
+    assert_eq!((s.echo_of_prompt, s.echo_of_new), (Some(1.0), None));
     // Silence instead: no notes, no key, no tones.
     let bars_only: Vec<u32> = vec![T::Bar.id(); PLAN_BARS];
     let quiet = score_plan(&case, "own", &case.own_plan(), &bars_only, true);
     assert_eq!(quiet.note_rate, Some(0.0));
     assert_eq!((quiet.key, quiet.chord_tones), (None, None));
     assert!(quiet.echo.unwrap() < 1.0);
+    assert_eq!(
+        quiet.echo_of_prompt,
+        Some(0.0),
+        "the prompt's bars did not come back"
+    );
+    assert_eq!(quiet.song_echo_of_prompt, Some(1.0));
 }
 
 #[test]
@@ -171,6 +179,10 @@ fn the_summary_counts_songs_over_the_note_rate_limit() {
         song_chord_tones: Some(0.9),
         echo,
         song_echo: echo.map(|_| 0.5),
+        echo_of_prompt: echo.map(|e| e + 0.1),
+        song_echo_of_prompt: echo.map(|_| 0.5),
+        echo_of_new: None,
+        song_echo_of_new: Some(0.5),
     };
     let samples = [
         s("a", 1.0, Some(0.4)),
@@ -188,5 +200,8 @@ fn the_summary_counts_songs_over_the_note_rate_limit() {
     assert!((sum.key_ratio - 0.9 / 0.95).abs() < 1e-9);
     assert!((sum.echo_ratio - 0.9).abs() < 1e-9);
     assert_eq!(sum.echo_samples, 2);
+    assert!((sum.echo_ratio_of_prompt - 1.1).abs() < 1e-9);
+    assert_eq!(sum.echo_samples_of_prompt, 2);
+    assert_eq!(sum.echo_samples_of_new, 0, "a ratio needs both");
     assert_eq!(PlanSummary::of("substituted", &samples).samples, 0);
 }

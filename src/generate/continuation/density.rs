@@ -43,6 +43,10 @@ pub(super) struct Density {
     /// The integral part of `β`, and the beat up to which it is gathered.
     integral: f64,
     gathered: f32,
+    /// Beats of bars left out of the count ([`Density::count`]), and where the span left out
+    /// now started, while one is.
+    skipped: f32,
+    paused: Option<f32>,
 }
 
 impl Density {
@@ -63,7 +67,29 @@ impl Density {
             start,
             integral: 0.0,
             gathered: start,
+            skipped: 0.0,
+            paused: None,
         })
+    }
+
+    /// Whether the bars from `beat` on are steered and counted (`false`: the controller
+    /// neither tilts them nor counts their notes and beats, as if they were not there, until
+    /// told `true` again).
+    pub(super) fn count(&mut self, counting: bool, beat: f32) {
+        match (counting, self.paused) {
+            (false, None) => self.paused = Some(beat),
+            (true, Some(from)) => {
+                self.skipped += (beat - from).max(0.0);
+                self.paused = None;
+                self.gathered = self.gathered.max(beat);
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether the controller steers the bar it is in.
+    pub(super) fn counting(&self) -> bool {
+        self.paused.is_none()
     }
 
     /// Onsets per beat wanted.
@@ -75,7 +101,7 @@ impl Density {
     /// `β` where the music stands (`now`: the place of the last token): positive when the new
     /// part is sparser than the target. Gathers the integral part up to `now`.
     fn beta(&mut self, now: &TokenPlace) -> f64 {
-        let beats = f64::from((now.beat - self.start).max(0.0));
+        let beats = f64::from((now.beat - self.start - self.skipped).max(0.0));
         let prior = self.target * PRIOR_BEATS;
         let off = ((self.onsets as f64 + prior) / (self.target * beats + prior)).ln();
         let step = f64::from((now.beat - self.gathered).max(0.0));
@@ -123,7 +149,7 @@ impl Density {
 
     /// Counts `token` once it is written.
     pub(super) fn advance(&mut self, token: Token) {
-        if matches!(token, Token::Pitch(_)) {
+        if matches!(token, Token::Pitch(_)) && self.counting() {
             self.onsets += 1;
         }
     }
@@ -294,5 +320,53 @@ mod tests {
             1.0,
         );
         assert!(none.iter().all(|&x| x == 0.0));
+    }
+
+    /// Bars left out of the count (`count(false, …)`, planned bars under the default density)
+    /// are as if they were not there: their notes and beats do not move the tilt after them.
+    #[test]
+    fn a_span_left_out_is_neither_counted_nor_gathered() {
+        let tilt_at_end = |d: &mut Density, ids: &[u32]| {
+            let mut logits = vec![0.0f32; VOCAB_SIZE];
+            let walk = places(ids);
+            let last = Token::from_id(*ids.last().unwrap());
+            d.tilt(
+                walk.last().unwrap(),
+                last,
+                4,
+                &[true; VOCAB_SIZE],
+                &mut logits,
+                1.0,
+            );
+            logits
+        };
+        // Two empty bars after the prompt (which ends on the bar line at beat 8).
+        let p = prompt();
+        let mut plain = Density::new(1.0, &p, &places(&p), 4).unwrap();
+        let mut two = p.clone();
+        two.extend(ids(&[Token::Bar, Token::Bar]));
+        let want = tilt_at_end(&mut plain, &two);
+        // A bar of eight notes left out, then the same two empty bars.
+        let mut d = Density::new(1.0, &p, &places(&p), 4).unwrap();
+        d.count(false, 8.0);
+        assert!(!d.counting());
+        let mut ids_left_out = p.clone();
+        let mut bar = vec![Token::Position(0)];
+        bar.extend((0..8).map(|k| Token::Pitch(60 + k)));
+        bar.extend([Token::Velocity(20), Token::Duration(2)]);
+        for t in &bar {
+            d.advance(*t);
+            ids_left_out.push(t.id());
+        }
+        ids_left_out.push(Token::Bar.id());
+        d.count(true, 12.0);
+        assert!(d.counting());
+        ids_left_out.extend(ids(&[Token::Bar, Token::Bar]));
+        assert_eq!(tilt_at_end(&mut d, &ids_left_out), want);
+        let at = |t: Token| want[t.id() as usize];
+        assert!(
+            at(Token::Position(8)) < at(Token::Position(0)),
+            "behind: sooner"
+        );
     }
 }

@@ -510,3 +510,70 @@ fn a_key_hold_keeps_unplanned_bars_on_the_prompts_pitch_classes() {
         assert!(planned < 0.4, "{got}");
     }
 }
+
+/// The default density (`density_on_plan: false`) steers only bars nobody planned: bars with
+/// planned chords are the model's, as if no density were asked, while an asked density
+/// (`density_on_plan: true`) steers them too. An untrained model plays about five times the
+/// prompt's rate; asked for half, the unplanned bars are steered either way.
+#[test]
+fn the_default_density_leaves_planned_bars_to_the_model() {
+    let device = Device::flex();
+    let model = tiny_sinespe(&device);
+    let prompt = bars(4, 2);
+    // Bars 1–4 unplanned, 5–8 planned.
+    let mut plan = vec![vec![]; 4];
+    plan.extend(vec![vec![Chord::parse("G").unwrap()]; 4]);
+    let run = |density: Option<f32>, on_plan: bool, seed: u64| {
+        pollster::block_on(continue_tokens(
+            &model,
+            &prompt,
+            Length {
+                bars: Some(8),
+                ..Length::tokens(3000)
+            },
+            Sampling {
+                seed,
+                density,
+                density_on_plan: on_plan,
+                ..Sampling::default()
+            },
+            &plan,
+            &[],
+            None,
+            &device,
+            |_| std::future::ready(true),
+        ))
+        .unwrap()
+    };
+    // Onsets in each new bar.
+    let per_bar = |ids: &[u32]| {
+        let mut bars: Vec<usize> = Vec::new();
+        for &id in ids {
+            match Token::from_id(id) {
+                Some(T::Bar) => bars.push(0),
+                Some(T::Pitch(_)) => {
+                    if let Some(b) = bars.last_mut() {
+                        *b += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        bars
+    };
+    for seed in 0..2 {
+        let default = per_bar(&run(Some(0.5), false, seed));
+        let asked = per_bar(&run(Some(0.5), true, seed));
+        assert_eq!(
+            default[..4],
+            asked[..4],
+            "seed {seed}: the unplanned bars are steered alike"
+        );
+        let (free, steered) = (
+            default[4..].iter().sum::<usize>(),
+            asked[4..].iter().sum::<usize>(),
+        );
+        let got = format!("seed {seed}: planned bars {free} notes by default, {steered} asked");
+        assert!(free as f64 > 2.5 * steered as f64, "{got}");
+    }
+}

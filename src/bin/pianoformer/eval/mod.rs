@@ -115,7 +115,9 @@ pub struct Args {
     /// its phrase's first occurrence (0: not at all; default: what the page plays with).
     #[arg(long)]
     pub echo: Option<f32>,
-    /// --sample, --plan: the new part's notes a beat as a multiple of the prompt's; the
+    /// --sample, --plan: the new part's notes a beat as a multiple of the prompt's, on every
+    /// bar (default: --sample as the model plays, --plan the page's default, which leaves
+    /// planned bars to the model); the
     /// accompaniment panel: about this many times the onsets the model would play (as
     /// `generate --density`; default: as the model plays).
     #[arg(long)]

@@ -18,7 +18,7 @@ use pianoformer::device::{self, Preference};
 use pianoformer::eval::plan::{
     MAX_NOTE_RATE, PLAN_BARS, Plan, PlanCase, PlanScores, PlanSummary, sample_plan,
 };
-use pianoformer::generate::Sampling;
+use pianoformer::generate::{DEFAULT_DENSITY, Sampling};
 use pianoformer::model::config::Task;
 use pianoformer::model::performer::Performer;
 use pianoformer::models::Manifest;
@@ -53,7 +53,10 @@ pub fn run(args: Args) -> Result<(), String> {
             top_p: args.top_p,
             seed: args.seed,
             echo: args.echo()?,
-            density: args.density()?,
+            // The page's default unless a density is asked: the prompt's pace on unplanned
+            // bars only (the panel's bars are all planned, so the model's own pace there).
+            density: Some(args.density()?.unwrap_or(DEFAULT_DENSITY)),
+            density_on_plan: args.density.is_some(),
             key: args.key()?.unwrap_or(0.0),
         };
         let model = &loaded.model;
@@ -344,6 +347,17 @@ fn print_table(summaries: &[PlanSummary], out: &mut dyn std::io::Write) {
             s.song_echo,
             s.echo_samples,
             s.echo_ratio
+        );
+    }
+    for s in summaries {
+        let _ = writeln!(
+            out,
+            "{}: echo ratio of phrases first heard in the prompt {:.2} ({} samples), in the new bars {:.2} ({} samples)",
+            s.plan,
+            s.echo_ratio_of_prompt,
+            s.echo_samples_of_prompt,
+            s.echo_ratio_of_new,
+            s.echo_samples_of_new
         );
     }
 }

@@ -45,6 +45,7 @@ pub fn run(args: Args) -> Result<(), String> {
         seed: args.seed,
         echo: args.echo()?,
         density: args.density()?,
+        density_on_plan: true,
         key: args.key()?.unwrap_or(0.0),
     };
     let device = &device;
