@@ -264,6 +264,36 @@ fn the_default_models_accompany_and_continue_a_song() {
         "{right} of {} beats on the melody's roots: {beats:?}",
         beats.len()
     );
+    // Alternatives to audition: the first is the lane, the others differ from it and are
+    // each less likely than it under the harmonizer's decode.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pianoformer"))
+        .args(["inspect", "--json", "--suggest", "4"])
+        .arg(&prompt)
+        .env("PIANOFORMER_MODELS", models_dir())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let suggested: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let list = suggested["suggestions"].as_array().unwrap();
+    assert!(list.len() >= 2 && list.len() <= 4, "{list:?}");
+    assert_eq!(list[0]["chords_per_bar"], summary["chords_per_bar"]);
+    let first = list[0]["log_prob"].as_f64().unwrap();
+    for other in &list[1..] {
+        assert_ne!(other["chords_per_bar"], list[0]["chords_per_bar"]);
+        let p = other["log_prob"].as_f64().unwrap();
+        assert!(p < first && p < 0.0, "{p} against {first}");
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pianoformer"))
+        .args(["inspect", "--suggest", "9"])
+        .arg(&prompt)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 to 8"));
     // The continuation plays as busy as asked: half and twice the prompt's notes a beat (a
     // note a beat) over eight new bars, the model choosing which notes.
     let continued = |density: &str| {

@@ -14,7 +14,7 @@ use crate::data::corpus::{Corpus, Piece};
 use crate::generate::harmonize::{Choice, progression};
 use crate::music::chords::{Chord, Quality};
 use crate::music::grid::Grid;
-use crate::music::harmony::decode::{HarmonyDecode, Rhythm};
+use crate::music::harmony::decode::{Draws, HarmonyDecode, Rhythm};
 use crate::music::harmony::measures::{Accuracy, Measures, agreement, mean_measures, measures};
 use crate::music::harmony::{BeatPlaces, CHORD_CLASSES, class_chord};
 use crate::music::labels::{StepLabels, detect_structure};
@@ -393,5 +393,105 @@ pub fn choose_decode(
         decode,
         weights,
         tones,
+    }
+}
+
+/// Best of K chord alternatives per section (issue 55): what a person auditioning K
+/// suggestions for each stretch of a song and keeping the best would get.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BestOf {
+    /// For K = 1, 2, …: the share of annotated beats whose root the best of the first K
+    /// alternatives of their section names (the best chosen per section by the most roots
+    /// right), pooled over beats.
+    pub root: Vec<f64>,
+    /// The same for root and family.
+    pub family: Vec<f64>,
+    /// Sections, and the mean number of distinct alternatives found for one (at most K).
+    pub sections: usize,
+    pub found: f64,
+}
+
+/// The beat ranges of `song`'s annotated beats cut every `bars` bar lines.
+pub fn sections(song: &HarmonySong, bars: usize) -> Vec<Range<usize>> {
+    let mut cuts = vec![song.beats.start];
+    let mut lines = 0;
+    for b in song.beats.clone() {
+        if b < song.places.len() && song.places.in_bar[b] == 0 && b > song.beats.start {
+            lines += 1;
+            if lines % bars.max(1) == 0 {
+                cuts.push(b);
+            }
+        }
+    }
+    cuts.push(song.beats.end);
+    cuts.windows(2)
+        .filter(|w| w[1] > w[0])
+        .map(|w| w[0]..w[1])
+        .collect()
+}
+
+/// [`BestOf`] for K up to `draws.count` over sections of `bars` bars, scored against `references`
+/// (a progression per song, per beat: POP909's annotations or another set). Each section's
+/// alternatives continue from the chord `lane` (one progression per song: the one-guess
+/// harmonization) holds on the beat before it.
+pub fn best_of(
+    songs: &[HarmonySong],
+    log_probs: &[Vec<f32>],
+    lane: &[Vec<Option<Chord>>],
+    references: &[Vec<Option<Chord>>],
+    decode: &HarmonyDecode,
+    draws: Draws,
+    bars: usize,
+) -> BestOf {
+    let max = draws.count;
+    let (mut root, mut family) = (vec![0usize; max], vec![0usize; max]);
+    let (mut beats, mut sections_n, mut found) = (0usize, 0usize, 0usize);
+    for (i, song) in songs.iter().enumerate() {
+        let reference = &references[i];
+        for (j, section) in sections(song, bars).into_iter().enumerate() {
+            let before = section
+                .start
+                .checked_sub(1)
+                .map(|b| lane[i].get(b).copied().flatten());
+            let draws = Draws {
+                seed: draws.seed ^ ((i as u64) << 20) ^ ((j as u64) << 8),
+                ..draws
+            };
+            let alts = crate::generate::harmonize::progressions(
+                &log_probs[i],
+                &song.places,
+                decode,
+                section.clone(),
+                before,
+                draws,
+            );
+            let mut full = vec![None; section.end];
+            let rights: Vec<(usize, usize)> = alts
+                .iter()
+                .map(|(chords, _)| {
+                    let n = chords.len().min(section.len());
+                    full[section.clone()].fill(None);
+                    full[section.start..section.start + n].copy_from_slice(&chords[..n]);
+                    let a = Accuracy::of(&full, reference, section.clone());
+                    (a.root, a.family)
+                })
+                .collect();
+            let annotated = Accuracy::of(&[], reference, section.clone()).beats;
+            beats += annotated;
+            sections_n += 1;
+            found += alts.len();
+            for k in 0..max {
+                let upto = &rights[..(k + 1).min(rights.len())];
+                root[k] += upto.iter().map(|r| r.0).max().unwrap_or(0);
+                family[k] += upto.iter().map(|r| r.1).max().unwrap_or(0);
+            }
+        }
+    }
+    let share = |x: Vec<usize>| x.iter().map(|&n| n as f64 / beats.max(1) as f64).collect();
+    BestOf {
+        root: share(root),
+        family: share(family),
+        sections: sections_n,
+        found: found as f64 / sections_n.max(1) as f64,
     }
 }

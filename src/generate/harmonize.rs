@@ -12,7 +12,9 @@ use crate::data::{Example, harmony::NO_TARGET};
 use crate::model::config::Task;
 use crate::model::performer::{Inputs, Performer};
 use crate::music::chords::Chord;
-use crate::music::harmony::decode::{HarmonyDecode, causal, log_softmax_rows, sample, viterbi};
+use crate::music::harmony::decode::{
+    Draws, HarmonyDecode, alternatives, causal, log_softmax_rows, sample, viterbi,
+};
 use crate::music::harmony::{BeatPlaces, CHORD_CLASSES, class_chord};
 use crate::music::labels::StepLabels;
 use crate::music::roll::PianoRoll;
@@ -100,21 +102,49 @@ pub async fn harmonize_input(
     Ok(())
 }
 
-/// The chord lane of `song` as the product fills it: `None` when its notes carry the harmony
-/// (an accompaniment plays: the detector's chords stand), else the harmonizer's most likely
-/// progression, one chord per beat of the song's grid.
-pub async fn lane_chords(
+/// The chord lane of `song` as the product fills it, with alternatives: `None` when its notes
+/// carry the harmony (an accompaniment plays: the detector's chords stand), else `count`
+/// progressions over every beat of the song's grid ([`progressions`]; the first is the
+/// harmonizer's most likely one, the lane), each with its log-probability under `decode`.
+/// `seed` draws the model's noise and the draws.
+pub async fn lane_alternatives(
     model: &Performer,
     decode: &HarmonyDecode,
     song: &crate::music::midi::Song,
+    count: usize,
     seed: u64,
-) -> Result<Option<Vec<Option<Chord>>>, GenerateError> {
-    let mut input = super::accompany::song_input(song, None, None, true)?;
+) -> Result<Option<Vec<(Vec<Option<Chord>>, f32)>>, GenerateError> {
+    let input = super::accompany::song_input(song, None, None, true)?;
     if has_accompaniment(song, &input) {
         return Ok(None);
     }
-    harmonize_input(model, decode, &mut input, Choice::Best, seed).await?;
-    Ok(Some(input.chords))
+    let lp = chord_log_probs(
+        model,
+        &input.sheet.rolls.melody,
+        &input.sheet.rolls.bridge,
+        &input.sheet.labels,
+        seed,
+    )
+    .await?;
+    let places = BeatPlaces::from_labels(&input.sheet.labels);
+    let draws = Draws {
+        count,
+        temperature: ALTERNATIVES_TEMPERATURE,
+        seed,
+    };
+    if model.config.is_causal() {
+        // A causal model decides beat by beat: one progression, no alternatives.
+        let chords = progression(&lp, &places, decode, 0..usize::MAX, None, Choice::Causal);
+        return Ok(Some(vec![(chords, 0.0)]));
+    }
+    Ok(Some(progressions(
+        &lp,
+        &places,
+        decode,
+        0..usize::MAX,
+        None,
+        draws,
+    )))
 }
 
 /// How a progression is read from the probabilities.
@@ -154,18 +184,7 @@ pub fn progression(
     let end = beats.end.min(total);
     let start = beats.start.min(end);
     let rows = &log_probs[start * CHORD_CLASSES..end * CHORD_CLASSES];
-    let sub = BeatPlaces {
-        in_bar: places
-            .in_bar
-            .get(start..end.min(places.len()))
-            .unwrap_or(&[])
-            .to_vec(),
-        bar_beats: places
-            .bar_beats
-            .get(start..end.min(places.len()))
-            .unwrap_or(&[])
-            .to_vec(),
-    };
+    let sub = places.slice(start..end);
     let before = before.map(crate::music::harmony::chord_class);
     let classes = match choice {
         Choice::Best => viterbi(rows, &sub, decode, before),
@@ -175,6 +194,36 @@ pub fn progression(
         Choice::Causal => causal(rows, &sub, decode),
     };
     classes.into_iter().map(class_chord).collect()
+}
+
+/// The temperature chord alternatives are drawn at: of 0.5–1, the one whose best of four per
+/// 8-bar section names the annotated root most often on the validation songs (`eval --task
+/// harmonization`, reports/harmonizer.md, "Alternatives").
+pub const ALTERNATIVES_TEMPERATURE: f32 = 0.75;
+
+/// Up to `draws.count` distinct progressions of `beats` (as [`progression`] reads its
+/// arguments), each with its log-probability under `decode`: the best first, then those that
+/// most add to the chance that one is right ([`decode::alternatives`]).
+///
+/// [`decode::alternatives`]: crate::music::harmony::decode::alternatives
+pub fn progressions(
+    log_probs: &[f32],
+    places: &BeatPlaces,
+    decode: &HarmonyDecode,
+    beats: std::ops::Range<usize>,
+    before: Option<Option<Chord>>,
+    draws: Draws,
+) -> Vec<(Vec<Option<Chord>>, f32)> {
+    let total = log_probs.len() / CHORD_CLASSES;
+    let end = beats.end.min(total);
+    let start = beats.start.min(end);
+    let rows = &log_probs[start * CHORD_CLASSES..end * CHORD_CLASSES];
+    let sub = places.slice(start..end);
+    let before = before.map(crate::music::harmony::chord_class);
+    alternatives(rows, &sub, decode, before, draws)
+        .into_iter()
+        .map(|a| (a.classes.into_iter().map(class_chord).collect(), a.log_prob))
+        .collect()
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]

@@ -90,6 +90,16 @@ impl BeatPlaces {
         self.in_bar.len()
     }
 
+    /// The places of `beats` (cut to the beats there are).
+    pub fn slice(&self, beats: std::ops::Range<usize>) -> Self {
+        let end = beats.end.min(self.len());
+        let start = beats.start.min(end);
+        Self {
+            in_bar: self.in_bar[start..end].to_vec(),
+            bar_beats: self.bar_beats[start..end].to_vec(),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.in_bar.is_empty()
     }

@@ -3,10 +3,12 @@
 use std::path::Path;
 
 use pianoformer::generate::GenerateError;
-use pianoformer::generate::harmonize::lane_chords;
+use pianoformer::generate::harmonize::lane_alternatives;
+use pianoformer::music::chords::Chord;
 use pianoformer::music::grid::Grid;
 use pianoformer::music::harmony::ChordSource;
 use pianoformer::music::midi::{MAX_FILE_BYTES, Song, read_midi};
+use pianoformer::music::piece::chord_cell;
 use pianoformer::music::summary::{SongSummary, note_name, summarize};
 
 /// Appends a line to a `String` (writing to a `String` cannot fail).
@@ -17,39 +19,85 @@ macro_rules! outln {
     }};
 }
 
-pub fn run(path: &Path, json: bool, harmonizer: &str) -> Result<(), String> {
-    let text = render(path, json, harmonizer)?;
+pub fn run(
+    path: &Path,
+    json: bool,
+    harmonizer: &str,
+    suggest: Option<usize>,
+) -> Result<(), String> {
+    let text = render(path, json, harmonizer, suggest)?;
     crate::print_stdout(&text)
 }
 
-/// The harmonizer's chords per bar for a song whose notes carry no harmony (`None` when an
-/// accompaniment plays, no melody is found, or no harmonizer is used).
-/// Chord names per bar, and the model that wrote them.
-type Harmonized = (Vec<Vec<String>>, String);
+/// The most alternatives `--suggest` gives.
+pub const MAX_SUGGESTIONS: usize = 8;
 
-fn harmonized(song: &Song, spec: &str) -> Result<Option<Harmonized>, String> {
+/// The harmonizer's chords for a song whose notes carry no harmony (`None` when an
+/// accompaniment plays, no melody is found, or no harmonizer is used): the lane's chords per
+/// bar, the model that wrote them, and `suggest` alternatives (the lane's first), each with
+/// its chords per beat and log-probability.
+struct Harmonized {
+    per_bar: Vec<Vec<String>>,
+    model: String,
+    suggestions: Vec<(Vec<Option<Chord>>, f32)>,
+}
+
+fn harmonized(
+    song: &Song,
+    spec: &str,
+    suggest: Option<usize>,
+) -> Result<Option<Harmonized>, String> {
     let device = burn::tensor::Device::flex();
     let Some((loaded, decode)) = crate::models::harmonizer(spec, None, &device)? else {
         return Ok(None);
     };
-    let chords = match pollster::block_on(lane_chords(&loaded.model, &decode, song, 0)) {
-        Ok(Some(chords)) => chords,
-        Ok(None) | Err(GenerateError::NoMelody) => return Ok(None),
+    let count = suggest.unwrap_or(1);
+    let found = pollster::block_on(lane_alternatives(&loaded.model, &decode, song, count, 0));
+    let suggestions = match found {
+        Ok(Some(s)) if !s.is_empty() => s,
+        Ok(_) | Err(GenerateError::NoMelody) => return Ok(None),
         Err(e) => return Err(e.to_string()),
     };
-    let grid = Grid::for_song(song, 1);
-    let per_bar = (0..grid.num_bars())
+    let per_bar = names_per_bar(&Grid::for_song(song, 1), &suggestions[0].0);
+    Ok(Some(Harmonized {
+        per_bar,
+        model: loaded.source,
+        suggestions: if suggest.is_some() {
+            suggestions
+        } else {
+            Vec::new()
+        },
+    }))
+}
+
+/// A progression's chords per bar: a name per beat (`N`: none), as `chords_per_bar`.
+fn names_per_bar(grid: &Grid, chords: &[Option<Chord>]) -> Vec<Vec<String>> {
+    (0..grid.num_bars())
         .map(|bar| {
             grid.bar_beats(bar)
                 .map(|b| chords.get(b).copied().flatten())
                 .map(|c| c.map_or_else(|| "N".to_string(), |c| c.name()))
                 .collect()
         })
-        .collect();
-    Ok(Some((per_bar, loaded.source)))
+        .collect()
 }
 
-fn render(path: &Path, json: bool, harmonizer: &str) -> Result<String, String> {
+fn render(
+    path: &Path,
+    json: bool,
+    harmonizer: &str,
+    suggest: Option<usize>,
+) -> Result<String, String> {
+    if let Some(k) = suggest
+        && !(1..=MAX_SUGGESTIONS).contains(&k)
+    {
+        return Err(format!(
+            "--suggest {k}: ask for 1 to {MAX_SUGGESTIONS} chord alternatives"
+        ));
+    }
+    if suggest.is_some() && harmonizer == "none" {
+        return Err("--suggest needs a harmonizer (not --harmonizer none)".into());
+    }
     let mut out = String::new();
     let meta =
         std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -64,13 +112,31 @@ fn render(path: &Path, json: bool, harmonizer: &str) -> Result<String, String> {
     let song = read_midi(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut s = summarize(&song);
     let mut source = None;
-    if let Some((chords, model)) = harmonized(&song, harmonizer)? {
-        s.chords_per_bar = chords;
+    let mut suggestions = Vec::new();
+    if let Some(h) = harmonized(&song, harmonizer, suggest)? {
+        s.chords_per_bar = h.per_bar;
         s.chord_source = ChordSource::Harmonizer;
-        source = Some(model);
+        source = Some(h.model);
+        suggestions = h.suggestions;
     }
+    let grid = Grid::for_song(&song, 1);
     if json {
-        let mut text = serde_json::to_string_pretty(&s).map_err(|e| e.to_string())?;
+        let mut value = serde_json::to_value(&s).map_err(|e| e.to_string())?;
+        if suggest.is_some()
+            && let Some(obj) = value.as_object_mut()
+        {
+            let list: Vec<serde_json::Value> = suggestions
+                .iter()
+                .map(|(chords, log_prob)| {
+                    serde_json::json!({
+                        "chords_per_bar": names_per_bar(&grid, chords),
+                        "log_prob": log_prob,
+                    })
+                })
+                .collect();
+            obj.insert("suggestions".into(), serde_json::Value::Array(list));
+        }
+        let mut text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
         text.push('\n');
         return Ok(text);
     }
@@ -96,7 +162,39 @@ fn render(path: &Path, json: bool, harmonizer: &str) -> Result<String, String> {
         );
     }
     structure(&mut out, &s, source.as_deref());
+    if suggest.is_some() {
+        suggested(&mut out, &grid, &suggestions);
+    }
     Ok(out)
+}
+
+/// `--suggest`: each alternative as a chord chart (the page's: `|` between bars), with its
+/// log-probability.
+fn suggested(out: &mut String, grid: &Grid, suggestions: &[(Vec<Option<Chord>>, f32)]) {
+    if suggestions.is_empty() {
+        outln!(
+            out,
+            "suggestions: none (the file's own notes carry the harmony, or no melody was found)"
+        );
+        return;
+    }
+    outln!(
+        out,
+        "suggestions ({}; the first is the lane above), with their log-probability:",
+        suggestions.len()
+    );
+    for (i, (chords, log_prob)) in suggestions.iter().enumerate() {
+        let bars: Vec<String> = (0..grid.num_bars())
+            .map(|bar| {
+                let beats: Vec<Option<Chord>> = grid
+                    .bar_beats(bar)
+                    .map(|b| chords.get(b).copied().flatten())
+                    .collect();
+                chord_cell(&beats)
+            })
+            .collect();
+        outln!(out, "  {}. {log_prob:.1}: {}", i + 1, bars.join(" | "));
+    }
 }
 
 /// The file's length, meters, key and tempo.

@@ -152,6 +152,10 @@ mod cli {
             /// (the shipped default) or `none` (the rule-based detector always).
             #[arg(long, default_value = "default")]
             harmonizer: String,
+            /// Also give K chord alternatives for the whole piece (1–8; the first is the lane
+            /// the harmonizer fills), each with its log-probability (JSON: `suggestions`).
+            #[arg(long, value_name = "K")]
+            suggest: Option<usize>,
         },
     }
 
@@ -163,7 +167,8 @@ mod cli {
                 file,
                 json,
                 harmonizer,
-            } => crate::inspect::run(&file, json, &harmonizer),
+                suggest,
+            } => crate::inspect::run(&file, json, &harmonizer, suggest),
             Command::Train(args) => crate::train::run(args),
             Command::Dynamics(args) => crate::dynamics::run(args),
             Command::Eval(args) => crate::eval::run(args),

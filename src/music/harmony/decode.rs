@@ -333,55 +333,255 @@ pub fn sample(
     temperature: f32,
     seed: u64,
 ) -> Vec<usize> {
-    let k = CHORD_CLASSES;
-    let beats = log_probs.len() / k;
-    if beats == 0 {
-        return Vec::new();
+    Forward::new(log_probs, places, decode, before, temperature).draw(seed)
+}
+
+/// Forward filtering's sums over a progression's beats, from which any number of progressions
+/// are drawn backwards ([`sample`], [`alternatives`]).
+struct Forward<'a> {
+    places: &'a BeatPlaces,
+    decode: &'a HarmonyDecode,
+    temperature: f32,
+    beats: usize,
+    /// forward[b][c] = log Σ over paths into c at beat b.
+    forward: Vec<f32>,
+}
+
+impl<'a> Forward<'a> {
+    fn new(
+        log_probs: &[f32],
+        places: &'a BeatPlaces,
+        decode: &'a HarmonyDecode,
+        before: Option<usize>,
+        temperature: f32,
+    ) -> Self {
+        let k = CHORD_CLASSES;
+        let beats = log_probs.len() / k;
+        let t = temperature.max(1e-3);
+        let emitted = decode.emissions(log_probs);
+        let mut me = Self {
+            places,
+            decode,
+            temperature: t,
+            beats,
+            forward: vec![0f32; beats * k],
+        };
+        if beats == 0 {
+            return me;
+        }
+        for (f, e) in me.forward.iter_mut().zip(&emitted[..k]) {
+            *f = e / t;
+        }
+        if let Some(prev) = before {
+            let (stay, change) = me.trans(0);
+            for (c, f) in me.forward[..k].iter_mut().enumerate() {
+                *f += if c == prev { stay } else { change };
+            }
+        }
+        for b in 1..beats {
+            let (stay, change) = me.trans(b);
+            let (done, rest) = me.forward.split_at_mut(b * k);
+            let prev = &done[(b - 1) * k..];
+            let total = log_sum_exp(prev);
+            for c in 0..k {
+                // log Σ_{c' ≠ c} exp(prev[c']), kept finite when c holds nearly all the mass.
+                let others = total + (-(prev[c] - total).exp()).ln_1p().max(-80.0);
+                let into = log_sum_exp(&[prev[c] + stay, others + change]);
+                rest[c] = into + emitted[b * k + c] / t;
+            }
+        }
+        me
     }
-    let t = temperature.max(1e-3);
+
+    /// Staying and changing at beat `b`, at the temperature.
+    fn trans(&self, b: usize) -> (f32, f32) {
+        let slot = if b < self.places.len() {
+            self.places.slot(b)
+        } else {
+            2
+        };
+        let (stay, change) = self.decode.transition(slot);
+        (stay / self.temperature, change / self.temperature)
+    }
+
+    /// The log of every progression's summed `exp(score / temperature)`.
+    fn log_partition(&self) -> f32 {
+        let k = CHORD_CLASSES;
+        if self.beats == 0 {
+            return 0.0;
+        }
+        log_sum_exp(&self.forward[(self.beats - 1) * k..])
+    }
+
+    /// One progression drawn backwards with `seed`.
+    fn draw(&self, seed: u64) -> Vec<usize> {
+        let (k, beats) = (CHORD_CLASSES, self.beats);
+        if beats == 0 {
+            return Vec::new();
+        }
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut path = vec![0usize; beats];
+        path[beats - 1] = draw(&self.forward[(beats - 1) * k..], &mut rng);
+        for b in (1..beats).rev() {
+            let (stay, change) = self.trans(b);
+            let to = path[b];
+            let row: Vec<f32> = self.forward[(b - 1) * k..b * k]
+                .iter()
+                .enumerate()
+                .map(|(c, f)| f + if c == to { stay } else { change })
+                .collect();
+            path[b - 1] = draw(&row, &mut rng);
+        }
+        path
+    }
+}
+
+/// What a progression scores under `decode`: each beat's emission (the model's weighted
+/// log-probability, [`HarmonyDecode::emissions`]) plus the rhythm's cost of staying or
+/// changing there (from `before` at the first beat, when given) — the log of the
+/// unnormalised probability that [`viterbi`] maximises and [`sample`] draws from.
+pub fn path_score(
+    log_probs: &[f32],
+    places: &BeatPlaces,
+    decode: &HarmonyDecode,
+    before: Option<usize>,
+    path: &[usize],
+) -> f32 {
+    let k = CHORD_CLASSES;
     let emitted = decode.emissions(log_probs);
     let slot = |b: usize| if b < places.len() { places.slot(b) } else { 2 };
-    let trans = |b: usize| {
-        let (stay, change) = decode.transition(slot(b));
-        (stay / t, change / t)
+    let mut previous = before;
+    let mut total = 0f32;
+    for (b, &c) in path.iter().enumerate() {
+        total += emitted.get(b * k + c).copied().unwrap_or(f32::NEG_INFINITY);
+        if let Some(p) = previous {
+            let (stay, change) = decode.transition(slot(b));
+            total += if p == c { stay } else { change };
+        }
+        previous = Some(c);
+    }
+    total
+}
+
+/// One of [`alternatives`]: a class per beat, its [`path_score`], and its log-probability
+/// under the decode's distribution (the score less the log of every progression's summed
+/// `exp(score)`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Alternative {
+    pub classes: Vec<usize>,
+    pub score: f32,
+    pub log_prob: f32,
+}
+
+/// What two progressions must differ in to count as two: the root and family (major, minor,
+/// diminished, augmented, suspended) of the chord on every bar line and half bar. Two that
+/// differ only on passing beats, or only in a chord's colour (C against Cmaj7), are one.
+fn gist(classes: &[usize], places: &BeatPlaces) -> Vec<usize> {
+    let family = family_index();
+    classes
+        .iter()
+        .enumerate()
+        .filter(|&(b, _)| b >= places.len() || places.slot(b) < 2)
+        .map(|(_, &c)| family[c])
+        .collect()
+}
+
+/// How [`alternatives`] looks for progressions.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Draws {
+    /// Progressions wanted (the best one included).
+    pub count: usize,
+    /// The draws' temperature (1: the decode's own distribution).
+    pub temperature: f32,
+    pub seed: u64,
+}
+
+/// Progressions drawn: the candidates, and the sample of the distribution that judges them
+/// (the same whatever the count asked, so asking for more keeps the first ones).
+const DRAWS: usize = 128;
+
+/// Up to `draws.count` progressions of the beats for a person to audition, so that one of
+/// them is likely right: the best one ([`viterbi`], what a single suggestion gives) first,
+/// then, one at a time, the progression that most raises the chance that one of those kept
+/// names each beat's root, as judged on progressions drawn from the decode's distribution
+/// (128 of them, at `draws.temperature`, seeds from `draws.seed` on; the
+/// candidates are the same draws). Two that differ only on passing beats, or only in a
+/// chord's colour, add nothing to each other, so every one kept differs from the others
+/// where it matters ([`gist`]). Fewer come back when the model is so sure that nothing
+/// would add to its best.
+pub fn alternatives(
+    log_probs: &[f32],
+    places: &BeatPlaces,
+    decode: &HarmonyDecode,
+    before: Option<usize>,
+    draws: Draws,
+) -> Vec<Alternative> {
+    let count = draws.count;
+    if count == 0 || log_probs.len() < CHORD_CLASSES {
+        return Vec::new();
+    }
+    let own = Forward::new(log_probs, places, decode, before, 1.0);
+    let log_z = own.log_partition();
+    let alternative = |classes: Vec<usize>| {
+        let score = path_score(log_probs, places, decode, before, &classes);
+        Alternative {
+            classes,
+            score,
+            log_prob: score - log_z,
+        }
     };
-    // forward[b][c] = log Σ over paths into c at beat b.
-    let mut forward = vec![0f32; beats * k];
-    for (f, e) in forward.iter_mut().zip(&emitted[..k]) {
-        *f = e / t;
+    let mut out = vec![alternative(viterbi(log_probs, places, decode, before))];
+    if count == 1 {
+        return out;
     }
-    if let Some(prev) = before {
-        let (stay, change) = trans(0);
-        for (c, f) in forward[..k].iter_mut().enumerate() {
-            *f += if c == prev { stay } else { change };
+    let forward = if draws.temperature == 1.0 {
+        own
+    } else {
+        Forward::new(log_probs, places, decode, before, draws.temperature)
+    };
+    let sampled: Vec<Vec<usize>> = (0..DRAWS as u64)
+        .map(|i| forward.draw(draws.seed.wrapping_add(i)))
+        .collect();
+    // Each beat's root (no chord: its own), and the share of beats two progressions agree on.
+    let roots = |c: &[usize]| -> Vec<u8> {
+        c.iter()
+            .map(|&k| super::class_chord(k).map_or(12, |ch| ch.root))
+            .collect()
+    };
+    let judged: Vec<Vec<u8>> = sampled.iter().map(|c| roots(c)).collect();
+    let agree = |a: &[u8], b: &[u8]| a.iter().zip(b).filter(|(x, y)| x == y).count();
+    // How well the kept ones cover each judging draw so far.
+    let mut covered: Vec<usize> = judged
+        .iter()
+        .map(|j| agree(&roots(&out[0].classes), j))
+        .collect();
+    let mut kinds = vec![gist(&out[0].classes, places)];
+    while out.len() < count {
+        let mut pick: Option<(usize, usize)> = None;
+        for (c, candidate) in judged.iter().enumerate() {
+            let gain: usize = judged
+                .iter()
+                .zip(&covered)
+                .map(|(j, &now)| agree(candidate, j).saturating_sub(now))
+                .sum();
+            if gain > 0 && pick.is_none_or(|(_, g)| gain > g) {
+                pick = Some((c, gain));
+            }
         }
-    }
-    for b in 1..beats {
-        let (stay, change) = trans(b);
-        let (done, rest) = forward.split_at_mut(b * k);
-        let prev = &done[(b - 1) * k..];
-        let total = log_sum_exp(prev);
-        for c in 0..k {
-            // log Σ_{c' ≠ c} exp(prev[c']), kept finite when c holds nearly all the mass.
-            let others = total + (-(prev[c] - total).exp()).ln_1p().max(-80.0);
-            let into = log_sum_exp(&[prev[c] + stay, others + change]);
-            rest[c] = into + emitted[b * k + c] / t;
+        let Some((c, _)) = pick else { break };
+        let classes = sampled[c].clone();
+        let kind = gist(&classes, places);
+        for (now, j) in covered.iter_mut().zip(&judged) {
+            *now = (*now).max(agree(&judged[c], j));
         }
+        // A root-for-root repeat of one kept (other colours) adds no gain; a new kind does.
+        if kinds.contains(&kind) {
+            continue;
+        }
+        kinds.push(kind);
+        out.push(alternative(classes));
     }
-    let mut rng = StdRng::seed_from_u64(seed);
-    let mut path = vec![0usize; beats];
-    path[beats - 1] = draw(&forward[(beats - 1) * k..], &mut rng);
-    for b in (1..beats).rev() {
-        let (stay, change) = trans(b);
-        let to = path[b];
-        let row: Vec<f32> = forward[(b - 1) * k..b * k]
-            .iter()
-            .enumerate()
-            .map(|(c, f)| f + if c == to { stay } else { change })
-            .collect();
-        path[b - 1] = draw(&row, &mut rng);
-    }
-    path
+    out
 }
 
 /// The causal decision at one beat: the class that is best given this beat's

@@ -1,4 +1,7 @@
-use super::decode::{HarmonyDecode, Rhythm, causal, log_softmax_rows, sample, tone_gains, viterbi};
+use super::decode::{
+    Draws, HarmonyDecode, Rhythm, alternatives, causal, log_softmax_rows, path_score, sample,
+    tone_gains, viterbi,
+};
 use super::measures::{Accuracy, agreement, measures};
 use super::*;
 use crate::music::grid::Grid;
@@ -156,32 +159,75 @@ fn viterbi_finds_the_best_path_of_all() {
         "{} vs {brute}",
         score(&best)
     );
+    // path_score is that score, and with a chord before, its change or stay at the first beat.
+    for path in [best.clone(), vec![0, 5, 5], vec![7, 7, 9]] {
+        assert!((path_score(&lp, &p, &decode, None, &path) - score(&path)).abs() < 1e-4);
+    }
+    let stay = (1.0 - decode.rhythm.change[p.slot(0)].min(0.5)).ln();
+    let with = path_score(&lp, &p, &decode, Some(best[0]), &best);
+    assert!((with - score(&best) - stay).abs() < 1e-4);
 }
 
+/// Alternatives: the best progression first, then others that each differ from the rest on a
+/// bar line or half bar in root or family; one seed, one list; a sure model has none.
 #[test]
-fn samples_follow_the_seed_and_cool_to_viterbi() {
+fn alternatives_start_with_the_best_and_differ_where_it_matters() {
     use rand::{RngExt, SeedableRng};
-    let mut rng = rand::rngs::StdRng::seed_from_u64(3);
-    let logits: Vec<f32> = (0..16 * CHORD_CLASSES)
-        .map(|_| rng.random::<f32>() * 4.0)
-        .collect();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    // Sixteen beats where a few chords are likely on each, so there are several good paths.
+    let mut logits = vec![0f32; 16 * CHORD_CLASSES];
+    for row in logits.chunks_mut(CHORD_CLASSES) {
+        for _ in 0..4 {
+            row[rng.random_range(1..CHORD_CLASSES)] = 4.0 + rng.random::<f32>() * 2.0;
+        }
+    }
     let lp = log_softmax_rows(&logits);
     let (p, decode) = (places(16), HarmonyDecode::default());
-    let a = sample(&lp, &p, &decode, None, 1.0, 1);
-    assert_eq!(
-        a,
-        sample(&lp, &p, &decode, None, 1.0, 1),
-        "one seed, one draw"
+    let draws = |count, seed| Draws {
+        count,
+        temperature: 1.0,
+        seed,
+    };
+    let alts = alternatives(&lp, &p, &decode, None, draws(6, 3));
+    assert_eq!(alts.len(), 6);
+    assert_eq!(alts[0].classes, viterbi(&lp, &p, &decode, None));
+    let mut mass = 0f32;
+    for a in &alts {
+        assert_eq!(a.score, path_score(&lp, &p, &decode, None, &a.classes));
+        assert!(a.score <= alts[0].score + 1e-4, "the best is best");
+        // Log-probabilities under the decode: the same offset from every score, below 0.
+        assert!((a.score - a.log_prob - (alts[0].score - alts[0].log_prob)).abs() < 1e-3);
+        mass += a.log_prob.exp();
+    }
+    assert!(mass > 0.0 && mass < 1.0, "{mass}");
+    let gist = |c: &[usize]| -> Vec<(u8, u8)> {
+        (0..16)
+            .filter(|&b| p.slot(b) < 2)
+            .map(|b| class_chord(c[b]).map_or((99, 99), |ch| (ch.root, ch.quality.family() as u8)))
+            .collect()
+    };
+    for i in 0..alts.len() {
+        for j in 0..i {
+            assert_ne!(
+                gist(&alts[i].classes),
+                gist(&alts[j].classes),
+                "{i} and {j}"
+            );
+        }
+    }
+    assert_eq!(alts, alternatives(&lp, &p, &decode, None, draws(6, 3)));
+    assert_eq!(alternatives(&lp, &p, &decode, None, draws(1, 3)), alts[..1]);
+    // Chosen to cover: the first three of six are the three asked for alone.
+    assert_eq!(alternatives(&lp, &p, &decode, None, draws(3, 3)), alts[..3]);
+    // A model sure of one chord on every beat has no alternative to give.
+    let sure = log_softmax_rows(
+        &(0..8 * CHORD_CLASSES)
+            .map(|i| if i % CHORD_CLASSES == 1 { 60.0 } else { 0.0 })
+            .collect::<Vec<_>>(),
     );
-    assert_ne!(
-        a,
-        sample(&lp, &p, &decode, None, 1.0, 2),
-        "another seed, another"
-    );
     assert_eq!(
-        sample(&lp, &p, &decode, None, 0.01, 5),
-        viterbi(&lp, &p, &decode, None),
-        "cold: the best path"
+        alternatives(&sure, &places(8), &decode, None, draws(4, 0)).len(),
+        1
     );
 }
 
@@ -334,4 +380,31 @@ fn tone_gains_choose_the_chord_whose_tones_are_surest() {
     // Scored against Am, C gets two of its three tones right.
     let a = Accuracy::of(&[chord(0, Quality::Maj)], &[chord(9, Quality::Min)], 0..1);
     assert!((a.tone_share() - 2.0 / 3.0).abs() < 1e-9 && a.root == 0);
+}
+
+/// An alternative's log-probability is its share of the decode's distribution: over every
+/// progression of two beats, the shares sum to one.
+#[test]
+fn alternatives_log_probabilities_are_normalised() {
+    use rand::{RngExt, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+    let logits: Vec<f32> = (0..2 * CHORD_CLASSES)
+        .map(|_| rng.random::<f32>() * 5.0)
+        .collect();
+    let lp = log_softmax_rows(&logits);
+    let (p, decode) = (places(2), HarmonyDecode::default());
+    let draws = Draws {
+        count: 1,
+        temperature: 1.0,
+        seed: 0,
+    };
+    let best = &alternatives(&lp, &p, &decode, Some(7), draws)[0];
+    let log_z = best.score - best.log_prob;
+    let mut total = 0f64;
+    for a in 0..CHORD_CLASSES {
+        for b in 0..CHORD_CLASSES {
+            total += f64::from(path_score(&lp, &p, &decode, Some(7), &[a, b]) - log_z).exp();
+        }
+    }
+    assert!((total - 1.0).abs() < 1e-3, "{total}");
 }

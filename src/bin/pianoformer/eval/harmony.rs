@@ -9,15 +9,15 @@ use pianoformer::data::corpus::{Corpus, Piece};
 use pianoformer::data::sources::Loaded;
 use pianoformer::eval::harmony::with_chords;
 use pianoformer::eval::harmony::{
-    HarmonyScores, HarmonySong, choose_decode, decode_all, each_beat_alone, phrase_f1, rhythm_of,
-    score, sus_share,
+    BestOf, HarmonyScores, HarmonySong, best_of, choose_decode, decode_all, each_beat_alone,
+    phrase_f1, rhythm_of, score, sus_share,
 };
 use pianoformer::eval::panel::chord_tones_with_lanes;
 use pianoformer::generate::harmonize::{Choice, chord_log_probs};
 use pianoformer::model::config::Task;
 use pianoformer::model::performer::Performer;
 use pianoformer::music::chords::Chord;
-use pianoformer::music::harmony::decode::{HarmonyDecode, Rhythm};
+use pianoformer::music::harmony::decode::{Draws, HarmonyDecode, Rhythm};
 
 fn songs(corpus: &Corpus) -> (Vec<&Piece>, Vec<HarmonySong>) {
     let pieces: Vec<&Piece> = corpus.pieces.iter().filter(|p| p.has_harmony()).collect();
@@ -192,11 +192,14 @@ pub fn run(
     if test.is_empty() {
         return Err("no test song with annotated chords".into());
     }
-    let decoded = |annotated| -> Result<_, String> {
-        let lp = all_log_probs(model, &test, annotated, seed)?;
-        Ok(decode_all(&test, &lp, &decode, choice))
-    };
-    let (harmonizer, with_phrases) = (decoded(false)?, decoded(true)?);
+    let test_lp = all_log_probs(model, &test, false, seed)?;
+    let harmonizer = decode_all(&test, &test_lp, &decode, choice);
+    let with_phrases = decode_all(
+        &test,
+        &all_log_probs(model, &test, true, seed)?,
+        &decode,
+        choice,
+    );
     let detector: Vec<_> = test.iter().map(|s| s.detector.clone()).collect();
     let full_mix: Vec<_> = test.iter().map(|s| s.full_mix.clone()).collect();
     let annotations: Vec<_> = test.iter().map(|s| s.reference.clone()).collect();
@@ -222,6 +225,11 @@ pub fn run(
             serde_json::json!({"scores": s, "sus_share": sus_share(chords), "phrase_f1": f1}),
         );
     }
+    let alternatives = if choice == Choice::Best {
+        alternatives_curve(model, data, &test, &test_lp, &harmonizer, &decode, seed)?
+    } else {
+        serde_json::Value::Null
+    };
     let accompaniment = match args.accompaniment.as_str() {
         "none" => serde_json::Value::Null,
         spec => {
@@ -250,5 +258,99 @@ pub fn run(
         "valid": tried,
         "valid_tones": tried_tones,
         "test": out,
+        "alternatives": alternatives,
     }))
 }
+
+/// Chord alternatives per 8-bar section (issue 55): the draws' temperature chosen on
+/// validation (the best of 4's root share), then the best-of-K curve on the test songs.
+fn alternatives_curve(
+    model: &Performer,
+    data: &Loaded,
+    test: &[HarmonySong],
+    test_lp: &[Vec<f32>],
+    lane: &[Vec<Option<Chord>>],
+    decode: &HarmonyDecode,
+    seed: u64,
+) -> Result<serde_json::Value, String> {
+    let (_, valid) = songs(&data.valid);
+    let valid_lp = all_log_probs(model, &valid, false, seed)?;
+    let valid_lane = decode_all(&valid, &valid_lp, decode, Choice::Best);
+    let refs = |songs: &[HarmonySong]| -> Vec<Vec<Option<Chord>>> {
+        songs.iter().map(|s| s.reference.clone()).collect()
+    };
+    let valid_refs = refs(&valid);
+    let draws = |temperature| Draws {
+        count: ALTERNATIVES,
+        temperature,
+        seed,
+    };
+    let mut tried: Vec<(Draws, BestOf)> = Vec::new();
+    for t in ALTERNATIVE_TEMPERATURES {
+        {
+            let d = draws(t);
+            let b = best_of(
+                &valid,
+                &valid_lp,
+                &valid_lane,
+                &valid_refs,
+                decode,
+                d,
+                SECTION_BARS,
+            );
+            eprintln!(
+                "validation, alternatives drawn at temperature {t}: best of 4 per {SECTION_BARS}-bar section, root {:.3} (one guess {:.3}); {:.1} found of {ALTERNATIVES}",
+                b.root[3], b.root[0], b.found
+            );
+            tried.push((d, b));
+        }
+    }
+    let (chosen, _) = tried
+        .iter()
+        .max_by(|a, b| a.1.root[3].total_cmp(&b.1.root[3]))
+        .ok_or("no setting tried")?;
+    let b = best_of(
+        test,
+        test_lp,
+        lane,
+        &refs(test),
+        decode,
+        *chosen,
+        SECTION_BARS,
+    );
+    eprintln!(
+        "test, chord alternatives per {SECTION_BARS}-bar section ({} sections, {:.1} distinct found of {ALTERNATIVES}; temperature {}, chosen on validation):",
+        b.sections, b.found, chosen.temperature
+    );
+    eprintln!(
+        "  K        {}",
+        (1..=ALTERNATIVES)
+            .map(|k| format!("{k:>6}"))
+            .collect::<String>()
+    );
+    eprintln!(
+        "  root     {}",
+        b.root
+            .iter()
+            .map(|x| format!("{x:>6.3}"))
+            .collect::<String>()
+    );
+    eprintln!(
+        "  family   {}",
+        b.family
+            .iter()
+            .map(|x| format!("{x:>6.3}"))
+            .collect::<String>()
+    );
+    Ok(serde_json::json!({
+        "section_bars": SECTION_BARS,
+        "temperature": chosen.temperature,
+        "valid": tried.iter().map(|(d, b)| serde_json::json!({"temperature": d.temperature, "best_of": b})).collect::<Vec<_>>(),
+        "test": {"pop909": b},
+    }))
+}
+
+/// Alternatives scored per section, the most asked, and the draws' temperatures tried.
+const SECTION_BARS: usize = 8;
+const ALTERNATIVES: usize = 8;
+const ALTERNATIVE_TEMPERATURES: [f32; 4] = [0.5, 0.6, 0.75, 1.0];

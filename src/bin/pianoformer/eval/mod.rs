@@ -127,7 +127,8 @@ pub struct Args {
     /// model plays).
     #[arg(long)]
     pub key: Option<f32>,
-    /// --sample: where the scores go (default: samples.json in the run folder).
+    /// Where the scores go: a shipped model (which has no run folder) needs it; default: the
+    /// run folder (eval.json, or samples.json, openings.json … for a panel).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Continuation: windows at most.
@@ -293,9 +294,11 @@ pub fn run(args: Args) -> Result<(), String> {
     let backend = pollster::block_on(device::init(preference)).map_err(|e| format!("{e}"))?;
     let device = backend.device.clone();
     let spec = args.model.display().to_string();
-    if !args.model.join("model.bpk").is_file() {
+    // A run's folder takes its eval.json; a shipped model's scores go where --out says.
+    let path = args.scores_path("eval.json")?;
+    if args.ablations_only && !args.model.join("model.bpk").is_file() {
         return Err(format!(
-            "{spec} is not a training run's folder (no model.bpk)"
+            "{spec} is not a training run's folder (no model.bpk): --ablations-only adds to a run's eval.json"
         ));
     }
     let loaded = crate::models::load(&spec, task, None, &device)?;
@@ -341,7 +344,6 @@ pub fn run(args: Args) -> Result<(), String> {
     }
     let description = &data.description;
     describe(&mut result, &loaded, state.as_ref(), description, started);
-    let path = args.model.join("eval.json");
     std::fs::write(&path, serde_json::to_vec_pretty(&result).expect("json"))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     eprintln!("written to {}", path.display());
