@@ -16,17 +16,39 @@ import { harmonizerEntry, needsHarmonizer } from './generation-plan.js';
  * with it. Throws in words when no harmonizer is available.
  */
 export async function harmonized(piece, { bars = null, seed = null } = {}) {
+  const out = await ask(piece, { bars, seed });
+  return withCells(piece, out.from, out.cells);
+}
+
+/**
+ * Up to `count` alternative progressions for bars `[from, to)` (every bar when `bars` is
+ * null), the most likely first: each `{piece, cells, logProb, voicing}`, `piece` a copy of
+ * `piece` with those chords in its lane, `voicing` their block chords to audition
+ * ([pitch, on, off, velocity] notes).
+ */
+export async function harmonizedAlternatives(piece, { bars = null, seed = null, count = 4 } = {}) {
+  const out = await ask(piece, { bars, seed, count });
+  return out.alternatives.map((a) => ({ ...a, piece: withCells(piece, out.from, a.cells) }));
+}
+
+/** The Worker's `harmonize` for `piece` with `options`, timed into the page's status. */
+async function ask(piece, options) {
   const entry = harmonizerEntry(store.manifest);
   if (!entry) throw new Error('no harmonizer model is installed (www/models/manifest.json lists none)');
   const asked = performance.now();
   await ensureModel(entry);
   const started = performance.now();
-  const out = await call('harmonize', { model: entry.name, piece, options: { bars, seed } });
+  const out = await call('harmonize', { model: entry.name, piece, options });
   // `load`: fetching and loading the model first (its warm-up included), when it was not loaded.
   status.harmonizations.push({ bars: out.cells.length, ms: performance.now() - started, load: started - asked });
+  return out;
+}
+
+/** A copy of `piece` with `cells` in its chord lane from bar `from`. */
+function withCells(piece, from, cells) {
   const next = clonePiece(piece);
-  out.cells.forEach((cell, i) => {
-    if (out.from + i < next.chords.length) next.chords[out.from + i] = cell;
+  cells.forEach((cell, i) => {
+    if (from + i < next.chords.length) next.chords[from + i] = cell;
   });
   next.chordSource = 'harmonizer';
   return next;

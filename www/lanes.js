@@ -7,11 +7,13 @@ import {
   CHORD_CHOICES, LABEL_HELP, chordChart, labelError, labelProblems, labelTitle, plannedBars,
 } from './labels.js';
 import { endJob, setPiece, startJob, store } from './page-store.js';
-import { run } from './commands.js';
-import { harmonized } from './harmonizer.js';
+import { command, run } from './commands.js';
+import { harmonized, harmonizedAlternatives } from './harmonizer.js';
+import { settings } from './settings.js';
 import { on } from './events.js';
 
 on('label-click', (kind, bar) => editLabel(kind, bar));
+command('mark-chords-set', (piece, from, to) => markChordsSet(piece, from, to));
 
 /** Opens the dialog for the `kind` ('chord' or 'phrase') label of bar `bar`. */
 export function editLabel(kind, bar) {
@@ -85,12 +87,14 @@ let suggestions = 0; // presses of "Suggest chords" on this page: each is anothe
 /**
  * "Suggest chords": the harmonizer's progression for the selected bars (every bar without a
  * selection), one Undo away. The first press on a lane the detector filled is the most likely
- * progression; every later press draws another alternative.
+ * progression; every later press draws another alternative. With Alternatives above 1, the
+ * strip under the roll offers that many to audition and keep (chord-alternatives.js).
  */
 export async function suggestChords() {
   const piece = store.piece;
   if (!piece || store.job) return;
   const bars = run('selected-bars');
+  const count = settings().alternatives ?? 1;
   const first = suggestions === 0 && piece.chordSource !== 'harmonizer';
   suggestions += 1;
   const seed = first ? null : suggestions;
@@ -99,6 +103,15 @@ export async function suggestChords() {
   startJob(job);
   run('update-buttons');
   try {
+    if (count > 1) {
+      // The most likely first whatever the press: the others are drawn with this press's seed.
+      const alternatives = await harmonizedAlternatives(piece, { bars, seed: suggestions, count });
+      endJob(job);
+      run('update-buttons');
+      if (job.cancelled || store.piece !== piece) return;
+      run('show-chord-alternatives', { base: piece, alternatives, bars, where });
+      return;
+    }
     const next = await harmonized(piece, { bars, seed });
     endJob(job);
     run('update-buttons');

@@ -22,6 +22,7 @@ import {
   roll, setPiece, updateButtons, save, undo, redo, openFile, openExample, selectedBars, setEditing, newPiece, lanesRefill,
 } from './piece-view.js';
 import { wireLanes } from './lanes.js';
+import { wireChordAlternatives } from './chord-alternatives.js';
 import { generate, cancel } from './generate.js';
 import { applySettings, settings } from './settings.js';
 import { applyLimits } from './options.js';
@@ -108,6 +109,7 @@ function wire() {
   $('zoom-out').addEventListener('click', () => roll.zoomOut());
   $('zoom-fit').addEventListener('click', () => roll.fit());
   wireLanes(); // the planned bars and the chord suggestions
+  wireChordAlternatives(); // the strip of chord alternatives to audition
   $('task').addEventListener('change', () => {
     showModels();
     save();
@@ -128,7 +130,7 @@ function wire() {
       save();
     });
   }
-  for (const id of ['seed', 'threshold', 'piano-temperature', 'temperature', 'echo', 'key-hold', 'density', 'length', 'max-tokens', 'read-all']) {
+  for (const id of ['seed', 'threshold', 'piano-temperature', 'temperature', 'echo', 'key-hold', 'density', 'alternatives', 'length', 'max-tokens', 'read-all']) {
     $(id).addEventListener('change', save);
   }
   $('reseed').addEventListener('click', () => {

@@ -10,6 +10,8 @@ import { command, run } from './commands.js';
 export { piano };
 
 command('stop-playback', () => stopPlayback());
+// An audition: `piece` (not the page's) from its start, or around the loop selection.
+command('play-piece', (piece) => startPlayback(piece));
 command('seek', (tick) => seek(tick));
 command('playhead', () => playhead);
 // After the piece changed under it (a comparison's other side): from the playhead again.
@@ -36,9 +38,12 @@ export async function togglePlayback() {
   else await startPlayback();
 }
 
-/** (Re)starts playback: the loop selection if Loop is on, else from the playhead to the end. */
-export async function startPlayback() {
-  if (!store.piece) return;
+/**
+ * (Re)starts playback of `piece` (the page's by default): the loop selection if Loop is on,
+ * else from the playhead to the end.
+ */
+export async function startPlayback(piece = store.piece) {
+  if (!piece) return;
   try {
     if (!piano.loaded) {
       $('play-status').textContent = 'Loading the piano…';
@@ -49,8 +54,8 @@ export async function startPlayback() {
     }
     const selection = store.loop;
     const loop = $('loop').checked && !!selection;
-    const [fromTick, toTick] = loop ? selection : [playhead >= store.piece.endTick ? 0 : playhead, Infinity];
-    piano.play(store.piece, {
+    const [fromTick, toTick] = loop ? selection : [playhead >= piece.endTick ? 0 : playhead, Infinity];
+    piano.play(piece, {
       fromTick,
       toTick,
       loop,

@@ -10,6 +10,7 @@ pub mod corpus;
 pub mod example;
 pub mod features;
 pub mod harmony;
+pub mod pop909_cl;
 pub mod shapes;
 pub mod sheet;
 #[cfg(not(target_arch = "wasm32"))]

@@ -6,11 +6,13 @@
 use serde::{Deserialize, Serialize};
 
 use crate::generate::GenerateError;
-use crate::generate::harmonize::{Choice, chord_log_probs, progression};
+use crate::generate::harmonize::{
+    ALTERNATIVES_TEMPERATURE, Choice, chord_log_probs, progression, progressions,
+};
 use crate::generate::piece_input;
 use crate::model::performer::Performer;
 use crate::music::harmony::BeatPlaces;
-use crate::music::harmony::decode::HarmonyDecode;
+use crate::music::harmony::decode::{Draws, HarmonyDecode};
 use crate::music::piece::{Piece, PieceTrack, TrackRole, chord_cell};
 
 /// What to harmonize and how.
@@ -20,15 +22,69 @@ pub struct HarmonizeOptions {
     /// Bars `from .. to` (0-based, `to` excluded); `None`: every bar of the music.
     pub bars: Option<[usize; 2]>,
     /// `None`: the most likely progression. `Some(seed)`: one drawn with that seed (another
-    /// seed, another alternative).
+    /// seed, another alternative). With `count`, the seed of the alternatives' draws.
     pub seed: Option<u64>,
+    /// `Some(K)`: K alternatives to audition (1 to [`MAX_ALTERNATIVES`]), the most likely
+    /// first, then those that most add to the chance that one is right
+    /// ([`crate::generate::harmonize::progressions`]); `cells` is the first's.
+    pub count: Option<usize>,
 }
 
-/// The harmonizer's chord cells for the bars asked for, and the first of them.
+/// The most alternatives one call gives.
+pub const MAX_ALTERNATIVES: usize = 8;
+
+/// The harmonizer's chord cells for the bars asked for, and the first of them; with a count,
+/// the alternatives.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Harmonized {
     pub from: usize,
     pub cells: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<ChordAlternative>,
+}
+
+/// One alternative progression: its cells, its log-probability under the decode, and its
+/// chords as block chords to audition with the melody (`[pitch, start tick, end tick,
+/// velocity]`, as the piece's notes).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChordAlternative {
+    pub cells: Vec<String>,
+    pub log_prob: f32,
+    pub voicing: Vec<(u8, u64, u64, u8)>,
+}
+
+/// The velocity of an audition's block chords (below a melody's usual loudness).
+const VOICING_VELOCITY: u8 = 64;
+
+/// `chords` (one per beat from `start`) as block chords on `grid`'s beats: each run of one
+/// chord held as its tones, the root from C3 up and the others above it.
+fn voicing(
+    grid: &crate::music::grid::Grid,
+    start: usize,
+    chords: &[Option<crate::music::chords::Chord>],
+) -> Vec<(u8, u64, u64, u8)> {
+    let tick = |b: usize| {
+        let t = &grid.beat_ticks;
+        t.get(b).or(t.last()).copied().unwrap_or(0)
+    };
+    let mut out = Vec::new();
+    let mut k = 0;
+    while k < chords.len() {
+        let mut end = k + 1;
+        while end < chords.len() && chords[end] == chords[k] {
+            end += 1;
+        }
+        if let Some(chord) = chords[k] {
+            let root = 48 + chord.root;
+            for pc in chord.pitch_classes() {
+                let pitch = root + (pc + 12 - chord.root) % 12;
+                out.push((pitch, tick(start + k), tick(start + end), VOICING_VELOCITY));
+            }
+        }
+        k = end;
+    }
+    out
 }
 
 /// Whether a piece's notes carry no harmony: no track the models read as an accompaniment
@@ -111,6 +167,13 @@ pub async fn harmonize_piece(
         )));
     }
     let to = to.min(bars);
+    if let Some(k) = options.count
+        && !(1..=MAX_ALTERNATIVES).contains(&k)
+    {
+        return Err(GenerateError::Read(format!(
+            "ask for 1 to {MAX_ALTERNATIVES} chord alternatives, not {k}"
+        )));
+    }
     let input = piece_input(piece, grid.clone(), true)?;
     // One draw of the model's noise for every call: alternatives differ by the sampling.
     let key = HarmonyCache::key(piece);
@@ -129,6 +192,41 @@ pub async fn harmonize_piece(
     let places = BeatPlaces::from_labels(&input.sheet.labels);
     let beats = grid.bar_beats(from).start..grid.bar_beats(to - 1).end;
     let before = (beats.start > 0).then(|| input.chords.get(beats.start - 1).copied().flatten());
+    let cells_of = |chords: &[Option<crate::music::chords::Chord>]| -> Vec<String> {
+        (from..to)
+            .map(|bar| {
+                let b = grid.bar_beats(bar);
+                chord_cell(&chords[b.start - beats.start..b.end - beats.start])
+            })
+            .collect()
+    };
+    if let Some(count) = options.count {
+        let found = if model.config.is_causal() {
+            // Decided beat by beat from the past: one progression, no alternatives.
+            let chords = progression(lp, &places, decode, beats.clone(), before, Choice::Causal);
+            vec![(chords, 0.0)]
+        } else {
+            let draws = Draws {
+                count,
+                temperature: ALTERNATIVES_TEMPERATURE,
+                seed: options.seed.unwrap_or(0),
+            };
+            progressions(lp, &places, decode, beats.clone(), before, draws)
+        };
+        let alternatives: Vec<ChordAlternative> = found
+            .iter()
+            .map(|(chords, log_prob)| ChordAlternative {
+                cells: cells_of(chords),
+                log_prob: *log_prob,
+                voicing: voicing(&grid, beats.start, chords),
+            })
+            .collect();
+        return Ok(Harmonized {
+            from,
+            cells: alternatives[0].cells.clone(),
+            alternatives,
+        });
+    }
     let choice = match options.seed {
         None => Choice::Best,
         Some(seed) => Choice::Drawn {
@@ -138,11 +236,9 @@ pub async fn harmonize_piece(
     }
     .for_model(model);
     let chords = progression(lp, &places, decode, beats.clone(), before, choice);
-    let cells = (from..to)
-        .map(|bar| {
-            let b = grid.bar_beats(bar);
-            chord_cell(&chords[b.start - beats.start..b.end - beats.start])
-        })
-        .collect();
-    Ok(Harmonized { from, cells })
+    Ok(Harmonized {
+        from,
+        cells: cells_of(&chords),
+        alternatives: Vec::new(),
+    })
 }

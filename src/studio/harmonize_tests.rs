@@ -49,6 +49,7 @@ fn suggested_chords_fill_the_bars_asked_for() {
     let some = HarmonizeOptions {
         bars: Some([2, 5]),
         seed: Some(4),
+        ..Default::default()
     };
     let part = block_on(harmonize_piece(&model, &decode, &piece, &some, &mut cache)).unwrap();
     assert_eq!((part.from, part.cells.len()), (2, 3));
@@ -82,6 +83,7 @@ fn suggested_chords_fill_the_bars_asked_for() {
     let far = HarmonizeOptions {
         bars: Some([40, 44]),
         seed: None,
+        ..Default::default()
     };
     let err = block_on(harmonize_piece(&model, &decode, &piece, &far, &mut cache)).unwrap_err();
     assert!(err.to_string().contains("no bars of the melody"), "{err}");
@@ -101,4 +103,76 @@ fn suggested_chords_fill_the_bars_asked_for() {
         err.to_string().contains("no track is marked as the melody"),
         "{err}"
     );
+}
+
+/// Alternatives for bars 3–6: the most likely first (the cells a single suggestion gives),
+/// each with its log-probability and block chords on exactly those bars' beats to audition;
+/// a count out of range is refused in words.
+#[test]
+fn suggested_alternatives_come_with_their_probability_and_voicing() {
+    let device = Device::flex();
+    let model = Performer::new(
+        &tiny(PeConfig::new(PeKind::SineSpe), Direction::Bidirectional),
+        1,
+        &device,
+    )
+    .unwrap();
+    let decode = HarmonyDecode::default();
+    let piece = Piece::from_song(&melody_only(0, 8), "tune.mid").unwrap();
+    let mut cache = HarmonyCache::default();
+    let bars = Some([2, 6]);
+    let one = block_on(harmonize_piece(
+        &model,
+        &decode,
+        &piece,
+        &HarmonizeOptions {
+            bars,
+            ..Default::default()
+        },
+        &mut cache,
+    ))
+    .unwrap();
+    let four = block_on(harmonize_piece(
+        &model,
+        &decode,
+        &piece,
+        &HarmonizeOptions {
+            bars,
+            count: Some(4),
+            ..Default::default()
+        },
+        &mut cache,
+    ))
+    .unwrap();
+    assert!(!four.alternatives.is_empty() && four.alternatives.len() <= 4);
+    assert_eq!(four.cells, one.cells, "the first is the most likely");
+    assert_eq!(four.alternatives[0].cells, one.cells);
+    let grid = piece.grid(|t| matches!(t.role, TrackRole::Melody | TrackRole::Bridge));
+    let (start, end) = (
+        grid.beat_ticks[grid.bar_beats(2).start],
+        grid.beat_ticks[grid.bar_beats(5).end],
+    );
+    for (i, a) in four.alternatives.iter().enumerate() {
+        assert_eq!(a.cells.len(), 4);
+        assert!(a.log_prob < 0.0 && a.log_prob <= four.alternatives[0].log_prob);
+        assert!(!a.voicing.is_empty(), "alternative {i} sounds");
+        for &(pitch, on, off, _) in &a.voicing {
+            assert!((48..72).contains(&pitch) && start <= on && on < off && off <= end);
+        }
+        if i > 0 {
+            assert_ne!(a.cells, four.alternatives[0].cells);
+        }
+    }
+    let err = block_on(harmonize_piece(
+        &model,
+        &decode,
+        &piece,
+        &HarmonizeOptions {
+            count: Some(9),
+            ..Default::default()
+        },
+        &mut cache,
+    ))
+    .unwrap_err();
+    assert!(err.to_string().contains("1 to 8"), "{err}");
 }

@@ -78,6 +78,49 @@ test('a melody alone gets the harmonizer\'s chords; Suggest chords and Undo; the
       await page.click('#undo');
     }
 
+    // Alternatives: four progressions for bars 3-4 in the strip under the roll, the most likely
+    // first; key 2 auditions the second (the piece plays), Enter keeps it as one undoable
+    // edit; another offer, Esc, keeps none.
+    await page.fill('#alternatives', '4');
+    const offer = async () => {
+      await page.focus('canvas[aria-label^="Chord lane"]');
+      await page.keyboard.press('Home');
+      await page.keyboard.press('ArrowRight');
+      await page.keyboard.press('ArrowRight');
+      await page.keyboard.press('Shift+ArrowRight');
+      await page.waitForFunction(() => !document.getElementById('suggest-chords').disabled);
+      await page.click('#suggest-chords');
+      await page.waitForFunction(
+        () => !document.getElementById('chord-alternatives').hidden || !document.getElementById('error').hidden,
+        null,
+        { timeout: 60_000 },
+      );
+      assert.equal(await page.evaluate(() => document.getElementById('error').hidden), true, await page.evaluate(() => window.pianoformer.error));
+      return page.$$eval('#alternatives-list .chart', (charts) => charts.map((c) => c.textContent.split(' | ')));
+    };
+    const offered = await offer();
+    assert.ok(offered.length >= 2 && offered.length <= 4, `alternatives: ${JSON.stringify(offered)}`);
+    assert.ok(offered.every((cells) => cells.length === 2), 'two bars each');
+    assert.notDeepEqual(offered[1], offered[0], 'another progression');
+    console.log(`alternatives for bars 3-4: ${offered.map((c) => c.join(' | ')).join(' / ')}`);
+    await page.screenshot({ path: join(OUT, 'harmonizer-alternatives.png'), fullPage: true });
+    await page.keyboard.press('2');
+    await page.waitForFunction(() => window.pianoformer.playing && window.pianoformer.chordAlternatives()?.playing === 1, null, { timeout: 60_000 });
+    assert.deepEqual(await page.evaluate(() => window.pianoformer.piece.chords), piece.chords, 'an audition changes nothing');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.getElementById('chord-alternatives').hidden);
+    const kept = await page.evaluate(() => window.pianoformer.piece.chords);
+    assert.deepEqual(kept.slice(2, 4), offered[1], 'the second is kept');
+    assert.deepEqual([...kept.slice(0, 2), ...kept.slice(4)], [...piece.chords.slice(0, 2), ...piece.chords.slice(4)], 'the rest of the lane stays');
+    assert.equal(await page.evaluate(() => window.pianoformer.playing), false, 'the audition stops');
+    await page.click('#undo');
+    assert.deepEqual(await page.evaluate(() => window.pianoformer.piece.chords), piece.chords, 'one Undo takes it back');
+    await offer();
+    await page.keyboard.press('Escape');
+    await page.waitForFunction(() => document.getElementById('chord-alternatives').hidden);
+    assert.deepEqual(await page.evaluate(() => window.pianoformer.piece.chords), piece.chords, 'Esc keeps none');
+    await page.fill('#alternatives', '');
+
     // The accompaniment plays the harmonizer's chords.
     const n = await page.evaluate(() => window.pianoformer.generations.length);
     await page.selectOption('#task', 'accompaniment');

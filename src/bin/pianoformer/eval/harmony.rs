@@ -6,6 +6,7 @@
 
 use burn::tensor::Device;
 use pianoformer::data::corpus::{Corpus, Piece};
+use pianoformer::data::pop909_cl;
 use pianoformer::data::sources::Loaded;
 use pianoformer::eval::harmony::with_chords;
 use pianoformer::eval::harmony::{
@@ -18,6 +19,7 @@ use pianoformer::model::config::Task;
 use pianoformer::model::performer::Performer;
 use pianoformer::music::chords::Chord;
 use pianoformer::music::harmony::decode::{Draws, HarmonyDecode, Rhythm};
+use pianoformer::music::harmony::measures::Accuracy;
 
 fn songs(corpus: &Corpus) -> (Vec<&Piece>, Vec<HarmonySong>) {
     let pieces: Vec<&Piece> = corpus.pieces.iter().filter(|p| p.has_harmony()).collect();
@@ -194,12 +196,8 @@ pub fn run(
     }
     let test_lp = all_log_probs(model, &test, false, seed)?;
     let harmonizer = decode_all(&test, &test_lp, &decode, choice);
-    let with_phrases = decode_all(
-        &test,
-        &all_log_probs(model, &test, true, seed)?,
-        &decode,
-        choice,
-    );
+    let phrased_lp = all_log_probs(model, &test, true, seed)?;
+    let with_phrases = decode_all(&test, &phrased_lp, &decode, choice);
     let detector: Vec<_> = test.iter().map(|s| s.detector.clone()).collect();
     let full_mix: Vec<_> = test.iter().map(|s| s.full_mix.clone()).collect();
     let annotations: Vec<_> = test.iter().map(|s| s.reference.clone()).collect();
@@ -225,10 +223,15 @@ pub fn run(
             serde_json::json!({"scores": s, "sus_share": sus_share(chords), "phrase_f1": f1}),
         );
     }
-    let alternatives = if choice == Choice::Best {
-        alternatives_curve(model, data, &test, &test_lp, &harmonizer, &decode, seed)?
-    } else {
-        serde_json::Value::Null
+    let tested = Tested {
+        pieces: &test_pieces,
+        songs: &test,
+        lp: &test_lp,
+        lane: &harmonizer,
+    };
+    let alternatives = match choice {
+        Choice::Best => alternatives_curve(model, data, args, &tested, &decode)?,
+        _ => serde_json::Value::Null,
     };
     let accompaniment = match args.accompaniment.as_str() {
         "none" => serde_json::Value::Null,
@@ -264,93 +267,185 @@ pub fn run(
 
 /// Chord alternatives per 8-bar section (issue 55): the draws' temperature chosen on
 /// validation (the best of 4's root share), then the best-of-K curve on the test songs.
+/// The test songs as the harmonizer met them: the pieces, the songs, the model's
+/// log-probabilities and the one-guess lane.
+struct Tested<'a> {
+    pieces: &'a [&'a Piece],
+    songs: &'a [HarmonySong],
+    lp: &'a [Vec<f32>],
+    lane: &'a [Vec<Option<Chord>>],
+}
+
+/// Chord alternatives per 8-bar section (issue 55): the draws' temperature chosen on
+/// validation, then the best-of-K curve on the test songs against POP909's labels and, where
+/// it is beside them, POP909-CL's.
 fn alternatives_curve(
     model: &Performer,
     data: &Loaded,
-    test: &[HarmonySong],
-    test_lp: &[Vec<f32>],
-    lane: &[Vec<Option<Chord>>],
+    args: &super::Args,
+    t: &Tested,
     decode: &HarmonyDecode,
-    seed: u64,
 ) -> Result<serde_json::Value, String> {
-    let (_, valid) = songs(&data.valid);
-    let valid_lp = all_log_probs(model, &valid, false, seed)?;
-    let valid_lane = decode_all(&valid, &valid_lp, decode, Choice::Best);
-    let refs = |songs: &[HarmonySong]| -> Vec<Vec<Option<Chord>>> {
-        songs.iter().map(|s| s.reference.clone()).collect()
-    };
-    let valid_refs = refs(&valid);
-    let draws = |temperature| Draws {
-        count: ALTERNATIVES,
-        temperature,
-        seed,
-    };
-    let mut tried: Vec<(Draws, BestOf)> = Vec::new();
-    for t in ALTERNATIVE_TEMPERATURES {
-        {
-            let d = draws(t);
-            let b = best_of(
-                &valid,
-                &valid_lp,
-                &valid_lane,
-                &valid_refs,
-                decode,
-                d,
-                SECTION_BARS,
-            );
-            eprintln!(
-                "validation, alternatives drawn at temperature {t}: best of 4 per {SECTION_BARS}-bar section, root {:.3} (one guess {:.3}); {:.1} found of {ALTERNATIVES}",
-                b.root[3], b.root[0], b.found
-            );
-            tried.push((d, b));
-        }
-    }
-    let (chosen, _) = tried
-        .iter()
-        .max_by(|a, b| a.1.root[3].total_cmp(&b.1.root[3]))
-        .ok_or("no setting tried")?;
-    let b = best_of(
-        test,
-        test_lp,
-        lane,
-        &refs(test),
-        decode,
-        *chosen,
-        SECTION_BARS,
-    );
+    let corrected = corrected_labels(&args.data, t.pieces, t.songs, t.lane)?;
+    let (chosen, tried) = choose_draws(model, data, decode, args.seed)?;
+    let refs: Vec<Vec<Option<Chord>>> = t.songs.iter().map(|s| s.reference.clone()).collect();
+    let b = best_of(t.songs, t.lp, t.lane, &refs, decode, chosen, SECTION_BARS);
     eprintln!(
         "test, chord alternatives per {SECTION_BARS}-bar section ({} sections, {:.1} distinct found of {ALTERNATIVES}; temperature {}, chosen on validation):",
         b.sections, b.found, chosen.temperature
     );
-    eprintln!(
-        "  K        {}",
-        (1..=ALTERNATIVES)
-            .map(|k| format!("{k:>6}"))
-            .collect::<String>()
-    );
-    eprintln!(
-        "  root     {}",
-        b.root
+    let row = |xs: &[f64]| xs.iter().map(|x| format!("{x:>6.3}")).collect::<String>();
+    let ks: String = (1..=ALTERNATIVES).map(|k| format!("{k:>6}")).collect();
+    eprintln!("  K                  {ks}");
+    eprintln!("  root (POP909)      {}", row(&b.root));
+    eprintln!("  family (POP909)    {}", row(&b.family));
+    let against_cl = corrected.map(|c| {
+        let pick = |i: &usize| (t.songs[*i].clone(), t.lp[*i].clone(), t.lane[*i].clone());
+        let (songs, (lp, lanes)): (Vec<_>, (Vec<_>, Vec<_>)) = c
+            .songs
             .iter()
-            .map(|x| format!("{x:>6.3}"))
-            .collect::<String>()
-    );
-    eprintln!(
-        "  family   {}",
-        b.family
-            .iter()
-            .map(|x| format!("{x:>6.3}"))
-            .collect::<String>()
-    );
+            .map(pick)
+            .map(|(s, l, n)| (s, (l, n)))
+            .unzip();
+        let cl = best_of(&songs, &lp, &lanes, &c.chords, decode, chosen, SECTION_BARS);
+        eprintln!(
+            "  root (POP909-CL)   {}  ({} songs)",
+            row(&cl.root),
+            songs.len()
+        );
+        eprintln!("  family (POP909-CL) {}", row(&cl.family));
+        cl
+    });
     Ok(serde_json::json!({
         "section_bars": SECTION_BARS,
         "temperature": chosen.temperature,
         "valid": tried.iter().map(|(d, b)| serde_json::json!({"temperature": d.temperature, "best_of": b})).collect::<Vec<_>>(),
-        "test": {"pop909": b},
+        "test": {"pop909": b, "pop909_cl": against_cl},
     }))
+}
+
+/// The alternatives' draws: of [`ALTERNATIVE_TEMPERATURES`], the one whose best of four per
+/// section names the annotated root most often on the validation songs; and every one tried.
+fn choose_draws(
+    model: &Performer,
+    data: &Loaded,
+    decode: &HarmonyDecode,
+    seed: u64,
+) -> Result<(Draws, Vec<(Draws, BestOf)>), String> {
+    let (_, valid) = songs(&data.valid);
+    let lp = all_log_probs(model, &valid, false, seed)?;
+    let lane = decode_all(&valid, &lp, decode, Choice::Best);
+    let refs: Vec<Vec<Option<Chord>>> = valid.iter().map(|s| s.reference.clone()).collect();
+    let tried: Vec<(Draws, BestOf)> = ALTERNATIVE_TEMPERATURES
+        .iter()
+        .map(|&temperature| {
+            let d = Draws {
+                count: ALTERNATIVES,
+                temperature,
+                seed,
+            };
+            let b = best_of(&valid, &lp, &lane, &refs, decode, d, SECTION_BARS);
+            eprintln!(
+                "validation, alternatives drawn at temperature {temperature}: best of 4 per {SECTION_BARS}-bar section, root {:.3} (one guess {:.3}); {:.1} found of {ALTERNATIVES}",
+                b.root[3], b.root[0], b.found
+            );
+            (d, b)
+        })
+        .collect();
+    let chosen = tried
+        .iter()
+        .max_by(|a, b| a.1.root[3].total_cmp(&b.1.root[3]))
+        .map(|(d, _)| *d)
+        .ok_or("no setting tried")?;
+    Ok((chosen, tried))
 }
 
 /// Alternatives scored per section, the most asked, and the draws' temperatures tried.
 const SECTION_BARS: usize = 8;
 const ALTERNATIVES: usize = 8;
 const ALTERNATIVE_TEMPERATURES: [f32; 4] = [0.5, 0.6, 0.75, 1.0];
+
+/// POP909-CL's corrected chords for the test songs that have them, aligned to their beats.
+struct Corrected {
+    /// Indices into the test songs, and each one's corrected chords per beat.
+    songs: Vec<usize>,
+    chords: Vec<Vec<Option<Chord>>>,
+}
+
+/// POP909-CL (`pop909-cl` beside the POP909 folder) for the test songs, and the one-guess
+/// harmonizer and POP909's own labels scored against it; `None` (said) when it is not there.
+/// Songs whose alignment matches under half the file's onsets are left out (said).
+fn corrected_labels(
+    data: &std::path::Path,
+    pieces: &[&Piece],
+    test: &[HarmonySong],
+    harmonizer: &[Vec<Option<Chord>>],
+) -> Result<Option<Corrected>, String> {
+    let dir = data.parent().unwrap_or(data).join("pop909-cl");
+    if !dir.join("POP909_processed").is_dir() {
+        eprintln!(
+            "POP909-CL not found at {} (the corrected chords): scored against POP909's labels only",
+            dir.display()
+        );
+        return Ok(None);
+    }
+    let (mut songs, mut chords, mut loose, mut shifted) = (Vec::new(), Vec::new(), 0, 0);
+    let mut found = Vec::new();
+    for (i, piece) in pieces.iter().enumerate() {
+        let Some(id) = piece
+            .name
+            .rsplit('/')
+            .next()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Some(c) = pop909_cl::corrected(&dir, id, piece)? else {
+            continue;
+        };
+        if c.onsets_matched < 0.5 {
+            loose += 1;
+            continue;
+        }
+        shifted += (c.shift != 0) as usize;
+        found.push((c.shift, c.onsets_matched));
+        songs.push(i);
+        chords.push(c.chords);
+    }
+    let aligned: Vec<&HarmonySong> = songs.iter().map(|&i| &test[i]).collect();
+    let against = |predicted: &dyn Fn(usize) -> Vec<Option<Chord>>| {
+        let mut a = Accuracy::default();
+        for ((song, &i), r) in aligned.iter().zip(&songs).zip(&chords) {
+            a.add(Accuracy::of(&predicted(i), r, song.beats.clone()));
+        }
+        a.rates()
+    };
+    // The songs whose two label sets disagree most, with their alignment: where to look.
+    let mut worst: Vec<(f64, &str, i64, f64)> = songs
+        .iter()
+        .zip(&chords)
+        .zip(&found)
+        .map(|((&i, r), &(shift, matched))| {
+            let a = Accuracy::of(&test[i].reference, r, test[i].beats.clone());
+            (a.rates()[0], test[i].name.as_str(), shift, matched)
+        })
+        .collect();
+    worst.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for (root, name, shift, matched) in worst.iter().take(5) {
+        eprintln!(
+            "  POP909 against POP909-CL, {name}: root {root:.3} (shift {shift} beats, {:.0} % of onsets matched)",
+            100.0 * matched
+        );
+    }
+    let h = against(&|i| harmonizer[i].clone());
+    let a = against(&|i| test[i].reference.clone());
+    eprintln!(
+        "POP909-CL: {} test songs aligned ({shifted} shifted by whole beats, {loose} left out as unsure); against its chords the harmonizer's root {:.3} family {:.3}, POP909's own labels root {:.3} family {:.3}",
+        songs.len(),
+        h[0],
+        h[1],
+        a[0],
+        a[1]
+    );
+    Ok(Some(Corrected { songs, chords }))
+}
