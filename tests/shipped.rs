@@ -356,6 +356,38 @@ fn the_default_models_accompany_and_continue_a_song() {
         "{fit} of {} notes are tones of the given chords",
         moved.len()
     );
+    // Alternatives: OUT.1.mid and OUT.2.mid, the second what --seed 4 alone writes.
+    let generate = |extra: &[&str], out: &std::path::Path| {
+        let done = std::process::Command::new(env!("CARGO_BIN_EXE_pianoformer"))
+            .args(["generate", "--task", "accompaniment", "--manifest"])
+            .arg(&manifest)
+            .arg(&prompt)
+            .arg("-o")
+            .arg(out)
+            .args(["--chords", progression])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            done.status.success(),
+            "{}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+        String::from_utf8_lossy(&done.stderr).to_string()
+    };
+    let said = generate(
+        &["--seed", "3", "--alternatives", "2"],
+        &dir.join("alt.mid"),
+    );
+    assert!(said.contains("mean pairwise onset F1"), "{said}");
+    generate(&["--seed", "4"], &dir.join("alone.mid"));
+    let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
+    assert_eq!(
+        read("alt.2.mid"),
+        read("alone.mid"),
+        "each alternative is its seed's"
+    );
+    assert_ne!(read("alt.1.mid"), read("alt.2.mid"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -125,6 +125,10 @@ pub struct Args {
     /// The seed of every draw (the page's default too).
     #[arg(long, default_value_t = limits::default("seed").unwrap_or(0.0) as u64)]
     pub seed: u64,
+    /// Write K alternatives (1–8): OUT.1.mid … OUT.K.mid, the k-th with seed SEED + k − 1, so
+    /// each is what `--seed` alone writes; prints each one's figures and how alike they are.
+    #[arg(long, value_name = "K")]
+    pub alternatives: Option<usize>,
     /// cpu, gpu or auto.
     #[arg(long, default_value = "cpu")]
     pub backend: String,
@@ -232,50 +236,142 @@ pub fn run(args: Args) -> Result<(), String> {
     let backend = pollster::block_on(device::init(preference)).map_err(|e| format!("{e}"))?;
     let device = backend.device.clone();
     let loaded = crate::models::load(&args.model, task, args.manifest.as_deref(), &device)?;
-    let started = Instant::now();
     let (region, new_bars) = match bars {
         Some(Bars::Region(region)) => (Some(region), None),
         Some(Bars::Count(n)) => (None, Some(n)),
         None => (None, None),
     };
+    let count = args.alternatives.unwrap_or(1);
+    if !(1..=MAX_ALTERNATIVES).contains(&count) {
+        return Err(format!(
+            "--alternatives {count}: ask for 1 to {MAX_ALTERNATIVES}"
+        ));
+    }
     let options = options(&args, &loaded, region, new_bars)?;
     let piece = open(&args, &bytes, chart, phrases, &device)?;
+    let mut written = Vec::new();
+    for k in 0..count {
+        let started = Instant::now();
+        let options = Options {
+            seed: args.seed + k as u64,
+            ..options.clone()
+        };
+        let (out, summary) = generate_one(&args, task, &loaded, &piece, &options, &device)?;
+        let path = match args.alternatives {
+            None => args.out.clone(),
+            Some(_) => numbered(&args.out, k + 1),
+        };
+        write(&path, &out.to_midi().map_err(|e| e.to_string())?)?;
+        let which = match args.alternatives {
+            None => String::new(),
+            Some(_) => format!("alternative {} (seed {}): ", k + 1, options.seed),
+        };
+        eprintln!(
+            "{which}{summary} by {} in {:.2} s; written to {}",
+            loaded.source,
+            started.elapsed().as_secs_f64(),
+            path.display()
+        );
+        written.push(written_onsets(task, &piece, &out, &options));
+    }
+    if count > 1 {
+        eprintln!(
+            "the alternatives' new notes alike: mean pairwise onset F1 {:.2} (1: the same notes)",
+            mean_pairwise_f1(&written)
+        );
+    }
+    Ok(())
+}
+
+/// The most alternatives `--alternatives` writes.
+const MAX_ALTERNATIVES: usize = 8;
+
+/// One generation of `task` over `piece` with `options`: the piece written and its figures.
+fn generate_one(
+    args: &Args,
+    task: Task,
+    loaded: &crate::models::Loaded,
+    piece: &Piece,
+    options: &Options,
+    device: &burn::tensor::Device,
+) -> Result<(Piece, String), String> {
+    let started = Instant::now();
     let model = &loaded.model;
     let progress = |_| async { true };
-    let (out, summary) = match task {
-        Task::Harmonization => unreachable!("refused above"),
+    match task {
+        Task::Harmonization => Err(HARMONIZER_WRITES_NO_MUSIC.into()),
         Task::Accompaniment => {
             let out = pollster::block_on(accompany_piece(
                 model,
                 loaded.binarize,
                 loaded.piano_sampling(),
-                &piece,
-                &options,
-                &device,
+                piece,
+                options,
+                device,
                 progress,
             ))
-            .map_err(|e| failed(&args, e))?;
-            let summary = accompanied(&out, &options)?;
-            (out, summary)
+            .map_err(|e| failed(args, e))?;
+            let summary = accompanied(&out, options)?;
+            Ok((out, summary))
         }
         Task::Continuation => {
-            let c = pollster::block_on(continue_piece_ids(
-                model, &piece, &options, &device, progress,
-            ))
-            .map_err(|e| failed(&args, e))?;
-            let summary = continued(&c, &options, &started);
-            (c.piece, summary)
+            let c = pollster::block_on(continue_piece_ids(model, piece, options, device, progress))
+                .map_err(|e| failed(args, e))?;
+            let summary = continued(&c, options, &started);
+            Ok((c.piece, summary))
         }
+    }
+}
+
+/// `out` with `.k` before its extension (`song.mid` → `song.2.mid`).
+fn numbered(out: &Path, k: usize) -> PathBuf {
+    let stem = out
+        .file_stem()
+        .map_or_else(|| "out".into(), |s| s.to_string_lossy().to_string());
+    let ext = out
+        .extension()
+        .map_or_else(|| "mid".into(), |e| e.to_string_lossy().to_string());
+    out.with_file_name(format!("{stem}.{k}.{ext}"))
+}
+
+/// What a generation wrote, as (start tick, pitch): the written piano of an accompaniment, the
+/// notes after the music of a continuation, only in the bars a rewrite was asked for.
+fn written_onsets(
+    task: Task,
+    before: &Piece,
+    out: &Piece,
+    options: &Options,
+) -> std::collections::HashSet<(u64, u8)> {
+    let ticks = match options.region {
+        Some([from, to]) => out.bar_tick(from)..out.bar_tick(to.min(out.bars.len())),
+        None if task == Task::Continuation => before.bar_tick(before.prompt_bars)..u64::MAX,
+        None => 0..u64::MAX,
     };
-    let midi = out.to_midi().map_err(|e| e.to_string())?;
-    write(&args.out, &midi)?;
-    eprintln!(
-        "{summary} by {} in {:.2} s; written to {}",
-        loaded.source,
-        started.elapsed().as_secs_f64(),
-        args.out.display()
-    );
-    Ok(())
+    out.tracks
+        .iter()
+        .filter(|t| task == Task::Continuation || t.role == TrackRole::Generated)
+        .flat_map(|t| t.notes.iter())
+        .filter(|n| ticks.contains(&n.1))
+        .map(|&(pitch, start, _, _)| (start, pitch))
+        .collect()
+}
+
+/// The mean F1 of every pair of onset sets (1 when there are fewer than two).
+fn mean_pairwise_f1(sets: &[std::collections::HashSet<(u64, u8)>]) -> f64 {
+    let mut f1 = Vec::new();
+    for i in 0..sets.len() {
+        for j in 0..i {
+            let total = sets[i].len() + sets[j].len();
+            if total > 0 {
+                f1.push(2.0 * sets[i].intersection(&sets[j]).count() as f64 / total as f64);
+            }
+        }
+    }
+    if f1.is_empty() {
+        1.0
+    } else {
+        f1.iter().sum::<f64>() / f1.len() as f64
+    }
 }
 
 /// A generation's error, with the flag it came from when it is the bars'.
