@@ -278,7 +278,7 @@ struct Tested<'a> {
 
 /// Chord alternatives per 8-bar section (issue 55): the draws' temperature chosen on
 /// validation, then the best-of-K curve on the test songs against POP909's labels and, where
-/// it is beside them, POP909-CL's.
+/// it is beside them, POP909-CL's; and the colourful end of chord choice.
 fn alternatives_curve(
     model: &Performer,
     data: &Loaded,
@@ -316,7 +316,9 @@ fn alternatives_curve(
         eprintln!("  family (POP909-CL) {}", row(&cl.family));
         cl
     });
+    let colourful = colour_sweep(model, data, t, decode, args.seed)?;
     Ok(serde_json::json!({
+        "colourful": colourful,
         "section_bars": SECTION_BARS,
         "temperature": chosen.temperature,
         "valid": tried.iter().map(|(d, b)| serde_json::json!({"temperature": d.temperature, "best_of": b})).collect::<Vec<_>>(),
@@ -359,6 +361,53 @@ fn choose_draws(
         .ok_or("no setting tried")?;
     Ok((chosen, tried))
 }
+
+/// The colourful end of chord choice (issue 55): progressions drawn from the decode at a
+/// temperature, the one of [`COLOUR_TEMPERATURES`] whose chord-histogram entropy and coverage
+/// come closest to the annotations' on the validation songs (the larger of the two relative
+/// gaps), then scored on the test songs beside the annotations.
+fn colour_sweep(
+    model: &Performer,
+    data: &Loaded,
+    t: &Tested,
+    decode: &HarmonyDecode,
+    seed: u64,
+) -> Result<serde_json::Value, String> {
+    let (_, valid) = songs(&data.valid);
+    let lp = all_log_probs(model, &valid, false, seed)?;
+    let drawn = |temperature| Choice::Drawn { seed, temperature };
+    let annotated: Vec<_> = valid.iter().map(|s| s.reference.clone()).collect();
+    let target = score(&valid, &annotated).measures;
+    eprintln!("validation, the colourful end (progressions drawn at a temperature):");
+    let mut tried = Vec::new();
+    for temperature in COLOUR_TEMPERATURES {
+        let s = score(&valid, &decode_all(&valid, &lp, decode, drawn(temperature)));
+        line(&format!("drawn at {temperature}"), &s);
+        tried.push((temperature, s));
+    }
+    // How far a progression's entropy and coverage are from the annotations', the worse of two.
+    let off = |m: &pianoformer::music::harmony::measures::Measures| {
+        ((m.che / target.che - 1.0).abs()).max((m.cc / target.cc - 1.0).abs())
+    };
+    let chosen = tried
+        .iter()
+        .min_by(|a, b| off(&a.1.measures).total_cmp(&off(&b.1.measures)))
+        .map(|(t, _)| *t)
+        .ok_or("no temperature tried")?;
+    let test = score(t.songs, &decode_all(t.songs, t.lp, decode, drawn(chosen)));
+    eprintln!(
+        "test, the colourful end (drawn at {chosen}, chosen on validation; the annotations' row above):"
+    );
+    line("colourful", &test);
+    Ok(serde_json::json!({
+        "temperature": chosen,
+        "valid": tried.iter().map(|(t, s)| serde_json::json!({"temperature": t, "scores": s})).collect::<Vec<_>>(),
+        "test": test,
+    }))
+}
+
+/// The temperatures the colourful end is chosen from.
+const COLOUR_TEMPERATURES: [f32; 7] = [0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0];
 
 /// Alternatives scored per section, the most asked, and the draws' temperatures tried.
 const SECTION_BARS: usize = 8;
