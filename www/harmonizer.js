@@ -13,10 +13,10 @@ import { harmonizerEntry, needsHarmonizer } from './generation-plan.js';
 /**
  * A copy of `piece` whose chord lane over bars `[from, to)` (every bar of the melody when
  * `bars` is null) is the harmonizer's: the most likely progression, or with `seed` one drawn
- * with it. Throws in words when no harmonizer is available.
+ * with it, as colourful as `colour` (0 plain … 1, the default, colourful). Throws in words when no harmonizer is available.
  */
-export async function harmonized(piece, { bars = null, seed = null } = {}) {
-  const out = await ask(piece, { bars, seed });
+export async function harmonized(piece, { bars = null, seed = null, colour = null } = {}) {
+  const out = await ask(piece, { bars, seed, colour });
   return withCells(piece, out.from, out.cells);
 }
 

@@ -94,7 +94,8 @@ export async function suggestChords() {
   const piece = store.piece;
   if (!piece || store.job) return;
   const bars = run('selected-bars');
-  const count = settings().alternatives ?? 1;
+  const { alternatives: asked, chordColour: colour } = settings();
+  const count = asked ?? 1;
   const first = suggestions === 0 && piece.chordSource !== 'harmonizer';
   suggestions += 1;
   const seed = first ? null : suggestions;
@@ -112,7 +113,7 @@ export async function suggestChords() {
       run('show-chord-alternatives', { base: piece, alternatives, bars, where });
       return;
     }
-    const next = await harmonized(piece, { bars, seed });
+    const next = await harmonized(piece, { bars, seed, colour });
     endJob(job);
     run('update-buttons');
     // Cancelled, or another piece came meanwhile: the lane stays as it is.

@@ -130,7 +130,7 @@ function wire() {
       save();
     });
   }
-  for (const id of ['seed', 'threshold', 'piano-temperature', 'temperature', 'echo', 'key-hold', 'density', 'alternatives', 'length', 'max-tokens', 'read-all']) {
+  for (const id of ['seed', 'threshold', 'piano-temperature', 'temperature', 'echo', 'key-hold', 'density', 'alternatives', 'chord-colour', 'length', 'max-tokens', 'read-all']) {
     $(id).addEventListener('change', save);
   }
   $('reseed').addEventListener('click', () => {

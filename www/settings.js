@@ -17,6 +17,7 @@ export function settings() {
     density: $('density').value === '' ? null : Number($('density').value),
     keyHold: $('key-hold').value === '' ? null : Number($('key-hold').value),
     alternatives: $('alternatives').value === '' ? null : Number($('alternatives').value),
+    chordColour: Number($('chord-colour').value),
     bars: $('length').value === '' ? limitOf('bars').default : Number($('length').value),
     maxTokens: $('max-tokens').value === '' ? null : Number($('max-tokens').value),
     readAll: $('read-all').checked,
@@ -46,6 +47,7 @@ export function applySettings(s, showModels) {
   set('density', s.density);
   set('key-hold', s.keyHold);
   set('alternatives', s.alternatives);
+  set('chord-colour', s.chordColour);
   // Bars since December 2026; before, `length` was tokens (512 by default) and `maxBars` an
   // optional bar limit: a saved bar limit is the length, a token length not the old default
   // is the token limit.

@@ -201,6 +201,11 @@ pub fn progression(
 /// harmonization`, reports/harmonizer.md, "Alternatives").
 pub const ALTERNATIVES_TEMPERATURE: f32 = 0.75;
 
+/// The temperature of the colourful end of chord choice: of 0.5–1, the one whose drawn
+/// progressions' chord-histogram entropy and coverage come closest to the annotations' on the
+/// validation songs (`eval --task harmonization`, reports/harmonizer.md, "Plain ↔ colourful").
+pub const COLOURFUL_TEMPERATURE: f32 = 0.8;
+
 /// Up to `draws.count` distinct progressions of `beats` (as [`progression`] reads its
 /// arguments), each with its log-probability under `decode`: the best first, then those that
 /// most add to the chance that one is right ([`decode::alternatives`]).

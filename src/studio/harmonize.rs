@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::generate::GenerateError;
 use crate::generate::harmonize::{
-    ALTERNATIVES_TEMPERATURE, Choice, chord_log_probs, progression, progressions,
+    ALTERNATIVES_TEMPERATURE, COLOURFUL_TEMPERATURE, Choice, chord_log_probs, progression,
+    progressions,
 };
 use crate::generate::piece_input;
 use crate::model::performer::Performer;
@@ -22,8 +23,13 @@ pub struct HarmonizeOptions {
     /// Bars `from .. to` (0-based, `to` excluded); `None`: every bar of the music.
     pub bars: Option<[usize; 2]>,
     /// `None`: the most likely progression. `Some(seed)`: one drawn with that seed (another
-    /// seed, another alternative). With `count`, the seed of the alternatives' draws.
+    /// seed, another alternative) at the `colour` asked. With `count`, the seed of the
+    /// alternatives' draws.
     pub seed: Option<u64>,
+    /// How colourful a drawn progression is, 0 to 1: 0 plain (the most likely progression
+    /// whatever the seed), 1 (the default) as varied as songwriters' chords (drawn at
+    /// [`COLOURFUL_TEMPERATURE`]), between them drawn at that share of it.
+    pub colour: Option<f32>,
     /// `Some(K)`: K alternatives to audition (1 to [`MAX_ALTERNATIVES`]), the most likely
     /// first, then those that most add to the chance that one is right
     /// ([`crate::generate::harmonize::progressions`]); `cells` is the first's.
@@ -167,6 +173,13 @@ pub async fn harmonize_piece(
         )));
     }
     let to = to.min(bars);
+    if let Some(c) = options.colour
+        && !(0.0..=1.0).contains(&c)
+    {
+        return Err(GenerateError::Read(format!(
+            "the chord colour is from 0 (plain) to 1 (colourful), not {c}"
+        )));
+    }
     if let Some(k) = options.count
         && !(1..=MAX_ALTERNATIVES).contains(&k)
     {
@@ -227,12 +240,13 @@ pub async fn harmonize_piece(
             alternatives,
         });
     }
+    let colour = options.colour.unwrap_or(1.0);
     let choice = match options.seed {
-        None => Choice::Best,
-        Some(seed) => Choice::Drawn {
+        Some(seed) if colour > 0.0 => Choice::Drawn {
             seed,
-            temperature: 1.0,
+            temperature: colour * COLOURFUL_TEMPERATURE,
         },
+        _ => Choice::Best,
     }
     .for_model(model);
     let chords = progression(lp, &places, decode, beats.clone(), before, choice);

@@ -176,3 +176,38 @@ fn suggested_alternatives_come_with_their_probability_and_voicing() {
     .unwrap_err();
     assert!(err.to_string().contains("1 to 8"), "{err}");
 }
+
+/// The chord colour: 0 is the most likely progression whatever the seed; out of 0–1 it is
+/// refused in words.
+#[test]
+fn a_plain_colour_suggests_the_most_likely_progression() {
+    let device = Device::flex();
+    let model = Performer::new(
+        &tiny(PeConfig::new(PeKind::SineSpe), Direction::Bidirectional),
+        1,
+        &device,
+    )
+    .unwrap();
+    let decode = HarmonyDecode::default();
+    let piece = Piece::from_song(&melody_only(0, 8), "tune.mid").unwrap();
+    let mut cache = HarmonyCache::default();
+    let mut ask = |seed, colour| {
+        block_on(harmonize_piece(
+            &model,
+            &decode,
+            &piece,
+            &HarmonizeOptions {
+                seed,
+                colour,
+                ..Default::default()
+            },
+            &mut cache,
+        ))
+    };
+    let best = ask(None, None).unwrap();
+    for seed in 1..4 {
+        assert_eq!(ask(Some(seed), Some(0.0)).unwrap(), best, "seed {seed}");
+    }
+    let err = ask(Some(1), Some(1.5)).unwrap_err();
+    assert!(err.to_string().contains("from 0 (plain) to 1"), "{err}");
+}

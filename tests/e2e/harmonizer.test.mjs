@@ -121,6 +121,21 @@ test('a melody alone gets the harmonizer\'s chords; Suggest chords and Undo; the
     assert.deepEqual(await page.evaluate(() => window.pianoformer.piece.chords), piece.chords, 'Esc keeps none');
     await page.fill('#alternatives', '');
 
+    // Chord colour at plain: every press suggests the same (most likely) progression.
+    await page.$eval('#chord-colour', (e) => { e.value = '0'; e.dispatchEvent(new Event('change')); });
+    const plain = [];
+    for (let i = 0; i < 2; i++) {
+      await page.waitForFunction(() => !document.getElementById('suggest-chords').disabled);
+      await page.evaluate(() => { document.getElementById('notice').textContent = ''; });
+      await page.click('#suggest-chords');
+      await page.waitForFunction(() => document.getElementById('notice').textContent.includes('from the harmonizer'), null, { timeout: 60_000 });
+      plain.push(await page.evaluate(() => window.pianoformer.piece.chords));
+    }
+    assert.deepEqual(plain[1], plain[0], 'plain: the same progression at every press');
+    await page.click('#undo');
+    await page.click('#undo');
+    await page.$eval('#chord-colour', (e) => { e.value = '1'; e.dispatchEvent(new Event('change')); });
+
     // The accompaniment plays the harmonizer's chords.
     const n = await page.evaluate(() => window.pianoformer.generations.length);
     await page.selectOption('#task', 'accompaniment');
