@@ -73,6 +73,23 @@ pub fn has_accompaniment(song: &crate::music::midi::Song, input: &AccompanimentI
         .any(|(i, t)| !t.is_drums() && !t.notes.is_empty() && !input.kept.contains(&i))
 }
 
+/// [`chord_log_probs`] of `input`'s melody, bridge and labels.
+async fn input_log_probs(
+    model: &Performer,
+    input: &AccompanimentInput,
+    seed: u64,
+) -> Result<Vec<f32>, GenerateError> {
+    let rolls = &input.sheet.rolls;
+    chord_log_probs(
+        model,
+        &rolls.melody,
+        &rolls.bridge,
+        &input.sheet.labels,
+        seed,
+    )
+    .await
+}
+
 /// Fills `input`'s chords with the harmonizer's progression (the most likely one, or one
 /// drawn with a seed) from its melody, bridge and phrases, and rebuilds its labels.
 pub async fn harmonize_input(
@@ -82,14 +99,7 @@ pub async fn harmonize_input(
     choice: Choice,
     seed: u64,
 ) -> Result<(), GenerateError> {
-    let lp = chord_log_probs(
-        model,
-        &input.sheet.rolls.melody,
-        &input.sheet.rolls.bridge,
-        &input.sheet.labels,
-        seed,
-    )
-    .await?;
+    let lp = input_log_probs(model, input, seed).await?;
     let places = BeatPlaces::from_labels(&input.sheet.labels);
     let choice = choice.for_model(model);
     input.chords = progression(&lp, &places, decode, 0..usize::MAX, None, choice);
@@ -118,14 +128,7 @@ pub async fn lane_alternatives(
     if has_accompaniment(song, &input) {
         return Ok(None);
     }
-    let lp = chord_log_probs(
-        model,
-        &input.sheet.rolls.melody,
-        &input.sheet.rolls.bridge,
-        &input.sheet.labels,
-        seed,
-    )
-    .await?;
+    let lp = input_log_probs(model, &input, seed).await?;
     let places = BeatPlaces::from_labels(&input.sheet.labels);
     let draws = Draws {
         count,

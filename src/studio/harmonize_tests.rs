@@ -14,15 +14,16 @@ use crate::music::harmony::decode::HarmonyDecode;
 use crate::music::piece::{Piece, TrackRole};
 use crate::studio::{HarmonizeOptions, HarmonyCache, harmonize_piece, needs_harmonizer};
 
+/// An untrained tiny bidirectional harmonizer.
+fn harmonizer(device: &Device) -> Performer {
+    let config = tiny(PeConfig::new(PeKind::SineSpe), Direction::Bidirectional);
+    Performer::new(&config, 1, device).unwrap()
+}
+
 #[test]
 fn suggested_chords_fill_the_bars_asked_for() {
     let device = Device::flex();
-    let model = Performer::new(
-        &tiny(PeConfig::new(PeKind::SineSpe), Direction::Bidirectional),
-        1,
-        &device,
-    )
-    .unwrap();
+    let model = harmonizer(&device);
     let decode = HarmonyDecode::default();
     let full = Piece::from_song(&fixtures::song(0, 8), "full.mid").unwrap();
     assert!(
@@ -111,12 +112,7 @@ fn suggested_chords_fill_the_bars_asked_for() {
 #[test]
 fn suggested_alternatives_come_with_their_probability_and_voicing() {
     let device = Device::flex();
-    let model = Performer::new(
-        &tiny(PeConfig::new(PeKind::SineSpe), Direction::Bidirectional),
-        1,
-        &device,
-    )
-    .unwrap();
+    let model = harmonizer(&device);
     let decode = HarmonyDecode::default();
     let piece = Piece::from_song(&melody_only(0, 8), "tune.mid").unwrap();
     let mut cache = HarmonyCache::default();
@@ -182,12 +178,7 @@ fn suggested_alternatives_come_with_their_probability_and_voicing() {
 #[test]
 fn a_plain_colour_suggests_the_most_likely_progression() {
     let device = Device::flex();
-    let model = Performer::new(
-        &tiny(PeConfig::new(PeKind::SineSpe), Direction::Bidirectional),
-        1,
-        &device,
-    )
-    .unwrap();
+    let model = harmonizer(&device);
     let decode = HarmonyDecode::default();
     let piece = Piece::from_song(&melody_only(0, 8), "tune.mid").unwrap();
     let mut cache = HarmonyCache::default();

@@ -287,7 +287,10 @@ fn alternatives_curve(
     decode: &HarmonyDecode,
 ) -> Result<serde_json::Value, String> {
     let corrected = corrected_labels(&args.data, t.pieces, t.songs, t.lane)?;
-    let (chosen, tried) = choose_draws(model, data, decode, args.seed)?;
+    // The validation songs' probabilities, read once for both choices below.
+    let (_, valid) = songs(&data.valid);
+    let valid_lp = all_log_probs(model, &valid, false, args.seed)?;
+    let (chosen, tried) = choose_draws(&valid, &valid_lp, decode, args.seed)?;
     let refs: Vec<Vec<Option<Chord>>> = t.songs.iter().map(|s| s.reference.clone()).collect();
     let b = best_of(t.songs, t.lp, t.lane, &refs, decode, chosen, SECTION_BARS);
     eprintln!(
@@ -316,7 +319,7 @@ fn alternatives_curve(
         eprintln!("  family (POP909-CL) {}", row(&cl.family));
         cl
     });
-    let colourful = colour_sweep(model, data, t, decode, args.seed)?;
+    let colourful = colour_sweep(&valid, &valid_lp, t, decode, args.seed)?;
     Ok(serde_json::json!({
         "colourful": colourful,
         "section_bars": SECTION_BARS,
@@ -329,14 +332,12 @@ fn alternatives_curve(
 /// The alternatives' draws: of [`ALTERNATIVE_TEMPERATURES`], the one whose best of four per
 /// section names the annotated root most often on the validation songs; and every one tried.
 fn choose_draws(
-    model: &Performer,
-    data: &Loaded,
+    valid: &[HarmonySong],
+    lp: &[Vec<f32>],
     decode: &HarmonyDecode,
     seed: u64,
 ) -> Result<(Draws, Vec<(Draws, BestOf)>), String> {
-    let (_, valid) = songs(&data.valid);
-    let lp = all_log_probs(model, &valid, false, seed)?;
-    let lane = decode_all(&valid, &lp, decode, Choice::Best);
+    let lane = decode_all(valid, lp, decode, Choice::Best);
     let refs: Vec<Vec<Option<Chord>>> = valid.iter().map(|s| s.reference.clone()).collect();
     let tried: Vec<(Draws, BestOf)> = ALTERNATIVE_TEMPERATURES
         .iter()
@@ -346,7 +347,7 @@ fn choose_draws(
                 temperature,
                 seed,
             };
-            let b = best_of(&valid, &lp, &lane, &refs, decode, d, SECTION_BARS);
+            let b = best_of(valid, lp, &lane, &refs, decode, d, SECTION_BARS);
             eprintln!(
                 "validation, alternatives drawn at temperature {temperature}: best of 4 per {SECTION_BARS}-bar section, root {:.3} (one guess {:.3}); {:.1} found of {ALTERNATIVES}",
                 b.root[3], b.root[0], b.found
@@ -367,21 +368,19 @@ fn choose_draws(
 /// come closest to the annotations' on the validation songs (the larger of the two relative
 /// gaps), then scored on the test songs beside the annotations.
 fn colour_sweep(
-    model: &Performer,
-    data: &Loaded,
+    valid: &[HarmonySong],
+    lp: &[Vec<f32>],
     t: &Tested,
     decode: &HarmonyDecode,
     seed: u64,
 ) -> Result<serde_json::Value, String> {
-    let (_, valid) = songs(&data.valid);
-    let lp = all_log_probs(model, &valid, false, seed)?;
     let drawn = |temperature| Choice::Drawn { seed, temperature };
     let annotated: Vec<_> = valid.iter().map(|s| s.reference.clone()).collect();
-    let target = score(&valid, &annotated).measures;
+    let target = score(valid, &annotated).measures;
     eprintln!("validation, the colourful end (progressions drawn at a temperature):");
     let mut tried = Vec::new();
     for temperature in COLOUR_TEMPERATURES {
-        let s = score(&valid, &decode_all(&valid, &lp, decode, drawn(temperature)));
+        let s = score(valid, &decode_all(valid, lp, decode, drawn(temperature)));
         line(&format!("drawn at {temperature}"), &s);
         tried.push((temperature, s));
     }
