@@ -13,7 +13,7 @@
 import { fetchModel } from './www/store.js';
 import { SAMPLES } from './www/audio.js';
 
-export const VERSION = 15;
+export const VERSION = 16;
 export const SHELL_CACHE = `pianoformer-shell-v${VERSION}`;
 
 /** What the page cannot start without, relative to this worker. */
@@ -38,7 +38,7 @@ export const SHELL_FILES = [
   'www/generate.js',
   'www/generation-plan.js',
   'www/harmonizer.js',
-  'www/chord-alternatives.js',
+  'www/alternatives.js',
   'www/keys.js',
   'www/labels.js',
   'www/lanes.js',

@@ -68,6 +68,10 @@ pub struct Options {
     /// Continuation: the most tokens the model reads at once (see [`Length::context`]; `None`:
     /// all of them).
     pub context: Option<usize>,
+    /// Alternatives to write (1–8; `None`: 1), the k-th (from 0) with seed `seed + k`, so each
+    /// is the piece that seed writes alone: the step-by-step accompaniment writes them
+    /// together (one batched step for all on the CPU), the others one after another.
+    pub alternatives: Option<usize>,
     /// The attention to capture while generating.
     pub watch: Option<WatchOptions>,
     /// Accompaniment: the velocity model that gives the written piano its dynamics (the
@@ -121,6 +125,7 @@ impl Default for Options {
             may_end: false,
             max_prompt_tokens: 1024,
             context: None,
+            alternatives: None,
             watch: None,
             dynamics: None,
         }
@@ -128,6 +133,21 @@ impl Default for Options {
 }
 
 impl Options {
+    /// How many alternatives to write.
+    pub fn count(&self) -> usize {
+        self.alternatives.unwrap_or(1).max(1)
+    }
+
+    /// These options for alternative `k` (from 0): its seed, `seed + k` (past the largest
+    /// seed, counting on from 0).
+    pub fn alternative(&self, k: usize) -> Self {
+        Self {
+            seed: (self.seed + k as u64) % (1 << 32),
+            alternatives: None,
+            ..self.clone()
+        }
+    }
+
     fn watch(&self) -> Option<Watch> {
         self.watch.map(|w| Watch {
             layer: w.layer,
@@ -151,6 +171,7 @@ impl Options {
             ("tokens", self.tokens.map(|t| t as f64)),
             ("bars", self.bars.map(|b| b as f64)),
             ("context", self.context.map(|c| c as f64)),
+            ("alternatives", self.alternatives.map(|k| k as f64)),
         ];
         for (key, value) in numbers {
             let limit = limits::limit(key);
@@ -246,6 +267,9 @@ pub struct Progress {
     pub bars: Option<[usize; 2]>,
     pub notes: Option<Vec<PieceNote>>,
     pub attention: Option<AttentionRows>,
+    /// Alternatives asked for: which one this report is about (from 1; 0 when they are
+    /// written together, a step for all) and how many there are.
+    pub alternative: Option<[usize; 2]>,
 }
 
 mod accompany;
@@ -253,8 +277,10 @@ mod continuation;
 mod harmonize;
 pub use crate::generate::limits;
 mod live;
-pub use accompany::{accompaniment_attention, accompany_piece};
-pub use continuation::{Continued, continuation_attention, continue_piece, continue_piece_ids};
+pub use accompany::{accompaniment_attention, accompany_piece, accompany_pieces};
+pub use continuation::{
+    Continued, continuation_attention, continue_piece, continue_piece_ids, continue_pieces,
+};
 pub use harmonize::{
     HarmonizeOptions, Harmonized, HarmonyCache, harmonize_piece, needs_harmonizer,
 };

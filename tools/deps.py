@@ -157,7 +157,7 @@ FORBIDDEN = {("crate", "model", "music"): "the model core imports nothing from m
 # the page store (www/page-store.js). PANEL_IMPORTS_LEFT lists exceptions still to remove
 # (none); a new panel-to-panel import fails, and so does a listed one that is gone.
 PANELS = {
-    "attention-panel", "backend-card", "chord-alternatives", "compare-panel", "generate", "lanes", "models",
+    "attention-panel", "backend-card", "alternatives", "compare-panel", "generate", "lanes", "models",
     "piece-view", "play-in", "playback", "sharing", "tune",
 }
 PANEL_IMPORTS_LEFT = set()

@@ -16,9 +16,8 @@
 //   (piece-view.js)
 //   'use-model'         (entry) chooses a model in the Generate panel (main.js)
 //   'play-piece'        (piece) plays a piece that is not the page's, an audition (playback.js)
-//   'mark-chords-set'   (piece, from, to) records bars whose chords the person chose (lanes.js)
-//   'show-chord-alternatives' ({base, alternatives, bars, where}), 'close-chord-alternatives':
-//   the strip of chord alternatives to audition and keep (chord-alternatives.js)
+//   'show-alternatives' ({base, kind, items, caption, keep, span, playFrom}), 'close-alternatives':
+//   the strip of alternatives (chords or pieces) to audition and keep (alternatives.js)
 const commands = new Map();
 
 /** Registers `fn` as the command `name`; a second registration of a name is a mistake. */

@@ -96,6 +96,13 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
     );
     run('roll-generating', null);
     const ms = performance.now() - started;
+    if (result.alternatives) {
+      // Several to choose from: the piece stays as it was until one is kept.
+      showDraft(before);
+      run('roll-draft', before);
+      offerPieces({ before, pieces: result.alternatives, task, region, ticks, from, s, ms, entry });
+      return null;
+    }
     const notes = notesWritten(before, result, { task, trackName: track.name, ticks });
     // The Worker's piece, with what only the page keeps about the piece it was written from.
     const written = withPageMarks(result, before);
@@ -149,6 +156,56 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
     return generate({ entry, comparing, region, seed: s.seed });
   }
   return null;
+}
+
+/**
+ * The strip of `pieces` (alternatives a generation wrote from `before`, the k-th with seed
+ * `s.seed + k`): each a small roll of the notes it wrote, heard from where they start, kept
+ * as the generation's result (one Undo) with its seed put in the Seed field, so that Generate
+ * (and a share link's settings) write it again.
+ */
+function offerPieces({ before, pieces, task, region, ticks, from, s, ms, entry }) {
+  const gpu = status.backend?.kind === 'gpu';
+  const seeds = pieces.map((_, k) => (s.seed + k) % 2 ** 32);
+  const written = pieces.map((p) => writtenNotes(p, task, ticks, from));
+  const to = ticks ? ticks[1] : Math.max(from + 1, ...written.flat().map((n) => n[2]));
+  const where = region ? `bars ${region[0] + 1}–${region[1]}` : task === 'accompaniment' ? 'the piece' : 'the continuation';
+  const k = pieces.length;
+  $('gen-status').textContent =
+    `${k} alternatives for ${where} in ${(ms / 1000).toFixed(1)} s on ${gpu ? 'WebGPU' : 'the CPU'} (seeds ${seeds[0]}–${seeds[k - 1]}).`;
+  status.generations.push({
+    task, model: entry.name, backend: status.backend?.kind, ms, notes: written[0].length,
+    tokens: null, bars: null, seed: s.seed, region, alternatives: k,
+  });
+  run('show-alternatives', {
+    base: before,
+    kind: 'pieces',
+    caption: `${k} ${task === 'accompaniment' ? 'accompaniments' : 'continuations'} for ${where}, each with its own seed.`,
+    span: [from, to],
+    playFrom: from,
+    items: pieces.map((p, i) => ({
+      piece: withPageMarks(p, before),
+      notes: written[i],
+      text: `seed ${seeds[i]}`,
+      hint: `${written[i].length} notes`,
+    })),
+    keep: (i) => {
+      setPiece(withPageMarks(pieces[i], before), { undoable: false });
+      remember(before);
+      $('seed').value = String(seeds[i]);
+      $('seed').dispatchEvent(new Event('change'));
+      notice(`Kept alternative ${i + 1} of ${k} (seed ${seeds[i]}, now the Seed setting). Undo takes it back.`);
+    },
+  });
+}
+
+/** The notes `piece` holds that a generation of `task` wrote: from `from`, or in `ticks`. */
+function writtenNotes(piece, task, ticks, from) {
+  const span = ticks ?? [from, Infinity];
+  return piece.tracks
+    .filter((t) => t.role === 'generated')
+    .flatMap((t) => t.notes)
+    .filter((n) => task === 'accompaniment' && !ticks ? true : n[1] >= span[0] && n[1] < span[1]);
 }
 
 /** One progress message of a generation: the bar, the line, the notes so far, attention rows. */

@@ -126,6 +126,8 @@ export function generateOptions(s, { task, region, context }) {
     // A continuation model reads at most the window it was trained on (studio Options).
     context: task === 'continuation' && !s.readAll ? context : null,
     bars: s.bars ?? null,
+    // Several to audition and keep (the k-th with seed + k); 1 writes the piece at once.
+    alternatives: s.alternatives ?? null,
     watch: { layer: s.layer, head: s.head },
   };
 }
@@ -155,17 +157,24 @@ export function notesWritten(before, result, { task, trackName, ticks }) {
  */
 export function progressText(p, task, seconds) {
   const unit = task === 'accompaniment' ? 'steps' : 'tokens';
-  if (!p.done) return 'Reading the prompt…';
+  // Alternatives: written together ([0, k]: a step for all) or one after another ([i, k]).
+  const [which, count] = p.alternative ?? [0, 1];
+  const of = count > 1 ? (which ? `alternative ${which} of ${count} · ` : `${count} alternatives together · `) : '';
+  if (!p.done) return which > 1 ? `${of}reading the prompt…` : 'Reading the prompt…';
   const rate = `${(p.done / seconds).toFixed(0)} ${unit}/s`;
   return p.bars
-    ? `bar ${Math.max(1, p.bars[0])} of ${p.bars[1]} · ${p.done} ${unit} · ${rate}`
-    : `${p.done} of ${p.total} ${unit} · ${rate}`;
+    ? `${of}bar ${Math.max(1, p.bars[0])} of ${p.bars[1]} · ${p.done} ${unit} · ${rate}`
+    : `${of}${p.done} of ${p.total} ${unit} · ${rate}`;
 }
 
-/** How far a generation is, from 0 to 1: in bars for a continuation asked for bars. */
+/**
+ * How far a generation is, from 0 to 1: in bars for a continuation asked for bars; over all
+ * the alternatives when they are written one after another.
+ */
 export function progressShare(p) {
-  if (p.bars) return p.bars[1] ? Math.max(0, p.bars[0] - 1) / p.bars[1] : 0;
-  return p.total ? p.done / p.total : 0;
+  const own = p.bars ? (p.bars[1] ? Math.max(0, p.bars[0] - 1) / p.bars[1] : 0) : p.total ? p.done / p.total : 0;
+  const [which, count] = p.alternative ?? [0, 1];
+  return which ? (which - 1 + own) / count : own;
 }
 
 /**

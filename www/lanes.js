@@ -13,7 +13,6 @@ import { settings } from './settings.js';
 import { on } from './events.js';
 
 on('label-click', (kind, bar) => editLabel(kind, bar));
-command('mark-chords-set', (piece, from, to) => markChordsSet(piece, from, to));
 
 /** Opens the dialog for the `kind` ('chord' or 'phrase') label of bar `bar`. */
 export function editLabel(kind, bar) {
@@ -88,7 +87,7 @@ let suggestions = 0; // presses of "Suggest chords" on this page: each is anothe
  * "Suggest chords": the harmonizer's progression for the selected bars (every bar without a
  * selection), one Undo away. The first press on a lane the detector filled is the most likely
  * progression; every later press draws another alternative. With Alternatives above 1, the
- * strip under the roll offers that many to audition and keep (chord-alternatives.js).
+ * strip under the roll offers that many to audition and keep (alternatives.js).
  */
 export async function suggestChords() {
   const piece = store.piece;
@@ -110,7 +109,7 @@ export async function suggestChords() {
       endJob(job);
       run('update-buttons');
       if (job.cancelled || store.piece !== piece) return;
-      run('show-chord-alternatives', { base: piece, alternatives, bars, where });
+      offerChords(piece, alternatives, bars, where);
       return;
     }
     const next = await harmonized(piece, { bars, seed, colour });
@@ -126,4 +125,34 @@ export async function suggestChords() {
     run('update-buttons');
     showError(`No chords could be suggested: ${e.message}`);
   }
+}
+
+/**
+ * The strip of chord alternatives for `bars` of `base` (from `harmonizedAlternatives`): each
+ * its chart and its odds against the first; heard with its chords as block chords beside the
+ * melody; kept as the lane (one Undo).
+ */
+function offerChords(base, alternatives, bars, where) {
+  const best = alternatives[0].logProb;
+  const odds = (x) => (x < 10 ? x.toFixed(1) : x < 1e4 ? String(Math.round(x)) : x.toExponential(0));
+  const n = alternatives.length;
+  run('show-alternatives', {
+    base,
+    kind: 'chords',
+    caption: `${n} progression${n === 1 ? '' : 's'} for ${where}, the most likely first.`,
+    playFrom: bars ? base.bars[bars[0]] ?? 0 : 0,
+    items: alternatives.map((a, i) => ({
+      piece: a.piece,
+      text: a.cells.join(' | '),
+      // How much less likely than the first, as the decode's odds.
+      hint: i === 0 ? 'most likely' : `1 : ${odds(Math.exp(best - a.logProb))}`,
+      heard: { ...a.piece, tracks: [...a.piece.tracks, { name: 'CHORDS', role: 'other', program: 0, notes: a.voicing }] },
+    })),
+    keep: (i) => {
+      const next = alternatives[i].piece;
+      markChordsSet(next, ...(bars ?? [0, next.promptBars]));
+      setPiece(next, { keepView: true });
+      notice(`Chords for ${where} from the harmonizer (alternative ${i + 1} of ${n}). Undo takes them back.`);
+    },
+  });
 }

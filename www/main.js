@@ -22,7 +22,7 @@ import {
   roll, setPiece, updateButtons, save, undo, redo, openFile, openExample, selectedBars, setEditing, newPiece, lanesRefill,
 } from './piece-view.js';
 import { wireLanes } from './lanes.js';
-import { wireChordAlternatives } from './chord-alternatives.js';
+import { wireAlternatives } from './alternatives.js';
 import { generate, cancel } from './generate.js';
 import { applySettings, settings } from './settings.js';
 import { applyLimits } from './options.js';
@@ -109,7 +109,7 @@ function wire() {
   $('zoom-out').addEventListener('click', () => roll.zoomOut());
   $('zoom-fit').addEventListener('click', () => roll.fit());
   wireLanes(); // the planned bars and the chord suggestions
-  wireChordAlternatives(); // the strip of chord alternatives to audition
+  wireAlternatives(); // the strip of alternatives to audition and keep
   $('task').addEventListener('change', () => {
     showModels();
     save();

@@ -46,10 +46,10 @@ export const status = {
   lanesRefill: null,
   // 'ready' once the service worker has kept everything for offline use (sw.js).
   offline: 'pending',
-  // Whether the piano plays (playback.js), and the chord alternatives strip's state
-  // (chord-alternatives.js: {count, playing} or null).
+  // Whether the piano plays (playback.js), and the alternatives strip's state
+  // (alternatives.js: {kind, count, playing} or null).
   playing: false,
-  chordAlternatives: null,
+  alternatives: null,
 };
 window.pianoformer = status;
 

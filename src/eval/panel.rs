@@ -22,12 +22,12 @@ use super::target_roll;
 use crate::data::corpus::{Piece, WindowSpec};
 use crate::data::example;
 use crate::generate::piano::sample_whole;
-use crate::generate::{GenerateError, PianoSampling};
+use crate::generate::{BatchProgress, GenerateError, PianoSampling, accompany_batch};
 use crate::model::performer::Performer;
 use crate::music::chords::Chord;
 use crate::music::labels::StepLabels;
 use crate::music::playing::{chord_tone_ratio, onsets_per_beat, restrike_rate, sounding_per_step};
-use crate::music::roll::PianoRoll;
+use crate::music::roll::{PITCHES, PianoRoll};
 
 /// Bars by which the label-following test moves each song's progression.
 pub const SHIFT_BARS: usize = 2;
@@ -163,6 +163,95 @@ pub async fn song_result(
         changed_beats,
         output_changed: other != roll,
     })
+}
+
+/// K alternatives of one song's accompaniment, the annotated chords and phrases in the lanes.
+#[derive(Clone, Debug, Serialize)]
+pub struct AlternativesResult {
+    pub name: String,
+    /// Each alternative's chord tones against the annotated chords.
+    pub chord_tones: Vec<Option<f64>>,
+    /// Each alternative's onsets a beat over the real pianist's (`None` when the pianist
+    /// plays none).
+    pub density: Vec<Option<f64>>,
+    pub real_chord_tones: Option<f64>,
+    /// The mean onset F1 of every pair of alternatives (1: the same onsets).
+    pub pairwise_f1: f64,
+}
+
+/// `samplings.len()` accompaniments of `piece` (each its own seed), written together
+/// ([`accompany_batch`]), scored as the panel scores one.
+pub async fn alternatives_result(
+    model: &Performer,
+    piece: &Piece,
+    samplings: &[PianoSampling],
+    device: &Device,
+) -> Result<AlternativesResult, GenerateError> {
+    let spb = piece.sheet.labels.steps_per_beat.max(1);
+    let range = piece.range.clone();
+    let spec = WindowSpec::for_model(&model.config, range.len());
+    let e = example(
+        &piece.sheet.rolls,
+        &piece.sheet.labels,
+        &spec,
+        range.start,
+        0,
+    );
+    let quiet = |_: BatchProgress<'_>| async { true };
+    let rolls = accompany_batch(
+        model,
+        &e,
+        None,
+        0..e.len,
+        samplings,
+        e.len,
+        None,
+        device,
+        quiet,
+    )
+    .await?;
+    let real = target_roll(&e);
+    let chords = beat_chords(&piece.sheet.labels, range);
+    let steps = e.len;
+    let real_density = onsets_per_beat(&real, 0..steps, spb);
+    let onsets: Vec<_> = rolls.iter().map(onset_set).collect();
+    let mut f1 = Vec::new();
+    for i in 0..onsets.len() {
+        for j in 0..i {
+            let total = onsets[i].len() + onsets[j].len();
+            if total > 0 {
+                f1.push(2.0 * onsets[i].intersection(&onsets[j]).count() as f64 / total as f64);
+            }
+        }
+    }
+    Ok(AlternativesResult {
+        name: piece.name.clone(),
+        chord_tones: rolls
+            .iter()
+            .map(|r| chord_tone_ratio(r, &chords, spb))
+            .collect(),
+        density: rolls
+            .iter()
+            .map(|r| (real_density > 0.0).then(|| onsets_per_beat(r, 0..steps, spb) / real_density))
+            .collect(),
+        real_chord_tones: chord_tone_ratio(&real, &chords, spb),
+        pairwise_f1: if f1.is_empty() {
+            1.0
+        } else {
+            mean(f1.into_iter())
+        },
+    })
+}
+
+/// A roll's onsets as (step, pitch).
+fn onset_set(roll: &PianoRoll) -> std::collections::HashSet<(usize, usize)> {
+    (0..roll.num_steps)
+        .flat_map(|t| {
+            (0..PITCHES)
+                .filter(move |&p| roll.onset(t, p))
+                .map(move |p| (t, p))
+        })
+        .collect()
 }
 
 /// The panel over many songs: means of the per-song figures (songs where a figure is

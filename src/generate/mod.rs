@@ -34,7 +34,7 @@ pub use accompany::{
 };
 pub use binarize::{Binarize, binarize};
 pub use continuation::{Length, TokenProgress, View, continue_tokens, watched_token_pass};
-pub use piano::{PianoSampling, accompany_steps, splice};
+pub use piano::{BatchProgress, PianoSampling, accompany_batch, accompany_steps, splice};
 pub use prompt::{cut_prompt, prompt_tokens, prompt_tokens_with};
 pub use sample::{
     DEFAULT_DENSITY, DEFAULT_ECHO, DEFAULT_KEY, Sampling, log_softmax_values, sample_token,

@@ -23,7 +23,7 @@ use crate::data::features::LABEL_FEATURES;
 use crate::model::config::{ACCOMPANIMENT_INPUTS, Task};
 #[cfg(feature = "gpu")]
 use crate::model::performer::captured_row;
-use crate::model::performer::{Inputs, Performer, StepInput};
+use crate::model::performer::{Inputs, Performer, State, StepInput};
 use crate::music::roll::{PITCHES, PianoRoll};
 
 fn sigmoid_t(logit: f32, temperature: f32) -> f32 {
@@ -101,6 +101,120 @@ fn piano_offset(model: &Performer) -> Result<usize, GenerateError> {
     }
 }
 
+/// How far alternatives written together have come: each one's piano up to step `done` of
+/// `total` (the same step for all: they advance together).
+pub struct BatchProgress<'a> {
+    pub done: usize,
+    pub total: usize,
+    pub rolls: &'a [PianoRoll],
+    /// Each one's last step's onset and sustain logits (128 each).
+    pub logits: &'a [Vec<f32>],
+    /// The first alternative's watched attention rows.
+    pub attention: Option<AttentionRows>,
+}
+
+/// What every step-by-step accompaniment of an example reads: where the previous piano step
+/// goes in a row, the rows' and coordinates' widths, the region and the piano around it.
+struct Steps<'a> {
+    e: &'a Example,
+    offset: usize,
+    width: usize,
+    coords_width: usize,
+    structural: bool,
+    region: Range<usize>,
+    /// The given piano with the region cleared.
+    roll: PianoRoll,
+}
+
+impl<'a> Steps<'a> {
+    fn new(
+        model: &Performer,
+        e: &'a Example,
+        given: Option<&PianoRoll>,
+        region: Range<usize>,
+    ) -> Result<Self, GenerateError> {
+        let offset = piano_offset(model)?;
+        let len = e.len;
+        let width = e.inputs.len() / len.max(1);
+        if width != model.config.input_dim {
+            return Err(GenerateError::Read(format!(
+                "the example has {width} inputs per step, the model reads {}",
+                model.config.input_dim
+            )));
+        }
+        let region = region.start.min(len)..region.end.min(len);
+        let mut roll = given.cloned().unwrap_or_else(|| PianoRoll::new(len));
+        if roll.num_steps != len {
+            return Err(GenerateError::Read(format!(
+                "the piano part has {} steps and the melody {len}",
+                roll.num_steps
+            )));
+        }
+        for t in region.clone() {
+            for p in 0..PITCHES {
+                roll.set(t, p, false, false, 0);
+            }
+        }
+        Ok(Self {
+            e,
+            offset,
+            width,
+            coords_width: e.coordinates.len() / len.max(1),
+            structural: model.config.pe.is_structural(),
+            region,
+            roll,
+        })
+    }
+
+    /// Inputs of steps `range` [len, width], with the previous piano step taken from `roll`,
+    /// and their structure coordinates when the encoding reads them.
+    fn values(&self, range: Range<usize>, roll: &PianoRoll) -> (Vec<f32>, Option<Vec<f32>>) {
+        let (e, width, offset) = (self.e, self.width, self.offset);
+        let mut x = e.inputs[range.start * width..range.end * width].to_vec();
+        for (i, t) in range.clone().enumerate() {
+            let row = &mut x[i * width + offset..i * width + offset + 2 * PITCHES];
+            row.fill(0.0);
+            if t > 0 {
+                for p in 0..PITCHES {
+                    row[p] = roll.onset(t - 1, p) as u8 as f32;
+                    row[PITCHES + p] = roll.sustain(t - 1, p) as u8 as f32;
+                }
+            }
+        }
+        let cw = self.coords_width;
+        let coords = (self.structural && cw > 0)
+            .then(|| e.coordinates[range.start * cw..range.end * cw].to_vec());
+        (x, coords)
+    }
+
+    /// A sequence seeded by `seed` with what comes before the region in its attention state
+    /// (one parallel pass: it is known).
+    fn prefilled(
+        &self,
+        model: &Performer,
+        seed: u64,
+        watch: Option<Watch>,
+        stepping: &crate::model::performer::Stepping,
+        device: &Device,
+    ) -> Result<State, GenerateError> {
+        let mut state = model
+            .start(seed, watch.is_some(), device)
+            .stepping(stepping);
+        state.capture_layer = watch.map(|w| w.layer);
+        if self.region.start > 0 {
+            let range = 0..self.region.start;
+            let n = range.len();
+            let (x, coords) = self.values(range, &self.roll);
+            let inputs = Tensor::<3>::from_data(TensorData::new(x, vec![1, n, self.width]), device);
+            let coords = coords.map(|c| {
+                Tensor::<3>::from_data(TensorData::new(c, vec![1, n, self.coords_width]), device)
+            });
+            model.forward(Inputs::Rolls(inputs), coords, &mut state, None)?;
+        }
+        Ok(state)
+    }
+}
+
 /// Writes the piano part of example `e` (its inputs: melody, bridge and lanes; the piano
 /// planes in it are ignored) a step at a time over `region`; the steps before the region
 /// keep `given`'s piano (teacher-forced in one parallel pass, so the region continues from
@@ -123,161 +237,237 @@ where
     Fut: std::future::Future<Output = bool>,
 {
     sampling.check()?;
-    let offset = piano_offset(model)?;
     if let Some(w) = watch {
         w.check(model)?;
     }
-    let len = e.len;
-    let width = e.inputs.len() / len.max(1);
-    if width != model.config.input_dim {
-        return Err(GenerateError::Read(format!(
-            "the example has {width} inputs per step, the model reads {}",
-            model.config.input_dim
-        )));
-    }
-    let region = region.start.min(len)..region.end.min(len);
-    let mut roll = given.cloned().unwrap_or_else(|| PianoRoll::new(len));
-    if roll.num_steps != len {
-        return Err(GenerateError::Read(format!(
-            "the piano part has {} steps and the melody {len}",
-            roll.num_steps
-        )));
-    }
-    for t in region.clone() {
-        for p in 0..PITCHES {
-            roll.set(t, p, false, false, 0);
-        }
-    }
-    let coords_width = e.coordinates.len() / len.max(1);
-    let structural = model.config.pe.is_structural();
-    // Inputs of steps `range` [len, width], with the previous piano step taken from `roll`,
-    // and their structure coordinates when the encoding reads them.
-    let values = |range: Range<usize>, roll: &PianoRoll| -> (Vec<f32>, Option<Vec<f32>>) {
-        let mut x = e.inputs[range.start * width..range.end * width].to_vec();
-        for (i, t) in range.clone().enumerate() {
-            let row = &mut x[i * width + offset..i * width + offset + 2 * PITCHES];
-            row.fill(0.0);
-            if t > 0 {
-                for p in 0..PITCHES {
-                    row[p] = roll.onset(t - 1, p) as u8 as f32;
-                    row[PITCHES + p] = roll.sustain(t - 1, p) as u8 as f32;
-                }
-            }
-        }
-        let coords = (structural && coords_width > 0)
-            .then(|| e.coordinates[range.start * coords_width..range.end * coords_width].to_vec());
-        (x, coords)
-    };
-    let rows = |range: Range<usize>, roll: &PianoRoll| -> (Tensor<3>, Option<Tensor<3>>) {
-        let n = range.len();
-        let (x, coords) = values(range, roll);
-        let inputs = Tensor::<3>::from_data(TensorData::new(x, vec![1, n, width]), device);
-        let coords = coords
-            .map(|c| Tensor::<3>::from_data(TensorData::new(c, vec![1, n, coords_width]), device));
-        (inputs, coords)
-    };
+    let steps = Steps::new(model, e, given, region)?;
     let stepping = model.stepping(device).await?;
-    let mut state = model
-        .start(sampling.seed, watch.is_some(), device)
-        .stepping(&stepping);
-    state.capture_layer = watch.map(|w| w.layer);
-    // What comes before the region is known: one parallel pass fills the attention state.
-    if region.start > 0 {
-        let (inputs, coords) = rows(0..region.start, &roll);
-        model.forward(Inputs::Rolls(inputs), coords, &mut state, None)?;
-    }
-    let report_every = report_every.max(1);
-    let total = region.len();
+    let state = steps.prefilled(model, sampling.seed, watch, &stepping, device)?;
     #[cfg(feature = "gpu")]
     if fused::enabled() {
-        let mut previous = vec![0f32; 2 * PITCHES];
-        if region.start > 0 {
-            for p in 0..PITCHES {
-                previous[p] = roll.onset(region.start - 1, p) as u8 as f32;
-                previous[PITCHES + p] = roll.sustain(region.start - 1, p) as u8 as f32;
+        let fused = fused_steps(
+            model,
+            &steps,
+            state,
+            &sampling,
+            report_every,
+            watch,
+            device,
+            &mut on_progress,
+        );
+        return match fused.await? {
+            Fused::Written(roll) => Ok(roll),
+            Fused::Unavailable(state) => {
+                let s = (sampling, report_every, watch);
+                one_roll(model, steps, *state, s, device, on_progress).await
             }
-        }
-        let steps = fused::Steps::Rows {
-            piano: offset,
-            previous: &previous,
         };
-        let prepared = fused::FusedSteps::prepare(model, &state, steps, device).await?;
-        if let Some(mut f) = prepared {
-            let m = f.features();
-            // The watched head's keys so far (the prefill's, captured), m floats each.
-            let mut keys = Vec::new();
-            if let Some(w) = watch
-                && let Some(k) = state.captured_keys(w.layer, m, device)
-            {
-                keys = read_f32(k.narrow(0, 0, 1).narrow(1, w.head, 1)).await?;
-            }
-            let mut watched: Vec<Vec<f32>> = Vec::new();
-            let mut t = region.start;
-            while t < region.end {
-                // Chunks end where a report is due, so progress comes as often as asked.
-                let due = region.start + ((t - region.start) / report_every + 1) * report_every;
-                let end = (t + fused::CHUNK).min(due).min(region.end);
-                let (x, _) = values(t..end, &roll);
-                let w = watch.map(|w| (w.layer, w.head));
-                let out = f.run(&x, t, &sampling, w, &mut state).await?;
-                let per = f.step_out();
-                for (i, step) in (t..end).enumerate() {
-                    let o = &out[i * per..(i + 1) * per];
-                    let drawn = &o[2 * PITCHES..4 * PITCHES];
-                    for p in 0..PITCHES {
-                        if drawn[PITCHES + p] != 0.0 {
-                            roll.set(step, p, drawn[p] != 0.0, true, 0);
-                        }
-                    }
-                    if watch.is_some() {
-                        let (phi_q, phi_k) = o[4 * PITCHES..].split_at(m);
-                        let mut row = Vec::new();
-                        captured_row(&mut keys, phi_k, phi_q, &mut row);
-                        watched.push(row);
-                    }
-                }
-                t = end;
-                let done = t - region.start;
-                if done % report_every == 0 || done == total {
-                    let last = &out[out.len() - per..out.len() - per + 2 * PITCHES];
-                    let go_on = on_progress(PianoProgress {
-                        done,
-                        total,
-                        roll: &roll,
-                        logits: last,
-                        attention: rows_so_far(&mut watched, t),
-                    })
-                    .await;
-                    if !go_on {
-                        return Err(GenerateError::Cancelled);
-                    }
-                }
-            }
-            join_after(&mut roll, region);
-            return Ok(roll);
-        }
     }
+    let s = (sampling, report_every, watch);
+    one_roll(model, steps, state, s, device, on_progress).await
+}
+
+/// [`batch_steps`] for one sequence with its sampling, steps between reports and watched
+/// head, reporting as [`accompany_steps`] does.
+async fn one_roll<F, Fut>(
+    model: &Performer,
+    steps: Steps<'_>,
+    state: State,
+    (sampling, report_every, watch): (PianoSampling, usize, Option<Watch>),
+    device: &Device,
+    mut on_progress: F,
+) -> Result<PianoRoll, GenerateError>
+where
+    F: FnMut(PianoProgress<'_>) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let mut rolls = batch_steps(
+        model,
+        &steps,
+        vec![state],
+        &[sampling],
+        report_every,
+        watch,
+        device,
+        |p| {
+            on_progress(PianoProgress {
+                done: p.done,
+                total: p.total,
+                roll: &p.rolls[0],
+                logits: &p.logits[0],
+                attention: p.attention,
+            })
+        },
+    )
+    .await?;
+    Ok(rolls.pop().expect("one roll"))
+}
+
+/// Writes the piano part of example `e` over `region` as [`accompany_steps`] does, once for
+/// each of `samplings` (alternatives, each with its own seed), all advancing a step at a time
+/// together: on the CPU one batched step for all ([`Performer::step_batch`]); each roll is
+/// the one `accompany_steps` writes with that sampling alone. Where steps go through tensors
+/// (a GPU, fused or not) the alternatives are written one after the other (progress counts
+/// them all). The first
+/// alternative's attention is watched.
+#[allow(clippy::too_many_arguments)]
+pub async fn accompany_batch<F, Fut>(
+    model: &Performer,
+    e: &Example,
+    given: Option<&PianoRoll>,
+    region: Range<usize>,
+    samplings: &[PianoSampling],
+    report_every: usize,
+    watch: Option<Watch>,
+    device: &Device,
+    mut on_progress: F,
+) -> Result<Vec<PianoRoll>, GenerateError>
+where
+    F: FnMut(BatchProgress<'_>) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    if samplings.is_empty() {
+        return Ok(Vec::new());
+    }
+    for s in samplings {
+        s.check()?;
+    }
+    if let Some(w) = watch {
+        w.check(model)?;
+    }
+    let stepping = model.stepping(device).await?;
+    if stepping.decoder.is_none() && samplings.len() > 1 {
+        // Steps through tensors (a GPU): fused, or a dispatch per op, one alternative at a time.
+        return one_after_another(
+            model,
+            e,
+            given,
+            region,
+            samplings,
+            report_every,
+            watch,
+            device,
+            on_progress,
+        )
+        .await;
+    }
+    let steps = Steps::new(model, e, given, region)?;
+    let mut states = Vec::with_capacity(samplings.len());
+    for (k, s) in samplings.iter().enumerate() {
+        let watch = watch.filter(|_| k == 0);
+        states.push(steps.prefilled(model, s.seed, watch, &stepping, device)?);
+    }
+    batch_steps(
+        model,
+        &steps,
+        states,
+        samplings,
+        report_every,
+        watch,
+        device,
+        &mut on_progress,
+    )
+    .await
+}
+
+/// The alternatives one after the other through [`accompany_steps`] (fused on a GPU), with
+/// progress counting every alternative's steps.
+#[allow(clippy::too_many_arguments)]
+async fn one_after_another<F, Fut>(
+    model: &Performer,
+    e: &Example,
+    given: Option<&PianoRoll>,
+    region: Range<usize>,
+    samplings: &[PianoSampling],
+    report_every: usize,
+    watch: Option<Watch>,
+    device: &Device,
+    mut on_progress: F,
+) -> Result<Vec<PianoRoll>, GenerateError>
+where
+    F: FnMut(BatchProgress<'_>) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let k = samplings.len();
+    let mut rolls: Vec<PianoRoll> = Vec::with_capacity(k);
+    let mut logits = vec![Vec::new(); k];
+    for (i, s) in samplings.iter().enumerate() {
+        let watch = watch.filter(|_| i == 0);
+        let roll = accompany_steps(
+            model,
+            e,
+            given,
+            region.clone(),
+            *s,
+            report_every,
+            watch,
+            device,
+            |p| {
+                let mut so_far = rolls.clone();
+                so_far.push(p.roll.clone());
+                logits[i] = p.logits.to_vec();
+                let done = i * p.total + p.done;
+                on_progress(BatchProgress {
+                    done,
+                    total: k * p.total,
+                    rolls: &so_far,
+                    logits: &logits,
+                    attention: p.attention,
+                })
+            },
+        )
+        .await?;
+        rolls.push(roll);
+    }
+    Ok(rolls)
+}
+
+/// The region's steps for every state in `states` (one per sampling), a batched step each.
+#[allow(clippy::too_many_arguments)]
+async fn batch_steps<F, Fut>(
+    model: &Performer,
+    steps: &Steps<'_>,
+    mut states: Vec<State>,
+    samplings: &[PianoSampling],
+    report_every: usize,
+    watch: Option<Watch>,
+    device: &Device,
+    mut on_progress: F,
+) -> Result<Vec<PianoRoll>, GenerateError>
+where
+    F: FnMut(BatchProgress<'_>) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let region = steps.region.clone();
+    let mut rolls = vec![steps.roll.clone(); samplings.len()];
+    let report_every = report_every.max(1);
+    let total = region.len();
     // The watched head's row of every step since the last report (each over its own keys).
     let mut watched: Vec<Vec<f32>> = Vec::new();
+    let mut logits: Vec<Vec<f32>>;
     for t in region.clone() {
-        let (x, coords) = values(t..t + 1, &roll);
-        let values = model
-            .step(StepInput::Roll(&x), coords.as_deref(), &mut state, device)
+        let values: Vec<_> = rolls.iter().map(|r| steps.values(t..t + 1, r)).collect();
+        let inputs: Vec<StepInput<'_>> = values.iter().map(|(x, _)| StepInput::Roll(x)).collect();
+        let labels: Vec<Option<&[f32]>> = values.iter().map(|(_, c)| c.as_deref()).collect();
+        logits = model
+            .step_batch(&inputs, &labels, &mut states, device)
             .await?;
-        let (on, sus) = values.split_at(PITCHES);
-        let mut draw = |p: usize, kind: u32| uniform(sampling.seed, t, p, kind);
-        draw_step(&mut roll, t, on, sus, &sampling, &mut draw);
-        if let Some(row) = watched_rows(&state, watch, t).await? {
+        for ((roll, out), s) in rolls.iter_mut().zip(&logits).zip(samplings) {
+            let (on, sus) = out.split_at(PITCHES);
+            let mut draw = |p: usize, kind: u32| uniform(s.seed, t, p, kind);
+            draw_step(roll, t, on, sus, s, &mut draw);
+        }
+        if let Some(row) = watched_rows(&states[0], watch, t).await? {
             watched.push(row.values);
         }
         let done = t + 1 - region.start;
-        if done % report_every == 0 || done == total {
+        if done.is_multiple_of(report_every) || done == total {
             let attention = rows_so_far(&mut watched, t + 1);
-            let go_on = on_progress(PianoProgress {
+            let go_on = on_progress(BatchProgress {
                 done,
                 total,
-                roll: &roll,
-                logits: &values,
+                rolls: &rolls,
+                logits: &logits,
                 attention,
             })
             .await;
@@ -286,8 +476,108 @@ where
             }
         }
     }
+    for roll in &mut rolls {
+        join_after(roll, region.clone());
+    }
+    Ok(rolls)
+}
+
+/// What fused WebGPU steps did with a sequence.
+#[cfg(feature = "gpu")]
+enum Fused {
+    Written(PianoRoll),
+    /// This model or device has none: the state back, untouched.
+    Unavailable(Box<State>),
+}
+
+/// The region written by fused dispatches ([`fused::FusedSteps`]), reporting as
+/// [`accompany_steps`] does.
+#[cfg(feature = "gpu")]
+#[allow(clippy::too_many_arguments)]
+async fn fused_steps<F, Fut>(
+    model: &Performer,
+    steps: &Steps<'_>,
+    mut state: State,
+    sampling: &PianoSampling,
+    report_every: usize,
+    watch: Option<Watch>,
+    device: &Device,
+    on_progress: &mut F,
+) -> Result<Fused, GenerateError>
+where
+    F: FnMut(PianoProgress<'_>) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let region = steps.region.clone();
+    let mut roll = steps.roll.clone();
+    let mut previous = vec![0f32; 2 * PITCHES];
+    if region.start > 0 {
+        for p in 0..PITCHES {
+            previous[p] = roll.onset(region.start - 1, p) as u8 as f32;
+            previous[PITCHES + p] = roll.sustain(region.start - 1, p) as u8 as f32;
+        }
+    }
+    let rows = fused::Steps::Rows {
+        piano: steps.offset,
+        previous: &previous,
+    };
+    let Some(mut f) = fused::FusedSteps::prepare(model, &state, rows, device).await? else {
+        return Ok(Fused::Unavailable(Box::new(state)));
+    };
+    let report_every = report_every.max(1);
+    let total = region.len();
+    let m = f.features();
+    // The watched head's keys so far (the prefill's, captured), m floats each.
+    let mut keys = Vec::new();
+    if let Some(w) = watch
+        && let Some(k) = state.captured_keys(w.layer, m, device)
+    {
+        keys = read_f32(k.narrow(0, 0, 1).narrow(1, w.head, 1)).await?;
+    }
+    let mut watched: Vec<Vec<f32>> = Vec::new();
+    let mut t = region.start;
+    while t < region.end {
+        // Chunks end where a report is due, so progress comes as often as asked.
+        let due = region.start + ((t - region.start) / report_every + 1) * report_every;
+        let end = (t + fused::CHUNK).min(due).min(region.end);
+        let (x, _) = steps.values(t..end, &roll);
+        let w = watch.map(|w| (w.layer, w.head));
+        let out = f.run(&x, t, sampling, w, &mut state).await?;
+        let per = f.step_out();
+        for (i, step) in (t..end).enumerate() {
+            let o = &out[i * per..(i + 1) * per];
+            let drawn = &o[2 * PITCHES..4 * PITCHES];
+            for p in 0..PITCHES {
+                if drawn[PITCHES + p] != 0.0 {
+                    roll.set(step, p, drawn[p] != 0.0, true, 0);
+                }
+            }
+            if watch.is_some() {
+                let (phi_q, phi_k) = o[4 * PITCHES..].split_at(m);
+                let mut row = Vec::new();
+                captured_row(&mut keys, phi_k, phi_q, &mut row);
+                watched.push(row);
+            }
+        }
+        t = end;
+        let done = t - region.start;
+        if done.is_multiple_of(report_every) || done == total {
+            let last = &out[out.len() - per..out.len() - per + 2 * PITCHES];
+            let go_on = on_progress(PianoProgress {
+                done,
+                total,
+                roll: &roll,
+                logits: last,
+                attention: rows_so_far(&mut watched, t),
+            })
+            .await;
+            if !go_on {
+                return Err(GenerateError::Cancelled);
+            }
+        }
+    }
     join_after(&mut roll, region);
-    Ok(roll)
+    Ok(Fused::Written(roll))
 }
 
 /// The piano part of the whole of `e`, sampled step by step with no progress reports.

@@ -6,8 +6,8 @@ use burn::tensor::Device;
 use super::{ACCOMPANIMENT_TRACK, Options, Progress};
 use crate::generate::binarize::{Binarize, binarize};
 use crate::generate::{
-    GenerateError, MapFeatures, PianoSampling, accompany_probs, accompany_steps, input_example,
-    piece_input, splice, watched_pass,
+    AccompanimentInput, GenerateError, MapFeatures, PianoSampling, accompany_batch,
+    accompany_probs, input_example, piece_input, splice, watched_pass,
 };
 use crate::model::performer::Performer;
 use crate::music::dynamics::Context;
@@ -17,7 +17,8 @@ use crate::music::piece::{Piece, PieceNote, PieceTrack, TrackRole};
 use crate::music::roll::{GENERATED_VELOCITY, PianoRoll, Role};
 
 /// An accompaniment for the melody (and bridge) of `piece` with its chord and phrase lanes as
-/// labels; the result replaces the piece's piano and generated tracks.
+/// labels; the result replaces the piece's piano and generated tracks. The first of
+/// [`accompany_pieces`] (one alternative, whatever `options` asks).
 pub async fn accompany_piece<F, Fut>(
     model: &Performer,
     model_binarize: Option<Binarize>,
@@ -25,8 +26,42 @@ pub async fn accompany_piece<F, Fut>(
     piece: &Piece,
     options: &Options,
     device: &Device,
-    mut on_progress: F,
+    on_progress: F,
 ) -> Result<Piece, GenerateError>
+where
+    F: FnMut(Progress) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let options = Options {
+        alternatives: None,
+        ..options.clone()
+    };
+    let mut pieces = accompany_pieces(
+        model,
+        model_binarize,
+        model_sampling,
+        piece,
+        &options,
+        device,
+        on_progress,
+    )
+    .await?;
+    Ok(pieces.swap_remove(0))
+}
+
+/// [`Options::count`] accompaniments, the k-th with seed `seed + k` (each the piece that seed
+/// writes alone): a model that writes step by step writes them together
+/// ([`accompany_batch`]), one that writes at once one after another. Progress counts every
+/// alternative and streams the first one's notes.
+pub async fn accompany_pieces<F, Fut>(
+    model: &Performer,
+    model_binarize: Option<Binarize>,
+    model_sampling: PianoSampling,
+    piece: &Piece,
+    options: &Options,
+    device: &Device,
+    mut on_progress: F,
+) -> Result<Vec<Piece>, GenerateError>
 where
     F: FnMut(Progress) -> Fut,
     Fut: std::future::Future<Output = bool>,
@@ -47,90 +82,99 @@ where
     // Every track counts for the grid's extent (a kept piano may outlast the melody); the
     // model reads the melody and bridge only.
     let input = piece_input(piece, piece.grid(|_| true), true)?;
-    let b = options.binarize(model_binarize);
     let e = input_example(model, &input);
+    let grid = &input.sheet.grid;
     let (region, given) = match options.region {
         None => (0..e.len, None),
         Some([from, to]) => {
-            let bars = input.sheet.grid.num_bars();
+            let bars = grid.num_bars();
             if from >= bars {
                 return Err(GenerateError::Read(format!(
                     "bar {} is past the end of the piece ({bars} bars)",
                     from + 1
                 )));
             }
-            let steps = input.sheet.grid.bar_steps(from).start
-                ..input.sheet.grid.bar_steps(to.min(bars) - 1).end;
-            (steps, Some(kept_piano(piece, &input.sheet.grid)))
+            let steps = grid.bar_steps(from).start..grid.bar_steps(to.min(bars) - 1).end;
+            (steps, Some(kept_piano(piece, grid)))
         }
     };
-    let roll = if model.config.is_autoregressive() {
-        let sampling = options.piano_sampling(model_sampling);
-        accompany_steps(
+    let each: Vec<Options> = (0..options.count())
+        .map(|k| options.alternative(k))
+        .collect();
+    let rolls = if model.config.is_autoregressive() {
+        let samplings: Vec<PianoSampling> = each
+            .iter()
+            .map(|o| o.piano_sampling(model_sampling))
+            .collect();
+        accompany_batch(
             model,
             &e,
             given.as_ref(),
-            region,
-            sampling,
+            region.clone(),
+            &samplings,
             options.chunk_steps,
             options.watch(),
             device,
             |p| {
-                let notes = roll_notes(p.roll, &input.sheet.grid);
+                let notes = roll_notes(&p.rolls[0], grid);
                 on_progress(Progress {
                     done: p.done,
                     total: p.total,
                     bars: None,
                     notes: Some(notes),
                     attention: p.attention,
+                    alternative: (samplings.len() > 1).then_some([0, samplings.len()]),
                 })
             },
         )
         .await?
     } else {
-        let (onset, sustain) = accompany_probs(
-            model,
-            &e,
-            options.seed,
-            options.chunk_steps,
-            options.watch(),
-            device,
-            |p| {
-                let roll = binarize(p.onset, p.sustain, p.done, b);
-                let notes = roll_notes(&roll, &input.sheet.grid);
-                on_progress(Progress {
-                    done: p.done,
-                    total: p.total,
-                    bars: None,
-                    notes: Some(notes),
-                    attention: p.attention,
+        let b = options.binarize(model_binarize);
+        let k = each.len();
+        let mut rolls = Vec::with_capacity(k);
+        for (i, o) in each.iter().enumerate() {
+            let watch = options.watch().filter(|_| i == 0);
+            let (onset, sustain) =
+                accompany_probs(model, &e, o.seed, options.chunk_steps, watch, device, |p| {
+                    let notes = roll_notes(&binarize(p.onset, p.sustain, p.done, b), grid);
+                    on_progress(Progress {
+                        done: p.done,
+                        total: p.total,
+                        bars: None,
+                        notes: Some(notes),
+                        attention: p.attention,
+                        alternative: (k > 1).then_some([i + 1, k]),
+                    })
                 })
-            },
-        )
-        .await?;
-        let roll = binarize(&onset, &sustain, e.len, b);
-        match given {
-            Some(given) => splice(&given, &roll, region),
-            None => roll,
+                .await?;
+            let roll = binarize(&onset, &sustain, e.len, b);
+            rolls.push(match &given {
+                Some(given) => splice(given, &roll, region.clone()),
+                None => roll,
+            });
         }
+        rolls
     };
-    let mut roll = roll;
+    Ok(rolls
+        .into_iter()
+        .zip(&each)
+        .map(|(roll, o)| with_piano(piece, &input, roll, region.clone(), o))
+        .collect())
+}
+
+/// `piece` with `roll` as its piano (replacing its piano and generated tracks), the steps of
+/// `region` given the velocity model's dynamics (a kept piano keeps its own).
+fn with_piano(
+    piece: &Piece,
+    input: &AccompanimentInput,
+    mut roll: PianoRoll,
+    region: std::ops::Range<usize>,
+    options: &Options,
+) -> Piece {
+    let grid = &input.sheet.grid;
     if let Some(dynamics) = &options.dynamics {
-        // The written steps get the model's dynamics; a kept piano keeps its own.
-        let steps = match options.region {
-            None => 0..input.sheet.grid.num_steps(),
-            Some([from, to]) => {
-                let bars = input.sheet.grid.num_bars();
-                input.sheet.grid.bar_steps(from).start
-                    ..input.sheet.grid.bar_steps(to.min(bars) - 1).end
-            }
-        };
-        let ctx = Context::new(
-            &input.sheet.grid,
-            &input.sheet.labels,
-            &input.sheet.rolls.melody,
-        );
-        dynamics.apply(&ctx, &mut roll, steps, options.seed);
+        let ctx = Context::new(grid, &input.sheet.labels, &input.sheet.rolls.melody);
+        dynamics.apply(&ctx, &mut roll, region, options.seed);
     }
     let mut out = piece.clone();
     out.tracks
@@ -140,10 +184,10 @@ where
         role: TrackRole::Generated,
         program: 0,
         channel: Some(Role::Piano.channel()),
-        notes: roll_notes(&roll, &input.sheet.grid),
+        notes: roll_notes(&roll, grid),
     });
     out.refresh();
-    Ok(out)
+    out
 }
 
 /// The watched head's attention of an accompaniment model over the piece as it stands, sent as
@@ -184,6 +228,7 @@ where
         bars: None,
         notes: None,
         attention: Some(rows),
+        alternative: None,
     })
     .await;
     Ok(e.len)

@@ -51,6 +51,38 @@ where
     )
 }
 
+/// [`Options::count`] continuations, one after another, the k-th with seed `seed + k` (each
+/// the piece that seed writes alone); progress says which one it is about, and the first one's
+/// attention is watched.
+pub async fn continue_pieces<F, Fut>(
+    model: &Performer,
+    piece: &Piece,
+    options: &Options,
+    device: &Device,
+    mut on_progress: F,
+) -> Result<Vec<Piece>, GenerateError>
+where
+    F: FnMut(Progress) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    options.check()?;
+    let k = options.count();
+    let mut pieces = Vec::with_capacity(k);
+    for i in 0..k {
+        let mut o = options.alternative(i);
+        if i > 0 {
+            o.watch = None;
+        }
+        let written = continue_piece(model, piece, &o, device, |mut p| {
+            p.alternative = (k > 1).then_some([i + 1, k]);
+            on_progress(p)
+        })
+        .await?;
+        pieces.push(written);
+    }
+    Ok(pieces)
+}
+
 /// What [`continue_piece_ids`] wrote, as the piece and as the tokens it came from.
 pub struct Continued {
     pub piece: Piece,
@@ -190,6 +222,7 @@ where
                 bars: length.bars.map(|b| [bars_begun.min(b), b]),
                 notes,
                 attention: p.attention,
+                alternative: None,
             })
         },
     )
@@ -269,6 +302,7 @@ where
         bars: None,
         notes: None,
         attention: Some(rows),
+        alternative: None,
     })
     .await;
     Ok(total)

@@ -959,3 +959,110 @@ fn a_map_of_another_head_is_drawn_from_the_last_pass_features() {
         assert!(!same(&after, &map(model, &original, 1, 1, None)));
     }
 }
+
+/// Alternatives (`Options::alternatives`): K pieces, the k-th the piece seed `seed + k` writes
+/// alone, for the step-by-step accompaniment (written together), one written at once, a
+/// region rewrite and a continuation (one after another); progress says which alternative it
+/// is about; more than 8 is refused in words.
+#[test]
+fn alternatives_are_each_their_seed_alone() {
+    use crate::model::config::Conditioning;
+    let device = Device::flex();
+    let piece = piece();
+    for conditioning in [Some(Conditioning::AUTOREGRESSIVE), None] {
+        let config = PerformerConfig::tiny(
+            Task::Accompaniment,
+            VOCAB_SIZE,
+            PeConfig::new(PeKind::SineSpe),
+        )
+        .with_inputs(conditioning);
+        let model = Performer::new(&config, 1, &device).unwrap();
+        for region in [None, Some([2, 4])] {
+            let options = Options {
+                seed: 5,
+                region,
+                alternatives: Some(3),
+                ..Options::default()
+            };
+            let mut which = Vec::new();
+            let pieces = pollster::block_on(accompany_pieces(
+                &model,
+                None,
+                PianoSampling::default(),
+                &piece,
+                &options,
+                &device,
+                |p| {
+                    which.push(p.alternative);
+                    async { true }
+                },
+            ))
+            .unwrap();
+            assert_eq!(pieces.len(), 3);
+            let together = conditioning.is_some();
+            assert!(
+                which
+                    .iter()
+                    .all(|w| w.is_some_and(|[i, k]| k == 3 && (i == 0) == together))
+            );
+            for (k, p) in pieces.iter().enumerate() {
+                let alone = pollster::block_on(accompany_piece(
+                    &model,
+                    None,
+                    PianoSampling::default(),
+                    &piece,
+                    &options.alternative(k),
+                    &device,
+                    |_| async { true },
+                ))
+                .unwrap();
+                assert_eq!(
+                    p.tracks, alone.tracks,
+                    "{conditioning:?} {region:?} alternative {k}"
+                );
+            }
+            if together {
+                assert_ne!(pieces[0].tracks, pieces[1].tracks);
+            }
+        }
+    }
+    let model = tiny(Task::Continuation, 2, &device);
+    let options = Options {
+        seed: 8,
+        bars: Some(2),
+        alternatives: Some(2),
+        ..Options::default()
+    };
+    let mut which = Vec::new();
+    let pieces = pollster::block_on(continue_pieces(&model, &piece, &options, &device, |p| {
+        which.push(p.alternative);
+        async { true }
+    }))
+    .unwrap();
+    assert_eq!(which.first(), Some(&Some([1, 2])));
+    assert_eq!(which.last(), Some(&Some([2, 2])));
+    for (k, p) in pieces.iter().enumerate() {
+        let alone = pollster::block_on(continue_piece(
+            &model,
+            &piece,
+            &options.alternative(k),
+            &device,
+            |_| async { true },
+        ))
+        .unwrap();
+        assert_eq!(p.tracks, alone.tracks, "continuation alternative {k}");
+    }
+    let nine = Options {
+        alternatives: Some(9),
+        ..Options::default()
+    };
+    let err = nine.check().unwrap_err();
+    assert_eq!(err.field, "alternatives");
+    assert!(err.message.contains('8'), "{}", err.message);
+    assert_eq!(options.alternative(3).seed, 11);
+    let last = Options {
+        seed: u32::MAX as u64,
+        ..Options::default()
+    };
+    assert_eq!(last.alternative(1).seed, 0);
+}

@@ -275,9 +275,11 @@ impl Session {
         self.models.borrow().contains_key(name)
     }
 
-    /// An accompaniment for the piece's melody with model `name`; returns the new piece (JSON).
-    /// `on_progress({done, total, notes?, attention?})` may return a promise of `false` to
-    /// cancel (the error then says "generation was cancelled").
+    /// An accompaniment for the piece's melody with model `name`; returns the new piece (JSON),
+    /// or, when `options` asks for alternatives (K > 1), `{alternatives: [piece, …]}` (the
+    /// k-th written with seed `seed + k − 1`). `on_progress({done, total, notes?, attention?,
+    /// alternative?})` may return a promise of `false` to cancel (the error then says
+    /// "generation was cancelled").
     pub async fn accompany(
         &self,
         name: String,
@@ -289,7 +291,7 @@ impl Session {
         let piece = parse_piece(&piece)?;
         let mut options = parse_options(&options)?;
         options.dynamics = self.dynamics.borrow().clone();
-        let out = studio::accompany_piece(
+        let out = studio::accompany_pieces(
             &loaded.model,
             loaded.entry.binarize,
             loaded.entry.piano_sampling(),
@@ -300,7 +302,7 @@ impl Session {
         )
         .await
         .map_err(to_js)?;
-        serde_json::to_string(&out).map_err(to_js)
+        pieces_json(out, &options)
     }
 
     /// A continuation after the piece's music with model `name`; as [`Session::accompany`].
@@ -317,7 +319,7 @@ impl Session {
         let mut options = parse_options(&options)?;
         // The model's own temperature unless one is given (chosen on validation songs).
         options.temperature = options.temperature.or(loaded.entry.temperature);
-        let out = studio::continue_piece(
+        let out = studio::continue_pieces(
             &loaded.model,
             &piece,
             &options,
@@ -326,7 +328,7 @@ impl Session {
         )
         .await
         .map_err(to_js)?;
-        serde_json::to_string(&out).map_err(to_js)
+        pieces_json(out, &options)
     }
 
     /// Chord cells for the piece's melody from the harmonizer `name`: `options` is
@@ -562,6 +564,23 @@ fn parse_options(text: &str) -> Result<Options, JsError> {
 /// the notes written or (`notes` false: the attention only) without. Every caller shares this
 /// one closure type, so each generator is compiled into the wasm once: the accompaniment and
 /// its attention-only replay were two copies of `accompany_piece`.
+/// The pieces a generation wrote, as JSON: the piece itself when one was asked for, else
+/// `{alternatives: [piece, …]}`.
+fn pieces_json(mut pieces: Vec<Piece>, options: &Options) -> Result<String, JsError> {
+    #[derive(Serialize)]
+    struct Alternatives {
+        alternatives: Vec<Piece>,
+    }
+    if options.count() > 1 {
+        serde_json::to_string(&Alternatives {
+            alternatives: pieces,
+        })
+        .map_err(to_js)
+    } else {
+        serde_json::to_string(&pieces.swap_remove(0)).map_err(to_js)
+    }
+}
+
 fn progress_to(callback: &Function, notes: bool) -> impl FnMut(Progress) -> Answer + '_ {
     move |mut p| {
         if !notes {
@@ -578,6 +597,7 @@ fn report(callback: &Function, p: Progress) -> Answer {
         done: p.done,
         total: p.total,
         bars: p.bars,
+        alternative: p.alternative,
         notes: p.notes.as_deref().map(|n| Js(flat_notes(n))),
         attention: p.attention.map(|a| AttentionEvent {
             start: a.start,
@@ -688,6 +708,8 @@ struct ProgressEvent {
     total: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     bars: Option<[usize; 2]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    alternative: Option<[usize; 2]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     notes: Option<Js<Float64Array>>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -91,7 +91,7 @@ test('a melody alone gets the harmonizer\'s chords; Suggest chords and Undo; the
       await page.waitForFunction(() => !document.getElementById('suggest-chords').disabled);
       await page.click('#suggest-chords');
       await page.waitForFunction(
-        () => !document.getElementById('chord-alternatives').hidden || !document.getElementById('error').hidden,
+        () => !document.getElementById('alternatives-strip').hidden || !document.getElementById('error').hidden,
         null,
         { timeout: 60_000 },
       );
@@ -105,10 +105,10 @@ test('a melody alone gets the harmonizer\'s chords; Suggest chords and Undo; the
     console.log(`alternatives for bars 3-4: ${offered.map((c) => c.join(' | ')).join(' / ')}`);
     await page.screenshot({ path: join(OUT, 'harmonizer-alternatives.png'), fullPage: true });
     await page.keyboard.press('2');
-    await page.waitForFunction(() => window.pianoformer.playing && window.pianoformer.chordAlternatives()?.playing === 1, null, { timeout: 60_000 });
+    await page.waitForFunction(() => window.pianoformer.playing && window.pianoformer.alternatives()?.playing === 1, null, { timeout: 60_000 });
     assert.deepEqual(await page.evaluate(() => window.pianoformer.piece.chords), piece.chords, 'an audition changes nothing');
     await page.keyboard.press('Enter');
-    await page.waitForFunction(() => document.getElementById('chord-alternatives').hidden);
+    await page.waitForFunction(() => document.getElementById('alternatives-strip').hidden);
     const kept = await page.evaluate(() => window.pianoformer.piece.chords);
     assert.deepEqual(kept.slice(2, 4), offered[1], 'the second is kept');
     assert.deepEqual([...kept.slice(0, 2), ...kept.slice(4)], [...piece.chords.slice(0, 2), ...piece.chords.slice(4)], 'the rest of the lane stays');
@@ -117,7 +117,7 @@ test('a melody alone gets the harmonizer\'s chords; Suggest chords and Undo; the
     assert.deepEqual(await page.evaluate(() => window.pianoformer.piece.chords), piece.chords, 'one Undo takes it back');
     await offer();
     await page.keyboard.press('Escape');
-    await page.waitForFunction(() => document.getElementById('chord-alternatives').hidden);
+    await page.waitForFunction(() => document.getElementById('alternatives-strip').hidden);
     assert.deepEqual(await page.evaluate(() => window.pianoformer.piece.chords), piece.chords, 'Esc keeps none');
     await page.fill('#alternatives', '');
 

@@ -2,7 +2,8 @@
 // project's own code (the wasm's exampleMidi, run in Node) is dropped on the page; a shipped
 // model accompanies it on WebGPU and then on the CPU; notes and the attention map appear;
 // playback starts; a share link restores the identical notes; a corrupt file gives a plain
-// error. On the CPU: chord edits, regenerating bars for both tasks, and comparing two models.
+// error. On the CPU: chord edits, regenerating bars for both tasks (and three alternatives of
+// them to audition, keep, undo and share), and comparing two models.
 // Screenshots go to $E2E_OUT (default target/e2e/). Needs pkg/ (make wasm).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -214,6 +215,58 @@ test('with WebGPU disabled the same accompaniment runs on the CPU', { timeout: 2
       'the selected bars are rewritten',
     );
     console.log(`CPU regeneration of 2 bars: ${(regen.ms / 1000).toFixed(1)} s`);
+
+    // Alternatives: bars 5–6 again with Alternatives 3 (seeds 12345–12347, written together):
+    // the strip offers three; key 2 plays the second, Enter keeps it (the Seed becomes its
+    // seed), Undo takes it back, Redo brings it, and a share link restores it.
+    await page.fill('#alternatives', '3');
+    await page.dispatchEvent('#alternatives', 'change');
+    await page.focus('canvas[aria-label^="Chord lane"]');
+    await page.keyboard.press('Home');
+    for (let i = 0; i < 4; i++) await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('Shift+ArrowRight');
+    await page.waitForFunction(() => !document.getElementById('regen-bars').disabled);
+    const a0 = await page.evaluate(() => window.pianoformer.generations.length);
+    await page.click('#regen-bars');
+    await page.waitForFunction(
+      (n) => window.pianoformer.generations.length > n || !document.getElementById('error').hidden,
+      a0,
+      { timeout: SLOW },
+    );
+    assert.equal(await page.evaluate(() => window.pianoformer.generations.at(-1).alternatives), 3,
+      await page.evaluate(() => window.pianoformer.error));
+    assert.deepEqual(await page.evaluate(() => window.pianoformer.alternatives()), { kind: 'pieces', count: 3, playing: null });
+    assert.deepEqual(await pianoNotes(), rewritten, 'the piece waits for a choice');
+    assert.equal(await page.locator('#alternatives-list .mini-roll').count(), 3);
+    await page.screenshot({ path: join(OUT, 'playground-alternatives.png'), fullPage: true });
+    await page.keyboard.press('2');
+    await page.waitForFunction(() => window.pianoformer.playing && window.pianoformer.alternatives()?.playing === 1);
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.getElementById('alternatives-strip').hidden);
+    const kept = await pianoNotes();
+    assert.notDeepEqual([...inBar(kept, 4), ...inBar(kept, 5)], [...inBar(rewritten, 4), ...inBar(rewritten, 5)],
+      'the second alternative (seed 12346) rewrote bars 5–6');
+    assert.deepEqual(outside(kept), outside(rewritten), 'and kept the rest');
+    assert.equal(await page.inputValue('#seed'), '12346');
+    await page.click('#undo');
+    await page.waitForFunction((n) => JSON.stringify(window.pianoformer.piece.tracks.find((t) => t.role === 'generated').notes) === n,
+      JSON.stringify(rewritten));
+    await page.click('#redo');
+    await page.waitForFunction((n) => JSON.stringify(window.pianoformer.piece.tracks.find((t) => t.role === 'generated').notes) === n,
+      JSON.stringify(kept));
+    await page.evaluate(() => { window.pianoformer.shareLink = null; });
+    await page.click('#share');
+    await page.waitForFunction(() => window.pianoformer.shareLink, null, { timeout: 30_000 });
+    const sharedPage = await browser.newPage();
+    await sharedPage.goto(await page.evaluate(() => window.pianoformer.shareLink));
+    await sharedPage.waitForFunction(() => window.pianoformer.piece, null, { timeout: SLOW });
+    const restoredKept = await sharedPage.evaluate(() => window.pianoformer.piece.tracks.find((t) => t.role === 'generated')?.notes);
+    assert.deepEqual(restoredKept, kept, 'the share link restores the kept alternative');
+    assert.equal(await sharedPage.inputValue('#seed'), '12346');
+    await sharedPage.close();
+    await page.fill('#alternatives', '');
+    await page.dispatchEvent('#alternatives', 'change');
+    console.log(`CPU alternatives of 2 bars: 3 in ${(await page.evaluate(() => window.pianoformer.generations.at(-1).ms) / 1000).toFixed(1)} s`);
 
     // A continuation: planned bars with a chord, then new notes after the music.
     const before = await page.evaluate(() => window.pianoformer.piece);

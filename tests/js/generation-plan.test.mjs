@@ -102,13 +102,15 @@ test('where a generation writes from', () => {
 test('the options sent to the Worker follow the settings', () => {
   const s = {
     seed: 7, threshold: 0.4, pianoTemperature: null, temperature: 1.2, echo: 2, density: 0.5, keyHold: 0.5, bars: 8,
-    maxTokens: 256, readAll: false, layer: 1, head: 2,
+    maxTokens: 256, readAll: false, layer: 1, head: 2, alternatives: 3,
   };
   const cont = generateOptions(s, { task: 'continuation', region: [1, 2], context: 512 });
   assert.deepEqual(cont, {
     seed: 7, threshold: null, pianoTemperature: null, region: [1, 2], temperature: 1.2, echo: 2, density: 0.5, key: 0.5,
-    tokens: 256, context: 512, bars: 8, watch: { layer: 1, head: 2 },
+    tokens: 256, context: 512, bars: 8, alternatives: 3, watch: { layer: 1, head: 2 },
   });
+  assert.equal(generateOptions({ ...s, alternatives: null }, { task: 'accompaniment', region: null, context: 512 }).alternatives,
+    null, 'one piece, written at once');
   const acc = generateOptions({ ...s, pianoTemperature: 0.9 }, { task: 'accompaniment', region: null, context: 512 });
   assert.deepEqual([acc.threshold, acc.pianoTemperature, acc.temperature], [0.4, 0.9, null], "each task's own settings");
   assert.equal(generateOptions({ ...s, readAll: true }, { task: 'continuation', region: null, context: 512 }).context, null,
@@ -160,6 +162,13 @@ test('a continuation asked for bars counts bars, and says when the token limit s
   assert.equal(progressText({ done: 100, total: 2048, bars: [3, 8] }, 'continuation', 2), 'bar 3 of 8 · 100 tokens · 50 tokens/s');
   assert.equal(progressShare({ done: 100, total: 2048, bars: [3, 8] }), 0.25, 'two whole bars of eight');
   assert.equal(progressShare({ done: 16, total: 64 }), 0.25);
+  // Alternatives: one after another, the share counts them all; together, a step is all of them.
+  assert.equal(progressShare({ done: 100, total: 2048, bars: [3, 8], alternative: [2, 4] }), (1 + 0.25) / 4);
+  assert.equal(progressShare({ done: 16, total: 64, alternative: [0, 4] }), 0.25);
+  assert.equal(progressText({ done: 100, total: 2048, bars: [3, 8], alternative: [2, 4] }, 'continuation', 2),
+    'alternative 2 of 4 · bar 3 of 8 · 100 tokens · 50 tokens/s');
+  assert.equal(progressText({ done: 30, total: 64, alternative: [0, 4] }, 'accompaniment', 3),
+    '4 alternatives together · 30 of 64 steps · 10 steps/s');
   const whole = { done: 700, total: 2048, bars: [8, 8] };
   assert.equal(tokenLimitText(whole), null);
   assert.equal(doneText({ task: 'continuation', region: null, notes: 90, ms: 2000, gpu: false, seed: 1, last: whole }),

@@ -19,8 +19,8 @@ use pianoformer::music::pop909::parse_phrases;
 use pianoformer::music::roll::PianoRoll;
 use pianoformer::music::tokens::Token;
 use pianoformer::studio::{
-    Continued, HarmonizeOptions, HarmonyCache, Options, accompany_piece, continue_piece_ids,
-    harmonize_piece, needs_harmonizer,
+    Continued, HarmonizeOptions, HarmonyCache, Options, accompany_piece, accompany_pieces,
+    continue_piece_ids, harmonize_piece, needs_harmonizer,
 };
 
 #[derive(clap::Args, Debug)]
@@ -242,21 +242,18 @@ pub fn run(args: Args) -> Result<(), String> {
         None => (None, None),
     };
     let count = args.alternatives.unwrap_or(1);
-    if !(1..=MAX_ALTERNATIVES).contains(&count) {
-        return Err(format!(
-            "--alternatives {count}: ask for 1 to {MAX_ALTERNATIVES}"
-        ));
-    }
+    limits::limit("alternatives")
+        .check(count as f64)
+        .map_err(|m| format!("--alternatives {count}: {m}"))?;
     let options = options(&args, &loaded, region, new_bars)?;
     let piece = open(&args, &bytes, chart, phrases, &device)?;
     let mut written = Vec::new();
-    for k in 0..count {
-        let started = Instant::now();
-        let options = Options {
-            seed: args.seed + k as u64,
-            ..options.clone()
-        };
-        let (out, summary) = generate_one(&args, task, &loaded, &piece, &options, &device)?;
+    for (k, (out, summary, seconds)) in
+        generate_all(&args, task, &loaded, &piece, &options, count, &device)?
+            .into_iter()
+            .enumerate()
+    {
+        let options = options.alternative(k);
         let path = match args.alternatives {
             None => args.out.clone(),
             Some(_) => numbered(&args.out, k + 1),
@@ -267,9 +264,8 @@ pub fn run(args: Args) -> Result<(), String> {
             Some(_) => format!("alternative {} (seed {}): ", k + 1, options.seed),
         };
         eprintln!(
-            "{which}{summary} by {} in {:.2} s; written to {}",
+            "{which}{summary} by {} in {seconds:.2} s; written to {}",
             loaded.source,
-            started.elapsed().as_secs_f64(),
             path.display()
         );
         written.push(written_onsets(task, &piece, &out, &options));
@@ -283,8 +279,54 @@ pub fn run(args: Args) -> Result<(), String> {
     Ok(())
 }
 
-/// The most alternatives `--alternatives` writes.
-const MAX_ALTERNATIVES: usize = 8;
+/// `count` generations of `task` over `piece`, the k-th (from 0) with seed `seed + k`: each
+/// piece written, its figures and the seconds it took. A step-by-step accompaniment writes
+/// them together (one batched step for all: the seconds are the batch's), the others one
+/// after another.
+fn generate_all(
+    args: &Args,
+    task: Task,
+    loaded: &crate::models::Loaded,
+    piece: &Piece,
+    options: &Options,
+    count: usize,
+    device: &burn::tensor::Device,
+) -> Result<Vec<(Piece, String, f64)>, String> {
+    if task == Task::Accompaniment && count > 1 && loaded.model.config.is_autoregressive() {
+        let started = Instant::now();
+        let together = Options {
+            alternatives: Some(count),
+            ..options.clone()
+        };
+        let pieces = pollster::block_on(accompany_pieces(
+            &loaded.model,
+            loaded.binarize,
+            loaded.piano_sampling(),
+            piece,
+            &together,
+            device,
+            |_| async { true },
+        ))
+        .map_err(|e| failed(args, e))?;
+        let seconds = started.elapsed().as_secs_f64();
+        return pieces
+            .into_iter()
+            .enumerate()
+            .map(|(k, out)| {
+                let summary = accompanied(&out, &options.alternative(k))?;
+                Ok((out, summary, seconds))
+            })
+            .collect();
+    }
+    (0..count)
+        .map(|k| {
+            let started = Instant::now();
+            let options = options.alternative(k);
+            let (out, summary) = generate_one(args, task, loaded, piece, &options, device)?;
+            Ok((out, summary, started.elapsed().as_secs_f64()))
+        })
+        .collect()
+}
 
 /// One generation of `task` over `piece` with `options`: the piece written and its figures.
 fn generate_one(

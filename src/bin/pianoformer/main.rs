@@ -108,7 +108,7 @@ mod cli {
             /// train: steps per window (256 = 16 bars of 4/4 at 4 steps a beat).
             #[arg(long, default_value_t = 256)]
             window: usize,
-            /// train: windows per batch.
+            /// train: windows per batch; accompany: alternatives written together (1: none).
             #[arg(long, default_value_t = 8)]
             batch: usize,
             /// harmonize: the harmonizer timed (a shipped model's name or a training run's

@@ -288,3 +288,63 @@ fn a_density_scales_the_odds_of_every_onset() {
     assert!((busy - 1.0 / 3.0).abs() < 0.02, "{busy}");
     assert!((sparse - 1.0 / 9.0).abs() < 0.015, "{sparse}");
 }
+
+/// Alternatives written together (one batched step for all, each with its own seed) are each
+/// exactly the piano that seed writes alone, from the start and over a region after a kept
+/// piano; and they are different pianos. Progress counts the steps once for all.
+#[test]
+fn alternatives_written_together_are_each_their_seed_alone() {
+    let device = Device::flex();
+    for pe in [
+        PeConfig::new(PeKind::SineSpe).with_gate(true),
+        PeConfig::new(PeKind::Fstripe)
+            .with_levels(&[StructureLevel::Chord, StructureLevel::Position]),
+    ] {
+        let m = model(pe);
+        let input = accompaniment_input(&song(1, 3), None, None).unwrap();
+        let e = input_example(&m, &input);
+        let samplings: Vec<PianoSampling> = [4, 9, 11]
+            .map(|seed| PianoSampling {
+                seed,
+                ..Default::default()
+            })
+            .to_vec();
+        let alone = |s: PianoSampling, given: Option<&PianoRoll>, region: Range<usize>| {
+            let quiet = |_: PianoProgress<'_>| async { true };
+            block_on(accompany_steps(
+                &m, &e, given, region, s, 16, None, &device, quiet,
+            ))
+            .unwrap()
+        };
+        let kept = alone(samplings[0], None, 0..e.len);
+        for (given, region) in [(None, 0..e.len), (Some(&kept), 16..32)] {
+            let mut reports = Vec::new();
+            let together = block_on(accompany_batch(
+                &m,
+                &e,
+                given,
+                region.clone(),
+                &samplings,
+                8,
+                None,
+                &device,
+                |p| {
+                    assert_eq!(p.rolls.len(), 3);
+                    reports.push((p.done, p.total));
+                    async { true }
+                },
+            ))
+            .unwrap();
+            assert_eq!(reports.last(), Some(&(region.len(), region.len())));
+            assert_eq!(reports.len(), region.len().div_ceil(8));
+            for (roll, s) in together.iter().zip(&samplings) {
+                assert!(
+                    *roll == alone(*s, given, region.clone()),
+                    "seed {} in a batch",
+                    s.seed
+                );
+            }
+            assert!(together[0] != together[1] && together[1] != together[2]);
+        }
+    }
+}

@@ -114,6 +114,79 @@ impl Performer {
         state: &mut State,
         device: &Device,
     ) -> Result<Vec<f32>, ModelError> {
+        let mut out = self
+            .step_batch(&[input], &[labels], std::slice::from_mut(state), device)
+            .await?;
+        Ok(out.pop().expect("one stream, one row of logits"))
+    }
+
+    /// One position of each of several sequences decoded together (alternatives: each state
+    /// its own seed, position and memory), returning each one's logits [output_dim]. On the
+    /// plain-slice decoder every matrix is read once for all of them (each row of weights
+    /// meets every sequence's input while it is in cache), and each sequence's numbers are
+    /// exactly what [`Self::step`] gives it alone; elsewhere the sequences step one after
+    /// the other.
+    pub async fn step_batch(
+        &self,
+        inputs: &[StepInput<'_>],
+        labels: &[Option<&[f32]>],
+        states: &mut [State],
+        device: &Device,
+    ) -> Result<Vec<Vec<f32>>, ModelError> {
+        if inputs.len() != states.len() || labels.len() != states.len() {
+            return Err(ModelError::Input {
+                expected: format!("an input and labels for each of {} sequences", states.len()),
+                given: format!("{} inputs and {} labels", inputs.len(), labels.len()),
+            });
+        }
+        let mut checked = Vec::with_capacity(states.len());
+        for (input, labels) in inputs.iter().zip(labels) {
+            checked.push(self.step_labels(*input, *labels)?);
+        }
+        let plain = states.iter().map(|s| match &s.decoder {
+            Some(d) if s.batch.unwrap_or(1) == 1 => Some(Arc::clone(d)),
+            _ => None,
+        });
+        let plain: Option<Vec<Arc<Decoder>>> = plain.collect();
+        if let Some(decoders) = plain
+            && let Some(d) = decoders.first()
+            && decoders.iter().all(|o| Arc::ptr_eq(o, d))
+        {
+            states.iter_mut().for_each(|s| s.batch = Some(1));
+            return Ok(self.step_plain(d, inputs, &checked, states, device));
+        }
+        let mut out = Vec::with_capacity(states.len());
+        for ((input, labels), state) in inputs.iter().zip(&checked).zip(states.iter_mut()) {
+            let inputs = match *input {
+                StepInput::Token(id) => super::Inputs::Tokens(Tensor::from_data(
+                    TensorData::new(vec![id as i64], vec![1, 1]),
+                    device,
+                )),
+                StepInput::Roll(r) => super::Inputs::Rolls(Tensor::from_data(
+                    TensorData::new(r.to_vec(), vec![1, 1, r.len()]),
+                    device,
+                )),
+            };
+            let labels = labels.map(|l| {
+                Tensor::from_data(TensorData::new(l.to_vec(), vec![1, 1, l.len()]), device)
+            });
+            let logits = self.forward(inputs, labels, state, None)?;
+            out.push(
+                crate::model::read(logits).await.map_err(|e| {
+                    ModelError::Weights(format!("the logits could not be read: {e}"))
+                })?,
+            );
+        }
+        Ok(out)
+    }
+
+    /// Checks one step's input and labels; the labels the encoding reads (none unless it is
+    /// structural).
+    fn step_labels<'a>(
+        &self,
+        input: StepInput<'_>,
+        labels: Option<&'a [f32]>,
+    ) -> Result<Option<&'a [f32]>, ModelError> {
         let c = &self.config;
         if !c.is_causal() {
             return Err(ModelError::Input {
@@ -138,41 +211,14 @@ impl Performer {
             _ => {}
         }
         let coords = c.pe.coordinates();
-        let labels = match (self.pe.config.is_structural(), labels) {
-            (false, _) => None,
-            (true, None) => return Err(ModelError::MissingLabels),
-            (true, Some(l)) if l.len() != coords => {
-                return Err(ModelError::Input {
-                    expected: format!("{coords} structure coordinates"),
-                    given: format!("{}", l.len()),
-                });
-            }
-            (true, Some(l)) => Some(l),
-        };
-        match state.decoder.clone() {
-            Some(d) if state.batch.unwrap_or(1) == 1 => {
-                state.batch = Some(1);
-                Ok(self.step_plain(&d, input, labels, state, device))
-            }
-            _ => {
-                let inputs = match input {
-                    StepInput::Token(id) => super::Inputs::Tokens(Tensor::from_data(
-                        TensorData::new(vec![id as i64], vec![1, 1]),
-                        device,
-                    )),
-                    StepInput::Roll(r) => super::Inputs::Rolls(Tensor::from_data(
-                        TensorData::new(r.to_vec(), vec![1, 1, r.len()]),
-                        device,
-                    )),
-                };
-                let labels = labels.map(|l| {
-                    Tensor::from_data(TensorData::new(l.to_vec(), vec![1, 1, l.len()]), device)
-                });
-                let logits = self.forward(inputs, labels, state, None)?;
-                crate::model::read(logits)
-                    .await
-                    .map_err(|e| ModelError::Weights(format!("the logits could not be read: {e}")))
-            }
+        match (self.pe.config.is_structural(), labels) {
+            (false, _) => Ok(None),
+            (true, None) => Err(ModelError::MissingLabels),
+            (true, Some(l)) if l.len() != coords => Err(ModelError::Input {
+                expected: format!("{coords} structure coordinates"),
+                given: format!("{}", l.len()),
+            }),
+            (true, Some(l)) => Ok(Some(l)),
         }
     }
 
@@ -183,127 +229,172 @@ impl Performer {
         }
     }
 
+    /// One position of each state's sequence on the plain-slice decoder `d`: the matrices
+    /// once for all (`Dense::apply_batch`), each sequence's codes, feature maps and memory on
+    /// their own.
     fn step_plain(
         &self,
         d: &Decoder,
-        input: StepInput<'_>,
-        labels: Option<&[f32]>,
-        state: &mut State,
+        inputs: &[StepInput<'_>],
+        labels: &[Option<&[f32]>],
+        states: &mut [State],
         device: &Device,
-    ) -> Vec<f32> {
+    ) -> Vec<Vec<f32>> {
         let c = &self.config;
-        let (heads, dh, dm) = (c.heads, c.d_head, c.d_model);
-        let position = state.position;
-        // Read once a sequence; each step takes a reference count, not a copy.
-        let draw = state.plain_draw.get_or_insert_with(|| {
-            Arc::new(PlainDraw {
-                mix: state.draw.mix.clone().map(sync),
-                eps: state.draw.eps.iter().cloned().map(sync).collect(),
-                maps: state.maps.iter().map(|m| sync(m.w.clone())).collect(),
-            })
-        });
-        let draw = Arc::clone(draw);
-        let mut x = Vec::with_capacity(dm);
-        match (input, &d.embedding, &d.input) {
-            (StepInput::Token(id), Some(e), _) => {
-                x.extend_from_slice(&e[id as usize * dm..(id as usize + 1) * dm]);
+        let n = states.len();
+        let mut draws = Vec::with_capacity(n);
+        let mut x = vec![Vec::with_capacity(c.d_model); n];
+        let mut codes = Vec::with_capacity(n);
+        for (b, state) in states.iter_mut().enumerate() {
+            // Read once a sequence; each step takes a reference count, not a copy.
+            let draw = state.plain_draw.get_or_insert_with(|| {
+                Arc::new(PlainDraw {
+                    mix: state.draw.mix.clone().map(sync),
+                    eps: state.draw.eps.iter().cloned().map(sync).collect(),
+                    maps: state.maps.iter().map(|m| sync(m.w.clone())).collect(),
+                })
+            });
+            draws.push(Arc::clone(draw));
+            if let (StepInput::Token(id), Some(e)) = (inputs[b], &d.embedding) {
+                let dm = c.d_model;
+                x[b].extend_from_slice(&e[id as usize * dm..(id as usize + 1) * dm]);
             }
-            (StepInput::Roll(r), _, Some(l)) => l.apply(r, &mut x),
-            _ => unreachable!("checked in step"),
         }
-        if matches!(c.pe.kind, PeKind::Ape | PeKind::Cape) {
-            axpy(1.0, &sinusoid_values(&[position as f32], dm), &mut x);
+        if let Some(l) = &d.input {
+            let rows: Vec<&[f32]> = inputs
+                .iter()
+                .map(|i| match i {
+                    StepInput::Roll(r) => *r,
+                    StepInput::Token(_) => unreachable!("checked in step_batch"),
+                })
+                .collect();
+            l.apply_batch(&rows, &mut x);
         }
-        let codes = self.step_codes(d, &draw, labels, state);
-        let r = c.pe.realizations;
+        for (b, state) in states.iter_mut().enumerate() {
+            if matches!(c.pe.kind, PeKind::Ape | PeKind::Cape) {
+                axpy(
+                    1.0,
+                    &sinusoid_values(&[state.position as f32], c.d_model),
+                    &mut x[b],
+                );
+            }
+            codes.push(self.step_codes(d, &draws[b], labels[b], state));
+        }
+        let mut h = vec![Vec::new(); n];
+        let (mut q, mut k, mut v) = (
+            vec![Vec::new(); n],
+            vec![Vec::new(); n],
+            vec![Vec::new(); n],
+        );
+        let (mut tmp, mut ff) = (vec![Vec::new(); n], vec![Vec::new(); n]);
+        let mut merged = vec![vec![0f32; c.heads * c.d_head]; n];
+        let mut rows: Vec<Vec<Option<Tensor<4>>>> = vec![Vec::new(); n];
+        for (layer, block) in d.blocks.iter().enumerate() {
+            norms(&block.norm1, &x, &mut h);
+            block.wq.apply_batch(&h, &mut q);
+            block.wk.apply_batch(&h, &mut k);
+            block.wv.apply_batch(&h, &mut v);
+            for (b, state) in states.iter_mut().enumerate() {
+                let heads = Heads {
+                    d,
+                    draw: &draws[b],
+                    codes: &codes[b],
+                    layer,
+                };
+                let row = self.attend_plain(&heads, [&q[b], &k[b], &v[b]], state, &mut merged[b]);
+                rows[b].push(row.map(|row| {
+                    let keys = row.len() / c.heads;
+                    Tensor::from_data(TensorData::new(row, vec![1, c.heads, 1, keys]), device)
+                }));
+            }
+            block.wo.apply_batch(&merged, &mut tmp);
+            residual(&tmp, &mut x);
+            norms(&block.norm2, &x, &mut h);
+            block.ff1.apply_batch(&h, &mut ff);
+            ff.iter_mut()
+                .for_each(|f| f.iter_mut().for_each(|f| *f = gelu(*f)));
+            block.ff2.apply_batch(&ff, &mut tmp);
+            residual(&tmp, &mut x);
+        }
+        for (state, rows) in states.iter_mut().zip(rows) {
+            state.position += 1;
+            if state.capture {
+                state.rows = rows;
+            }
+        }
+        norms(&d.norm, &x, &mut h);
+        let mut logits = vec![Vec::new(); n];
+        d.head.apply_batch(&h, &mut logits);
+        logits
+    }
+
+    /// One layer's attention for one sequence: each head's query and key through the codes
+    /// and the feature map, the state update `S += φ(k) vᵀ, z += φ(k)` and read-out
+    /// `φ(q)ᵀS / φ(q)ᵀz` in one pass over the head's S and z, into `merged` [heads · d_head];
+    /// the captured attention row of every head when this layer is watched.
+    fn attend_plain(
+        &self,
+        at: &Heads<'_>,
+        [q, k, v]: [&[f32]; 3],
+        state: &mut State,
+        merged: &mut [f32],
+    ) -> Option<Vec<f32>> {
+        let c = &self.config;
+        let (heads, dh, m, r) = (c.heads, c.d_head, c.features, c.pe.realizations);
+        let (d, draw, layer) = (at.d, at.draw, at.layer);
         let qk_dim = self.pe.qk_dim();
-        let directions = draw.maps.first().map_or(0, |m| m.len() / (heads * qk_dim));
-        let m = c.features;
-        let (mut h, mut q, mut k, mut v) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let (mut tmp, mut ff) = (Vec::new(), Vec::new());
-        let mut merged = vec![0f32; heads * dh];
+        let directions = draw.maps.first().map_or(0, |w| w.len() / (heads * qk_dim));
         let (mut hat_q, mut hat_k) = (vec![0f32; qk_dim], vec![0f32; qk_dim]);
         let (mut phi_q, mut phi_k) = (vec![0f32; m], vec![0f32; m]);
-        let mut rows: Vec<Option<Tensor<4>>> = Vec::new();
-        for (layer, block) in d.blocks.iter().enumerate() {
-            block.norm1.apply(&x, &mut h);
-            block.wq.apply(&h, &mut q);
-            block.wk.apply(&h, &mut k);
-            block.wv.apply(&h, &mut v);
-            let (mut s, mut z) = self.plain_layer(state, layer);
-            let capture = state.capture && state.capture_layer.is_none_or(|l| l == layer);
-            let mut row = capture.then(Vec::new);
-            let mut keys = capture.then(|| match state.keys[layer].take() {
-                Some(Keys::Plain(k)) => k,
-                Some(Keys::Tensor(t)) => Keys::plain(*t),
-                None => vec![Vec::new(); heads],
-            });
-            for head in 0..heads {
-                let span = head * dh..(head + 1) * dh;
-                let gate = d
-                    .gates
-                    .get(layer)
-                    .map(|(a, g)| (&a[span.clone()], &g[span.clone()]));
-                let eps = draw
-                    .eps
-                    .get(layer)
-                    .map(|e| &e[head * dh * r..(head + 1) * dh * r]);
-                let one = |x: &[f32], side: usize, out: &mut [f32]| {
-                    qk_plain(&codes, x, side, head, dh, r, gate, eps, out)
-                };
-                one(&q[span.clone()], 0, &mut hat_q);
-                one(&k[span.clone()], 1, &mut hat_k);
-                let w = &draw.maps[layer][head * qk_dim * directions..][..qk_dim * directions];
-                features(c.feature_kind, w, &hat_q, true, m, &mut phi_q);
-                features(c.feature_kind, w, &hat_k, false, m, &mut phi_k);
-                // The state update and the read-out in one pass over the head's S and z.
-                let s = &mut s[head * m * dh..(head + 1) * m * dh];
-                let z = &mut z[head * m..(head + 1) * m];
-                let out = &mut merged[head * dh..(head + 1) * dh];
-                out.fill(0.0);
-                let mut den = 0.0;
-                for f in 0..m {
-                    let row = &mut s[f * dh..(f + 1) * dh];
-                    axpy(phi_k[f], &v[head * dh..(head + 1) * dh], row);
-                    z[f] += phi_k[f];
-                    axpy(phi_q[f], row, out);
-                    den += phi_q[f] * z[f];
-                }
-                let inv = 1.0 / (den + EPS as f32);
-                out.iter_mut().for_each(|o| *o *= inv);
-                if let (Some(row), Some(keys)) = (row.as_mut(), keys.as_mut()) {
-                    captured_row(&mut keys[head], &phi_k, &phi_q, row);
-                }
+        let (mut s, mut z) = self.plain_layer(state, layer);
+        let capture = state.capture && state.capture_layer.is_none_or(|l| l == layer);
+        let mut row = capture.then(Vec::new);
+        let mut keys = capture.then(|| match state.keys[layer].take() {
+            Some(Keys::Plain(k)) => k,
+            Some(Keys::Tensor(t)) => Keys::plain(*t),
+            None => vec![Vec::new(); heads],
+        });
+        for head in 0..heads {
+            let span = head * dh..(head + 1) * dh;
+            let gate = d
+                .gates
+                .get(layer)
+                .map(|(a, g)| (&a[span.clone()], &g[span.clone()]));
+            let eps = draw
+                .eps
+                .get(layer)
+                .map(|e| &e[head * dh * r..(head + 1) * dh * r]);
+            let one = |x: &[f32], side: usize, out: &mut [f32]| {
+                qk_plain(at.codes, x, side, head, dh, r, gate, eps, out)
+            };
+            one(&q[span.clone()], 0, &mut hat_q);
+            one(&k[span.clone()], 1, &mut hat_k);
+            let w = &draw.maps[layer][head * qk_dim * directions..][..qk_dim * directions];
+            features(c.feature_kind, w, &hat_q, true, m, &mut phi_q);
+            features(c.feature_kind, w, &hat_k, false, m, &mut phi_k);
+            let s = &mut s[head * m * dh..(head + 1) * m * dh];
+            let z = &mut z[head * m..(head + 1) * m];
+            let out = &mut merged[head * dh..(head + 1) * dh];
+            out.fill(0.0);
+            let mut den = 0.0;
+            for f in 0..m {
+                let row = &mut s[f * dh..(f + 1) * dh];
+                axpy(phi_k[f], &v[span.clone()], row);
+                z[f] += phi_k[f];
+                axpy(phi_q[f], row, out);
+                den += phi_q[f] * z[f];
             }
-            state.layers[layer] = LayerState::Plain { s, z };
-            if let Some(keys) = keys {
-                state.keys[layer] = Some(Keys::Plain(keys));
+            let inv = 1.0 / (den + EPS as f32);
+            out.iter_mut().for_each(|o| *o *= inv);
+            if let (Some(row), Some(keys)) = (row.as_mut(), keys.as_mut()) {
+                captured_row(&mut keys[head], &phi_k, &phi_q, row);
             }
-            if let Some(row) = row {
-                let n = row.len() / heads;
-                rows.push(Some(Tensor::from_data(
-                    TensorData::new(row, vec![1, heads, 1, n]),
-                    device,
-                )));
-            } else {
-                rows.push(None);
-            }
-            block.wo.apply(&merged, &mut tmp);
-            axpy(1.0, &tmp, &mut x);
-            block.norm2.apply(&x, &mut h);
-            block.ff1.apply(&h, &mut ff);
-            ff.iter_mut().for_each(|f| *f = gelu(*f));
-            block.ff2.apply(&ff, &mut tmp);
-            axpy(1.0, &tmp, &mut x);
         }
-        state.position += 1;
-        if state.capture {
-            state.rows = rows;
+        state.layers[layer] = LayerState::Plain { s, z };
+        if let Some(keys) = keys {
+            state.keys[layer] = Some(Keys::Plain(keys));
         }
-        d.norm.apply(&x, &mut h);
-        let mut logits = Vec::new();
-        d.head.apply(&h, &mut logits);
-        logits
+        row
     }
 
     /// Takes layer `layer`'s S [heads, m, d_head] and z [heads, m] out of the state as plain
@@ -355,5 +446,28 @@ impl Performer {
                 PlainCodes::Exact(q, k, j) => StepCodes::Exact(q, k, j),
             },
         }
+    }
+}
+
+/// What a layer's heads read besides the sequence's state: the decoder, the sequence's draws
+/// and its codes for this position.
+struct Heads<'a> {
+    d: &'a Decoder,
+    draw: &'a PlainDraw,
+    codes: &'a StepCodes,
+    layer: usize,
+}
+
+/// Layer norm of each sequence's `x` into its `out`.
+fn norms(norm: &Norm, x: &[Vec<f32>], out: &mut [Vec<f32>]) {
+    for (x, out) in x.iter().zip(out) {
+        norm.apply(x, out);
+    }
+}
+
+/// `x += add`, each sequence.
+fn residual(add: &[Vec<f32>], x: &mut [Vec<f32>]) {
+    for (a, x) in add.iter().zip(x) {
+        axpy(1.0, a, x);
     }
 }

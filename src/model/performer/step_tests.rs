@@ -236,3 +236,128 @@ fn a_step_refuses_what_the_model_does_not_read() {
         assert_eq!(state.position, 0, "nothing was consumed");
     }
 }
+
+/// Sequences stepped together ([`Performer::step_batch`]: each its own seed, position and
+/// memory, the matrices read once for all) give each one's logits exactly as stepping it
+/// alone does, for every encoding, tokens and rows alike; a mismatched batch is an error.
+#[test]
+fn sequences_stepped_together_are_each_what_it_is_alone() {
+    let device = Device::flex();
+    for task in [Task::Continuation, Task::Accompaniment] {
+        for pe in every_encoding() {
+            let config = tiny(task, VOCAB, pe.clone());
+            let model = Performer::new(&config, 2, &device).unwrap();
+            let stepping = pollster::block_on(model.stepping(&device)).unwrap();
+            let width = config.input_dim;
+            let coords = config.pe.coordinates();
+            // Sequence b has seed 3 + b and is b steps ahead of the first.
+            let starts = [0usize, 1, 2];
+            let row = |b: usize, t: usize| -> Vec<f32> {
+                (0..width)
+                    .map(|i| (((i + 3 * t + 5 * b) % 7) as f32 / 7.0 - 0.4).max(0.0))
+                    .collect()
+            };
+            let labs =
+                |t: usize| -> Vec<f32> { (0..coords).map(|i| ((i + t) % 4) as f32).collect() };
+            let fresh = || -> Vec<State> {
+                (0..3)
+                    .map(|b| {
+                        model
+                            .start(3 + b as u64, false, &device)
+                            .stepping(&stepping)
+                    })
+                    .collect()
+            };
+            let step = |states: &mut [State], t: usize, together: bool| -> Vec<Vec<f32>> {
+                let rows: Vec<Vec<f32>> = (0..3).map(|b| row(b, t + starts[b])).collect();
+                let labels: Vec<Vec<f32>> = (0..3).map(|b| labs(t + starts[b])).collect();
+                let ins: Vec<StepInput<'_>> = (0..3)
+                    .map(|b| match task {
+                        Task::Continuation => {
+                            StepInput::Token(((t * 7 + b * 5 + 1) % VOCAB) as u32)
+                        }
+                        _ => StepInput::Roll(&rows[b]),
+                    })
+                    .collect();
+                let labs: Vec<Option<&[f32]>> = labels
+                    .iter()
+                    .map(|l| config.pe.is_structural().then_some(l.as_slice()))
+                    .collect();
+                if together {
+                    pollster::block_on(model.step_batch(&ins, &labs, states, &device)).unwrap()
+                } else {
+                    (0..3)
+                        .map(|b| {
+                            let s = &mut states[b];
+                            pollster::block_on(model.step(ins[b], labs[b], s, &device)).unwrap()
+                        })
+                        .collect()
+                }
+            };
+            let (mut alone, mut together) = (fresh(), fresh());
+            // Put the sequences at different positions first.
+            for (b, &ahead) in starts.iter().enumerate() {
+                for _ in 0..ahead {
+                    let states = [&mut alone[b], &mut together[b]];
+                    for s in states {
+                        let r = row(b, 0);
+                        let input = match task {
+                            Task::Continuation => StepInput::Token(1),
+                            _ => StepInput::Roll(&r),
+                        };
+                        let l = labs(0);
+                        let l = config.pe.is_structural().then_some(l.as_slice());
+                        pollster::block_on(model.step(input, l, s, &device)).unwrap();
+                    }
+                }
+            }
+            for t in 0..5 {
+                let a = step(&mut alone, t, false);
+                let b = step(&mut together, t, true);
+                assert_eq!(a, b, "{task:?} {:?} step {t}", pe.kind);
+            }
+            assert_ne!(alone[0].position, alone[2].position);
+        }
+    }
+    let config = tiny(Task::Continuation, VOCAB, PeConfig::new(PeKind::None));
+    let model = Performer::new(&config, 2, &device).unwrap();
+    let mut states = vec![model.start(1, false, &device)];
+    let err = pollster::block_on(model.step_batch(&[], &[], &mut states, &device)).unwrap_err();
+    assert!(err.to_string().contains("each of 1 sequences"), "{err}");
+}
+
+/// A batched matrix product is each input's own product to the bit, for any count of inputs
+/// (whole groups and a partial one), columns past the last whole tile, and zero inputs.
+#[test]
+fn a_batched_matrix_product_is_each_inputs_own() {
+    use super::plain::Dense;
+    let (d_in, d_out) = (13, 21);
+    let dense = Dense {
+        w: (0..d_in * d_out)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 17.0)
+            .collect(),
+        b: (0..d_out).map(|i| i as f32 / 7.0).collect(),
+    };
+    for count in [2, 4, 5, 9] {
+        let xs: Vec<Vec<f32>> = (0..count)
+            .map(|b| {
+                (0..d_in)
+                    .map(|i| {
+                        if (i + b) % 3 == 0 {
+                            0.0
+                        } else {
+                            ((i * 5 + b) % 11) as f32 / 3.0 - 1.5
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut together = vec![Vec::new(); count];
+        dense.apply_batch(&xs, &mut together);
+        for (x, got) in xs.iter().zip(&together) {
+            let mut alone = Vec::new();
+            dense.apply(x, &mut alone);
+            assert_eq!(&alone, got, "{count} inputs");
+        }
+    }
+}

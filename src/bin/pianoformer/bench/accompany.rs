@@ -14,7 +14,10 @@ use burn::tensor::Device;
 use pianoformer::data::Example;
 use pianoformer::device::{self, Preference};
 use pianoformer::generate::fused;
-use pianoformer::generate::{PianoSampling, accompaniment_input, accompany_steps, input_example};
+use pianoformer::generate::{
+    BatchProgress, PianoSampling, accompaniment_input, accompany_batch, accompany_steps,
+    input_example,
+};
 use pianoformer::model::config::Task;
 use pianoformer::model::performer::Performer;
 use pianoformer::music::fixtures;
@@ -84,27 +87,100 @@ pub fn accompany(options: &Options) -> Result<(), String> {
         );
         per_way.push(per_step);
     }
+    let last = &examples[examples.len() - 1];
     if per_way.len() > 1 {
-        // The same piece? Drawn notes part at the first near-tie (a uniform within float
-        // rounding of its probability), and every step after it reads what differs; so the
-        // check is thresholded, and the logits of each bar's last step are compared.
-        let e = &examples[examples.len() - 1];
-        let thresholded = PianoSampling {
-            threshold: Some(0.3),
-            ..sampling
-        };
-        let reference = run(e, thresholded, (false, 1))?;
-        for (i, &(name, on, per)) in ways.iter().enumerate().skip(1) {
-            let got = run(e, thresholded, (on, per))?;
-            println!(
-                "{name:>26}: {:.1}x faster a step than tensor ops; {}",
-                per_way[0] / per_way[i],
-                agreement(&reference, &got, e.len)
-            );
-        }
+        compare_ways(model, last, sampling, ways, &per_way, &device)?;
     }
     fused::set_enabled(true);
     fused::set_steps_per_dispatch(1);
+    let one = per_way[per_way.len() - 1];
+    if options.batch > 1 {
+        alternatives(model, &examples, sampling, options.batch, one, &device)?;
+    }
+    Ok(())
+}
+
+/// Whether every way writes the tensor ops' piece (thresholded), and how much faster a step.
+fn compare_ways(
+    model: &Performer,
+    e: &Example,
+    sampling: PianoSampling,
+    ways: &[(&str, bool, usize)],
+    per_way: &[f64],
+    device: &Device,
+) -> Result<(), String> {
+    let run =
+        |e: &Example, s: PianoSampling, way: (bool, usize)| generate(model, e, s, way, device);
+    // The same piece? Drawn notes part at the first near-tie (a uniform within float
+    // rounding of its probability), and every step after it reads what differs; so the
+    // check is thresholded, and the logits of each bar's last step are compared.
+    let thresholded = PianoSampling {
+        threshold: Some(0.3),
+        ..sampling
+    };
+    let reference = run(e, thresholded, (false, 1))?;
+    for (i, &(name, on, per)) in ways.iter().enumerate().skip(1) {
+        let got = run(e, thresholded, (on, per))?;
+        println!(
+            "{name:>26}: {:.1}x faster a step than tensor ops; {}",
+            per_way[0] / per_way[i],
+            agreement(&reference, &got, e.len)
+        );
+    }
+    Ok(())
+}
+
+/// `k` alternatives written together (`accompany_batch`: on the CPU one batched step for
+/// all), timed as the single ways are (the difference of two lengths), against `one` ms a
+/// step for one alternative; and whether the first is the piece its seed writes alone.
+fn alternatives(
+    model: &Performer,
+    examples: &[Example],
+    sampling: PianoSampling,
+    k: usize,
+    one: f64,
+    device: &Device,
+) -> Result<(), String> {
+    let samplings: Vec<PianoSampling> = (0..k as u64)
+        .map(|i| PianoSampling {
+            seed: sampling.seed + i,
+            ..sampling
+        })
+        .collect();
+    let run = |e: &Example| {
+        let quiet = |_: BatchProgress<'_>| async { true };
+        pollster::block_on(accompany_batch(
+            model,
+            e,
+            None,
+            0..e.len,
+            &samplings,
+            16,
+            None,
+            device,
+            quiet,
+        ))
+        .map_err(|e| e.to_string())
+    };
+    let mut times = Vec::new();
+    for e in examples {
+        run(e)?;
+        let start = Instant::now();
+        run(e)?;
+        times.push((e.len, start.elapsed().as_secs_f64() * 1e3));
+    }
+    let (first, last) = (times[0], times[times.len() - 1]);
+    let per_step = (last.1 - first.1) / (last.0 - first.0) as f64;
+    let e = &examples[examples.len() - 1];
+    let together = run(e)?;
+    let (alone, _) = generate(model, e, sampling, (true, 1), device)?;
+    println!(
+        "{:>26}: {per_step:8.3} ms/step for all {k}, {:.2}x one alternative's step ({k} one \
+         after another: {k}x); the first {} the piece its seed writes alone",
+        format!("{k} alternatives together"),
+        per_step / one,
+        if together[0] == alone { "is" } else { "is NOT" }
+    );
     Ok(())
 }
 

@@ -7,6 +7,7 @@
 //! cross-entropy per token position on validation windows up to 4× the training length.
 
 // The eval modes, each its own file; they share this module's Args and helpers (super::).
+pub mod alternatives;
 pub mod harmony;
 pub mod live;
 pub mod openings;
@@ -81,6 +82,13 @@ pub struct Args {
     /// (--model may name a shipped model, with --out).
     #[arg(long)]
     pub live: bool,
+    /// Step-by-step accompaniment: K alternatives of every song instead (seeds SEED … SEED +
+    /// K − 1, written together as the page writes them, the annotated lanes, the model's own
+    /// sampling): each one's chord tones and density against the pianist, and how much they
+    /// differ (mean pairwise onset F1); into alternatives.json (--model may name a shipped
+    /// model, with --out).
+    #[arg(long)]
+    pub alternatives: Option<usize>,
     /// --live: the causal harmonizer that decides the open lane's chords (a shipped model's
     /// name or a run folder).
     #[arg(long, default_value = "harmonizer-causal")]
@@ -279,6 +287,9 @@ pub fn run(args: Args) -> Result<(), String> {
     }
     if args.live {
         return live::run(args);
+    }
+    if args.alternatives.is_some() {
+        return alternatives::run(args);
     }
     if args.sample {
         return sampled::run(args);
