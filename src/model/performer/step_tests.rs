@@ -327,7 +327,7 @@ fn sequences_stepped_together_are_each_what_it_is_alone() {
 }
 
 /// A batched matrix product is each input's own product to the bit, for any count of inputs
-/// (whole groups and a partial one), columns past the last whole tile, and zero inputs.
+/// and with zero inputs (which a row skips).
 #[test]
 fn a_batched_matrix_product_is_each_inputs_own() {
     use super::plain::Dense;
