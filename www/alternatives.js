@@ -2,8 +2,9 @@
 // "Suggest chords" with Alternatives above 1 offers the harmonizer's progressions for the bars
 // (each a chord chart with its odds, the most likely first); Generate and "Regenerate these
 // bars" offer that many pieces (each a small roll of the notes it wrote, with its seed). Keys
-// 1–8 (or a row's Play) audition one: the piece with that choice sounds from where it differs;
-// Enter (or Keep) keeps it as one undoable edit; Esc (or Keep none) leaves the piece as it was.
+// 1–8 (or a row's Play) audition one: the roll shows the piece with that choice (drawn, not
+// kept) and it sounds from where the choices differ; Enter (or Keep) keeps it as one undoable
+// edit; Esc (or Keep none) leaves the piece as it was, and the roll shows it again.
 import { $, status } from './page.js';
 import { on as onStore, store } from './page-store.js';
 import { command, run } from './commands.js';
@@ -80,13 +81,15 @@ function miniRoll(notes, [from, to], [low, high]) {
   return canvas;
 }
 
-/** Plays the piece with item `i` (from where the choices differ). */
+/** Shows item `i` in the roll and plays it (from where the choices differ). */
 function audition(i) {
   if (!shown) return;
   const a = shown.items[i];
   if (!a) return;
   shown.playing = i;
   for (const [k, li] of [...$('alternatives-list').children].entries()) li.classList.toggle('playing', k === i);
+  // Drawn, not kept: the piece itself changes only with Keep.
+  run('roll-draft', a.piece);
   run('seek', shown.playFrom);
   run('play-piece', a.heard ?? a.piece);
 }
@@ -101,10 +104,16 @@ function choose(i) {
   keep(i);
 }
 
-/** Hides the strip; the piece stays as it is. */
-function close() {
+/**
+ * Hides the strip; the piece stays as it is, and so does the roll unless `restore` (the
+ * person kept none): then an alternative drawn there gives way to the piece again.
+ */
+function close({ restore = false } = {}) {
   if (!shown) return;
-  if (shown.playing !== null) run('stop-playback');
+  if (shown.playing !== null) {
+    run('stop-playback');
+    if (restore && store.piece === shown.base) run('roll-draft', shown.base);
+  }
   shown = null;
   $('alternatives-strip').hidden = true;
   $('alternatives-list').replaceChildren();
@@ -122,7 +131,7 @@ function onKey(e) {
   let handled = true;
   if (/^[1-8]$/.test(e.key) && Number(e.key) <= shown.items.length) audition(Number(e.key) - 1);
   else if (e.key === 'Enter' && !(target instanceof HTMLButtonElement)) choose(shown.playing ?? 0);
-  else if (e.key === 'Escape') close();
+  else if (e.key === 'Escape') close({ restore: true });
   else handled = false;
   if (handled) {
     e.preventDefault();
@@ -131,7 +140,7 @@ function onKey(e) {
 }
 
 export function wireAlternatives() {
-  $('alternatives-close').addEventListener('click', () => close());
+  $('alternatives-close').addEventListener('click', () => close({ restore: true }));
 }
 
 // Another piece (an edit, Undo, a file) ends the offer: it was for the piece as it was.
