@@ -1,7 +1,8 @@
 // The step-by-step accompaniment decoder, fused (after performer_step.wgsl): K steps of the whole
 // Performer and the drawing of each step's piano notes in ONE dispatch of ONE workgroup, so that
 // a bar of accompaniment costs one read-back instead of hundreds of dispatches and two
-// read-backs a step. Launched by src/generate/fused.rs (`FusedSteps::run`); the reference it
+// read-backs a step. Alternatives (several seeds) are one workgroup each in the same dispatch:
+// the dispatches a step do not depend on how many there are. Launched by src/generate/fused.rs (`FusedSteps::run`); the reference it
 // must match is the plain-slice decoder (`Performer::step` on the CPU) followed by `draw_step`
 // with the same counter-based uniforms (`sample::uniform`), which the tests compare it with.
 //
@@ -12,7 +13,9 @@
 //          sustains); read at the start and left as the last step leaves it
 //   outs   per step: the logits [256], the drawn step [256] (0 or 1), the watched features
 //   info   after the common part: the threshold, whether thresholded, the hold temperature, the
-//          density's log odds (added to every onset's)
+//          density's log odds (added to every onset's), the chunk's steps, then each stream's
+//          seed (two u32)
+//   Each stream (workgroup) has its own part of steps, state and outs, and its own draws.
 
 const PIANO: u32 = {{ piano }}u;
 const P: u32 = 128u;
@@ -20,6 +23,10 @@ const I_THRESHOLD: u32 = 12u;
 const I_THRESHOLDED: u32 = 13u;
 const I_HOLD_TEMP: u32 = 14u;
 const I_ONSET_BIAS: u32 = 15u;
+// The steps the chunk holds in `steps` and `outs` for each stream, then each stream's seed (low
+// and high halves).
+const I_CHUNK: u32 = 16u;
+const I_STREAM_SEEDS: u32 = 17u;
 
 var<workgroup> prev: array<f32, 256>;
 // The input row's non-zero entries (their indices, ascending) and their count.
@@ -41,11 +48,16 @@ fn input_at(row: u32, i: u32) -> f32 {
     if (i >= PIANO && i < PIANO + 2u * P) {
         return prev[i - PIANO];
     }
-    return steps[row + i];
+    return steps[sb + row + i];
 }
 
 @compute @workgroup_size({{ wg }}, 1, 1)
-fn main(@builtin(local_invocation_index) lid: u32) {
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let chunk = info[I_CHUNK];
+    set_stream(wid.x, chunk * STEP, info[I_SLOTS] * SLOT + 2u * P, chunk * OSTEP);
     // Otherwise nothing runs and the outputs stay unwritten.
     let prev0 = info[I_SLOTS] * SLOT;
     if (lid == 0u) {
@@ -57,8 +69,8 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     }
     let k_steps = workgroupUniformLoad(&uniform_k);
     let step0 = info[I_FIRST];
-    let seed_lo = info[I_SEED_LO];
-    let seed_hi = info[I_SEED_HI];
+    let seed_lo = info[I_STREAM_SEEDS + 2u * wid.x];
+    let seed_hi = info[I_STREAM_SEEDS + 2u * wid.x + 1u];
     let temperature = bitcast<f32>(info[I_TEMP]);
     let threshold = bitcast<f32>(info[I_THRESHOLD]);
     let thresholded = info[I_THRESHOLDED] != 0u;
@@ -67,7 +79,7 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     let at = info[I_AT];
 
     for (var i = lid; i < 2u * P; i += WG) {
-        prev[i] = state[prev0 + i];
+        prev[i] = state[stb + prev0 + i];
     }
     workgroupBarrier();
 
@@ -127,8 +139,8 @@ fn main(@builtin(local_invocation_index) lid: u32) {
                     sus = 1.0;
                 }
             }
-            outs[o + OUT + p] = on;
-            outs[o + OUT + P + p] = sus;
+            outs[ob + o + OUT + p] = on;
+            outs[ob + o + OUT + P + p] = sus;
             prev[p] = on;
             prev[P + p] = sus;
         }
@@ -136,6 +148,6 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     }
 
     for (var i = lid; i < 2u * P; i += WG) {
-        state[prev0 + i] = prev[i];
+        state[stb + prev0 + i] = prev[i];
     }
 }

@@ -20,7 +20,8 @@
 //   with codes, else 0), and the entry point's own.
 //
 // Buffers (row-major f32; every one declared read_write, as Burn's memory pools need):
-//   weights  every parameter, in the order of the constants below (fused.rs packs it so)
+//   weights  every parameter, in the order of the constants below (fused.rs packs it so),
+//            then each stream's draws (gate noise, feature-map directions)
 //   steps    per step: its own input [step_in], then the codes of queries and of keys [codes]
 //   state    copies ("slots") of the attention sums, S [layers, h, m, dh] then z [layers, h, m]
 //            each, then what the entry point keeps; a step reads one slot and writes another
@@ -77,11 +78,9 @@ const L_F2W: u32 = L_F1B + FF;
 const L_F2B: u32 = L_F2W + FF * D;
 const L_GA: u32 = L_F2B + D;       // sqrt(1 - delta) [hd]
 const L_GG: u32 = L_GA + GATE;     // sqrt(delta) [hd]
-const L_EPS: u32 = L_GG + GATE;    // the gate's noise [h, dh, R]
-const L_MAP: u32 = L_EPS + EPSN;   // feature-map directions [h, r, dir]
-const LSZ: u32 = L_MAP + H * R * DIR;
-// The whole buffer: the input layer (an embedding has zero biases), the layers, the final norm
-// and the head.
+const LSZ: u32 = L_GG + GATE;
+// The weights every stream shares: the input layer (an embedding has zero biases), the layers,
+// the final norm and the head.
 const IN_W: u32 = 0u;
 const IN_B: u32 = IN_W + IN_ROWS * D;
 const LAYER0: u32 = IN_B + D;
@@ -89,7 +88,12 @@ const F_NG: u32 = LAYER0 + L * LSZ;
 const F_NB: u32 = F_NG + D;
 const HEAD_W: u32 = F_NB + D;
 const HEAD_B: u32 = HEAD_W + D * OUT;
-const TOTAL: u32 = HEAD_B + OUT;
+// Then each stream's draws (its seed's): per layer the gate's noise [h, dh, R] and the
+// feature-map directions [h, r, dir].
+const DRAWS: u32 = HEAD_B + OUT;
+const D_EPS: u32 = 0u;
+const D_MAP: u32 = EPSN;
+const LDRAW: u32 = EPSN + H * R * DIR;
 // A slot of the attention sums: S, then z.
 const Z0: u32 = L * H * M * DH;
 const STEP: u32 = STEP_IN + 2u * CODES;
@@ -108,6 +112,29 @@ var<workgroup> shift: array<f32, H>;
 var<workgroup> ffh: array<f32, FF>;
 var<workgroup> logit: array<f32, OUT>;
 var<workgroup> uniform_k: u32;
+
+// Several sequences decoded at once (alternatives, each its own seed): one workgroup each, the
+// same steps in the same dispatch. Each reads the shared weights and its own draws, and its own
+// part of `steps`, `state` and `outs`, the streams' parts one after the other. An entry point
+// that decodes one sequence leaves these at zero: stream 0, every part from the start.
+var<private> stream: u32;
+var<private> sb: u32;
+var<private> stb: u32;
+var<private> ob: u32;
+
+// Makes this invocation decode stream `id`, whose parts of `steps`, `state` and `outs` hold
+// `steps_n`, `state_n` and `outs_n` floats.
+fn set_stream(id: u32, steps_n: u32, state_n: u32, outs_n: u32) {
+    stream = id;
+    sb = id * steps_n;
+    stb = id * state_n;
+    ob = id * outs_n;
+}
+
+// Where layer `l`'s draws of this stream start in `weights`.
+fn draws_at(l: u32) -> u32 {
+    return DRAWS + (stream * L + l) * LDRAW;
+}
 // The layer norm's mean and 1/sqrt(var + eps), computed once.
 var<workgroup> stats: array<f32, 2>;
 
@@ -180,11 +207,12 @@ fn layer_norm(g: u32, b: u32, lid: u32) {
     workgroupBarrier();
 }
 
-// Whether the buffers hold what the template's sizes say for `end` steps and the state's
-// `extra` floats after the slots (the runtime compiles without bounds checks).
+// Whether the buffers hold what the template's sizes say for this stream's `end` steps and the
+// state's `extra` floats after the slots (the runtime compiles without bounds checks).
 fn buffers_fit(end: u32, extra: u32) -> bool {
-    return arrayLength(&weights) >= TOTAL && arrayLength(&state) >= info[I_SLOTS] * SLOT + extra
-        && arrayLength(&steps) >= end * STEP && arrayLength(&outs) >= end * OSTEP;
+    return arrayLength(&weights) >= draws_at(L)
+        && arrayLength(&state) >= stb + info[I_SLOTS] * SLOT + extra
+        && arrayLength(&steps) >= sb + end * STEP && arrayLength(&outs) >= ob + end * OSTEP;
 }
 
 // The model from `x` (the step's input layer, written by the entry point) to `logit` (also
@@ -230,11 +258,11 @@ fn model_step(lid: u32, row: u32, o: u32, src: u32, dst: u32) {
                     if (GATED) {
                         a = weights[base + L_GA + head * DH + i];
                     }
-                    aq += (q[head * DH + i] * a) * steps[cq + i * R + rr];
-                    ak += (k[head * DH + i] * a) * steps[ck + i * R + rr];
+                    aq += (q[head * DH + i] * a) * steps[sb + cq + i * R + rr];
+                    ak += (k[head * DH + i] * a) * steps[sb + ck + i * R + rr];
                 }
                 if (GATED) {
-                    let e0 = base + L_EPS + head * DH * R;
+                    let e0 = draws_at(l) + D_EPS + head * DH * R;
                     for (var i = 0u; i < DH; i++) {
                         let g = weights[base + L_GG + head * DH + i];
                         aq += (q[head * DH + i] * g) * weights[e0 + i * R + rr];
@@ -255,7 +283,7 @@ fn model_step(lid: u32, row: u32, o: u32, src: u32, dst: u32) {
         for (var idx = lid; idx < H * DIR; idx += WG) {
             let head = idx / DIR;
             let d = idx % DIR;
-            let w0 = base + L_MAP + head * R * DIR;
+            let w0 = draws_at(l) + D_MAP + head * R * DIR;
             var pq = 0.0;
             var pk = 0.0;
             for (var i = 0u; i < R; i++) {
@@ -298,8 +326,8 @@ fn model_step(lid: u32, row: u32, o: u32, src: u32, dst: u32) {
 
         if (l == watched_layer) {
             for (var f = lid; f < M; f += WG) {
-                outs[o + FEAT_AT + f] = fq[watched_head * M + f];
-                outs[o + FEAT_AT + M + f] = fk[watched_head * M + f];
+                outs[ob + o + FEAT_AT + f] = fq[watched_head * M + f];
+                outs[ob + o + FEAT_AT + M + f] = fk[watched_head * M + f];
             }
         }
 
@@ -316,17 +344,17 @@ fn model_step(lid: u32, row: u32, o: u32, src: u32, dst: u32) {
             var den = 0.0;
             for (var f = 0u; f < M; f++) {
                 let si = (head * M + f) * DH + c;
-                let sv = state[s_src + si] + fk[head * M + f] * vv;
-                state[s_dst + si] = sv;
+                let sv = state[stb + s_src + si] + fk[head * M + f] * vv;
+                state[stb + s_dst + si] = sv;
                 num += fq[head * M + f] * sv;
-                den += fq[head * M + f] * (state[z_src + head * M + f] + fk[head * M + f]);
+                den += fq[head * M + f] * (state[stb + z_src + head * M + f] + fk[head * M + f]);
             }
             att[idx] = num * (1.0 / (den + EPS));
         }
         storageBarrier();
         workgroupBarrier();
         for (var idx = lid; idx < H * M; idx += WG) {
-            state[z_dst + idx] = state[z_src + idx] + fk[idx];
+            state[stb + z_dst + idx] = state[stb + z_src + idx] + fk[idx];
         }
         storageBarrier();
         workgroupBarrier();
@@ -378,7 +406,7 @@ fn model_step(lid: u32, row: u32, o: u32, src: u32, dst: u32) {
             }
         }
         logit[j] = acc;
-        outs[o + j] = acc;
+        outs[ob + o + j] = acc;
     }
     workgroupBarrier();
 }

@@ -11,7 +11,11 @@
 //!   of tokens runs without the host; the host replays the draws and keeps the steps up to the
 //!   first token it writes otherwise ([`FusedSteps::keep`]: the sums are a ring of slots).
 //!
-//! The weights, the sequence's draws (gate noise, feature-map directions) and the attention
+//! Alternatives of the accompaniment ([`FusedSteps::prepare_batch`], [`FusedSteps::run_batch`])
+//! run in the same dispatches, one workgroup per sequence: each reads the shared weights, its
+//! own seed's draws, rows, codes and sums, so the dispatches a step do not grow with K.
+//!
+//! The weights, each sequence's draws (gate noise, feature-map directions) and the attention
 //! sums a prefill left are gathered into device buffers once, on the device (nothing read
 //! back); each chunk uploads its input rows and its positional codes (computed here, as the
 //! plain-slice decoder computes them) and reads back its logits and drawn steps. The kernel
@@ -198,8 +202,8 @@ impl Sizes {
         self.feat_at() + 2 * self.m as usize
     }
 
-    /// The weights buffer, in the order the kernel reads it.
-    fn weight_floats(&self) -> usize {
+    /// The weights buffer with `streams` sequences' draws, in the order the kernel reads it.
+    fn weight_floats(&self, streams: usize) -> usize {
         let (d, hd, ff) = (self.d as usize, self.hd() as usize, self.ff as usize);
         let layer = 2 * d
             + 3 * (d * hd + hd)
@@ -207,11 +211,12 @@ impl Sizes {
             + 2 * d
             + (d * ff + ff)
             + (ff * d + d)
-            + 2 * self.gate() as usize
-            + self.epsn() as usize
-            + (self.h * self.r * self.dir) as usize;
+            + 2 * self.gate() as usize;
         let out = self.out as usize;
-        self.inp as usize * d + d + self.layers as usize * layer + 2 * d + d * out + out
+        let shared =
+            self.inp as usize * d + d + self.layers as usize * layer + 2 * d + d * out + out;
+        let draws = self.epsn() as usize + (self.h * self.r * self.dir) as usize;
+        shared + streams * self.layers as usize * draws
     }
 
     /// One slot of attention sums: S and z of every layer.
@@ -312,9 +317,11 @@ pub struct FusedSteps {
     /// The slot the next chunk starts from, and the steps the last continuation chunk ran.
     base: usize,
     ran: usize,
+    /// Sequences decoded together (one workgroup each).
+    streams: usize,
     kernel: Option<Arc<dyn PlainKernel>>,
-    /// Z [heads, dim · J, R] of sine codes, read once.
-    mix: Option<Vec<f32>>,
+    /// Each stream's Z [heads, dim · J, R] of sine codes, read once.
+    mixes: Vec<Option<Vec<f32>>>,
     code_scale: f32,
     feature_scale: f32,
     device: Device,
@@ -325,47 +332,50 @@ fn flat<const D: usize>(t: Tensor<D>) -> Tensor<1> {
     t.reshape([n])
 }
 
-/// The state buffer for `state`'s attention sums: S of every layer then z of every layer in the
-/// first slot, the others zero, then `previous` (the accompaniment's piano step). `None` when
-/// the sums are not a single sequence's tensors on wgpu.
-fn sums(sizes: &Sizes, state: &State, previous: &[f32], device: &Device) -> Option<CubeTensor> {
+/// The state buffer for `states`' attention sums, one stream after the other: S of every layer
+/// then z of every layer in the first slot, the others zero, then the stream's part of
+/// `previous` (the accompaniment's piano step). `None` when the sums are not a single
+/// sequence's tensors on wgpu.
+fn sums(sizes: &Sizes, states: &[State], previous: &[f32], device: &Device) -> Option<CubeTensor> {
     let (h, m, dh) = (sizes.h as usize, sizes.m as usize, sizes.dh as usize);
-    let mut s_parts = Vec::with_capacity(sizes.layers as usize);
-    let mut z_parts = Vec::with_capacity(sizes.layers as usize);
-    for layer in 0..sizes.layers as usize {
-        match state.linear_sums(layer) {
-            Sums::Empty => {
-                s_parts.push(Tensor::<1>::zeros([h * m * dh], device));
-                z_parts.push(Tensor::<1>::zeros([h * m], device));
+    let per = previous.len() / states.len().max(1);
+    let mut all = Vec::new();
+    for (i, state) in states.iter().enumerate() {
+        let mut s_parts = Vec::with_capacity(sizes.layers as usize);
+        let mut z_parts = Vec::with_capacity(sizes.layers as usize);
+        for layer in 0..sizes.layers as usize {
+            match state.linear_sums(layer) {
+                Sums::Empty => {
+                    s_parts.push(Tensor::<1>::zeros([h * m * dh], device));
+                    z_parts.push(Tensor::<1>::zeros([h * m], device));
+                }
+                Sums::Tensors(sums) if sums.s.dims()[0] == 1 => {
+                    s_parts.push(flat(sums.s.clone()));
+                    z_parts.push(flat(sums.z.clone()));
+                }
+                _ => return None,
             }
-            Sums::Tensors(sums) if sums.s.dims()[0] == 1 => {
-                s_parts.push(flat(sums.s.clone()));
-                z_parts.push(flat(sums.z.clone()));
-            }
-            _ => return None,
+        }
+        all.extend(s_parts);
+        all.extend(z_parts);
+        let others = (sizes.slots() - 1) * sizes.slot_floats();
+        if others > 0 {
+            all.push(Tensor::zeros([others], device));
+        }
+        if per > 0 {
+            let own = previous[i * per..(i + 1) * per].to_vec();
+            all.push(Tensor::from_data(TensorData::new(own, vec![per]), device));
         }
     }
-    let mut all = s_parts;
-    all.extend(z_parts);
-    let others = (sizes.slots() - 1) * sizes.slot_floats();
-    if others > 0 {
-        all.push(Tensor::zeros([others], device));
-    }
-    if !previous.is_empty() {
-        all.push(Tensor::from_data(
-            TensorData::new(previous.to_vec(), vec![previous.len()]),
-            device,
-        ));
-    }
     let t = into_contiguous(wgpu_primitive(&Tensor::cat(all, 0))?);
-    (t.meta.num_elements() == sizes.state_floats()).then_some(t)
+    (t.meta.num_elements() == states.len() * sizes.state_floats()).then_some(t)
 }
 
 /// What a generation's steps read: the accompaniment's input rows, with the piano step before
 /// the first, or continuation tokens.
 pub enum Steps<'a> {
-    /// Rows whose piano planes start at `piano`; `previous` [256] is the piano step before the
-    /// first (onsets, then sustains).
+    /// Rows whose piano planes start at `piano`; `previous` [256 per stream] is the piano step
+    /// before the first (onsets, then sustains) of each stream.
     Rows {
         piano: usize,
         previous: &'a [f32],
@@ -382,12 +392,28 @@ impl FusedSteps {
         steps: Steps<'_>,
         device: &Device,
     ) -> Result<Option<Self>, GenerateError> {
+        Self::prepare_batch(model, std::slice::from_ref(state), steps, device).await
+    }
+
+    /// [`Self::prepare`] for several sequences of `model` decoded together (alternatives:
+    /// each state its own seed's draws and its own sums), one workgroup each in every
+    /// dispatch. Continuation decodes one.
+    pub async fn prepare_batch(
+        model: &Performer,
+        states: &[State],
+        steps: Steps<'_>,
+        device: &Device,
+    ) -> Result<Option<Self>, GenerateError> {
         let c = &model.config;
+        let Some(state) = states.first() else {
+            return Ok(None);
+        };
+        let k = states.len();
         let (mode, previous) = match steps {
             Steps::Rows { piano, previous } => {
                 if model.input.is_none()
                     || c.output_dim != 2 * PITCHES
-                    || previous.len() != 2 * PITCHES
+                    || previous.len() != 2 * PITCHES * k
                     || piano + 2 * PITCHES > c.input_dim
                 {
                     return Ok(None);
@@ -399,7 +425,10 @@ impl FusedSteps {
                 let Some(e) = &model.embedding else {
                     return Ok(None);
                 };
-                if c.output_dim != VOCAB_SIZE || e.weight.dims() != [VOCAB_SIZE, c.d_model] {
+                if c.output_dim != VOCAB_SIZE
+                    || e.weight.dims() != [VOCAB_SIZE, c.d_model]
+                    || k != 1
+                {
                     return Ok(None);
                 }
                 (Mode::Tokens, &[][..])
@@ -409,7 +438,7 @@ impl FusedSteps {
             || !c.is_causal()
             || matches!(c.pe.kind, PeKind::Ape | PeKind::Cape)
             || c.pe.is_structural()
-            || state.maps.len() != c.layers
+            || states.iter().any(|s| s.maps.len() != c.layers)
         {
             return Ok(None);
         }
@@ -425,7 +454,7 @@ impl FusedSteps {
             None => return Ok(None),
         };
         let gated = model.pe.gate(0).is_some();
-        if gated && (codes == 0 || state.draw.eps.len() != c.layers) {
+        if gated && (codes == 0 || states.iter().any(|s| s.draw.eps.len() != c.layers)) {
             return Ok(None);
         }
         let dir = state.maps[0].w.dims()[2];
@@ -495,43 +524,53 @@ impl FusedSteps {
                 };
                 parts.push(flat(a));
                 parts.push(flat(g));
-                parts.push(flat(state.draw.eps[layer].clone()));
             }
-            parts.push(flat(state.maps[layer].w.clone()));
         }
         parts.extend(norm(&model.norm));
         parts.extend(linear(&model.head));
+        // Each stream's draws: per layer its gate noise and its feature-map directions.
+        for state in states {
+            for layer in 0..c.layers {
+                if gated {
+                    parts.push(flat(state.draw.eps[layer].clone()));
+                }
+                parts.push(flat(state.maps[layer].w.clone()));
+            }
+        }
         let weights = Tensor::cat(parts, 0);
         let Some(weights) = wgpu_primitive(&weights) else {
             return Ok(None);
         };
         let weights = into_contiguous(weights);
-        if weights.meta.num_elements() != sizes.weight_floats() {
+        if weights.meta.num_elements() != sizes.weight_floats(k) {
             return Err(GenerateError::Read(format!(
                 "the fused steps' weights do not have the size the kernel reads ({} values, \
                  not {})",
                 weights.meta.num_elements(),
-                sizes.weight_floats(),
+                sizes.weight_floats(k),
             )));
         }
         let properties = weights.client.properties();
-        let largest = (weights.meta.num_elements().max(sizes.state_floats()) * 4) as u64;
+        let largest = (weights.meta.num_elements().max(k * sizes.state_floats()) * 4) as u64;
         if largest > properties.memory.max_page_size
             || properties.hardware.max_bindings + 1 < STORAGE_BINDINGS
         {
             return Ok(None);
         }
-        let Some(state_p) = sums(&sizes, state, previous, device) else {
+        let Some(state_p) = sums(&sizes, states, previous, device) else {
             return Ok(None);
         };
-        let mix = match &state.draw.mix {
-            Some(mix) if codes > 0 => Some(
-                crate::model::read(mix.clone())
-                    .await
-                    .map_err(GenerateError::Read)?,
-            ),
-            _ => None,
-        };
+        let mut mixes = Vec::with_capacity(k);
+        for state in states {
+            mixes.push(match &state.draw.mix {
+                Some(mix) if codes > 0 => Some(
+                    crate::model::read(mix.clone())
+                        .await
+                        .map_err(GenerateError::Read)?,
+                ),
+                _ => None,
+            });
+        }
         let code_scale = if codes > 0 {
             let (d, rr) = (c.d_head as f32, qk_dim as f32);
             (d * rr).powf(-0.25) * rr.powf(-0.25)
@@ -545,8 +584,9 @@ impl FusedSteps {
             state: state_p,
             base: 0,
             ran: 0,
+            streams: k,
             kernel,
-            mix,
+            mixes,
             code_scale,
             feature_scale: 1.0 / (m as f32).sqrt(),
             device: device.clone(),
@@ -555,7 +595,8 @@ impl FusedSteps {
 
     /// Starts again from `state`'s sums (a continuation that read its view afresh).
     pub fn reload(&mut self, state: &State) -> Result<(), GenerateError> {
-        self.state = sums(&self.sizes, state, &[], &self.device).ok_or_else(|| {
+        let one = std::slice::from_ref(state);
+        self.state = sums(&self.sizes, one, &[], &self.device).ok_or_else(|| {
             GenerateError::Read("the attention sums could not be gathered for the GPU".into())
         })?;
         self.base = 0;
@@ -563,8 +604,14 @@ impl FusedSteps {
         Ok(())
     }
 
-    /// Codes `Qbar`, `Kbar` [heads · dim, R] of `state`'s position (advancing nothing).
-    fn codes(&self, state: &mut State, out: &mut Vec<f32>) -> Result<(), GenerateError> {
+    /// Codes `Qbar`, `Kbar` [heads · dim, R] of `state`'s position (advancing nothing), for
+    /// stream `stream` (its draws).
+    fn codes(
+        &self,
+        stream: usize,
+        state: &mut State,
+        out: &mut Vec<f32>,
+    ) -> Result<(), GenerateError> {
         let Some(kernel) = &self.kernel else {
             return Ok(());
         };
@@ -578,7 +625,7 @@ impl FusedSteps {
                 out.extend_from_slice(&k);
             }
             PlainCodes::Factored(q, k, j) => {
-                let Some(mix) = &self.mix else {
+                let Some(mix) = &self.mixes[stream] else {
                     return Err(GenerateError::Read(
                         "the sine codes' mix was not drawn".into(),
                     ));
@@ -619,14 +666,47 @@ impl FusedSteps {
         watch: Option<(usize, usize)>,
         state: &mut State,
     ) -> Result<Vec<f32>, GenerateError> {
+        let one = std::slice::from_mut(state);
+        let mut out = self
+            .run_batch(&[rows], first, std::slice::from_ref(sampling), watch, one)
+            .await?;
+        Ok(out.pop().expect("one stream"))
+    }
+
+    /// [`Self::run`] for every stream at once, in the same dispatches: stream k's rows
+    /// `rows[k]` (as many for each), drawn with `samplings[k]` (they differ only in their seed)
+    /// from `states[k]`'s position. Returns each stream's outputs.
+    pub async fn run_batch(
+        &mut self,
+        rows: &[&[f32]],
+        first: usize,
+        samplings: &[PianoSampling],
+        watch: Option<(usize, usize)>,
+        states: &mut [State],
+    ) -> Result<Vec<Vec<f32>>, GenerateError> {
         let s = self.sizes;
         if !matches!(s.mode, Mode::Rows { .. }) {
             return Err(GenerateError::Read(
                 "these fused steps read tokens, not rows".into(),
             ));
         }
-        let n = rows.len() / s.inp as usize;
-        if n == 0 || n > CHUNK || rows.len() != n * s.inp as usize {
+        let k = self.streams;
+        let Some(sampling) = samplings.first() else {
+            return Err(GenerateError::Read("no stream to run".into()));
+        };
+        let same = |a: &PianoSampling| PianoSampling { seed: 0, ..*a };
+        if rows.len() != k
+            || samplings.len() != k
+            || states.len() != k
+            || samplings.iter().any(|x| same(x) != same(sampling))
+        {
+            return Err(GenerateError::Read(format!(
+                "the fused steps decode {k} streams, each with its rows, its state and a \
+                 sampling that differs only in its seed"
+            )));
+        }
+        let n = rows[0].len() / s.inp as usize;
+        if n == 0 || n > CHUNK || rows.iter().any(|r| r.len() != n * s.inp as usize) {
             return Err(GenerateError::Read(format!(
                 "the fused steps take 1 to {CHUNK} rows of {} values",
                 s.inp
@@ -642,13 +722,17 @@ impl FusedSteps {
             temperature: sampling.temperature,
             watch,
         };
-        let own = [
+        let mut own = vec![
             threshold.to_bits(),
             thresholded,
             sampling.hold_temperature.to_bits(),
             sampling.onset_bias().to_bits(),
+            n as u32,
         ];
-        self.launch(n, Some(rows), &common, &own, state).await
+        for x in samplings {
+            own.extend([x.seed as u32, (x.seed >> 32) as u32]);
+        }
+        self.launch(n, Some(rows), &common, &own, states).await
     }
 
     /// Runs `n` (1 to [`CHUNK`]) continuation steps from `state`'s position, which it advances
@@ -689,9 +773,11 @@ impl FusedSteps {
         let mut own = vec![sampling.top_p.to_bits(), token];
         own.extend(grammar);
         own.push(may_end as u32);
-        let values = self.launch(n, None, &common, &own, state).await?;
+        let mut values = self
+            .launch(n, None, &common, &own, std::slice::from_mut(state))
+            .await?;
         self.ran = n;
-        Ok(values)
+        Ok(values.pop().expect("one stream"))
     }
 
     /// Of the steps the last [`Self::run_tokens`] ran, the first `steps` stand (each read the
@@ -702,15 +788,16 @@ impl FusedSteps {
         self.ran = 0;
     }
 
-    /// The dispatches of `n` steps (their rows, for the accompaniment) and their read-back.
+    /// The dispatches of `n` steps of every stream (their rows, for the accompaniment) and
+    /// their read-back, each stream's outputs apart.
     async fn launch(
         &mut self,
         n: usize,
-        rows: Option<&[f32]>,
+        rows: Option<&[&[f32]]>,
         common: &Common,
         own: &[u32],
-        state: &mut State,
-    ) -> Result<Vec<f32>, GenerateError> {
+        states: &mut [State],
+    ) -> Result<Vec<Vec<f32>>, GenerateError> {
         let s = self.sizes;
         if common
             .watch
@@ -720,15 +807,19 @@ impl FusedSteps {
                 "the watched head is not in the model".into(),
             ));
         }
-        let mut input = Vec::with_capacity(n * s.step_in());
-        for i in 0..n {
-            if let Some(rows) = rows {
-                input.extend_from_slice(&rows[i * s.inp as usize..(i + 1) * s.inp as usize]);
+        let k = states.len();
+        let mut input = Vec::with_capacity(k * n * s.step_in());
+        for (stream, state) in states.iter_mut().enumerate() {
+            for i in 0..n {
+                if let Some(rows) = rows {
+                    let row = &rows[stream][i * s.inp as usize..(i + 1) * s.inp as usize];
+                    input.extend_from_slice(row);
+                }
+                self.codes(stream, state, &mut input)?;
+                state.position += 1;
             }
-            self.codes(state, &mut input)?;
-            state.position += 1;
         }
-        debug_assert_eq!(input.len(), n * s.step_in());
+        debug_assert_eq!(input.len(), k * n * s.step_in());
         // A buffer of one float when a step reads nothing (no rows, no codes).
         let len = input.len().max(1);
         input.resize(len, 0.0);
@@ -737,7 +828,7 @@ impl FusedSteps {
             .map(into_contiguous)
             .ok_or_else(|| GenerateError::Read("the steps' buffer is not on wgpu".into()))?;
         let client = self.weights.client.clone();
-        let out_floats = n * s.step_out();
+        let out_floats = k * n * s.step_out();
         let outs = CubeTensor::new_contiguous(
             client.clone(),
             self.weights.device.clone(),
@@ -775,7 +866,7 @@ impl FusedSteps {
             let args = bindings().with_info(MetadataBindingInfo::custom(pack_u32(&info)));
             client.launch(
                 Box::new(SourceKernel::new(FusedKernel(s), CubeDim::new_1d(WG))),
-                CubeCount::Static(1, 1, 1),
+                CubeCount::Static(k as u32, 1, 1),
                 args,
             );
         }
@@ -788,7 +879,10 @@ impl FusedSteps {
                 "the fused steps returned too little".into(),
             ));
         }
-        Ok(values)
+        Ok(values
+            .chunks(n * s.step_out())
+            .map(<[f32]>::to_vec)
+            .collect())
     }
 
     /// Floats per step in what [`Self::run`] returns.

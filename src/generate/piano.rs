@@ -305,9 +305,10 @@ where
 
 /// Writes the piano part of example `e` over `region` as [`accompany_steps`] does, once for
 /// each of `samplings` (alternatives, each with its own seed), all advancing a step at a time
-/// together: on the CPU one batched step for all ([`Performer::step_batch`]); each roll is
-/// the one `accompany_steps` writes with that sampling alone. Where steps go through tensors
-/// (a GPU, fused or not) the alternatives are written one after the other (progress counts
+/// together: on the CPU one batched step for all ([`Performer::step_batch`]), on a GPU with
+/// fused steps one workgroup each in the same dispatches; each roll is the one
+/// `accompany_steps` writes with that sampling alone. Where steps go through tensor ops (a GPU
+/// where the kernel declines) the alternatives are written one after the other (progress counts
 /// them all). The first
 /// alternative's attention is watched.
 #[allow(clippy::too_many_arguments)]
@@ -336,8 +337,23 @@ where
         w.check(model)?;
     }
     let stepping = model.stepping(device).await?;
+    #[cfg(feature = "gpu")]
+    if stepping.decoder.is_none() && samplings.len() > 1 && fused::enabled() {
+        // On a GPU: every alternative in the same fused dispatches, one workgroup each.
+        let steps = Steps::new(model, e, given, region.clone())?;
+        let mut states = Vec::with_capacity(samplings.len());
+        for (k, s) in samplings.iter().enumerate() {
+            let watch = watch.filter(|_| k == 0);
+            states.push(steps.prefilled(model, s.seed, watch, &stepping, device)?);
+        }
+        let run = (samplings, report_every, watch);
+        let fused = fused_batch(model, &steps, states, run, device, &mut on_progress);
+        if let Some(rolls) = fused.await? {
+            return Ok(rolls);
+        }
+    }
     if stepping.decoder.is_none() && samplings.len() > 1 {
-        // Steps through tensors (a GPU): fused, or a dispatch per op, one alternative at a time.
+        // Steps through tensors one alternative at a time (a GPU where the kernel declines).
         return one_after_another(
             model,
             e,
@@ -480,6 +496,101 @@ where
         join_after(roll, region.clone());
     }
     Ok(rolls)
+}
+
+/// The region of every state's sequence written by fused dispatches that advance them all
+/// together ([`fused::FusedSteps::run_batch`]), the first one's head watched; `None` where the
+/// kernel declines.
+#[cfg(feature = "gpu")]
+async fn fused_batch<F, Fut>(
+    model: &Performer,
+    steps: &Steps<'_>,
+    mut states: Vec<State>,
+    (samplings, report_every, watch): (&[PianoSampling], usize, Option<Watch>),
+    device: &Device,
+    on_progress: &mut F,
+) -> Result<Option<Vec<PianoRoll>>, GenerateError>
+where
+    F: FnMut(BatchProgress<'_>) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let region = steps.region.clone();
+    let k = samplings.len();
+    let mut rolls = vec![steps.roll.clone(); k];
+    let mut previous = vec![0f32; 2 * PITCHES];
+    if region.start > 0 {
+        for p in 0..PITCHES {
+            previous[p] = steps.roll.onset(region.start - 1, p) as u8 as f32;
+            previous[PITCHES + p] = steps.roll.sustain(region.start - 1, p) as u8 as f32;
+        }
+    }
+    let previous = previous.repeat(k);
+    let rows = fused::Steps::Rows {
+        piano: steps.offset,
+        previous: &previous,
+    };
+    let Some(mut f) = fused::FusedSteps::prepare_batch(model, &states, rows, device).await? else {
+        return Ok(None);
+    };
+    let report_every = report_every.max(1);
+    let total = region.len();
+    let m = f.features();
+    let mut keys = Vec::new();
+    if let Some(w) = watch
+        && let Some(key) = states[0].captured_keys(w.layer, m, device)
+    {
+        keys = read_f32(key.narrow(0, 0, 1).narrow(1, w.head, 1)).await?;
+    }
+    let mut watched: Vec<Vec<f32>> = Vec::new();
+    let mut logits = vec![Vec::new(); k];
+    let mut t = region.start;
+    while t < region.end {
+        let due = region.start + ((t - region.start) / report_every + 1) * report_every;
+        let end = (t + fused::CHUNK).min(due).min(region.end);
+        // Every stream's rows are the same but for the piano planes, which the kernel fills.
+        let (x, _) = steps.values(t..end, &rolls[0]);
+        let xs = vec![x.as_slice(); k];
+        let w = watch.map(|w| (w.layer, w.head));
+        let outs = f.run_batch(&xs, t, samplings, w, &mut states).await?;
+        let per = f.step_out();
+        for (stream, (roll, out)) in rolls.iter_mut().zip(&outs).enumerate() {
+            for (i, step) in (t..end).enumerate() {
+                let o = &out[i * per..(i + 1) * per];
+                let drawn = &o[2 * PITCHES..4 * PITCHES];
+                for p in 0..PITCHES {
+                    if drawn[PITCHES + p] != 0.0 {
+                        roll.set(step, p, drawn[p] != 0.0, true, 0);
+                    }
+                }
+                if stream == 0 && watch.is_some() {
+                    let (phi_q, phi_k) = o[4 * PITCHES..].split_at(m);
+                    let mut row = Vec::new();
+                    captured_row(&mut keys, phi_k, phi_q, &mut row);
+                    watched.push(row);
+                }
+            }
+            logits[stream] = out[out.len() - per..out.len() - per + 2 * PITCHES].to_vec();
+        }
+        t = end;
+        let done = t - region.start;
+        if done.is_multiple_of(report_every) || done == total {
+            let go_on = on_progress(BatchProgress {
+                done,
+                total,
+                rolls: &rolls,
+                logits: &logits,
+                attention: rows_so_far(&mut watched, t),
+            })
+            .await;
+            if !go_on {
+                return Err(GenerateError::Cancelled);
+            }
+        }
+    }
+    for roll in &mut rolls {
+        join_after(roll, region.clone());
+    }
+    Ok(Some(rolls))
 }
 
 /// What fused WebGPU steps did with a sequence.

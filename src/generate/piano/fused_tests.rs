@@ -191,3 +191,66 @@ fn fused_steps_match_the_cpu_on_a_native_gpu() {
     assert_eq!(want, got);
     crate::generate::assert_rows_agree(&want_rows, &got_rows);
 }
+
+/// On a native GPU (lavapipe in `make test`): alternatives written together by the fused
+/// kernel (one workgroup each, the same dispatches) are each exactly the piece that seed
+/// writes alone with the fused steps, from the start and over a region after a kept piano, and
+/// they are different pieces.
+#[test]
+fn fused_alternatives_are_each_their_seed_alone_on_a_native_gpu() {
+    let Ok(gpu) = block_on(device::init(Preference::Gpu)) else {
+        crate::note_skipped_test("no native GPU adapter");
+        return;
+    };
+    let device = &gpu.device;
+    let m = Performer::new(
+        &config(PeConfig::new(PeKind::SineSpe).with_gate(true)),
+        3,
+        device,
+    )
+    .unwrap();
+    let input = accompaniment_input(&song(1, 3), None, None).unwrap();
+    let e = input_example(&m, &input);
+    let samplings: Vec<PianoSampling> = [4, 9, 11]
+        .map(|seed| PianoSampling {
+            seed,
+            ..Default::default()
+        })
+        .to_vec();
+    let alone = |s: PianoSampling, given: Option<&PianoRoll>, region: std::ops::Range<usize>| {
+        let quiet = |_: PianoProgress<'_>| async { true };
+        block_on(accompany_steps(
+            &m, &e, given, region, s, 8, None, device, quiet,
+        ))
+        .unwrap()
+    };
+    let kept = alone(samplings[0], None, 0..e.len);
+    for (given, region) in [(None, 0..e.len), (Some(&kept), 16..32)] {
+        let mut reports = 0;
+        let together = block_on(accompany_batch(
+            &m,
+            &e,
+            given,
+            region.clone(),
+            &samplings,
+            8,
+            None,
+            device,
+            |p| {
+                assert_eq!(p.rolls.len(), 3, "together, not one after another");
+                reports += 1;
+                async { true }
+            },
+        ))
+        .unwrap();
+        assert_eq!(reports, region.len().div_ceil(8));
+        for (roll, s) in together.iter().zip(&samplings) {
+            assert!(
+                *roll == alone(*s, given, region.clone()),
+                "seed {} in a batch",
+                s.seed
+            );
+        }
+        assert!(together[0] != together[1] && together[1] != together[2]);
+    }
+}

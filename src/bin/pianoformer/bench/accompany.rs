@@ -93,7 +93,11 @@ pub fn accompany(options: &Options) -> Result<(), String> {
     }
     fused::set_enabled(true);
     fused::set_steps_per_dispatch(1);
-    let one = per_way[per_way.len() - 1];
+    // One alternative the way alternatives run: fused, a step a dispatch (on the CPU, plain).
+    let one = ways
+        .iter()
+        .position(|&(_, on, per)| on && per == 1)
+        .map_or(per_way[0], |i| per_way[i]);
     if options.batch > 1 {
         alternatives(model, &examples, sampling, options.batch, one, &device)?;
     }
@@ -131,7 +135,7 @@ fn compare_ways(
 }
 
 /// `k` alternatives written together (`accompany_batch`: on the CPU one batched step for
-/// all), timed as the single ways are (the difference of two lengths), against `one` ms a
+/// all, on wgpu one workgroup each in the same fused dispatches), timed as the single ways are (the difference of two lengths), against `one` ms a
 /// step for one alternative; and whether the first is the piece its seed writes alone.
 fn alternatives(
     model: &Performer,
