@@ -14,8 +14,10 @@
 // The accompaniment and continuation run first on a page opened with `?fused=0` (tensor ops,
 // the code before issue 35's fused steps), then as shipped, and their time per step or token
 // is compared.
+// With `--alternatives K` the fused accompaniment also runs with Alternatives K (K pieces, one
+// workgroup each in the same dispatches; issue 55): the calls per step should not grow with K.
 // Usage: make wasm && node tools/bench-gpu-calls.mjs [--bars 1,2] [--tokens 32,96] [--tune-steps 2,3]
-//          [--accompaniment-only | --no-tuning | --tuning-only]
+//          [--accompaniment-only | --no-tuning | --tuning-only] [--alternatives 8]
 import { readFileSync } from 'node:fs';
 import { startServer } from './serve.mjs';
 import { launch } from '../tests/e2e/browser.mjs';
@@ -95,13 +97,14 @@ async function openPage(query) {
   // The counts of one generation from `file` (dropped again before each run, so that every
   // run starts from the same piece): a warm-up run first (kernels compiled, buffers pooled),
   // then the counted one, whose time the page reports (`ms`).
-  const generate = async (task, file, length) => {
+  const generate = async (task, file, length, alternatives = null) => {
     let before = null;
     let g = null;
     for (let i = 0; i < 2; i++) {
       await drop(file.bytes, `${file.name}-${i}.mid`);
       await page.selectOption('#task', task);
       if (length) await page.fill('#length', String(length));
+      await page.fill('#alternatives', alternatives ? String(alternatives) : '');
       const n = await page.evaluate(() => window.pianoformer.generations.length);
       before = await counts();
       await page.click('#generate');
@@ -153,6 +156,12 @@ try {
     const accSteps = (bars[1] - bars[0]) * 16;
     rows.push(['accompaniment step, tensor ops (`?fused=0`)', perUnit(tensor.acc[0], tensor.acc[1], accSteps), tensor.acc[1]]);
     rows.push(['accompaniment step, fused', perUnit(fused.acc[0], fused.acc[1], accSteps), fused.acc[1]]);
+    const k = args.includes('--alternatives') ? Number(args[args.indexOf('--alternatives') + 1]) : 1;
+    if (k > 1) {
+      const together = [];
+      for (const n of bars) together.push(await generate('accompaniment', { bytes: midiOf(n), name: `alt-${n}` }, null, k));
+      rows.push([`accompaniment step, fused, ${k} alternatives together`, perUnit(together[0], together[1], accSteps), together[1]]);
+    }
     for (const [what, cont] of [['continuation token, tensor ops (`?fused=0`)', tensor.cont], ['continuation token, fused', fused.cont]]) {
       if (!cont.length) continue;
       const made = cont.map((c) => c.generation.tokens);

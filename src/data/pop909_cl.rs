@@ -43,6 +43,40 @@ pub fn corrected(dir: &Path, id: u32, piece: &Piece) -> Result<Option<Corrected>
     Ok(Some(align(&song, piece)))
 }
 
+/// The share of a file's onsets the piece must have at the same step and pitch for its
+/// alignment to be trusted.
+pub const SURE: f64 = 0.5;
+
+/// The POP909 song number a piece was read from (its name ends in it: `…/010`).
+pub fn song_id(piece: &Piece) -> Option<u32> {
+    piece.name.rsplit('/').next().and_then(|n| n.parse().ok())
+}
+
+/// Replaces the chords of every piece of `pieces` whose corrected chords in `dir` align surely
+/// ([`SURE`]) with those (training on POP909-CL's labels); returns how many were replaced.
+/// The others keep POP909's.
+pub fn use_corrected(pieces: &mut [Piece], dir: &Path) -> Result<usize, String> {
+    let mut replaced = 0;
+    for piece in pieces.iter_mut() {
+        let Some(id) = song_id(piece) else {
+            continue;
+        };
+        let Some(c) = corrected(dir, id, piece)? else {
+            continue;
+        };
+        if c.onsets_matched < SURE {
+            continue;
+        }
+        let labels = &mut piece.sheet.labels;
+        let spb = labels.steps_per_beat.max(1);
+        for (step, chord) in labels.chord.iter_mut().enumerate() {
+            *chord = c.chords.get(step / spb).copied().flatten();
+        }
+        replaced += 1;
+    }
+    Ok(replaced)
+}
+
 /// [`corrected`] for a song already read.
 pub fn align(song: &Song, piece: &Piece) -> Corrected {
     let ppq = u64::from(song.ppq.max(1));
@@ -221,5 +255,25 @@ mod tests {
             (5..11).map(name).collect::<Vec<_>>(),
             ["N", "Em", "Em", "Em", "Em", "N"]
         );
+        // Training on the corrected chords: a piece named for song 7 takes them on every step
+        // of its beats; one with no song number keeps its own.
+        let dir = std::env::temp_dir().join(format!("pop909-cl-test-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("POP909_processed")).unwrap();
+        let bytes = crate::music::midi::write_midi(&file);
+        std::fs::write(dir.join("POP909_processed/007.mid"), bytes).unwrap();
+        let mut pieces = vec![
+            Piece::from_song("POP909/007".into(), &song).unwrap(),
+            piece.clone(),
+        ];
+        assert_eq!(use_corrected(&mut pieces, &dir), Ok(1));
+        let labels = &pieces[0].sheet.labels;
+        let spb = labels.steps_per_beat;
+        let at = |beat: usize| labels.chord[beat * spb + 1].map_or("N".into(), |ch| ch.name());
+        assert_eq!(
+            (5..11).map(at).collect::<Vec<_>>(),
+            ["N", "Em", "Em", "Em", "Em", "N"]
+        );
+        assert_eq!(pieces[1].sheet.labels, piece.sheet.labels);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -330,6 +330,31 @@ where
     if samplings.is_empty() {
         return Ok(Vec::new());
     }
+    if let [one] = samplings {
+        // One sequence: as `accompany_steps` writes it (fused on a GPU).
+        let roll = accompany_steps(
+            model,
+            e,
+            given,
+            region,
+            *one,
+            report_every,
+            watch,
+            device,
+            |p| {
+                let logits = [p.logits.to_vec()];
+                on_progress(BatchProgress {
+                    done: p.done,
+                    total: p.total,
+                    rolls: std::slice::from_ref(p.roll),
+                    logits: &logits,
+                    attention: p.attention,
+                })
+            },
+        )
+        .await?;
+        return Ok(vec![roll]);
+    }
     for s in samplings {
         s.check()?;
     }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use pianoformer::data::pop909_cl;
 use pianoformer::data::sources::{self, Parts};
 use pianoformer::device::{self, Preference};
 use pianoformer::model::config::Task;
@@ -125,6 +126,11 @@ pub struct Args {
     /// Read at most this many songs per split (quick runs).
     #[arg(long)]
     pub limit: Option<usize>,
+    /// Harmonization: train and validate on the chords of this POP909-CL folder (an expert's
+    /// corrections of POP909's, `../shared/data/pop909-cl`) wherever a song's notes align
+    /// them surely; POP909's labels elsewhere.
+    #[arg(long)]
+    pub corrected_chords: Option<PathBuf>,
     /// cpu, gpu or auto.
     #[arg(long, default_value = "cpu")]
     pub backend: String,
@@ -341,7 +347,24 @@ fn to_resume(args: &Args, task: Task) -> Result<Option<Checkpoint>, String> {
 /// The training and validation songs of `--data`, with what was skipped said.
 fn load_data(args: &Args) -> Result<sources::Loaded, String> {
     let started = Instant::now();
-    let loaded = sources::load(&args.data, Parts::ALL, args.limit)?;
+    let mut loaded = sources::load(&args.data, Parts::ALL, args.limit)?;
+    if let Some(dir) = &args.corrected_chords {
+        if !dir.join("POP909_processed").is_dir() {
+            return Err(format!(
+                "--corrected-chords {}: not the POP909-CL folder (no POP909_processed in it)",
+                dir.display()
+            ));
+        }
+        let train = pop909_cl::use_corrected(&mut loaded.train.pieces, dir)?;
+        let valid = pop909_cl::use_corrected(&mut loaded.valid.pieces, dir)?;
+        loaded.description = format!(
+            "{}, with POP909-CL's corrected chords on {train} of {} training and {valid} of {} \
+             validation songs",
+            loaded.description,
+            loaded.train.pieces.len(),
+            loaded.valid.pieces.len()
+        );
+    }
     eprintln!(
         "data: {} in {:.1} s",
         loaded.description,

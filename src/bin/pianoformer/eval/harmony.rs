@@ -286,10 +286,25 @@ fn alternatives_curve(
     t: &Tested,
     decode: &HarmonyDecode,
 ) -> Result<serde_json::Value, String> {
-    let corrected = corrected_labels(&args.data, t.pieces, t.songs, t.lane)?;
+    let corrected = corrected_labels(&args.data, t.pieces, t.songs, t.lane, "test")?;
     // The validation songs' probabilities, read once for both choices below.
-    let (_, valid) = songs(&data.valid);
+    let (valid_pieces, valid) = songs(&data.valid);
     let valid_lp = all_log_probs(model, &valid, false, args.seed)?;
+    // One guess on the validation songs against both label sets: which labels to train on
+    // (issue 55) is decided there.
+    let valid_lane = decode_all(&valid, &valid_lp, decode, Choice::Best.for_model(model));
+    let valid_refs: Vec<Vec<Option<Chord>>> = valid.iter().map(|s| s.reference.clone()).collect();
+    let mut a = Accuracy::default();
+    for ((song, lane), r) in valid.iter().zip(&valid_lane).zip(&valid_refs) {
+        a.add(Accuracy::of(lane, r, song.beats.clone()));
+    }
+    let valid_pop909 = a.rates();
+    eprintln!(
+        "validation, one guess against POP909's labels: root {:.3} family {:.3}",
+        valid_pop909[0], valid_pop909[1]
+    );
+    let valid_cl = corrected_labels(&args.data, &valid_pieces, &valid, &valid_lane, "validation")?
+        .map(|c| c.harmonizer);
     let (chosen, tried) = choose_draws(&valid, &valid_lp, decode, args.seed)?;
     let refs: Vec<Vec<Option<Chord>>> = t.songs.iter().map(|s| s.reference.clone()).collect();
     let b = best_of(t.songs, t.lp, t.lane, &refs, decode, chosen, SECTION_BARS);
@@ -326,6 +341,7 @@ fn alternatives_curve(
         "temperature": chosen.temperature,
         "valid": tried.iter().map(|(d, b)| serde_json::json!({"temperature": d.temperature, "best_of": b})).collect::<Vec<_>>(),
         "test": {"pop909": b, "pop909_cl": against_cl},
+        "valid_one_guess": {"pop909": &valid_pop909[..2], "pop909_cl": valid_cl},
     }))
 }
 
@@ -418,6 +434,8 @@ struct Corrected {
     /// Indices into the test songs, and each one's corrected chords per beat.
     songs: Vec<usize>,
     chords: Vec<Vec<Option<Chord>>>,
+    /// The one-guess harmonizer's root, family and exact rates against them.
+    harmonizer: [f64; 3],
 }
 
 /// POP909-CL (`pop909-cl` beside the POP909 folder) for the test songs, and the one-guess
@@ -428,6 +446,7 @@ fn corrected_labels(
     pieces: &[&Piece],
     test: &[HarmonySong],
     harmonizer: &[Vec<Option<Chord>>],
+    split: &str,
 ) -> Result<Option<Corrected>, String> {
     let dir = data.parent().unwrap_or(data).join("pop909-cl");
     if !dir.join("POP909_processed").is_dir() {
@@ -440,18 +459,13 @@ fn corrected_labels(
     let (mut songs, mut chords, mut loose, mut shifted) = (Vec::new(), Vec::new(), 0, 0);
     let mut found = Vec::new();
     for (i, piece) in pieces.iter().enumerate() {
-        let Some(id) = piece
-            .name
-            .rsplit('/')
-            .next()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
+        let Some(id) = pop909_cl::song_id(piece) else {
             continue;
         };
         let Some(c) = pop909_cl::corrected(&dir, id, piece)? else {
             continue;
         };
-        if c.onsets_matched < 0.5 {
+        if c.onsets_matched < pop909_cl::SURE {
             loose += 1;
             continue;
         }
@@ -488,12 +502,16 @@ fn corrected_labels(
     let h = against(&|i| harmonizer[i].clone());
     let a = against(&|i| test[i].reference.clone());
     eprintln!(
-        "POP909-CL: {} test songs aligned ({shifted} shifted by whole beats, {loose} left out as unsure); against its chords the harmonizer's root {:.3} family {:.3}, POP909's own labels root {:.3} family {:.3}",
+        "POP909-CL: {} {split} songs aligned ({shifted} shifted by whole beats, {loose} left out as unsure); against its chords the harmonizer's root {:.3} family {:.3}, POP909's own labels root {:.3} family {:.3}",
         songs.len(),
         h[0],
         h[1],
         a[0],
         a[1]
     );
-    Ok(Some(Corrected { songs, chords }))
+    Ok(Some(Corrected {
+        songs,
+        chords,
+        harmonizer: h,
+    }))
 }
