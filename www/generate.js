@@ -45,6 +45,8 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
   if (!comparing) emit('leave-compare');
   const s = settings();
   if (seed !== null) s.seed = seed;
+  // A comparison sets two models' one piece side by side: no alternatives to choose from.
+  if (comparing) s.alternatives = null;
   const task = s.task;
   // A setting out of range is said in words at once (the Worker would refuse it the same way).
   const bad = optionsProblem(generateOptions(s, { task, region, context: null }));
