@@ -368,6 +368,8 @@ pub fn choose_decode(
             rhythm,
             weight,
             tones: None,
+            alternatives: None,
+            colourful: None,
         };
         let s = scores(&decode);
         if best.as_ref().is_none_or(|(_, b)| key(&s) > key(b)) {

@@ -132,7 +132,7 @@ pub async fn lane_alternatives(
     let places = BeatPlaces::from_labels(&input.sheet.labels);
     let draws = Draws {
         count,
-        temperature: ALTERNATIVES_TEMPERATURE,
+        temperature: decode.alternatives.unwrap_or(ALTERNATIVES_TEMPERATURE),
         seed,
     };
     if model.config.is_causal() {

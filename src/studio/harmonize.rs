@@ -221,7 +221,7 @@ pub async fn harmonize_piece(
         } else {
             let draws = Draws {
                 count,
-                temperature: ALTERNATIVES_TEMPERATURE,
+                temperature: decode.alternatives.unwrap_or(ALTERNATIVES_TEMPERATURE),
                 seed: options.seed.unwrap_or(0),
             };
             progressions(lp, &places, decode, beats.clone(), before, draws)
@@ -244,7 +244,7 @@ pub async fn harmonize_piece(
     let choice = match options.seed {
         Some(seed) if colour > 0.0 => Choice::Drawn {
             seed,
-            temperature: colour * COLOURFUL_TEMPERATURE,
+            temperature: colour * decode.colourful.unwrap_or(COLOURFUL_TEMPERATURE),
         },
         _ => Choice::Best,
     }

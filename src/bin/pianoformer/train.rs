@@ -223,6 +223,16 @@ fn backend_name(info: &device::BackendInfo) -> String {
 /// or resumed from another directory or machine) as long as it holds the same split: the
 /// loader's description counts each part's songs.
 fn same_data(state: &RunState, found: &str, given: &Path) -> Result<(), String> {
+    // The chords it learned from: POP909's, or POP909-CL's corrections (--corrected-chords).
+    let corrected = |description: &str| description.contains("POP909-CL");
+    if corrected(&state.data) != corrected(found) {
+        return Err(if corrected(&state.data) {
+            "this run was trained on POP909-CL's corrected chords: resume it with --corrected-chords".into()
+        } else {
+            "this run was trained on POP909's own chords: resume it without --corrected-chords"
+                .into()
+        });
+    }
     let Some(path) = &state.data_path else {
         return Ok(());
     };

@@ -61,6 +61,13 @@ pub struct HarmonyDecode {
     /// are most surely right. Draws and the causal form keep the probabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tones: Option<f32>,
+    /// The temperature alternatives are drawn at, and the one of the colourful end of chord
+    /// choice, each chosen on validation songs for this model by `eval --task harmonization`
+    /// (`None`: `generate::harmonize`'s defaults).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alternatives: Option<f32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub colourful: Option<f32>,
 }
 
 impl Default for HarmonyDecode {
@@ -73,6 +80,8 @@ impl Default for HarmonyDecode {
             },
             weight: 1.0,
             tones: None,
+            alternatives: None,
+            colourful: None,
         }
     }
 }
@@ -102,6 +111,18 @@ impl HarmonyDecode {
             return Err(format!(
                 "the harmonizer's tone weight must be above 0 and at most 1000, not {w}"
             ));
+        }
+        for (what, t) in [
+            ("alternatives'", self.alternatives),
+            ("colourful end's", self.colourful),
+        ] {
+            if let Some(t) = t
+                && !(t > 0.0 && t <= 10.0)
+            {
+                return Err(format!(
+                    "the harmonizer's {what} temperature must be above 0 and at most 10, not {t}"
+                ));
+            }
         }
         if self.rhythm.change.iter().any(|p| !(*p > 0.0 && *p < 1.0)) {
             return Err(

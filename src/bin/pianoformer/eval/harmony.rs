@@ -233,6 +233,7 @@ pub fn run(
         Choice::Best => alternatives_curve(model, data, args, &tested, &decode)?,
         _ => serde_json::Value::Null,
     };
+    let decode = with_temperatures(decode, &alternatives);
     let accompaniment = match args.accompaniment.as_str() {
         "none" => serde_json::Value::Null,
         spec => {
@@ -265,8 +266,15 @@ pub fn run(
     }))
 }
 
-/// Chord alternatives per 8-bar section (issue 55): the draws' temperature chosen on
-/// validation (the best of 4's root share), then the best-of-K curve on the test songs.
+/// `decode` with the temperatures [`alternatives_curve`] chose on validation (the alternatives'
+/// draws, the colourful end): they go with it into the manifest (`ship`).
+fn with_temperatures(mut decode: HarmonyDecode, alternatives: &serde_json::Value) -> HarmonyDecode {
+    let chosen = |v: &serde_json::Value| v.as_f64().map(|t| t as f32);
+    decode.alternatives = chosen(&alternatives["temperature"]);
+    decode.colourful = chosen(&alternatives["colourful"]["temperature"]);
+    decode
+}
+
 /// The test songs as the harmonizer met them: the pieces, the songs, the model's
 /// log-probabilities and the one-guess lane.
 struct Tested<'a> {
