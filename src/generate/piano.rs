@@ -245,21 +245,23 @@ where
     let state = steps.prefilled(model, sampling.seed, watch, &stepping, device)?;
     #[cfg(feature = "gpu")]
     if fused::enabled() {
-        let fused = fused_steps(
-            model,
-            &steps,
-            state,
-            &sampling,
-            report_every,
-            watch,
-            device,
-            &mut on_progress,
-        );
+        let run = (std::slice::from_ref(&sampling), report_every, watch);
+        let mut report = |p: BatchProgress<'_>| {
+            on_progress(PianoProgress {
+                done: p.done,
+                total: p.total,
+                roll: &p.rolls[0],
+                logits: &p.logits[0],
+                attention: p.attention,
+            })
+        };
+        let fused = fused_batch(model, &steps, vec![state], run, device, &mut report);
         return match fused.await? {
-            Fused::Written(roll) => Ok(roll),
-            Fused::Unavailable(state) => {
+            Ok(mut rolls) => Ok(rolls.pop().expect("one roll")),
+            Err(mut states) => {
+                let state = states.pop().expect("one state");
                 let s = (sampling, report_every, watch);
-                one_roll(model, steps, *state, s, device, on_progress).await
+                one_roll(model, steps, state, s, device, on_progress).await
             }
         };
     }
@@ -373,7 +375,7 @@ where
         }
         let run = (samplings, report_every, watch);
         let fused = fused_batch(model, &steps, states, run, device, &mut on_progress);
-        if let Some(rolls) = fused.await? {
+        if let Ok(rolls) = fused.await? {
             return Ok(rolls);
         }
     }
@@ -524,8 +526,9 @@ where
 }
 
 /// The region of every state's sequence written by fused dispatches that advance them all
-/// together ([`fused::FusedSteps::run_batch`]), the first one's head watched; `None` where the
-/// kernel declines.
+/// together ([`fused::FusedSteps::run_batch`]; one workgroup each, one dispatch a step), the
+/// first one's head watched; where the kernel declines (another device, an encoding it does
+/// not take), the states back, untouched.
 #[cfg(feature = "gpu")]
 async fn fused_batch<F, Fut>(
     model: &Performer,
@@ -534,7 +537,7 @@ async fn fused_batch<F, Fut>(
     (samplings, report_every, watch): (&[PianoSampling], usize, Option<Watch>),
     device: &Device,
     on_progress: &mut F,
-) -> Result<Option<Vec<PianoRoll>>, GenerateError>
+) -> Result<Result<Vec<PianoRoll>, Vec<State>>, GenerateError>
 where
     F: FnMut(BatchProgress<'_>) -> Fut,
     Fut: std::future::Future<Output = bool>,
@@ -555,7 +558,7 @@ where
         previous: &previous,
     };
     let Some(mut f) = fused::FusedSteps::prepare_batch(model, &states, rows, device).await? else {
-        return Ok(None);
+        return Ok(Err(states));
     };
     let report_every = report_every.max(1);
     let total = region.len();
@@ -615,105 +618,7 @@ where
     for roll in &mut rolls {
         join_after(roll, region.clone());
     }
-    Ok(Some(rolls))
-}
-
-/// What fused WebGPU steps did with a sequence.
-#[cfg(feature = "gpu")]
-enum Fused {
-    Written(PianoRoll),
-    /// This model or device has none: the state back, untouched.
-    Unavailable(Box<State>),
-}
-
-/// The region written by fused dispatches ([`fused::FusedSteps`]), reporting as
-/// [`accompany_steps`] does.
-#[cfg(feature = "gpu")]
-#[allow(clippy::too_many_arguments)]
-async fn fused_steps<F, Fut>(
-    model: &Performer,
-    steps: &Steps<'_>,
-    mut state: State,
-    sampling: &PianoSampling,
-    report_every: usize,
-    watch: Option<Watch>,
-    device: &Device,
-    on_progress: &mut F,
-) -> Result<Fused, GenerateError>
-where
-    F: FnMut(PianoProgress<'_>) -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let region = steps.region.clone();
-    let mut roll = steps.roll.clone();
-    let mut previous = vec![0f32; 2 * PITCHES];
-    if region.start > 0 {
-        for p in 0..PITCHES {
-            previous[p] = roll.onset(region.start - 1, p) as u8 as f32;
-            previous[PITCHES + p] = roll.sustain(region.start - 1, p) as u8 as f32;
-        }
-    }
-    let rows = fused::Steps::Rows {
-        piano: steps.offset,
-        previous: &previous,
-    };
-    let Some(mut f) = fused::FusedSteps::prepare(model, &state, rows, device).await? else {
-        return Ok(Fused::Unavailable(Box::new(state)));
-    };
-    let report_every = report_every.max(1);
-    let total = region.len();
-    let m = f.features();
-    // The watched head's keys so far (the prefill's, captured), m floats each.
-    let mut keys = Vec::new();
-    if let Some(w) = watch
-        && let Some(k) = state.captured_keys(w.layer, m, device)
-    {
-        keys = read_f32(k.narrow(0, 0, 1).narrow(1, w.head, 1)).await?;
-    }
-    let mut watched: Vec<Vec<f32>> = Vec::new();
-    let mut t = region.start;
-    while t < region.end {
-        // Chunks end where a report is due, so progress comes as often as asked.
-        let due = region.start + ((t - region.start) / report_every + 1) * report_every;
-        let end = (t + fused::CHUNK).min(due).min(region.end);
-        let (x, _) = steps.values(t..end, &roll);
-        let w = watch.map(|w| (w.layer, w.head));
-        let out = f.run(&x, t, sampling, w, &mut state).await?;
-        let per = f.step_out();
-        for (i, step) in (t..end).enumerate() {
-            let o = &out[i * per..(i + 1) * per];
-            let drawn = &o[2 * PITCHES..4 * PITCHES];
-            for p in 0..PITCHES {
-                if drawn[PITCHES + p] != 0.0 {
-                    roll.set(step, p, drawn[p] != 0.0, true, 0);
-                }
-            }
-            if watch.is_some() {
-                let (phi_q, phi_k) = o[4 * PITCHES..].split_at(m);
-                let mut row = Vec::new();
-                captured_row(&mut keys, phi_k, phi_q, &mut row);
-                watched.push(row);
-            }
-        }
-        t = end;
-        let done = t - region.start;
-        if done.is_multiple_of(report_every) || done == total {
-            let last = &out[out.len() - per..out.len() - per + 2 * PITCHES];
-            let go_on = on_progress(PianoProgress {
-                done,
-                total,
-                roll: &roll,
-                logits: last,
-                attention: rows_so_far(&mut watched, t),
-            })
-            .await;
-            if !go_on {
-                return Err(GenerateError::Cancelled);
-            }
-        }
-    }
-    join_after(&mut roll, region);
-    Ok(Fused::Written(roll))
+    Ok(Ok(rolls))
 }
 
 /// The piano part of the whole of `e`, sampled step by step with no progress reports.
