@@ -9,7 +9,7 @@
 // Issue 55 asks K = 8 to cost at most 2.5x one on the CPU backend.
 // Usage: make test-bundles (or make wasm) && node tools/bench-alternatives.mjs [--bars 4,12]
 //        [--k 8] [--repeats 3] [--backend cpu|gpu]
-import { launch, dropFile, serveApp } from '../tests/e2e/browser.mjs';
+import { launch, dropFile, generateOnce, serveApp } from '../tests/e2e/browser.mjs';
 
 const args = process.argv.slice(2);
 const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
@@ -27,15 +27,7 @@ try {
   const label = await page.evaluate(() => window.pianoformer.backend.label);
   await page.selectOption('#task', 'accompaniment');
   const generate = async () => {
-    const n = await page.evaluate(() => window.pianoformer.generations.length);
-    await page.click('#generate');
-    await page.waitForFunction(
-      (n) => window.pianoformer.generations.length > n || !document.getElementById('error').hidden,
-      n,
-      { timeout: LIMIT },
-    );
-    const g = await page.evaluate(() => window.pianoformer.generations.at(-1) ?? { error: window.pianoformer.error });
-    if (g.error || !g.ms) throw new Error(`generation failed: ${g.error ?? 'no generation'}`);
+    const g = await generateOnce(page, { timeout: LIMIT });
     // Leave the offer: the next Generate starts from the same piece.
     await page.evaluate(() => document.getElementById('alternatives-close').click());
     return g.ms;

@@ -10,7 +10,7 @@
 // most 1/10.
 // Usage: make test-bundles (or make wasm) && node tools/bench-map.mjs [--bars 16,64] [--repeats 3]
 //        [--backend cpu|gpu]
-import { launch, dropFile, serveApp } from '../tests/e2e/browser.mjs';
+import { launch, dropFile, generateOnce, serveApp } from '../tests/e2e/browser.mjs';
 
 const args = process.argv.slice(2);
 const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
@@ -28,18 +28,7 @@ try {
   const label = await page.evaluate(() => window.pianoformer.backend.label);
   const heads = await page.$$eval('#att-head option', (options) => options.map((o) => o.value));
   let head = 0;
-  const generate = async () => {
-    const n = await page.evaluate(() => window.pianoformer.generations.length);
-    await page.click('#generate');
-    await page.waitForFunction(
-      (n) => window.pianoformer.generations.length > n || !document.getElementById('error').hidden,
-      n,
-      { timeout: LIMIT },
-    );
-    const g = await page.evaluate(() => window.pianoformer.generations.at(-1) ?? { error: window.pianoformer.error });
-    if (g.error || !g.ms) throw new Error(`generation failed: ${g.error ?? 'no generation'}`);
-    return g.ms;
-  };
+  const generate = async () => (await generateOnce(page, { timeout: LIMIT })).ms;
   const redraw = async () => {
     const n = await page.evaluate(() => window.pianoformer.attentionMaps.length);
     head = (head + 1) % heads.length;

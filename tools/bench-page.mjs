@@ -16,7 +16,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { startServer } from './serve.mjs';
-import { launch } from '../tests/e2e/browser.mjs';
+import { generateOnce, launch } from '../tests/e2e/browser.mjs';
 
 const args = process.argv.slice(2);
 const skipGpu = args.includes('--skip-gpu');
@@ -109,16 +109,7 @@ async function measure(backend) {
       if (length) await page.fill('#length', String(length));
       const times = [];
       for (let i = 0; i < 1 + repeats; i++) {
-        const n = await page.evaluate(() => window.pianoformer.generations.length);
-        await page.click('#generate');
-        await page.waitForFunction(
-          (n) => window.pianoformer.generations.length > n || !document.getElementById('error').hidden,
-          n,
-          { timeout: LIMIT },
-        );
-        const g = await page.evaluate(() => window.pianoformer.generations.at(-1) ?? { error: window.pianoformer.error });
-        if (g.error || !g.ms) throw new Error(`${backend} ${task}: ${g.error ?? 'no generation'}`);
-        times.push(g);
+        times.push(await generateOnce(page, { timeout: LIMIT, what: `${backend} ${task}` }));
       }
       const warm = times.slice(1).sort((a, b) => a.ms - b.ms);
       return { first: times[0], warm: warm[Math.floor(warm.length / 2)] };

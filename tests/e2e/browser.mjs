@@ -85,3 +85,21 @@ export async function dropFile(page, bytes, name) {
   );
   await page.waitForFunction((name) => window.pianoformer.piece?.name === name, name, { timeout: 60_000 });
 }
+
+/**
+ * Presses Generate and waits for the generation it starts: its record in the page's status
+ * (`window.pianoformer.generations`: task, ms, notes, …), or an error naming `what` when the
+ * page showed one instead.
+ */
+export async function generateOnce(page, { timeout, what = 'generation' }) {
+  const n = await page.evaluate(() => window.pianoformer.generations.length);
+  await page.click('#generate');
+  await page.waitForFunction(
+    (n) => window.pianoformer.generations.length > n || !document.getElementById('error').hidden,
+    n,
+    { timeout },
+  );
+  const g = await page.evaluate(() => window.pianoformer.generations.at(-1) ?? { error: window.pianoformer.error });
+  if (g.error || !g.ms) throw new Error(`${what} failed: ${g.error ?? 'no generation'}`);
+  return g;
+}
