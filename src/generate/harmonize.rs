@@ -183,12 +183,7 @@ pub fn progression(
     before: Option<Option<Chord>>,
     choice: Choice,
 ) -> Vec<Option<Chord>> {
-    let total = log_probs.len() / CHORD_CLASSES;
-    let end = beats.end.min(total);
-    let start = beats.start.min(end);
-    let rows = &log_probs[start * CHORD_CLASSES..end * CHORD_CLASSES];
-    let sub = places.slice(start..end);
-    let before = before.map(crate::music::harmony::chord_class);
+    let (rows, sub, before) = window(log_probs, places, beats, before);
     let classes = match choice {
         Choice::Best => viterbi(rows, &sub, decode, before),
         Choice::Drawn { seed, temperature } => {
@@ -199,12 +194,30 @@ pub fn progression(
     classes.into_iter().map(class_chord).collect()
 }
 
-/// The temperature chord alternatives are drawn at: of 0.5–1, the one whose best of four per
+/// The log-probabilities and places of `beats` (cut to the beats there are), and the chord
+/// before them as a class: what [`progression`] and [`progressions`] decode.
+fn window<'a>(
+    log_probs: &'a [f32],
+    places: &BeatPlaces,
+    beats: std::ops::Range<usize>,
+    before: Option<Option<Chord>>,
+) -> (&'a [f32], BeatPlaces, Option<usize>) {
+    let total = log_probs.len() / CHORD_CLASSES;
+    let end = beats.end.min(total);
+    let start = beats.start.min(end);
+    let rows = &log_probs[start * CHORD_CLASSES..end * CHORD_CLASSES];
+    let before = before.map(crate::music::harmony::chord_class);
+    (rows, places.slice(start..end), before)
+}
+
+/// The temperature chord alternatives are drawn at when the model's decode names none
+/// (`HarmonyDecode::alternatives`): of 0.5–1, the one whose best of four per
 /// 8-bar section names the annotated root most often on the validation songs (`eval --task
 /// harmonization`, reports/harmonizer.md, "Alternatives").
 pub const ALTERNATIVES_TEMPERATURE: f32 = 0.75;
 
-/// The temperature of the colourful end of chord choice: of 0.5–1, the one whose drawn
+/// The temperature of the colourful end of chord choice when the model's decode names none
+/// (`HarmonyDecode::colourful`): of 0.5–1, the one whose drawn
 /// progressions' chord-histogram entropy and coverage come closest to the annotations' on the
 /// validation songs (`eval --task harmonization`, reports/harmonizer.md, "Plain ↔ colourful").
 pub const COLOURFUL_TEMPERATURE: f32 = 0.8;
@@ -222,12 +235,7 @@ pub fn progressions(
     before: Option<Option<Chord>>,
     draws: Draws,
 ) -> Vec<(Vec<Option<Chord>>, f32)> {
-    let total = log_probs.len() / CHORD_CLASSES;
-    let end = beats.end.min(total);
-    let start = beats.start.min(end);
-    let rows = &log_probs[start * CHORD_CLASSES..end * CHORD_CLASSES];
-    let sub = places.slice(start..end);
-    let before = before.map(crate::music::harmony::chord_class);
+    let (rows, sub, before) = window(log_probs, places, beats, before);
     alternatives(rows, &sub, decode, before, draws)
         .into_iter()
         .map(|a| (a.classes.into_iter().map(class_chord).collect(), a.log_prob))
