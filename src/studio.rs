@@ -39,8 +39,9 @@ pub struct Options {
     /// (stopping where the kept music resumes) with the chords planned in their lanes, but,
     /// reading left to right, it cannot hear the bars after them.
     pub region: Option<[usize; 2]>,
-    /// Continuation: the sampling temperature (else the model's, chosen on validation songs by
-    /// the plan-following panel; 1 where none was chosen).
+    /// Continuation and melody: the sampling temperature (else the model's, chosen on
+    /// validation songs: for a continuation by the plan-following panel; 1 where none was
+    /// chosen).
     pub temperature: Option<f32>,
     pub top_p: f32,
     /// Continuation: how strongly a bar the phrase lane marks as a repeat leans towards its
@@ -68,6 +69,8 @@ pub struct Options {
     /// Continuation: the most tokens the model reads at once (see [`Length::context`]; `None`:
     /// all of them).
     pub context: Option<usize>,
+    /// Melody: the lowest and highest pitch it may sing (MIDI numbers; `None`: C3–C6).
+    pub melody_range: Option<[u8; 2]>,
     /// Alternatives to write (1–8; `None`: 1), the k-th (from 0) with seed `seed + k`, so each
     /// is the piece that seed writes alone: the step-by-step accompaniment writes them
     /// together (one batched step for all on the CPU), the others one after another.
@@ -125,6 +128,7 @@ impl Default for Options {
             may_end: false,
             max_prompt_tokens: 1024,
             context: None,
+            melody_range: None,
             alternatives: None,
             watch: None,
             dynamics: None,
@@ -277,6 +281,7 @@ mod continuation;
 mod harmonize;
 pub use crate::generate::limits;
 mod live;
+mod melody;
 pub use accompany::{accompaniment_attention, accompany_piece, accompany_pieces};
 pub use continuation::{
     Continued, continuation_attention, continue_piece, continue_piece_ids, continue_pieces,
@@ -285,9 +290,12 @@ pub use harmonize::{
     HarmonizeOptions, Harmonized, HarmonyCache, harmonize_piece, needs_harmonizer,
 };
 pub use live::{KeyEvent, LiveGrid, LiveOptions, LiveResult, live_result, live_start, live_step};
+pub use melody::{MELODY_VELOCITY, melody_bars, melody_piece, melody_pieces, melody_sampling};
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod harmonize_tests;
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod melody_tests;
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod options_tests;
 #[cfg(all(test, not(target_arch = "wasm32")))]

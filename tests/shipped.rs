@@ -45,7 +45,7 @@ fn every_shipped_model_loads_and_each_task_has_a_default() {
                 has("test") && (!model.config.is_autoregressive() || has("panel"))
             }
             Task::Continuation => has("quarters") && m["sampled"]["split"] == "test",
-            Task::Harmonization => has("test"),
+            Task::Harmonization | Task::Melody => has("test"),
         };
         assert!(evaluated, "{}: no evaluation in the manifest", entry.name);
         // An accompaniment model carries how to decode it, chosen on validation songs: the

@@ -229,6 +229,95 @@ fn an_interrupted_run_resumes_exactly_where_it_stopped() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A melody model trained on the song folder (its chords detected, its phrases found) learns,
+/// then sings a plan of chords and phrases alone, goes on from a file over bars planned past
+/// its end, and says plainly what it cannot do.
+#[test]
+fn melody_training_lowers_the_loss_and_sings_a_plan() {
+    let dir = scratch("melody");
+    let data = song_folder(&dir);
+    let run = dir.join("run");
+    let err = ok(&train(
+        &data,
+        &run,
+        "melody",
+        &[
+            "--pe", "sine_spe", "--gated", "--steps", "40", "--window", "64",
+        ],
+    ));
+    assert!(err.contains("Melody"), "{err}");
+    let l = losses(&run);
+    let first: f64 = l[..5].iter().map(|x| x.1).sum::<f64>() / 5.0;
+    let last: f64 = l[35..].iter().map(|x| x.1).sum::<f64>() / 5.0;
+    assert!(last < 0.7 * first, "{first} -> {last}");
+
+    let sung = dir.join("sung.mid");
+    let generate = |args: &[&str]| {
+        pianoformer()
+            .args(["generate", "--task", "melody", "--model"])
+            .arg(&run)
+            .arg("-o")
+            .arg(&sung)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let err = ok(&generate(&[
+        "--chords",
+        "C | G | Am | F",
+        "--phrases",
+        "A2A2",
+        "--range",
+        "60-79",
+    ]));
+    assert!(err.contains("bars 1-4 sung"), "{err}");
+    let made = read_midi(&std::fs::read(&sung).unwrap()).unwrap();
+    let melody = &made
+        .tracks
+        .iter()
+        .find(|t| t.name == "MELODY")
+        .unwrap()
+        .notes;
+    assert!(!melody.is_empty());
+    assert!(melody.iter().all(|n| (60..=79).contains(&n.pitch)));
+    assert!(melody.iter().all(|n| n.end <= 4 * 4 * made.ppq as u64));
+    // From a file: its 2 bars kept, 2 more sung.
+    let prompt = dir.join("prompt.mid");
+    std::fs::write(&prompt, write_midi(&song(0, 2))).unwrap();
+    let err = ok(&generate(&[prompt.to_str().unwrap(), "--bars", "2"]));
+    assert!(err.contains("bars 3-4 sung"), "{err}");
+    let made = read_midi(&std::fs::read(&sung).unwrap()).unwrap();
+    let bar = 4 * made.ppq as u64;
+    let melody = &made
+        .tracks
+        .iter()
+        .find(|t| t.name == "MELODY")
+        .unwrap()
+        .notes;
+    let before: Vec<_> = song(0, 2).tracks[0]
+        .notes
+        .iter()
+        .map(|n| (n.pitch, n.start))
+        .collect();
+    let kept: Vec<_> = melody
+        .iter()
+        .filter(|n| n.start < 2 * bar)
+        .map(|n| (n.pitch, n.start))
+        .collect();
+    assert_eq!(kept, before);
+    assert!(melody.iter().any(|n| n.start >= 2 * bar));
+    for (args, says) in [
+        (&[][..], "needs a plan"),
+        (&["--chords", "C | G", "--range", "80-60"][..], "--range"),
+        (&["--chords", "C | G", "--meter", "four"][..], "--meter"),
+        (&[prompt.to_str().unwrap()][..], "has a melody already"),
+    ] {
+        let err = fails_plainly(&generate(args));
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn continuation_training_lowers_the_loss_and_generates_past_its_window() {
     let dir = scratch("continuation");
@@ -295,8 +384,15 @@ fn bad_data_paths_options_and_files_are_plain_errors() {
         &["--pe", "rope"],
     ));
     assert!(err.contains("unknown positional encoding `rope`"), "{err}");
-    let err = fails_plainly(&train(&data, &dir.join("r5"), "melody", &[]));
+    let err = fails_plainly(&train(&data, &dir.join("r5"), "drums", &[]));
     assert!(err.contains("unknown task"), "{err}");
+    let err = fails_plainly(&train(
+        &data,
+        &dir.join("r5m"),
+        "melody",
+        &["--pe", "fstripe", "--levels", "melody,phrase"],
+    ));
+    assert!(err.contains("writes the melody"), "{err}");
     let err = fails_plainly(&train(
         &data,
         &dir.join("r6"),

@@ -12,6 +12,7 @@ use super::example::Example;
 pub use super::example::WindowSpec;
 use super::features::token_coordinates;
 use super::harmony::{beat_crop_starts, harmony_example};
+use super::melody::melody_example;
 use super::sheet::Sheet;
 use crate::model::config::Task;
 use crate::music::grid::Grid;
@@ -179,6 +180,27 @@ impl Piece {
                 .any(Option::is_some)
     }
 
+    /// The melody model's window of `spec.len` steps from step `start`, transposed, reading
+    /// the accompaniment when `accompaniment`.
+    pub fn melody_example(
+        &self,
+        spec: &WindowSpec,
+        start: usize,
+        transpose: i32,
+        accompaniment: bool,
+    ) -> Example {
+        let s = &self.sheet;
+        melody_example(
+            &s.rolls,
+            &s.labels,
+            &self.range,
+            spec,
+            start,
+            transpose,
+            accompaniment,
+        )
+    }
+
     /// The harmonizer's window of `spec.len` beats from beat `start`, transposed.
     pub fn harmony_example(&self, spec: &WindowSpec, start: usize, transpose: i32) -> Example {
         harmony_example(
@@ -302,6 +324,13 @@ impl Corpus {
                         .into(),
                 );
             }
+        } else if task == Task::Melody {
+            if self.harmony_pieces().is_empty() {
+                return Err(
+                    "no piece has both a melody and chords to learn from (a melody model learns                      from songs whose chords are annotated, as POP909's, or can be recognised)"
+                        .into(),
+                );
+            }
         } else if task == Task::Continuation {
             if self.token_pieces(spec.len).is_empty() {
                 let longest = self
@@ -342,6 +371,20 @@ impl Corpus {
                     let starts = beat_crop_starts(&p.sheet.grid, spec.len);
                     let start = starts[rng.random_range(0..starts.len())];
                     p.harmony_example(spec, start, shift(rng))
+                })
+                .collect();
+            Batch::Rolls(windows)
+        } else if task == Task::Melody {
+            // Half the windows read the piano and bridge under the melody, half the lanes
+            // alone: a melody is written over a plan or over a piano part.
+            let pieces = self.harmony_pieces();
+            let windows = (0..batch)
+                .map(|_| {
+                    let p = pieces[rng.random_range(0..pieces.len())];
+                    let starts = p.crop_starts(spec.len);
+                    let start = starts[rng.random_range(0..starts.len())];
+                    let shift = shift(rng);
+                    p.melody_example(spec, start, shift, rng.random_bool(0.5))
                 })
                 .collect();
             Batch::Rolls(windows)
@@ -397,6 +440,16 @@ impl Corpus {
                 per_piece.push(
                     starts
                         .map(|s| Batch::Rolls(vec![p.harmony_example(spec, s, 0)]))
+                        .collect(),
+                );
+            }
+        } else if task == Task::Melody {
+            // Validation writes over the lanes alone, as a song from a plan does.
+            for p in self.harmony_pieces() {
+                let starts = p.crop_starts(spec.len).into_iter().step_by(stride);
+                per_piece.push(
+                    starts
+                        .map(|s| Batch::Rolls(vec![p.melody_example(spec, s, 0, false)]))
                         .collect(),
                 );
             }

@@ -1,6 +1,6 @@
 //! What the models read, made from music: accompaniment examples (a song's rolls and lanes
 //! over a window, `example`), corpora of pieces and their windows for training and evaluation
-//! (`corpus`), harmonizer windows of beats (`harmony`), batches of them as tensors (`batch`), and, natively, where the pieces come from
+//! (`corpus`), harmonizer windows of beats (`harmony`), the melody model's steps (`melody`), batches of them as tensors (`batch`), and, natively, where the pieces come from
 //! (`sources`: POP909 or a folder of MIDI files). Used by training, generation and evaluation
 //! alike.
 
@@ -10,6 +10,7 @@ pub mod corpus;
 pub mod example;
 pub mod features;
 pub mod harmony;
+pub mod melody;
 pub mod pop909_cl;
 pub mod shapes;
 pub mod sheet;

@@ -6,6 +6,7 @@
 pub use super::beats::BEAT_FEATURES;
 use super::beats::BeatInputs;
 pub use super::features::LABEL_FEATURES;
+pub use super::melody::{MELODY_CLASSES, MELODY_INPUTS};
 use crate::model::config::{
     ACCOMPANIMENT_INPUTS, ACCOMPANIMENT_OUTPUTS, Conditioning, Direction, PerformerConfig, Task,
 };
@@ -36,6 +37,7 @@ impl PerformerConfig {
             // New harmonizers read the context; the causal form's is cut at the current beat
             // (same width).
             Task::Harmonization => (BeatInputs::WITH_CONTEXT.width(), CHORD_CLASSES),
+            Task::Melody => (MELODY_INPUTS, MELODY_CLASSES),
         }
     }
 
@@ -76,6 +78,17 @@ impl PerformerConfig {
             .with_features(32)
             .with_pe(pe)
             .with_direction(Some(direction))
+    }
+
+    /// The melody model's size (about 0.4 M parameters, under 2 MB): the harmonizer's, causal
+    /// (a melody is written a sixteenth at a time).
+    pub fn melody(pe: PeConfig) -> Self {
+        let (i, o) = Self::sizes(Task::Melody, 0, None);
+        let mut pe = pe;
+        pe.realizations = 32;
+        Self::new(Task::Melody, i, o, 128, 3, 4, 32, 256)
+            .with_features(32)
+            .with_pe(pe)
     }
 
     /// The decode benchmark's headline size: the token vocabulary, d_model 256, 4 layers, 4

@@ -5,10 +5,11 @@
 //! scores (CS, SSMD, GS, NDD) compare it with the real piano part. Continuation: cross-entropy
 //! per token position, to see whether a model trained on N-token windows still predicts well
 //! at 2N, 3N, 4N (the SPE paper's Figure 3). `panel` samples whole songs and measures how
-//! they are played; `sampled` continues real prompts and compares the music with the song's.
+//! they are played; `melody` measures a melody, written or a song's own; `sampled` continues real prompts and compares the music with the song's.
 
 pub mod harmony;
 pub mod live;
+pub mod melody;
 pub mod openings;
 pub mod panel;
 pub mod plan;

@@ -5,6 +5,7 @@
 //! detected. Models that read the piano they wrote go a step at a time (`piano.rs`); the
 //! paper's setting computes every step in one parallel pass of any length and thresholds the
 //! probabilities into a piano part.
+//! Melody: a melody model writes a region a sixteenth at a time over the lanes (`melody.rs`).
 //! Continuation: the prompt's REMI tokens prefill the model, then tokens are sampled one at a
 //! time through the recurrent form (constant cost per token, any length), masked by the REMI
 //! grammar so what comes out always decodes.
@@ -24,6 +25,7 @@ pub mod fused;
 pub mod harmonize;
 pub mod limits;
 pub mod live;
+pub mod melody;
 pub mod piano;
 pub mod prompt;
 pub mod sample;

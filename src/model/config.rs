@@ -18,6 +18,10 @@ pub enum Task {
     /// The melody and bridge per beat with the bar grid and the phrase lane in
     /// ([`BEAT_FEATURES`]), chord-class logits out per beat ([`CHORD_CLASSES`]).
     Harmonization,
+    /// The lanes, the melody's step before and the accompaniment's pitch classes in per
+    /// sixteenth (`data::melody::MELODY_INPUTS`), one class out: rest, hold or the onset of a
+    /// pitch (`data::melody::MELODY_CLASSES`).
+    Melody,
 }
 
 impl std::str::FromStr for Task {
@@ -29,8 +33,9 @@ impl std::str::FromStr for Task {
             "accompaniment" => Ok(Task::Accompaniment),
             "continuation" => Ok(Task::Continuation),
             "harmonization" => Ok(Task::Harmonization),
+            "melody" => Ok(Task::Melody),
             _ => Err(format!(
-                "unknown task `{s}`: use accompaniment, continuation or harmonization"
+                "unknown task `{s}`: use accompaniment, continuation, harmonization or melody"
             )),
         }
     }
@@ -198,6 +203,17 @@ impl PerformerConfig {
         }
         if !self.is_causal() && self.task != Task::Harmonization {
             return Err("only a harmonizer reads its whole sequence at once".into());
+        }
+        if self.task == Task::Melody
+            && self
+                .pe
+                .structure_levels()
+                .contains(&crate::model::pe::StructureLevel::Melody)
+        {
+            return Err(
+                "a melody model writes the melody, so F-StrIPE cannot read it in its positions:                  use the phrase, phrase_bar, position, chord and time levels"
+                    .into(),
+            );
         }
         if self.input_dim == 0 || self.output_dim == 0 {
             return Err("input and output sizes must be positive".into());

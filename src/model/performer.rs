@@ -138,7 +138,7 @@ impl Performer {
                 }
                 (Some(e), None)
             }
-            Task::Accompaniment | Task::Harmonization => (
+            Task::Accompaniment | Task::Harmonization | Task::Melody => (
                 None,
                 Some(seeded_linear(
                     matrices.as_mut(),

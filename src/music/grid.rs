@@ -111,7 +111,13 @@ impl Grid {
     /// the quarter nearest to where they fall. The last bar is whole: the grid runs on to its
     /// end when the notes stop before it.
     pub fn for_song(song: &Song, steps_per_beat: usize) -> Self {
-        let mut grid = Self::quarters(song.ppq, song.end_tick(), steps_per_beat);
+        Self::for_song_until(song, song.end_tick(), steps_per_beat)
+    }
+
+    /// [`Self::for_song`] running on to `end_tick` at least (bars planned past the music).
+    pub fn for_song_until(song: &Song, end_tick: u64, steps_per_beat: usize) -> Self {
+        let end_tick = end_tick.max(song.end_tick());
+        let mut grid = Self::quarters(song.ppq, end_tick, steps_per_beat);
         let ppq = song.ppq.max(1) as f64;
         let beats = grid.num_beats();
         let mut sections: Vec<(u64, f64)> = vec![(0, 4.0)];

@@ -179,6 +179,57 @@ impl Piece {
         Ok(piece)
     }
 
+    /// An empty piece of `bars` bars in `numerator/denominator` at `bpm`, its melody track
+    /// empty, no chords and one phrase: a plan to fill (chord cells and phrases set after),
+    /// for a song that starts from nothing.
+    pub fn from_plan(
+        name: &str,
+        bars: usize,
+        numerator: u8,
+        denominator: u16,
+        bpm: f64,
+    ) -> Result<Piece, PieceError> {
+        let bad = |s: String| Err(PieceError::Invalid(s));
+        if bars == 0 || bars > MAX_BARS {
+            return bad(format!("a plan needs 1 to {MAX_BARS} bars, not {bars}"));
+        }
+        if !(20.0..=400.0).contains(&bpm) {
+            return bad(format!(
+                "a tempo of {bpm} beats a minute is not one to play at (20–400)"
+            ));
+        }
+        let ppq: u16 = 480;
+        let bar = ppq as u64 * 4 * numerator as u64 / denominator.max(1) as u64;
+        let mut piece = Piece {
+            version: PIECE_VERSION,
+            name: name.to_string(),
+            ppq,
+            tempos: vec![(0, (60_000_000.0 / bpm).round() as u32)],
+            time_signatures: vec![(0, numerator, denominator)],
+            bars: (0..bars as u64).map(|b| b * bar).collect(),
+            end_tick: 0,
+            tracks: vec![PieceTrack {
+                name: Role::Melody.track_name().into(),
+                role: TrackRole::Melody,
+                program: 0,
+                channel: Some(Role::Melody.channel()),
+                notes: Vec::new(),
+            }],
+            chords: vec![String::new(); bars],
+            chord_source: None,
+            phrases: vec![('A', bars)],
+            prompt_bars: 0,
+        };
+        piece.validate()?;
+        if bar == 0 || !(1..=32).contains(&numerator) {
+            return bad(format!(
+                "the time signature {numerator}/{denominator} is not one to plan in"
+            ));
+        }
+        piece.fit_phrases();
+        Ok(piece)
+    }
+
     /// Checks what a page (or a share link) could have got wrong, in words.
     pub fn validate(&self) -> Result<(), PieceError> {
         let bad = |s: String| Err(PieceError::Invalid(s));
@@ -251,6 +302,13 @@ impl Piece {
     /// The grid of the tracks `keep` accepts (their extent, the piece's tempo and meters).
     pub fn grid(&self, keep: impl Fn(&PieceTrack) -> bool) -> Grid {
         Grid::for_song(&self.song_with(|t| t.name.clone(), keep), STEPS_PER_BEAT)
+    }
+
+    /// The grid of every track over every bar, planned bars past the music included (their
+    /// meter the piece's last).
+    pub fn plan_grid(&self) -> Grid {
+        let end = self.bar_tick(self.bars.len());
+        Grid::for_song_until(&self.to_song(), end, STEPS_PER_BEAT)
     }
 
     pub fn to_song(&self) -> Song {

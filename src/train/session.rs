@@ -59,6 +59,8 @@ impl RunOptions {
                 Task::Continuation => 512,
                 // Beats: 32 bars of 4/4.
                 Task::Harmonization => 128,
+                // Sixteenths: 16 bars of 4/4.
+                Task::Melody => 256,
             },
             peak_lr: 1e-3,
             warmup: 100,

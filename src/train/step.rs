@@ -1,8 +1,8 @@
-//! One training step for either task: a batch of windows through the Performer on an
-//! autodiff device; per-step multi-label binary cross-entropy on piano onsets and sustains
-//! (accompaniment), next-token cross-entropy (continuation) or chord-class cross-entropy per
-//! beat (harmonization); Adam with gradient-norm
-//! clipping and a warm-up + cosine learning rate. No native-only pieces: the same code
+//! One training step for any task: a batch of windows through the Performer on an autodiff
+//! device; per-step multi-label binary cross-entropy on piano onsets and sustains
+//! (accompaniment), next-token cross-entropy (continuation), chord-class cross-entropy per
+//! beat (harmonization) or melody-class cross-entropy per sixteenth (melody); Adam with
+//! gradient-norm clipping and a warm-up + cosine learning rate. No native-only pieces: the same code
 //! fine-tunes in the browser (the loss is read asynchronously).
 
 use burn::grad_clipping::GradientClippingConfig;
@@ -154,7 +154,7 @@ impl Trainer {
                 let logits =
                     self.model
                         .forward(Inputs::Rolls(inputs), coords, &mut state, augment)?;
-                if self.model.config.task == Task::Harmonization {
+                if matches!(self.model.config.task, Task::Harmonization | Task::Melody) {
                     class_nll(logits, targets)
                 } else {
                     bce_per_step(logits, targets, self.pos_weight)

@@ -475,10 +475,10 @@ impl Session {
                 .await
                 .map_err(to_js)?;
             }
-            Task::Harmonization => {
+            Task::Harmonization | Task::Melody => {
                 return Err(JsError::new(
-                    "a harmonizer's attention is not shown: pick an accompaniment or \
-                     continuation model",
+                    "a harmonizer's or melody model's attention is not shown: pick an \
+                     accompaniment or continuation model",
                 ));
             }
             Task::Continuation => {

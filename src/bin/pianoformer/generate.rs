@@ -3,12 +3,15 @@
 //! person sets them there, and the same studio call as the page's Generate, Continue or
 //! "Regenerate these bars"; the result written as the page exports it (accompaniment: the
 //! file's tracks with a new PIANO track in place of its piano; continuation: the file with a
-//! CONTINUATION track).
+//! CONTINUATION track; melody: the file with its MELODY track written over the bars asked, or a
+//! new piece from a plan of chords and phrases alone).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use pianoformer::data::melody::melody_steps;
 use pianoformer::device::{self, Preference};
+use pianoformer::eval::melody::count_melody;
 use pianoformer::generate::{limits, piece_input};
 use pianoformer::model::config::Task;
 use pianoformer::music::harmony::ChordSource;
@@ -20,12 +23,12 @@ use pianoformer::music::roll::PianoRoll;
 use pianoformer::music::tokens::Token;
 use pianoformer::studio::{
     Continued, HarmonizeOptions, HarmonyCache, Options, accompany_piece, accompany_pieces,
-    continue_piece_ids, harmonize_piece, needs_harmonizer,
+    continue_piece_ids, harmonize_piece, melody_bars, melody_piece, needs_harmonizer,
 };
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// accompaniment or continuation.
+    /// accompaniment, continuation or melody.
     #[arg(long)]
     pub task: String,
     /// A training run's folder, or a shipped model's name (`default`: the task's default).
@@ -36,8 +39,19 @@ pub struct Args {
     #[arg(long)]
     pub manifest: Option<PathBuf>,
     /// The prompt: a MIDI file (a melody for accompaniment; the start of a piece for
-    /// continuation).
-    pub prompt: PathBuf,
+    /// continuation; for a melody, a piece whose bars to write or to go on from — without one,
+    /// the melody is written from the plan of --chords and --phrases alone).
+    pub prompt: Option<PathBuf>,
+    /// Melody without a prompt: the plan's time signature.
+    #[arg(long, default_value = "4/4")]
+    pub meter: String,
+    /// Melody without a prompt: the plan's tempo in beats a minute.
+    #[arg(long, default_value_t = 100.0)]
+    pub bpm: f64,
+    /// Melody: the lowest and highest pitch it may sing, MIDI numbers (`55-79`; default
+    /// 48-84, C3 to C6).
+    #[arg(long)]
+    pub range: Option<String>,
     /// Where to write the result.
     #[arg(long, short)]
     pub out: PathBuf,
@@ -76,8 +90,10 @@ pub struct Args {
     pub tokens: Option<usize>,
     /// Bars to rewrite, `9-16` (1-based, both included), keeping everything outside them:
     /// accompaniment rewrites the piano there (the file's PIANO track is kept elsewhere);
-    /// continuation rewrites every note there from the music before them. A single number is
-    /// for continuation: this many new bars (default 8, as on the page).
+    /// continuation rewrites every note there from the music before them; melody rewrites the
+    /// melody there. A single number is for continuation and melody: this many new bars
+    /// (default 8 for a continuation, as on the page; a melody writes the bars its plan
+    /// reaches past the music).
     #[arg(long)]
     pub bars: Option<String>,
     /// Continuation: let the model end the piece before --tokens or --bars.
@@ -201,6 +217,20 @@ fn parse_bars(text: &str) -> Result<Bars, String> {
     }
 }
 
+/// `--range LOW-HIGH`: MIDI pitch numbers.
+fn parse_range(text: &str) -> Result<[u8; 2], String> {
+    let bad = || {
+        format!("--range {text:?}: give the lowest and highest pitch as MIDI numbers, e.g. 55-79")
+    };
+    let (a, b) = text.split_once('-').ok_or_else(bad)?;
+    let a: u8 = a.trim().parse().map_err(|_| bad())?;
+    let b: u8 = b.trim().parse().map_err(|_| bad())?;
+    if a > b || b > 127 {
+        return Err(bad());
+    }
+    Ok([a, b])
+}
+
 fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
     std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
@@ -215,8 +245,7 @@ pub fn run(args: Args) -> Result<(), String> {
     if task == Task::Harmonization {
         return Err(HARMONIZER_WRITES_NO_MUSIC.into());
     }
-    let bytes = std::fs::read(&args.prompt)
-        .map_err(|e| format!("cannot read {}: {e}", args.prompt.display()))?;
+    let bytes = read_prompt(&args, task)?;
     let bars = args.bars.as_deref().map(parse_bars).transpose()?;
     if matches!(bars, Some(Bars::Count(_))) && task == Task::Accompaniment {
         return Err(
@@ -246,7 +275,18 @@ pub fn run(args: Args) -> Result<(), String> {
         .check(count as f64)
         .map_err(|m| format!("--alternatives {count}: {m}"))?;
     let options = options(&args, &loaded, region, new_bars)?;
-    let piece = open(&args, &bytes, chart, phrases, &device)?;
+    let piece = match &bytes {
+        Some(bytes) => {
+            let mut piece = open(&args, bytes, chart, phrases, &device)?;
+            if let (Task::Melody, Some(n)) = (task, new_bars) {
+                // `n` bars after the music's last (its bars, counted on the grid).
+                let music = piece.grid(|_| true).num_bars();
+                piece.set_bar_count(piece.bars.len().max(music + n));
+            }
+            piece
+        }
+        None => plan(&args, chart, phrases, new_bars)?,
+    };
     let mut written = Vec::new();
     for (k, (out, summary, seconds)) in
         generate_all(&args, task, &loaded, &piece, &options, count, &device)?
@@ -342,6 +382,19 @@ fn generate_one(
     let progress = |_| async { true };
     match task {
         Task::Harmonization => Err(HARMONIZER_WRITES_NO_MUSIC.into()),
+        Task::Melody => {
+            let out = pollster::block_on(melody_piece(
+                model,
+                loaded.temperature,
+                piece,
+                options,
+                device,
+                progress,
+            ))
+            .map_err(|e| failed(args, e))?;
+            let summary = sung(piece, &out, options);
+            Ok((out, summary))
+        }
         Task::Accompaniment => {
             let out = pollster::block_on(accompany_piece(
                 model,
@@ -386,12 +439,16 @@ fn written_onsets(
 ) -> std::collections::HashSet<(u64, u8)> {
     let ticks = match options.region {
         Some([from, to]) => out.bar_tick(from)..out.bar_tick(to.min(out.bars.len())),
-        None if task == Task::Continuation => before.bar_tick(before.prompt_bars)..u64::MAX,
+        None if task != Task::Accompaniment => before.bar_tick(before.prompt_bars)..u64::MAX,
         None => 0..u64::MAX,
+    };
+    let written_role = match task {
+        Task::Melody => TrackRole::Melody,
+        _ => TrackRole::Generated,
     };
     out.tracks
         .iter()
-        .filter(|t| task == Task::Continuation || t.role == TrackRole::Generated)
+        .filter(|t| task == Task::Continuation || t.role == written_role)
         .flat_map(|t| t.notes.iter())
         .filter(|n| ticks.contains(&n.1))
         .map(|&(pitch, start, _, _)| (start, pitch))
@@ -436,12 +493,12 @@ fn open(
     phrases: Option<Vec<(char, usize)>>,
     device: &burn::tensor::Device,
 ) -> Result<Piece, String> {
-    let name = args
-        .prompt
+    let path = args.prompt.clone().unwrap_or_default();
+    let name = path
         .file_name()
         .map_or_else(|| "prompt.mid".into(), |n| n.to_string_lossy().to_string());
     let mut piece =
-        Piece::from_midi(bytes, &name).map_err(|e| format!("{}: {e}", args.prompt.display()))?;
+        Piece::from_midi(bytes, &name).map_err(|e| format!("{}: {e}", path.display()))?;
     let labelled = chart
         .as_ref()
         .map_or(0, Vec::len)
@@ -492,6 +549,102 @@ fn open(
         None => {}
     }
     Ok(piece)
+}
+
+/// The prompt's bytes; `None` for a melody written from a plan alone.
+fn read_prompt(args: &Args, task: Task) -> Result<Option<Vec<u8>>, String> {
+    match (&args.prompt, task) {
+        (Some(path), _) => std::fs::read(path)
+            .map(Some)
+            .map_err(|e| format!("cannot read {}: {e}", path.display())),
+        (None, Task::Melody) => Ok(None),
+        (None, _) => Err(format!(
+            "give the MIDI file to {} (only a melody can start from a plan alone)",
+            if task == Task::Accompaniment {
+                "accompany"
+            } else {
+                "continue"
+            }
+        )),
+    }
+}
+
+/// A piece from nothing but a plan (`generate --task melody` without a prompt): as many bars
+/// as `--chords`, `--phrases` or `--bars N` reach, in `--meter` at `--bpm`.
+fn plan(
+    args: &Args,
+    chart: Option<Vec<String>>,
+    phrases: Option<Vec<(char, usize)>>,
+    new_bars: Option<usize>,
+) -> Result<Piece, String> {
+    let bars = chart
+        .as_ref()
+        .map_or(0, Vec::len)
+        .max(phrases.as_ref().map_or(0, |p| p.iter().map(|s| s.1).sum()))
+        .max(new_bars.unwrap_or(0));
+    if bars == 0 {
+        return Err(
+            "a melody from nothing needs a plan: give --chords (\"C | G | Am | F\"), --phrases \
+             (i4A8B8A8) or --bars N, or a MIDI file to go on from"
+                .into(),
+        );
+    }
+    let (numerator, denominator) = args
+        .meter
+        .split_once('/')
+        .and_then(|(n, d)| Some((n.trim().parse::<u8>().ok()?, d.trim().parse::<u16>().ok()?)))
+        .ok_or_else(|| format!("--meter {:?}: write it as 4/4, 3/4 or 6/8", args.meter))?;
+    let mut piece = Piece::from_plan("plan", bars, numerator, denominator, args.bpm)
+        .map_err(|e| format!("--meter/--bpm/--chords/--phrases: {e}"))?;
+    if let Some(phrases) = phrases {
+        piece.phrases = phrases;
+        piece.set_bar_count(bars);
+    }
+    if let Some(cells) = chart {
+        for (cell, given) in piece.chords.iter_mut().zip(cells) {
+            *cell = given;
+        }
+    }
+    Ok(piece)
+}
+
+/// What a melody wrote, in words: where, how many notes, their range, and the share of those on
+/// a chord change or a strong beat that are tones of the lane's chord there.
+fn sung(before: &Piece, out: &Piece, options: &Options) -> String {
+    let [from, to] = melody_bars(before, options).unwrap_or([0, out.bars.len()]);
+    let to = to.min(out.bars.len());
+    let ticks = out.bar_tick(from)..out.bar_tick(to);
+    let notes: Vec<_> = out
+        .tracks
+        .iter()
+        .filter(|t| t.role == TrackRole::Melody)
+        .flat_map(|t| &t.notes)
+        .filter(|n| ticks.contains(&n.1))
+        .collect();
+    let low = notes.iter().map(|n| n.0).min().unwrap_or(0);
+    let high = notes.iter().map(|n| n.0).max().unwrap_or(0);
+    let grid = out.plan_grid();
+    let fit = piece_input(out, grid, false).ok().map(|input| {
+        let sheet = &input.sheet;
+        let steps = melody_steps(&sheet.rolls.melody, &sheet.labels.melody, 0);
+        let start = sheet.grid.step_at(ticks.start);
+        let end = sheet.grid.step_at(ticks.end);
+        count_melody(&steps, &sheet.labels, &sheet.grid, start..end).figures()
+    });
+    format!(
+        "bars {}-{to} sung: {} melody notes, {}{}",
+        from + 1,
+        notes.len(),
+        if notes.is_empty() {
+            String::new()
+        } else {
+            format!("pitches {low}-{high}")
+        },
+        fit.map_or(String::new(), |f| format!(
+            ", {:.0} % of the notes on chord changes and strong beats chord tones",
+            100.0 * f.chord_tones
+        ))
+    )
 }
 
 /// What an accompaniment wrote, in words: where, how many piano notes, and the share of them
@@ -593,9 +746,9 @@ fn options(
     new_bars: Option<usize>,
 ) -> Result<Options, String> {
     // --temperature is the temperature of the task the model does: the piano's for an
-    // accompaniment, the continuation's (else the model's own, chosen on validation by
-    // `eval --plan`) for a continuation.
-    let continuation = loaded.model.config.task == Task::Continuation;
+    // accompaniment, the continuation's or the melody's (else the model's own, chosen on
+    // validation by `eval --plan` or `eval --task melody`) for those.
+    let continuation = matches!(loaded.model.config.task, Task::Continuation | Task::Melody);
     let options = Options {
         seed: args.seed,
         threshold: args.threshold,
@@ -623,6 +776,7 @@ fn options(
             .prompt_tokens
             .unwrap_or(Options::default().max_prompt_tokens),
         context: context(args, loaded)?,
+        melody_range: args.range.as_deref().map(parse_range).transpose()?,
         dynamics: crate::models::dynamics(&args.dynamics, args.manifest.as_deref())?
             .map(std::rc::Rc::new),
         ..Options::default()

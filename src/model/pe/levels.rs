@@ -57,6 +57,14 @@ impl StructureLevel {
         StructureLevel::Time,
     ];
 
+    /// A melody model's levels: the phrase, the bar's place in it and the position in the bar
+    /// (the melody is what it writes, so it cannot read it).
+    pub const MELODY: [StructureLevel; 3] = [
+        StructureLevel::Phrase,
+        StructureLevel::PhraseBar,
+        StructureLevel::Position,
+    ];
+
     /// Coordinates this level takes.
     pub fn dims(self) -> usize {
         match self {

@@ -37,13 +37,15 @@ fn plain_steps_agree_with_the_tensor_form() {
                             &device,
                         ))
                     }
-                    Task::Accompaniment | Task::Harmonization => Inputs::Rolls(Tensor::from_data(
-                        TensorData::new(
-                            rolls[r.start * width..r.end * width].to_vec(),
-                            vec![1, r.len(), width],
-                        ),
-                        &device,
-                    )),
+                    Task::Accompaniment | Task::Harmonization | Task::Melody => {
+                        Inputs::Rolls(Tensor::from_data(
+                            TensorData::new(
+                                rolls[r.start * width..r.end * width].to_vec(),
+                                vec![1, r.len(), width],
+                            ),
+                            &device,
+                        ))
+                    }
                 };
                 let labels = |r: std::ops::Range<usize>| {
                     config.pe.is_structural().then(|| {
@@ -78,7 +80,7 @@ fn plain_steps_agree_with_the_tensor_form() {
                             .then(|| &labs[t * coords..(t + 1) * coords]);
                         let input = match task {
                             Task::Continuation => StepInput::Token(ids[t]),
-                            Task::Accompaniment | Task::Harmonization => {
+                            Task::Accompaniment | Task::Harmonization | Task::Melody => {
                                 StepInput::Roll(&rolls[t * width..(t + 1) * width])
                             }
                         };

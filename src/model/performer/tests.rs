@@ -18,6 +18,7 @@ pub(crate) fn tiny(task: Task, vocab: usize, pe: PeConfig) -> PerformerConfig {
         Task::Accompaniment => (ACCOMPANIMENT_INPUTS, ACCOMPANIMENT_OUTPUTS),
         Task::Continuation => (vocab, vocab),
         Task::Harmonization => (124, 169),
+        Task::Melody => (203, 66),
     };
     PerformerConfig::tiny_sized(task, i, o, pe)
 }
@@ -289,7 +290,9 @@ fn weights_round_trip_through_bytes() {
             let model = Performer::new(&config, 9, &device).unwrap();
             let rolls = random::<3>(&[2, 5, config.input_dim], 4, &device).abs();
             let input = || match task {
-                Task::Accompaniment | Task::Harmonization => Inputs::Rolls(rolls.clone()),
+                Task::Accompaniment | Task::Harmonization | Task::Melody => {
+                    Inputs::Rolls(rolls.clone())
+                }
                 Task::Continuation => Inputs::Tokens(tokens(5, &device)),
             };
             let labels = labels(&config, 5, &device);

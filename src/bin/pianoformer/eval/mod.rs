@@ -10,6 +10,7 @@
 pub mod alternatives;
 pub mod harmony;
 pub mod live;
+pub mod melody;
 pub mod openings;
 pub mod panel;
 pub mod plan;
@@ -32,7 +33,7 @@ use pianoformer::train::session::RunState;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// accompaniment, continuation or harmonization.
+    /// accompaniment, continuation, harmonization or melody.
     #[arg(long)]
     pub task: String,
     /// The training run's folder (eval.json is written there).
@@ -153,6 +154,10 @@ pub struct Args {
     /// Continuation --plan: those tried on the validation songs (see --plan).
     #[arg(long, value_delimiter = ',', default_value = "0.8,0.9,1.0,1.1,1.2")]
     pub temperatures: Vec<f32>,
+    /// Melody: the echoes tried on the validation songs at the temperature chosen there (how
+    /// strongly a repeated phrase leans towards its first occurrence; --echo tries one).
+    #[arg(long, value_delimiter = ',', default_value = "0,1.5,3,4.5")]
+    pub echoes: Vec<f32>,
     /// Step-by-step accompaniment: the hold temperatures tried with each temperature (the
     /// temperature of the draws that decide whether a sounding note goes on, on top of the
     /// temperature). Of the settings that strike and hold 0.8-1.25x as many notes as the
@@ -341,6 +346,7 @@ pub fn run(args: Args) -> Result<(), String> {
     }
     let mut result = match task {
         Task::Harmonization => harmony::run(model, &data, &args, &device)?,
+        Task::Melody => melody::run(model, &data, &args, &device)?,
         Task::Accompaniment if model.config.is_autoregressive() => {
             panel::run(model, &data, &args, &device)?
         }

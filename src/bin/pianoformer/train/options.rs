@@ -54,6 +54,7 @@ pub(super) fn model_config(args: &Args, task: Task) -> Result<PerformerConfig, S
     let mut config = match args.preset.as_str() {
         "tiny" => PerformerConfig::tiny(task, VOCAB_SIZE, pe),
         "small" if task == Task::Harmonization => PerformerConfig::harmonizer(pe, direction),
+        "small" if task == Task::Melody => PerformerConfig::melody(pe),
         "small" => PerformerConfig::small(task, VOCAB_SIZE, pe),
         other => return Err(format!("unknown preset `{other}`: use tiny or small")),
     };
@@ -160,6 +161,9 @@ fn pe_config(args: &Args, task: Task) -> Result<PeConfig, String> {
                         .into(),
                 );
             }
+        }
+        if task == Task::Melody && args.levels == DEFAULT_LEVELS {
+            levels = StructureLevel::MELODY.to_vec();
         }
         if task == Task::Harmonization && args.levels == DEFAULT_LEVELS {
             // The default levels less the chord, which a harmonizer writes.

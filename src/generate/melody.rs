@@ -1,0 +1,535 @@
+//! A melody for the lanes: a melody model ([`Task::Melody`]) writes a region of steps a
+//! sixteenth at a time — rest, hold or the onset of a pitch — reading the chord and phrase
+//! lanes, the melody it has written and, when asked, the accompaniment under it. The melody
+//! before the region is the prompt (read in one pass); the region's notes come back as steps
+//! for the caller to splice in.
+
+use std::ops::Range;
+
+use burn::tensor::{Device, Tensor, TensorData};
+
+use super::sample::uniform;
+use super::{GenerateError, Sampling, sample_token};
+use crate::data::features::LabelFeatures;
+use crate::data::melody::{
+    HOLD, MELODY_CLASSES, MELODY_INPUTS, MelodyContext, MelodyStep, REST, class_pitch,
+    melody_steps, write_melody_row,
+};
+use crate::data::sheet::Sheet;
+use crate::model::config::Task;
+use crate::model::performer::{Inputs, Performer, StepInput};
+use crate::music::labels::first_occurrence;
+
+/// The lowest pitch a melody is written in unless asked otherwise (C3).
+pub const DEFAULT_MELODY_LOW: u8 = 48;
+/// The highest (C6): three octaves around a singer's.
+pub const DEFAULT_MELODY_HIGH: u8 = 84;
+
+/// The echo a melody is written with unless asked otherwise ([`MelodySampling::echo`]).
+pub const DEFAULT_MELODY_ECHO: f32 = 3.0;
+
+/// How a melody's steps are drawn.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MelodySampling {
+    pub temperature: f32,
+    /// Nucleus sampling: draw from the smallest set of classes holding this much probability.
+    pub top_p: f32,
+    pub seed: u64,
+    /// Onsets are drawn from `low ..= high` only (the singer's range).
+    pub low: u8,
+    pub high: u8,
+    /// Whether the model reads the piece's piano and bridge under the melody (else the lanes
+    /// alone, as over a plan).
+    pub accompaniment: bool,
+    /// How strongly a bar the phrase lane marks as a repeat (a melodic phrase's letter heard
+    /// before) leans towards what the same step of its first occurrence sang: that step's
+    /// class gets `e^echo` times its probability (0: the model alone). Phrases that return
+    /// come back recognisably, varied where the model insists.
+    pub echo: f32,
+}
+
+impl Default for MelodySampling {
+    fn default() -> Self {
+        Self {
+            temperature: 1.0,
+            top_p: 0.95,
+            seed: 0,
+            low: DEFAULT_MELODY_LOW,
+            high: DEFAULT_MELODY_HIGH,
+            accompaniment: false,
+            echo: DEFAULT_MELODY_ECHO,
+        }
+    }
+}
+
+impl MelodySampling {
+    /// Checks the settings, in words.
+    pub fn check(&self) -> Result<(), GenerateError> {
+        if !(self.temperature > 0.0 && self.temperature <= 5.0) {
+            return Err(GenerateError::Read(format!(
+                "the melody's temperature must be above 0 and at most 5, not {}",
+                self.temperature
+            )));
+        }
+        if !(self.top_p > 0.0 && self.top_p <= 1.0) {
+            return Err(GenerateError::Read(format!(
+                "top-p must be above 0 and at most 1, not {}",
+                self.top_p
+            )));
+        }
+        if !(0.0..=10.0).contains(&self.echo) {
+            return Err(GenerateError::Read(format!(
+                "the melody's echo must be between 0 and 10, not {}",
+                self.echo
+            )));
+        }
+        if self.low > self.high || self.high > 127 {
+            return Err(GenerateError::Read(format!(
+                "the melody's range {}–{} is empty: give the lowest pitch first",
+                self.low, self.high
+            )));
+        }
+        let allowed = (self.low..=self.high).any(|p| class_pitch(onset_of(p)) == Some(p));
+        if !allowed {
+            return Err(GenerateError::Read(format!(
+                "the melody's range {}–{} holds no pitch the model writes ({}–{})",
+                self.low,
+                self.high,
+                crate::data::melody::MELODY_LOW,
+                crate::data::melody::MELODY_HIGH
+            )));
+        }
+        Ok(())
+    }
+
+    /// Which classes may be drawn after `prev`: a rest, a hold of a sounding note, an onset in
+    /// range.
+    fn allowed(&self, prev: MelodyStep) -> Vec<bool> {
+        (0..MELODY_CLASSES)
+            .map(|c| match c {
+                REST => true,
+                HOLD => prev.pitch > 0,
+                c => class_pitch(c).is_some_and(|p| (self.low..=self.high).contains(&p)),
+            })
+            .collect()
+    }
+}
+
+fn onset_of(pitch: u8) -> usize {
+    crate::data::melody::onset_class(pitch)
+}
+
+/// Where a melody generation is.
+#[derive(Clone, Debug)]
+pub struct MelodyProgress<'a> {
+    pub done: usize,
+    pub total: usize,
+    /// The region's steps written so far.
+    pub steps: &'a [MelodyStep],
+}
+
+/// The melody's steps over `region` of `sheet` (its grid, rolls and labels on one grid): the
+/// steps before the region are the prompt (the sheet's melody there); each step of the region
+/// is drawn from `model` under `sampling`. `on_progress` hears every `chunk` steps and may
+/// cancel by returning false.
+pub async fn write_melody<F, Fut>(
+    model: &Performer,
+    sheet: &Sheet,
+    region: Range<usize>,
+    sampling: &MelodySampling,
+    chunk: usize,
+    device: &Device,
+    mut on_progress: F,
+) -> Result<Vec<MelodyStep>, GenerateError>
+where
+    F: FnMut(MelodyProgress<'_>) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    if model.config.task != Task::Melody {
+        return Err(GenerateError::WrongTask {
+            model: model.config.task,
+            wanted: Task::Melody,
+        });
+    }
+    sampling.check()?;
+    let labels = &sheet.labels;
+    let n = labels.len().min(sheet.rolls.num_steps());
+    if region.start >= region.end || region.end > n {
+        return Err(GenerateError::Read(format!(
+            "the melody's steps {}–{} are not inside the piece's {n}",
+            region.start, region.end
+        )));
+    }
+    let prompt = melody_steps(&sheet.rolls.melody, &labels.melody, 0);
+    let echo = Echo::new(sheet);
+    let levels = model.config.pe.structure_levels().to_vec();
+    let structural = model.config.pe.is_structural();
+    let context = |s: usize, previous: Option<MelodyStep>| MelodyContext {
+        previous,
+        accompaniment: sampling.accompaniment.then_some((&sheet.rolls, s, 0)),
+    };
+    let stepping = model.stepping(device).await?;
+    let mut state = model
+        .start(sampling.seed, false, device)
+        .stepping(&stepping);
+    // The prompt in one pass.
+    if region.start > 0 {
+        let len = region.start;
+        let mut rows = vec![0f32; len * MELODY_INPUTS];
+        let mut coords = Vec::new();
+        for s in 0..len {
+            let row = &mut rows[s * MELODY_INPUTS..(s + 1) * MELODY_INPUTS];
+            write_melody_row(
+                labels,
+                s,
+                context(s, s.checked_sub(1).map(|p| prompt[p])),
+                row,
+            );
+            labels.write_coordinates(s, &levels, &mut coords);
+        }
+        let rows =
+            Tensor::<3>::from_data(TensorData::new(rows, vec![1, len, MELODY_INPUTS]), device);
+        let coords = structural.then(|| {
+            let width = coords.len() / len;
+            Tensor::<3>::from_data(TensorData::new(coords, vec![1, len, width]), device)
+        });
+        // The prompt's logits are not needed; the state after them is.
+        let _ = model.forward(Inputs::Rolls(rows), coords, &mut state, None)?;
+    }
+    let mut prev = region.start.checked_sub(1).map(|p| prompt[p]);
+    let mut out: Vec<MelodyStep> = Vec::with_capacity(region.len());
+    // The melody so far, prompt and written, for the echo.
+    let mut sung: Vec<MelodyStep> = prompt[..region.start].to_vec();
+    let mut row = vec![0f32; MELODY_INPUTS];
+    let draw = Sampling {
+        temperature: sampling.temperature,
+        top_p: sampling.top_p,
+        seed: sampling.seed,
+        ..Sampling::default()
+    };
+    let chunk = chunk.max(1);
+    for s in region.clone() {
+        write_melody_row(labels, s, context(s, prev), &mut row);
+        let mut coords = Vec::new();
+        labels.write_coordinates(s, &levels, &mut coords);
+        let mut logits = model
+            .step(
+                StepInput::Roll(&row),
+                structural.then_some(&coords[..]),
+                &mut state,
+                device,
+            )
+            .await?;
+        let before = prev.unwrap_or_default();
+        if sampling.echo > 0.0
+            && let Some(heard) = echo.source(s).and_then(|e| sung.get(e))
+        {
+            // The same class again: a hold only continues a note that sounds now.
+            let class = if heard.class == HOLD && before.pitch == 0 {
+                REST
+            } else {
+                heard.class
+            };
+            // Sampling divides by the temperature: the lean is e^echo whatever it is.
+            logits[class] += sampling.echo * sampling.temperature;
+        }
+        let class = sample_token(
+            &logits,
+            &sampling.allowed(before),
+            draw,
+            uniform(sampling.seed, s, 0, 2),
+        ) as usize;
+        let step = before.then(class);
+        out.push(step);
+        sung.push(step);
+        prev = Some(step);
+        let done = out.len();
+        if (done.is_multiple_of(chunk) || done == region.len())
+            && !on_progress(MelodyProgress {
+                done,
+                total: region.len(),
+                steps: &out,
+            })
+            .await
+        {
+            return Err(GenerateError::Cancelled);
+        }
+    }
+    Ok(out)
+}
+
+/// Where each step of a sheet was first heard: for a step in a bar the phrase lane marks as a
+/// repeat, the same step of the same bar of the phrase's first occurrence.
+struct Echo {
+    /// Per bar: its first step and, for a repeat, the first step of the bar it repeats.
+    bars: Vec<(Range<usize>, Option<usize>)>,
+}
+
+impl Echo {
+    fn new(sheet: &Sheet) -> Self {
+        let grid = &sheet.grid;
+        let phrases: Vec<_> = (0..grid.num_bars())
+            .map(|b| {
+                sheet
+                    .labels
+                    .phrase
+                    .get(grid.bar_steps(b).start)
+                    .copied()
+                    .flatten()
+            })
+            .collect();
+        let bars = (0..grid.num_bars())
+            .map(|b| {
+                let first = first_occurrence(&phrases, b).map(|f| grid.bar_steps(f).start);
+                (grid.bar_steps(b), first)
+            })
+            .collect();
+        Self { bars }
+    }
+
+    /// The step `s` echoes, if any.
+    fn source(&self, s: usize) -> Option<usize> {
+        let i = self.bars.partition_point(|(span, _)| span.end <= s);
+        let (span, first) = self.bars.get(i)?;
+        let offset = s.checked_sub(span.start)?;
+        first.map(|f| f + offset).filter(|&e| e < s)
+    }
+}
+
+/// A region's steps as notes `(pitch, first step, end step)`, the region starting at step
+/// `from`: an onset starts a note, holds lengthen it, a rest or the next onset ends it.
+pub fn melody_notes(steps: &[MelodyStep], from: usize) -> Vec<(u8, usize, usize)> {
+    let mut notes: Vec<(u8, usize, usize)> = Vec::new();
+    let mut open: Option<(u8, usize)> = None;
+    for (i, step) in steps.iter().enumerate() {
+        let s = from + i;
+        match (step.class, open) {
+            (HOLD, Some(_)) => {}
+            _ => {
+                if let Some((p, start)) = open.take() {
+                    notes.push((p, start, s));
+                }
+                if let Some(p) = class_pitch(step.class) {
+                    open = Some((p, s));
+                }
+            }
+        }
+    }
+    if let Some((p, start)) = open {
+        notes.push((p, start, from + steps.len()));
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::melody::onset_class;
+
+    #[test]
+    fn steps_become_notes() {
+        let o = |p| MelodyStep {
+            class: onset_class(p),
+            pitch: p,
+        };
+        let h = |p| MelodyStep {
+            class: HOLD,
+            pitch: p,
+        };
+        let r = MelodyStep::default();
+        // A hold at the region's start continues nothing of the region's: no note.
+        let steps = [h(60), o(60), h(60), r, o(62), o(64), h(64)];
+        assert_eq!(
+            melody_notes(&steps, 10),
+            vec![(60, 11, 13), (62, 14, 15), (64, 15, 17)]
+        );
+        assert!(melody_notes(&[], 0).is_empty());
+    }
+
+    #[test]
+    fn sampling_settings_are_checked_in_words() {
+        let ok = MelodySampling::default();
+        assert!(ok.check().is_ok());
+        let bad = MelodySampling {
+            low: 80,
+            high: 60,
+            ..ok
+        };
+        assert!(
+            bad.check()
+                .unwrap_err()
+                .to_string()
+                .contains("lowest pitch first")
+        );
+        let bad = MelodySampling {
+            low: 110,
+            high: 120,
+            ..ok
+        };
+        assert!(
+            bad.check()
+                .unwrap_err()
+                .to_string()
+                .contains("holds no pitch")
+        );
+        let bad = MelodySampling {
+            temperature: 0.0,
+            ..ok
+        };
+        assert!(bad.check().is_err());
+        let allowed = ok.allowed(MelodyStep::default());
+        assert!(
+            allowed[REST] && !allowed[HOLD],
+            "nothing to hold after a rest"
+        );
+        assert!(allowed[onset_class(60)] && !allowed[onset_class(90)]);
+    }
+}
+
+#[cfg(test)]
+mod writing_tests {
+    use burn::tensor::Device;
+
+    use super::*;
+    use crate::generate::piece_input;
+    use crate::model::config::PerformerConfig;
+    use crate::model::pe::{PeConfig, PeKind, StructureLevel};
+    use crate::music::fixtures;
+    use crate::music::piece::Piece;
+
+    fn model(pe: PeKind) -> Performer {
+        let pe = PeConfig::new(pe).with_levels(&StructureLevel::MELODY);
+        let config = PerformerConfig::tiny(Task::Melody, 0, pe);
+        Performer::new(&config, 5, &Device::flex()).unwrap()
+    }
+
+    /// The fixture's 8 bars (melody, piano, I–V–vi–IV) with phrases A4 A4.
+    fn sheet() -> Sheet {
+        let mut piece = Piece::from_song(&fixtures::song(0, 8), "fixture.mid").unwrap();
+        piece.phrases = vec![('A', 4), ('A', 4)];
+        piece_input(&piece, piece.plan_grid(), true).unwrap().sheet
+    }
+
+    fn write(
+        model: &Performer,
+        sheet: &Sheet,
+        s: MelodySampling,
+    ) -> Result<Vec<MelodyStep>, GenerateError> {
+        pollster::block_on(write_melody(
+            model,
+            sheet,
+            32..128,
+            &s,
+            16,
+            &Device::flex(),
+            |_| async { true },
+        ))
+    }
+
+    #[test]
+    fn a_melody_is_written_in_range_and_its_seed_writes_it_again() {
+        let sheet = sheet();
+        for pe in [PeKind::None, PeKind::SineSpe, PeKind::Fstripe] {
+            let m = model(pe);
+            let s = MelodySampling {
+                low: 60,
+                high: 72,
+                echo: 0.0,
+                ..Default::default()
+            };
+            let a = write(&m, &sheet, s).unwrap();
+            assert_eq!(a.len(), 96);
+            let pitches: Vec<u8> = a.iter().filter_map(|x| class_pitch(x.class)).collect();
+            assert!(
+                !pitches.is_empty(),
+                "{pe:?}: an untrained model still sings"
+            );
+            assert!(
+                pitches.iter().all(|p| (60..=72).contains(p)),
+                "{pe:?}: {pitches:?}"
+            );
+            // Holds continue the note before; a hold never follows a rest.
+            for w in a.windows(2) {
+                if w[1].class == HOLD {
+                    assert!(w[0].pitch > 0 && w[1].pitch == w[0].pitch);
+                }
+            }
+            assert_eq!(write(&m, &sheet, s).unwrap(), a, "{pe:?}: the same seed");
+            let b = write(&m, &sheet, MelodySampling { seed: 1, ..s }).unwrap();
+            assert_ne!(b, a, "{pe:?}: another seed");
+        }
+    }
+
+    #[test]
+    fn a_repeated_phrase_echoes_its_first_occurrence() {
+        let sheet = sheet();
+        let m = model(PeKind::SineSpe);
+        let s = MelodySampling {
+            echo: 10.0,
+            top_p: 1.0,
+            ..Default::default()
+        };
+        let steps = write(&m, &sheet, s).unwrap();
+        // Steps 32..128 written: bars 4–7 (steps 64..128) repeat bars 0–3, whose first two
+        // bars are the fixture's melody and the next two were written.
+        let mut all = melody_steps(&sheet.rolls.melody, &sheet.labels.melody, 0)[..32].to_vec();
+        all.extend(&steps);
+        let same = (64..128)
+            .filter(|&s| all[s].class == all[s - 64].class)
+            .count();
+        assert!(same >= 60, "{same} of 64 steps echo their first occurrence");
+        let free = write(&m, &sheet, MelodySampling { echo: 0.0, ..s }).unwrap();
+        let mut all = melody_steps(&sheet.rolls.melody, &sheet.labels.melody, 0)[..32].to_vec();
+        all.extend(&free);
+        let same_free = (64..128)
+            .filter(|&s| all[s].class == all[s - 64].class)
+            .count();
+        assert!(same_free < same, "without the echo: {same_free}");
+    }
+
+    #[test]
+    fn a_melody_is_cancelled_or_refused_in_words() {
+        let sheet = sheet();
+        let m = model(PeKind::SineSpe);
+        let s = MelodySampling::default();
+        let cancelled = pollster::block_on(write_melody(
+            &m,
+            &sheet,
+            32..128,
+            &s,
+            16,
+            &Device::flex(),
+            |p| {
+                let go_on = p.done < 32;
+                async move { go_on }
+            },
+        ));
+        assert_eq!(cancelled, Err(GenerateError::Cancelled));
+        let past = pollster::block_on(write_melody(
+            &m,
+            &sheet,
+            100..400,
+            &s,
+            16,
+            &Device::flex(),
+            |_| async { true },
+        ));
+        assert!(
+            past.unwrap_err()
+                .to_string()
+                .contains("not inside the piece")
+        );
+        let config = PerformerConfig::tiny(Task::Accompaniment, 0, PeConfig::new(PeKind::SineSpe));
+        let other = Performer::new(&config, 5, &Device::flex()).unwrap();
+        let wrong = pollster::block_on(write_melody(
+            &other,
+            &sheet,
+            0..16,
+            &s,
+            16,
+            &Device::flex(),
+            |_| async { true },
+        ));
+        assert!(matches!(wrong, Err(GenerateError::WrongTask { .. })));
+    }
+}

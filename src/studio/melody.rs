@@ -1,0 +1,266 @@
+//! A melody for a piece's lanes, written into its melody track: for the bars asked (a region
+//! keeps the melody around it and joins it: a note sounding into the region goes on while the
+//! model holds it), for the planned bars past the music, or for the whole of a piece without a
+//! melody (a song from a plan).
+
+use burn::tensor::Device;
+
+use super::{Options, Progress};
+use crate::data::melody::{HOLD, MelodyStep};
+use crate::data::sheet::Sheet;
+use crate::generate::melody::{MelodySampling, melody_notes, write_melody};
+use crate::generate::{GenerateError, piece_input};
+use crate::model::performer::Performer;
+use crate::music::grid::Grid;
+use crate::music::piece::{Piece, PieceNote, PieceTrack, TrackRole};
+use crate::music::roll::{PianoRoll, Role};
+
+/// The velocity of a written melody's notes.
+pub const MELODY_VELOCITY: u8 = 90;
+
+/// Which bars a melody is written for: `options.region`, else the planned bars past the music
+/// (from the first bar after its last note), else every bar of a piece without melody notes;
+/// `None` when the piece has a melody and nothing is planned (there is nothing to write
+/// without a region).
+pub fn melody_bars(piece: &Piece, options: &Options) -> Option<[usize; 2]> {
+    if options.region.is_some() {
+        return options.region;
+    }
+    let has_melody = piece
+        .tracks
+        .iter()
+        .any(|t| t.role == TrackRole::Melody && !t.notes.is_empty());
+    let has_notes = piece.tracks.iter().any(|t| !t.notes.is_empty());
+    let music = if has_notes {
+        piece.grid(|_| true).num_bars()
+    } else {
+        0
+    };
+    if piece.bars.len() > piece.prompt_bars && has_melody {
+        Some([music, piece.bars.len()])
+    } else if !has_melody {
+        Some([0, piece.bars.len()])
+    } else {
+        None
+    }
+}
+
+/// How a melody is drawn: `options`' temperature (else the model's, `model_temperature`),
+/// top-p, seed, range and echo; the accompaniment read when the piece has one.
+pub fn melody_sampling(
+    options: &Options,
+    model_temperature: Option<f32>,
+    piece: &Piece,
+) -> MelodySampling {
+    let d = MelodySampling::default();
+    let [low, high] = options.melody_range.unwrap_or([d.low, d.high]);
+    MelodySampling {
+        temperature: options
+            .temperature
+            .or(model_temperature)
+            .unwrap_or(d.temperature),
+        top_p: options.top_p,
+        seed: options.seed,
+        low,
+        high,
+        accompaniment: has_accompaniment(piece),
+        echo: options.echo.unwrap_or(d.echo),
+    }
+}
+
+fn accompanies(role: TrackRole) -> bool {
+    matches!(
+        role,
+        TrackRole::Piano | TrackRole::Generated | TrackRole::Bridge
+    )
+}
+
+fn has_accompaniment(piece: &Piece) -> bool {
+    piece
+        .tracks
+        .iter()
+        .any(|t| accompanies(t.role) && !t.notes.is_empty())
+}
+
+/// The first of [`melody_pieces`].
+pub async fn melody_piece<F, Fut>(
+    model: &Performer,
+    model_temperature: Option<f32>,
+    piece: &Piece,
+    options: &Options,
+    device: &Device,
+    on_progress: F,
+) -> Result<Piece, GenerateError>
+where
+    F: FnMut(Progress) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let options = Options {
+        alternatives: None,
+        ..options.clone()
+    };
+    let mut pieces = melody_pieces(
+        model,
+        model_temperature,
+        piece,
+        &options,
+        device,
+        on_progress,
+    )
+    .await?;
+    Ok(pieces.swap_remove(0))
+}
+
+/// [`Options::count`] melodies for `piece`'s lanes, the k-th with seed `seed + k`, one after
+/// another: each the piece with its melody track rewritten over the bars of `options.region`
+/// (else [`melody_bars`]). Progress streams the melody being written.
+pub async fn melody_pieces<F, Fut>(
+    model: &Performer,
+    model_temperature: Option<f32>,
+    piece: &Piece,
+    options: &Options,
+    device: &Device,
+    mut on_progress: F,
+) -> Result<Vec<Piece>, GenerateError>
+where
+    F: FnMut(Progress) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    options.check()?;
+    piece
+        .validate()
+        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    let [from, to] = match melody_bars(piece, options) {
+        Some(bars) => bars,
+        None => {
+            return Err(GenerateError::Read(
+                "the piece has a melody already: choose the bars to write a new one for, or \
+                 plan bars past its end"
+                    .into(),
+            ));
+        }
+    };
+    let grid = piece.plan_grid();
+    let bars = grid.num_bars();
+    if from >= bars {
+        return Err(GenerateError::Read(format!(
+            "bar {} is past the end of the piece ({bars} bars)",
+            from + 1
+        )));
+    }
+    let region = grid.bar_steps(from).start..grid.bar_steps(to.min(bars) - 1).end;
+    let sheet = melody_sheet(piece, grid)?;
+    let k = options.count();
+    let mut out = Vec::with_capacity(k);
+    for i in 0..k {
+        let o = options.alternative(i);
+        let sampling = melody_sampling(&o, model_temperature, piece);
+        let steps = write_melody(
+            model,
+            &sheet,
+            region.clone(),
+            &sampling,
+            options.chunk_steps,
+            device,
+            |p| {
+                let notes = written(p.steps, region.start, &sheet.grid);
+                on_progress(Progress {
+                    done: p.done,
+                    total: p.total,
+                    bars: None,
+                    notes: Some(notes),
+                    attention: None,
+                    alternative: (k > 1).then_some([i + 1, k]),
+                })
+            },
+        )
+        .await?;
+        let sounding = region
+            .start
+            .checked_sub(1)
+            .map_or(0, |s| sheet.labels.melody[s]);
+        out.push(with_melody(
+            piece,
+            &sheet.grid,
+            region.clone(),
+            sounding,
+            &steps,
+        ));
+    }
+    Ok(out)
+}
+
+/// The sheet a melody model reads: every bar (planned ones too), the lanes, the melody, and
+/// the piano and bridge as its accompaniment.
+fn melody_sheet(piece: &Piece, grid: Grid) -> Result<Sheet, GenerateError> {
+    let input = piece_input(piece, grid, false)?;
+    let mut sheet = input.sheet;
+    let song = piece.to_song();
+    let piano: Vec<_> = piece
+        .tracks
+        .iter()
+        .zip(&song.tracks)
+        .filter(|(t, _)| matches!(t.role, TrackRole::Piano | TrackRole::Generated))
+        .flat_map(|(_, s)| s.notes.iter())
+        .collect();
+    sheet.rolls.piano = PianoRoll::from_notes(piano, &sheet.grid);
+    Ok(sheet)
+}
+
+/// The notes of written steps from step `from`, in piece ticks.
+fn written(steps: &[MelodyStep], from: usize, grid: &Grid) -> Vec<PieceNote> {
+    melody_notes(steps, from)
+        .into_iter()
+        .map(|(p, s, e)| (p, grid.tick_at(s), grid.tick_at(e), MELODY_VELOCITY))
+        .collect()
+}
+
+/// `piece` with `steps` written over `region` of its melody track (one made when it has none):
+/// notes starting in the region go, notes sounding into it stop at its start, but for the
+/// melody's note sounding just before it (`sounding`, 0 for none), which goes on while the
+/// region's first steps hold it.
+fn with_melody(
+    piece: &Piece,
+    grid: &Grid,
+    region: std::ops::Range<usize>,
+    sounding: u8,
+    steps: &[MelodyStep],
+) -> Piece {
+    let held = steps.iter().take_while(|s| s.class == HOLD).count();
+    let (start, end) = (grid.tick_at(region.start), grid.tick_at(region.end));
+    let cut = grid.tick_at(region.start + held);
+    let mut out = piece.clone();
+    let index = match out.tracks.iter().position(|t| t.role == TrackRole::Melody) {
+        Some(i) => i,
+        None => {
+            out.tracks.insert(
+                0,
+                PieceTrack {
+                    name: Role::Melody.track_name().into(),
+                    role: TrackRole::Melody,
+                    program: 0,
+                    channel: Some(Role::Melody.channel()),
+                    notes: Vec::new(),
+                },
+            );
+            0
+        }
+    };
+    let track = &mut out.tracks[index];
+    track.notes.retain(|n| !(start..end).contains(&n.1));
+    for n in track
+        .notes
+        .iter_mut()
+        .filter(|n| n.1 < start && n.2 >= start)
+    {
+        n.2 = if n.0 == sounding && held > 0 {
+            cut
+        } else {
+            n.2.min(start)
+        };
+    }
+    track.notes.extend(written(steps, region.start, grid));
+    track.notes.sort_by_key(|n| (n.1, n.0));
+    out.refresh();
+    out
+}
