@@ -13,7 +13,7 @@
 import { fetchModel } from './www/store.js';
 import { SAMPLES } from './www/audio.js';
 
-export const VERSION = 16;
+export const VERSION = 17;
 export const SHELL_CACHE = `pianoformer-shell-v${VERSION}`;
 
 /** What the page cannot start without, relative to this worker. */
@@ -56,6 +56,7 @@ export const SHELL_FILES = [
   'www/page.js',
   'www/piece-view.js',
   'www/piece.js',
+  'www/plan-song.js',
   'www/play-in.js',
   'www/playback.js',
   'www/race.js',

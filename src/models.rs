@@ -43,6 +43,10 @@ pub struct ModelEntry {
     /// Step-by-step accompaniment: the temperature of the hold draws, chosen with it.
     #[serde(default)]
     pub hold_temperature: Option<f32>,
+    /// Melody: the temperature of a new note's pitch, chosen on validation with `temperature`
+    /// (the rhythm's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pitch_temperature: Option<f32>,
     /// Harmonization: the harmonic rhythm (counted in the training songs) and the emission
     /// weight (chosen on validation) that turn its probabilities into chords.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -242,6 +246,7 @@ mod tests {
             binarize: None,
             temperature: None,
             hold_temperature: None,
+            pitch_temperature: None,
             harmony: None,
         }
     }

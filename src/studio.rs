@@ -69,6 +69,9 @@ pub struct Options {
     /// Continuation: the most tokens the model reads at once (see [`Length::context`]; `None`:
     /// all of them).
     pub context: Option<usize>,
+    /// Melody: the temperature of a new note's pitch (else the model's; the rhythm's is
+    /// `temperature`).
+    pub pitch_temperature: Option<f32>,
     /// Melody: the lowest and highest pitch it may sing (MIDI numbers; `None`: C3–C6).
     pub melody_range: Option<[u8; 2]>,
     /// Alternatives to write (1–8; `None`: 1), the k-th (from 0) with seed `seed + k`, so each
@@ -128,6 +131,7 @@ impl Default for Options {
             may_end: false,
             max_prompt_tokens: 1024,
             context: None,
+            pitch_temperature: None,
             melody_range: None,
             alternatives: None,
             watch: None,
@@ -290,7 +294,9 @@ pub use harmonize::{
     HarmonizeOptions, Harmonized, HarmonyCache, harmonize_piece, needs_harmonizer,
 };
 pub use live::{KeyEvent, LiveGrid, LiveOptions, LiveResult, live_result, live_start, live_step};
-pub use melody::{MELODY_VELOCITY, melody_bars, melody_piece, melody_pieces, melody_sampling};
+pub use melody::{
+    MELODY_VELOCITY, MelodyDefaults, melody_bars, melody_piece, melody_pieces, melody_sampling,
+};
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod harmonize_tests;

@@ -457,3 +457,112 @@ fn generate_reads_chords_as_the_pages_chart() {
     assert!(err.contains("chords: proposed by the harmonizer"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A MusicXML lead sheet in (one of OpenEWLD's, else one written by the project's own writer):
+/// `inspect` prints the score's own chord symbols; `generate` accompanies it on those chords
+/// (no harmonizer asked) and writes a full score or a lead sheet back out, whose symbols are
+/// the lane's. A broken score is refused in a sentence.
+#[test]
+fn musicxml_lead_sheets_go_in_and_out_with_their_chord_symbols() {
+    use pianoformer::music::musicxml::{ScoreKind, read_musicxml, write_mxl};
+    use pianoformer::music::piece::Piece;
+    let dir = std::env::temp_dir().join(format!("pianoformer-cli-xml-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let real = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../shared/data/openewld/dataset/Al_Dubin-Harry_Warren/The_Boulevard_of_Broken_Dreams/The_Boulevard_of_Broken_Dreams.mxl",
+    );
+    let bytes = if real.is_file() {
+        std::fs::read(&real).unwrap()
+    } else {
+        eprintln!("OpenEWLD is absent: a lead sheet written by pianoformer instead");
+        let mut piece =
+            Piece::from_song(&pianoformer::music::fixtures::song(2, 8), "x.mid").unwrap();
+        piece.tracks.retain(|t| t.name == "MELODY");
+        piece.chords[0] = "Dm7 G7".into();
+        write_mxl(&piece, ScoreKind::LeadSheet).unwrap()
+    };
+    std::fs::write(dir.join("lead.mxl"), &bytes).unwrap();
+    let read = Piece::from_musicxml(&bytes, "lead.mxl").unwrap();
+    let out = pianoformer()
+        .current_dir(&dir)
+        .args(["inspect", "lead.mxl"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("the score's own chord symbols"), "{text}");
+    for (out_name, lead) in [("out.mxl", false), ("lead-out.musicxml", true)] {
+        let mut cmd = pianoformer();
+        cmd.current_dir(&dir).args([
+            "generate",
+            "--task",
+            "accompaniment",
+            "lead.mxl",
+            "-o",
+            out_name,
+        ]);
+        if lead {
+            cmd.arg("--lead-sheet");
+        }
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert!(!err.contains("chords: proposed by the harmonizer"), "{err}");
+        let written = std::fs::read(dir.join(out_name)).unwrap();
+        let score = read_musicxml(&written).unwrap();
+        assert_eq!(
+            score.song.tracks.len(),
+            if lead { 1 } else { 2 },
+            "{out_name}"
+        );
+        let back = Piece::from_musicxml(&written, out_name).unwrap();
+        let bars = read.chords.len() - 1;
+        assert_eq!(
+            back.chords[..bars],
+            read.chords[..bars],
+            "{out_name}: the score's chords"
+        );
+    }
+    std::fs::write(
+        dir.join("broken.musicxml"),
+        "<score-partwise><part id=\"P1\"><measure>",
+    )
+    .unwrap();
+    let out = pianoformer()
+        .current_dir(&dir)
+        .args([
+            "generate",
+            "--task",
+            "accompaniment",
+            "broken.musicxml",
+            "-o",
+            "x.mid",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("not well formed"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    let out = pianoformer()
+        .current_dir(&dir)
+        .args([
+            "generate",
+            "--task",
+            "accompaniment",
+            "lead.mxl",
+            "-o",
+            "x.mid",
+            "--lead-sheet",
+        ])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--lead-sheet writes MusicXML"));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -4,7 +4,7 @@
 #
 #   tools/train-models.sh [accompaniment|continuation|continuation-long|accompaniment-long|
 #                          accompaniment-ar|accompaniment-live|accompaniment-encodings|paper-tiny|
-#                          paper-tiny-relu|harmonizer|all]
+#                          paper-tiny-relu|harmonizer|melody|all]
 #   (default: all)
 #
 # Environment: POP909 (the data folder, default ../shared/data/pop909), RUNS (where runs go,
@@ -275,6 +275,28 @@ fi
 # The harmonizer (reports/harmonizer.md): the shipped model (with the context around each
 # beat), then the encodings comparison (seeds 0-2) and the causal form, on each beat alone and
 # with the context up to the beat.
+# The melody model (issue 56): NoPE, sineSPE and F-StrIPE over the phrase and bar levels, three
+# seeds each, 16-bar windows of sixteenths; each evaluated by what it sings on the test songs
+# (temperature and echo chosen on validation). MEL_STEPS (default 4000), MEL_RUNS (some of
+# mel-nope mel-sinespe mel-fstripe), MEL_SEEDS (default "0 1 2").
+if [ "$what" = all ] || [ "$what" = melody ]; then
+  MEL_RUNS_ALL=(
+    "mel-nope|--pe none"
+    "mel-sinespe|--pe sine_spe --gated"
+    "mel-fstripe|--pe fstripe --gated --levels phrase,phrase_bar,position"
+  )
+  for seed in ${MEL_SEEDS:-0 1 2}; do
+    for r in "${MEL_RUNS_ALL[@]}"; do
+      name=${r%%|*}
+      if [ -n "${MEL_RUNS:-}" ] && [[ " $MEL_RUNS " != *" $name "* ]]; then continue; fi
+      # shellcheck disable=SC2086
+      train "$name-seed$seed" melody "${MEL_STEPS:-4000}" ${r#*|} --seed "$seed" --window 256 \
+        --batch 16 --eval-every 250 --checkpoint-every 100
+      evaluate "$name-seed$seed" melody
+    done
+  done
+fi
+
 if [ "$what" = all ] || [ "$what" = harmonizer ]; then
   harm() {
     local name=$1 steps=$2; shift 2

@@ -47,7 +47,8 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
   if (seed !== null) s.seed = seed;
   // A comparison sets two models' one piece side by side: no alternatives to choose from.
   if (comparing) s.alternatives = null;
-  const task = s.task;
+  // The model's task (the panel's, unless a flow such as a song from a plan asks another's).
+  const task = entry.task.toLowerCase();
   // A setting out of range is said in words at once (the Worker would refuse it the same way).
   const bad = optionsProblem(generateOptions(s, { task, region, context: null }));
   if (bad) {
@@ -171,7 +172,9 @@ function offerPieces({ before, pieces, task, region, ticks, from, s, ms, entry }
   const seeds = pieces.map((_, k) => (s.seed + k) % 2 ** 32);
   const written = pieces.map((p) => writtenNotes(p, task, ticks, from));
   const to = ticks ? ticks[1] : Math.max(from + 1, ...written.flat().map((n) => n[2]));
-  const where = region ? `bars ${region[0] + 1}–${region[1]}` : task === 'accompaniment' ? 'the piece' : 'the continuation';
+  const where = region
+    ? `bars ${region[0] + 1}–${region[1]}`
+    : { accompaniment: 'the piece', melody: 'the melody' }[task] ?? 'the continuation';
   const k = pieces.length;
   $('gen-status').textContent =
     `${k} alternatives for ${where} in ${(ms / 1000).toFixed(1)} s on ${gpu ? 'WebGPU' : 'the CPU'} (seeds ${seeds[0]}–${seeds[k - 1]}).`;
@@ -182,7 +185,7 @@ function offerPieces({ before, pieces, task, region, ticks, from, s, ms, entry }
   run('show-alternatives', {
     base: before,
     kind: 'pieces',
-    caption: `${k} ${task === 'accompaniment' ? 'accompaniments' : 'continuations'} for ${where}, each with its own seed.`,
+    caption: `${k} ${{ accompaniment: 'accompaniments', melody: 'melodies' }[task] ?? 'continuations'} for ${where}, each with its own seed.`,
     span: [from, to],
     playFrom: from,
     items: pieces.map((p, i) => ({
@@ -205,7 +208,7 @@ function offerPieces({ before, pieces, task, region, ticks, from, s, ms, entry }
 function writtenNotes(piece, task, ticks, from) {
   const span = ticks ?? [from, Infinity];
   return piece.tracks
-    .filter((t) => t.role === 'generated')
+    .filter((t) => t.role === (task === 'melody' ? 'melody' : 'generated'))
     .flatMap((t) => t.notes)
     .filter((n) => task === 'accompaniment' && !ticks ? true : n[1] >= span[0] && n[1] < span[1]);
 }

@@ -28,10 +28,15 @@ export function hasNotes(piece) {
   return !!piece?.tracks.some((t) => t.notes.length);
 }
 
+/** The manifest's default model of `task` (its first when none is marked), or null. */
+export function defaultEntry(manifest, task) {
+  const all = (manifest ?? []).filter((m) => m.task.toLowerCase() === task);
+  return all.find((m) => m.default) ?? all[0] ?? null;
+}
+
 /** The manifest's harmonizer (its default one), or null. */
 export function harmonizerEntry(manifest) {
-  const all = (manifest ?? []).filter((m) => m.task === 'harmonization');
-  return all.find((m) => m.default) ?? all[0] ?? null;
+  return defaultEntry(manifest, 'harmonization');
 }
 
 /**
@@ -50,6 +55,8 @@ export function chordSourceText(piece) {
       return 'Chords: proposed by the harmonizer from the melody';
     case 'detector':
       return 'Chords: detected from the notes';
+    case 'score':
+      return "Chords: the score's own chord symbols";
     default:
       return '';
   }
@@ -82,18 +89,22 @@ export function startsIn(n, ticks) {
 
 /**
  * The piece shown while a model writes into `before`: accompaniment drops the previous piano
- * and generated tracks; a continuation of a region drops every note starting in it. `track` is
- * the empty track the streamed notes go into (already in `live`).
+ * and generated tracks; a continuation of a region drops every note starting in it; a melody
+ * of a region drops the melody's notes starting in it. `track` is the empty track the streamed
+ * notes go into (already in `live`).
  */
 export function draftPiece(before, task, ticks) {
   const live = clonePiece(before);
+  const melody = task === 'melody';
   const track = {
-    name: task === 'accompaniment' ? 'PIANO' : 'CONTINUATION',
-    role: 'generated',
+    name: { accompaniment: 'PIANO', melody: 'MELODY (writing)' }[task] ?? 'CONTINUATION',
+    role: melody ? 'melody' : 'generated',
     program: 0,
     notes: [],
   };
-  if (task === 'accompaniment') {
+  if (melody) {
+    if (ticks) for (const t of live.tracks.filter((t) => t.role === 'melody')) t.notes = t.notes.filter((n) => !startsIn(n, ticks));
+  } else if (task === 'accompaniment') {
     live.tracks = live.tracks.filter((t) => t.role !== 'piano' && t.role !== 'generated');
   } else if (ticks) {
     for (const t of live.tracks) t.notes = t.notes.filter((n) => !startsIn(n, ticks));
@@ -102,9 +113,19 @@ export function draftPiece(before, task, ticks) {
   return { live, track };
 }
 
-/** The tick a generation writes from: the region's start, 0, or the last prompt bar's start. */
+/**
+ * The tick a generation writes from: the region's start, 0 (an accompaniment; a melody for a
+ * piece without one), or where the music ends (a continuation; a melody of the planned bars).
+ */
 export function writesFrom(before, task, ticks) {
-  return ticks ? ticks[0] : task === 'accompaniment' ? 0 : before.bars[Math.max(0, before.promptBars - 1)];
+  if (ticks) return ticks[0];
+  const fromStart = task === 'accompaniment' || (task === 'melody' && !hasMelody(before));
+  return fromStart ? 0 : before.bars[Math.max(0, before.promptBars - 1)];
+}
+
+/** Whether the piece has melody notes. */
+export function hasMelody(piece) {
+  return !!piece?.tracks.some((t) => t.role === 'melody' && t.notes.length);
 }
 
 /**
@@ -113,19 +134,23 @@ export function writesFrom(before, task, ticks) {
  */
 export function generateOptions(s, { task, region, context }) {
   const continuation = task === 'continuation';
+  const accompaniment = task === 'accompaniment';
+  // A melody takes the continuation's temperature and echo (how strongly a repeated phrase
+  // leans towards its first occurrence), nothing of the piano's.
+  const sampled = continuation || task === 'melody';
   return {
     seed: s.seed,
-    threshold: continuation ? null : s.threshold,
-    pianoTemperature: continuation ? null : s.pianoTemperature,
+    threshold: accompaniment ? s.threshold : null,
+    pianoTemperature: accompaniment ? s.pianoTemperature : null,
     region,
-    temperature: continuation ? s.temperature : null,
-    echo: continuation ? s.echo ?? null : null,
-    density: s.density ?? null,
+    temperature: sampled ? s.temperature : null,
+    echo: sampled ? s.echo ?? null : null,
+    density: task === 'melody' ? null : s.density ?? null,
     key: continuation ? s.keyHold ?? null : null,
-    tokens: s.maxTokens ?? null,
+    tokens: task === 'melody' ? null : s.maxTokens ?? null,
     // A continuation model reads at most the window it was trained on (studio Options).
     context: task === 'continuation' && !s.readAll ? context : null,
-    bars: s.bars ?? null,
+    bars: task === 'melody' ? null : s.bars ?? null,
     // Several to audition and keep (the k-th with seed + k); 1 writes the piece at once.
     alternatives: s.alternatives ?? null,
     watch: { layer: s.layer, head: s.head },
@@ -143,6 +168,12 @@ export function unflattenNotes(flat) {
 
 /** How many notes a generation wrote: into `result` and not in `before` (or inside the region). */
 export function notesWritten(before, result, { task, trackName, ticks }) {
+  if (task === 'melody') {
+    const melody = (p) => p.tracks.filter((t) => t.role === 'melody').flatMap((t) => t.notes);
+    return ticks
+      ? melody(result).filter((n) => startsIn(n, ticks)).length
+      : melody(result).length - melody(before).length;
+  }
   const written = (p) => p.tracks.filter((t) => t.name === trackName && t.role === 'generated')
     .reduce((n, t) => n + t.notes.length, 0);
   return ticks && task === 'continuation'
@@ -156,7 +187,7 @@ export function notesWritten(before, result, { task, trackName, ticks }) {
  * bars, "120 of 512 tokens · 85 tokens/s" otherwise, or the prompt being read.
  */
 export function progressText(p, task, seconds) {
-  const unit = task === 'accompaniment' ? 'steps' : 'tokens';
+  const unit = task === 'continuation' ? 'tokens' : 'steps';
   // Alternatives: written together ([0, k]: a step for all) or one after another ([i, k]).
   const [which, count] = p.alternative ?? [0, 1];
   const of = count > 1 ? (which ? `alternative ${which} of ${count} · ` : `${count} alternatives together · `) : '';
@@ -193,7 +224,7 @@ export function tokenLimitText(last) {
 export function doneText({ task, region, notes, ms, gpu, seed, last }) {
   const what = region
     ? `Bars ${region[0] + 1}–${region[1]} rewritten; ${task}`
-    : task === 'continuation' ? 'Continuation' : 'Accompaniment';
+    : { continuation: 'Continuation', melody: 'Melody' }[task] ?? 'Accompaniment';
   const whole = last?.bars && (last.done < last.total ? last.bars[0] : Math.max(0, last.bars[0] - 1));
   const bars = !region && last?.bars ? `${Math.min(whole, last.bars[1])} bars, ` : '';
   const done = `${what}: ${bars}${notes} notes in ${(ms / 1000).toFixed(1)} s on ${gpu ? 'WebGPU' : 'the CPU'} (seed ${seed}).`;

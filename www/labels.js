@@ -57,3 +57,37 @@ export function chordChart(value) {
 export function plannedBars(value) {
   return Math.max(0, Math.min(256, Math.round(Number(value) || 0)));
 }
+
+/**
+ * A phrase form as POP909 writes it and `generate --phrases` reads it: letters with their bars
+ * (`i4A8B8A8o4`; spaces allowed). Returns `{ phrases: [[letter, bars], …] }` or `{ error }` in
+ * words.
+ */
+export function phraseForm(value) {
+  const text = value.replace(/\s+/g, '');
+  if (!text) return { phrases: [] };
+  const parts = [...text.matchAll(/([A-Za-z])(\d+)/g)];
+  if (parts.map((m) => m[0]).join('') !== text) {
+    return { error: `“${value.trim()}” is not a form: write each phrase as a letter and its bars, e.g. A8B8A8 (i4 for a 4-bar intro)` };
+  }
+  const phrases = parts.map((m) => [m[1], Number(m[2])]);
+  if (phrases.some(([, bars]) => bars < 1 || bars > 256)) return { error: 'a phrase lasts 1 to 256 bars' };
+  return { phrases };
+}
+
+/**
+ * The plan the dialog's fields ask for: `{ cells, phrases, bars, numerator, denominator }`, or
+ * `{ error }` in words. Bars: as many as the chart or the form reaches (8 when neither says).
+ */
+export function readPlan({ chords, form, meter }) {
+  const cells = chords.trim() ? chordChart(chords) : [];
+  const bad = cells.flatMap((c) => labelProblems('chord', c));
+  if (bad.length) return { error: `Not a chord: ${bad.join(', ')}` };
+  const read = phraseForm(form);
+  if (read.error) return { error: read.error };
+  const [numerator, denominator] = meter.split('/').map(Number);
+  const formBars = read.phrases.reduce((n, p) => n + p[1], 0);
+  const bars = Math.max(cells.length, formBars) || 8;
+  if (bars > 256) return { error: `the plan reaches bar ${bars}; plan at most 256 bars` };
+  return { cells, phrases: read.phrases, bars, numerator, denominator };
+}

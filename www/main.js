@@ -22,6 +22,7 @@ import {
   roll, setPiece, updateButtons, save, undo, redo, openFile, openExample, selectedBars, setEditing, newPiece, lanesRefill,
 } from './piece-view.js';
 import { wireLanes } from './lanes.js';
+import { wirePlanSong } from './plan-song.js';
 import { wireAlternatives } from './alternatives.js';
 import { generate, cancel } from './generate.js';
 import { applySettings, settings } from './settings.js';
@@ -30,7 +31,7 @@ import { compare, showCompared } from './compare-panel.js';
 import { attention, followAttention, refreshAttention, showTemplate } from './attention-panel.js';
 import { piano, mutes, togglePlayback, startPlayback, exportWav } from './playback.js';
 import { keys, setComputerKeys, toggleRecording, wirePlayIn } from './play-in.js';
-import { downloadMidi, share, openShared } from './sharing.js';
+import { downloadMidi, downloadMusicXml, share, openShared } from './sharing.js';
 import { initTuning, restoreTuning } from './tune.js';
 import { command } from './commands.js';
 import { clearModelCache, flushWork, loadWork, clearWork, workPending } from './store.js';
@@ -101,8 +102,11 @@ function wire() {
   $('undo').addEventListener('click', undo);
   $('redo').addEventListener('click', redo);
   $('new-piece').addEventListener('click', newPiece);
+  wirePlanSong();
   $('edit-notes').addEventListener('click', () => setEditing($('edit-notes').getAttribute('aria-pressed') !== 'true'));
   $('download-midi').addEventListener('click', downloadMidi);
+  $('download-lead-sheet').addEventListener('click', () => downloadMusicXml(true));
+  $('download-score').addEventListener('click', () => downloadMusicXml(false));
   $('export-wav').addEventListener('click', exportWav);
   $('share').addEventListener('click', share);
   $('zoom-in').addEventListener('click', () => roll.zoomIn());
@@ -219,7 +223,7 @@ function wireDrop() {
 
 function wireKeys() {
   addEventListener('keydown', (e) => {
-    if ($('label-dialog').open) return;
+    if ($('label-dialog').open || $('plan-dialog').open) return;
     const typing = e.target.closest?.('input, select, textarea, [contenteditable]');
     if (e.key === 'Escape' && store.job) {
       cancel();

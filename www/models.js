@@ -37,7 +37,10 @@ export function showModels(selected) {
   const pick = models.find((m) => m.name === selected) ?? models.find((m) => m.default) ?? models[0];
   if (pick) select.value = pick.name;
   for (const el of document.querySelectorAll('.acc-only')) el.hidden = task !== 'accompaniment';
-  for (const el of document.querySelectorAll('.cont-only')) el.hidden = task !== 'continuation';
+  // A melody is sampled as a continuation is: its temperature and echo (class mel-too) show.
+  for (const el of document.querySelectorAll('.cont-only')) {
+    el.hidden = !(task === 'continuation' || (task === 'melody' && el.classList.contains('mel-too')));
+  }
   showModelAbout();
   emit('model-shown');
 }

@@ -122,6 +122,8 @@ export function updateButtons() {
   const has = !!store.piece;
   const busy = !!store.job;
   $('download-midi').disabled = !has;
+  $('download-lead-sheet').disabled = !has;
+  $('download-score').disabled = !has;
   $('export-wav').disabled = !has;
   $('share').disabled = !has;
   $('play').disabled = !has;
@@ -131,7 +133,7 @@ export function updateButtons() {
   $('generate').disabled = !has || busy || !status.backend || !$('model').value;
   $('suggest-chords').disabled = !has || busy || !status.backend || !harmonizerEntry(store.manifest);
   $('regen-bars').disabled = $('generate').disabled || !selectedBars()
-    || (settings().task === 'accompaniment' ? !hasPiano(store.piece) : !hasNotes(store.piece));
+    || ({ accompaniment: !hasPiano(store.piece), melody: false }[settings().task] ?? !hasNotes(store.piece));
   $('cancel').disabled = !busy;
   $('compare').disabled = !has || busy || !status.backend || !$('compare-model').value;
   emit('buttons');
@@ -250,8 +252,9 @@ export async function openFile(file) {
     notice('A generation is running: cancel it (Esc) before opening another file.');
     return;
   }
-  if (!/\.(mid|midi|kar|smf)$/i.test(file.name) && !/midi/.test(file.type)) {
-    showError(`${file.name} is not a MIDI file (.mid or .midi).`);
+  const score = /\.(musicxml|mxl|xml)$/i.test(file.name);
+  if (!score && !/\.(mid|midi|kar|smf)$/i.test(file.name) && !/midi/.test(file.type)) {
+    showError(`${file.name} is not a MIDI file (.mid or .midi) or a MusicXML score (.musicxml, .mxl or .xml).`);
     return;
   }
   if (file.size > MAX_FILE_BYTES) {
@@ -260,8 +263,9 @@ export async function openFile(file) {
   }
   try {
     const bytes = await file.arrayBuffer();
-    const read = await call('readMidi', { bytes, name: file.name }, { transfer: [bytes] });
-    const { piece, problem } = await withLaneFilled(read);
+    const read = await call(score ? 'readMusicXml' : 'readMidi', { bytes, name: file.name }, { transfer: [bytes] });
+    // A score's chord symbols are its lane, as written.
+    const { piece, problem } = read.chordSource === 'score' ? { piece: read, problem: null } : await withLaneFilled(read);
     setPiece(piece, { fresh: true });
     $('error').hidden = true;
     const chords = problem ? ` The harmonizer could not propose chords (${problem}): they are detected.` : '';

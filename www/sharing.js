@@ -20,6 +20,17 @@ export async function downloadMidi() {
   }
 }
 
+/** Downloads the piece as compressed MusicXML: a lead sheet (`lead`) or every track. */
+export async function downloadMusicXml(lead) {
+  try {
+    const bytes = await call('writeMusicXml', { piece: store.piece, lead });
+    const name = exportName(store.piece, 'mxl').replace(/\.mxl$/, lead ? ' (lead sheet).mxl' : '.mxl');
+    download(new Blob([bytes], { type: 'application/vnd.recordare.musicxml' }), name);
+  } catch (e) {
+    showError(`The MusicXML score could not be written: ${e.message}`);
+  }
+}
+
 export async function share() {
   try {
     const s = settings();

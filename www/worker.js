@@ -25,7 +25,7 @@
 import { Backends, turns } from './backends.js';
 
 // Requests that need no session (the wasm's plain functions).
-const FREE = new Set(['readMidi', 'writeMidi', 'exampleMidi', 'checkPiece', 'memory', 'tuneInspect', 'packModel', 'unpackModel']);
+const FREE = new Set(['readMidi', 'readMusicXml', 'writeMusicXml', 'writeMidi', 'exampleMidi', 'checkPiece', 'planPiece', 'memory', 'tuneInspect', 'packModel', 'unpackModel']);
 
 // The browser compiles wasm in two tiers: a function runs first as quickly compiled baseline
 // code and is optimised once it has run for a while. The harmonizer's first call on a long
@@ -102,11 +102,15 @@ class Requests {
     const b = this.backends;
     return {
       readMidi: ({ bytes, name }) => JSON.parse(b.wasm.readMidi(new Uint8Array(bytes), name)),
+      readMusicXml: ({ bytes, name }) => JSON.parse(b.wasm.readMusicXml(new Uint8Array(bytes), name)),
+      writeMusicXml: ({ piece, lead }) => b.wasm.writeMusicXml(JSON.stringify(piece), !!lead),
       writeMidi: ({ piece }) => b.wasm.writeMidi(JSON.stringify(piece)),
       exampleMidi: ({ key = 0, bars = 16 }) => b.wasm.exampleMidi(key, bars),
       // Bytes of the wasm's linear memory (it only grows: the peak so far).
       memory: () => b.memory?.buffer.byteLength ?? null,
       checkPiece: ({ piece }) => b.wasm.checkPiece(JSON.stringify(piece)),
+      planPiece: ({ bars, numerator = 4, denominator = 4, bpm = 100 }) =>
+        JSON.parse(b.wasm.planPiece(bars, numerator, denominator, bpm)),
       loadModel: async ({ entry, bytes }) => {
         const text = JSON.stringify(entry);
         const data = new Uint8Array(bytes);
@@ -192,7 +196,7 @@ class Requests {
         return { entry: JSON.parse(out.entry), weights: out.weights };
       },
       generate: ({ task, model, piece, options, dynamics }, id) => {
-        const run = task === 'continuation' ? 'continuePiece' : 'accompany';
+        const run = { continuation: 'continuePiece', melody: 'writeMelody' }[task] ?? 'accompany';
         return this.on(
           'generation',
           'generate',

@@ -31,7 +31,12 @@ pub const DEFAULT_MELODY_ECHO: f32 = 3.0;
 /// How a melody's steps are drawn.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MelodySampling {
+    /// The rhythm's temperature: how a step's kind is drawn (rest, hold or a new note).
     pub temperature: f32,
+    /// The temperature of the pitch a new note takes (`None`: the rhythm's). Below the
+    /// rhythm's, the notes keep to the likelier pitches (chord tones, steps) without
+    /// thinning out.
+    pub pitch_temperature: Option<f32>,
     /// Nucleus sampling: draw from the smallest set of classes holding this much probability.
     pub top_p: f32,
     pub seed: u64,
@@ -52,6 +57,7 @@ impl Default for MelodySampling {
     fn default() -> Self {
         Self {
             temperature: 1.0,
+            pitch_temperature: None,
             top_p: 0.95,
             seed: 0,
             low: DEFAULT_MELODY_LOW,
@@ -65,11 +71,17 @@ impl Default for MelodySampling {
 impl MelodySampling {
     /// Checks the settings, in words.
     pub fn check(&self) -> Result<(), GenerateError> {
-        if !(self.temperature > 0.0 && self.temperature <= 5.0) {
-            return Err(GenerateError::Read(format!(
-                "the melody's temperature must be above 0 and at most 5, not {}",
-                self.temperature
-            )));
+        for (what, t) in [
+            ("temperature", Some(self.temperature)),
+            ("pitch temperature", self.pitch_temperature),
+        ] {
+            if let Some(t) = t
+                && !(t > 0.0 && t <= 5.0)
+            {
+                return Err(GenerateError::Read(format!(
+                    "the melody's {what} must be above 0 and at most 5, not {t}"
+                )));
+            }
         }
         if !(self.top_p > 0.0 && self.top_p <= 1.0) {
             return Err(GenerateError::Read(format!(
@@ -112,6 +124,50 @@ impl MelodySampling {
                 c => class_pitch(c).is_some_and(|p| (self.low..=self.high).contains(&p)),
             })
             .collect()
+    }
+}
+
+impl MelodySampling {
+    /// The class of step `s` drawn from the model's `logits` after `prev`: first its kind (a
+    /// rest, a hold or a new note, at the rhythm's temperature), then a new note's pitch (at
+    /// the pitch temperature, top-p); `heard`, the class the echo leans towards (`e^echo`
+    /// times its odds, in both draws).
+    fn draw(&self, logits: &[f32], prev: MelodyStep, heard: Option<usize>, s: usize) -> usize {
+        let allowed = self.allowed(prev);
+        let masked: Vec<f32> = logits
+            .iter()
+            .zip(&allowed)
+            .map(|(&l, &ok)| if ok { l } else { f32::NEG_INFINITY })
+            .collect();
+        let lp = crate::generate::log_softmax_values(&masked);
+        let onset_mass: f32 = lp[2..].iter().map(|l| l.exp()).sum();
+        let t = self.temperature.max(1e-4);
+        let mut kinds = [lp[REST] / t, lp[HOLD] / t, onset_mass.max(1e-30).ln() / t];
+        let kind_ok = [allowed[REST], allowed[HOLD], onset_mass > 0.0];
+        if let Some(h) = heard {
+            kinds[h.min(2)] += self.echo;
+        }
+        let plain = Sampling {
+            temperature: 1.0,
+            top_p: 1.0,
+            seed: self.seed,
+            ..Sampling::default()
+        };
+        let kind = sample_token(&kinds, &kind_ok, plain, uniform(self.seed, s, 0, 2)) as usize;
+        if kind < 2 {
+            return kind;
+        }
+        let tp = self.pitch_temperature.unwrap_or(self.temperature).max(1e-4);
+        let mut pitches: Vec<f32> = lp.iter().map(|l| l / tp).collect();
+        if let Some(h) = heard.filter(|&h| h >= 2) {
+            pitches[h] += self.echo;
+        }
+        let onsets: Vec<bool> = (0..MELODY_CLASSES).map(|c| c >= 2 && allowed[c]).collect();
+        let draw = Sampling {
+            top_p: self.top_p,
+            ..plain
+        };
+        sample_token(&pitches, &onsets, draw, uniform(self.seed, s, 1, 2)) as usize
     }
 }
 
@@ -201,18 +257,12 @@ where
     // The melody so far, prompt and written, for the echo.
     let mut sung: Vec<MelodyStep> = prompt[..region.start].to_vec();
     let mut row = vec![0f32; MELODY_INPUTS];
-    let draw = Sampling {
-        temperature: sampling.temperature,
-        top_p: sampling.top_p,
-        seed: sampling.seed,
-        ..Sampling::default()
-    };
     let chunk = chunk.max(1);
     for s in region.clone() {
         write_melody_row(labels, s, context(s, prev), &mut row);
         let mut coords = Vec::new();
         labels.write_coordinates(s, &levels, &mut coords);
-        let mut logits = model
+        let logits = model
             .step(
                 StepInput::Roll(&row),
                 structural.then_some(&coords[..]),
@@ -221,24 +271,17 @@ where
             )
             .await?;
         let before = prev.unwrap_or_default();
-        if sampling.echo > 0.0
-            && let Some(heard) = echo.source(s).and_then(|e| sung.get(e))
-        {
-            // The same class again: a hold only continues a note that sounds now.
-            let class = if heard.class == HOLD && before.pitch == 0 {
-                REST
-            } else {
-                heard.class
-            };
-            // Sampling divides by the temperature: the lean is e^echo whatever it is.
-            logits[class] += sampling.echo * sampling.temperature;
-        }
-        let class = sample_token(
-            &logits,
-            &sampling.allowed(before),
-            draw,
-            uniform(sampling.seed, s, 0, 2),
-        ) as usize;
+        // The same class again where the lane says the bar repeats: a hold only continues a
+        // note that sounds now.
+        let heard = echo
+            .source(s)
+            .and_then(|e| sung.get(e))
+            .map(|heard| match heard.class {
+                HOLD if before.pitch == 0 => REST,
+                c => c,
+            })
+            .filter(|_| sampling.echo > 0.0);
+        let class = sampling.draw(&logits, before, heard, s);
         let step = before.then(class);
         out.push(step);
         sung.push(step);

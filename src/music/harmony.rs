@@ -21,6 +21,8 @@ pub enum ChordSource {
     Detector,
     /// The harmonizer model, from the melody and bridge: where no part carries the harmony.
     Harmonizer,
+    /// The score's own chord symbols (a MusicXML lead sheet's `<harmony>`), as written.
+    Score,
 }
 
 impl ChordSource {
@@ -29,6 +31,7 @@ impl ChordSource {
         match self {
             ChordSource::Detector => "detected from the notes",
             ChordSource::Harmonizer => "proposed by the harmonizer (the notes carry no harmony)",
+            ChordSource::Score => "the score's own chord symbols",
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Music data without tensors: MIDI in and out, piano rolls, structure labels, tokens, metrics.
+//! Music data without tensors: MIDI and MusicXML in and out, piano rolls, structure labels, tokens, metrics.
 
 pub mod chords;
 pub mod dynamics;
@@ -9,6 +9,7 @@ pub mod labels;
 pub mod melody;
 pub mod metrics;
 pub mod midi;
+pub mod musicxml;
 pub mod phrases;
 pub mod piece;
 pub mod playing;

@@ -45,20 +45,24 @@ pub fn melody_bars(piece: &Piece, options: &Options) -> Option<[usize; 2]> {
     }
 }
 
-/// How a melody is drawn: `options`' temperature (else the model's, `model_temperature`),
-/// top-p, seed, range and echo; the accompaniment read when the piece has one.
-pub fn melody_sampling(
-    options: &Options,
-    model_temperature: Option<f32>,
-    piece: &Piece,
-) -> MelodySampling {
+/// A melody model's own temperatures, chosen on validation songs (`None`: the defaults).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MelodyDefaults {
+    pub temperature: Option<f32>,
+    pub pitch_temperature: Option<f32>,
+}
+
+/// How a melody is drawn: `options`' temperatures (else the model's), top-p, seed, range and
+/// echo; the accompaniment read when the piece has one.
+pub fn melody_sampling(options: &Options, model: MelodyDefaults, piece: &Piece) -> MelodySampling {
     let d = MelodySampling::default();
     let [low, high] = options.melody_range.unwrap_or([d.low, d.high]);
     MelodySampling {
         temperature: options
             .temperature
-            .or(model_temperature)
+            .or(model.temperature)
             .unwrap_or(d.temperature),
+        pitch_temperature: options.pitch_temperature.or(model.pitch_temperature),
         top_p: options.top_p,
         seed: options.seed,
         low,
@@ -85,7 +89,7 @@ fn has_accompaniment(piece: &Piece) -> bool {
 /// The first of [`melody_pieces`].
 pub async fn melody_piece<F, Fut>(
     model: &Performer,
-    model_temperature: Option<f32>,
+    defaults: MelodyDefaults,
     piece: &Piece,
     options: &Options,
     device: &Device,
@@ -99,15 +103,7 @@ where
         alternatives: None,
         ..options.clone()
     };
-    let mut pieces = melody_pieces(
-        model,
-        model_temperature,
-        piece,
-        &options,
-        device,
-        on_progress,
-    )
-    .await?;
+    let mut pieces = melody_pieces(model, defaults, piece, &options, device, on_progress).await?;
     Ok(pieces.swap_remove(0))
 }
 
@@ -116,7 +112,7 @@ where
 /// (else [`melody_bars`]). Progress streams the melody being written.
 pub async fn melody_pieces<F, Fut>(
     model: &Performer,
-    model_temperature: Option<f32>,
+    defaults: MelodyDefaults,
     piece: &Piece,
     options: &Options,
     device: &Device,
@@ -154,7 +150,7 @@ where
     let mut out = Vec::with_capacity(k);
     for i in 0..k {
         let o = options.alternative(i);
-        let sampling = melody_sampling(&o, model_temperature, piece);
+        let sampling = melody_sampling(&o, defaults, piece);
         let steps = write_melody(
             model,
             &sheet,

@@ -41,10 +41,45 @@ pub fn read_midi(bytes: &[u8], name: String) -> Result<String, JsError> {
     serde_json::to_string(&piece).map_err(to_js)
 }
 
+/// Reads a MusicXML score (`.musicxml`, `.xml` or `.mxl`) into a piece (JSON): its chord
+/// symbols fill the chord lane as written.
+#[wasm_bindgen(js_name = readMusicXml)]
+pub fn read_music_xml(bytes: &[u8], name: String) -> Result<String, JsError> {
+    let piece = Piece::from_musicxml(bytes, &name)
+        .map_err(|e| JsError::new(&format!("{name} could not be read: {e}")))?;
+    serde_json::to_string(&piece).map_err(to_js)
+}
+
+/// A piece (JSON) as compressed MusicXML (`.mxl`): `lead` a lead sheet (the melody and the
+/// chord lane's symbols), else every track as a part.
+#[wasm_bindgen(js_name = writeMusicXml)]
+pub fn write_music_xml(piece: &str, lead: bool) -> Result<Vec<u8>, JsError> {
+    use crate::music::musicxml::{ScoreKind, write_mxl};
+    let kind = if lead {
+        ScoreKind::LeadSheet
+    } else {
+        ScoreKind::Full
+    };
+    write_mxl(&parse_piece(piece)?, kind).map_err(|e| JsError::new(&e))
+}
+
 /// A piece (JSON) as a type-1 MIDI file, one track per piece track.
 #[wasm_bindgen(js_name = writeMidi)]
 pub fn write_midi_bytes(piece: &str) -> Result<Vec<u8>, JsError> {
     parse_piece(piece)?.to_midi().map_err(to_js)
+}
+
+/// An empty piece to plan a song in: `bars` bars of `numerator/denominator` at `bpm`, its
+/// chord cells and phrases set after (JSON, as `readMidi` returns a piece).
+#[wasm_bindgen(js_name = planPiece)]
+pub fn plan_piece(
+    bars: usize,
+    numerator: u8,
+    denominator: u16,
+    bpm: f64,
+) -> Result<String, JsError> {
+    let piece = Piece::from_plan("plan", bars, numerator, denominator, bpm).map_err(to_js)?;
+    serde_json::to_string(&piece).map_err(to_js)
 }
 
 /// Checks a piece (JSON) from a share link or a saved session; the error says what is wrong.
@@ -321,6 +356,37 @@ impl Session {
         options.temperature = options.temperature.or(loaded.entry.temperature);
         let out = studio::continue_pieces(
             &loaded.model,
+            &piece,
+            &options,
+            &self.backend.device,
+            progress_to(&on_progress, true),
+        )
+        .await
+        .map_err(to_js)?;
+        pieces_json(out, &options)
+    }
+
+    /// A melody for the piece's lanes with the melody model `name`: over `options.region`, else
+    /// the bars planned past the music, else the whole of a piece without a melody (a song from
+    /// a plan); as [`Session::accompany`] (the written melody streams in `notes`).
+    #[wasm_bindgen(js_name = writeMelody)]
+    pub async fn write_melody(
+        &self,
+        name: String,
+        piece: String,
+        options: String,
+        on_progress: Function,
+    ) -> Result<String, JsError> {
+        let loaded = self.model(&name)?;
+        let piece = parse_piece(&piece)?;
+        let options = parse_options(&options)?;
+        let defaults = studio::MelodyDefaults {
+            temperature: loaded.entry.temperature,
+            pitch_temperature: loaded.entry.pitch_temperature,
+        };
+        let out = studio::melody_pieces(
+            &loaded.model,
+            defaults,
             &piece,
             &options,
             &self.backend.device,

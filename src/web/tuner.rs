@@ -120,6 +120,7 @@ impl Session {
             binarize: tuner.base.binarize,
             temperature: tuner.base.temperature,
             hold_temperature: tuner.base.hold_temperature,
+            pitch_temperature: tuner.base.pitch_temperature,
             harmony: tuner.base.harmony,
         };
         let file = ModelFile::to_js(&entry, &weights)?;

@@ -127,6 +127,30 @@ test('the options sent to the Worker follow the settings', () => {
     'settings saved before there was a density: as the model plays');
 });
 
+test('a melody: its draft, where it writes from, its options and its notes', () => {
+  const before = piece({ promptBars: 3 });
+  const ticks = [1920, 3840];
+  const draft = draftPiece(before, 'melody', ticks);
+  assert.deepEqual(draft.live.tracks.map((t) => t.name), ['MELODY', 'PIANO', 'MELODY (writing)']);
+  assert.deepEqual(draft.live.tracks[0].notes.map((n) => n[1]), [0, 4000], 'the melody in the bars goes');
+  assert.equal(draft.live.tracks[1].notes.length, before.tracks[1].notes.length, 'the piano stays');
+  assert.equal(draft.track.role, 'melody');
+  assert.equal(writesFrom(before, 'melody', null), 3840, 'planned bars: from the end of the music');
+  const noTune = piece({ promptBars: 3 });
+  noTune.tracks[0].notes = [];
+  assert.equal(writesFrom(noTune, 'melody', null), 0, 'a piece without a melody: from its start');
+  const s = { seed: 7, threshold: 0.4, pianoTemperature: 0.9, temperature: 1.1, echo: 3, density: 0.5, keyHold: 0.5, bars: 8, maxTokens: 256, alternatives: 2, layer: 0, head: 0 };
+  const o = generateOptions(s, { task: 'melody', region: [1, 2], context: 512 });
+  assert.deepEqual([o.temperature, o.echo, o.threshold, o.pianoTemperature, o.density, o.key, o.tokens, o.bars, o.context, o.alternatives],
+    [1.1, 3, null, null, null, null, null, null, null, 2]);
+  const result = piece();
+  result.tracks[0].notes = result.tracks[0].notes.concat([[72, 2000, 2100, 90], [74, 2100, 2200, 90]]);
+  assert.equal(notesWritten(before, result, { task: 'melody', trackName: 'MELODY', ticks }), 3);
+  assert.equal(notesWritten(before, result, { task: 'melody', trackName: 'MELODY', ticks: null }), 2);
+  assert.match(progressText({ done: 32, total: 64 }, 'melody', 1), /32 of 64 steps/);
+  assert.match(doneText({ task: 'melody', region: null, notes: 12, ms: 900, gpu: false, seed: 3 }), /^Melody: 12 notes/);
+});
+
 test('streamed notes unflatten in fours', () => {
   assert.deepEqual(unflattenNotes([60, 0, 10, 90, 62, 10, 20, 80]), [[60, 0, 10, 90], [62, 10, 20, 80]]);
   assert.deepEqual(unflattenNotes(new Int32Array([1, 2, 3, 4])), [[1, 2, 3, 4]]);

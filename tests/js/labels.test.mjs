@@ -3,7 +3,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import {
   CHORD_TOKEN, CHORD_CHOICES, LABEL_HELP, labelTitle, labelProblems, labelError, chordCell, chordChart,
-  plannedBars,
+  plannedBars, phraseForm, readPlan,
 } from '../../www/labels.js';
 import { readFileSync } from 'node:fs';
 
@@ -62,4 +62,16 @@ test('planned bars: whole, from 0 to 256', () => {
   assert.equal(plannedBars('999'), 256);
   assert.equal(plannedBars(''), 0);
   assert.equal(plannedBars('many'), 0);
+});
+
+test('a song from a plan: the phrase form and the chords give the bars, bad parts said in words', () => {
+  assert.deepEqual(phraseForm('i4 A8B8A8o4'), { phrases: [['i', 4], ['A', 8], ['B', 8], ['A', 8], ['o', 4]] });
+  assert.deepEqual(phraseForm(''), { phrases: [] });
+  assert.match(phraseForm('A8 B').error, /letter and its bars/);
+  assert.match(phraseForm('A0').error, /1 to 256 bars/);
+  const plan = readPlan({ chords: 'C | G | Am F', form: 'A2A2', meter: '3/4' });
+  assert.deepEqual(plan, { cells: ['C', 'G', 'Am F'], phrases: [['A', 2], ['A', 2]], bars: 4, numerator: 3, denominator: 4 });
+  assert.equal(readPlan({ chords: '', form: '', meter: '4/4' }).bars, 8, 'nothing planned: 8 bars');
+  assert.match(readPlan({ chords: 'C | Q7', form: '', meter: '4/4' }).error, /Not a chord: Q7/);
+  assert.match(readPlan({ chords: '', form: 'A200B100', meter: '4/4' }).error, /at most 256 bars/);
 });

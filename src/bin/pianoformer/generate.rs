@@ -16,14 +16,16 @@ use pianoformer::generate::{limits, piece_input};
 use pianoformer::model::config::Task;
 use pianoformer::music::harmony::ChordSource;
 use pianoformer::music::midi::Note;
+use pianoformer::music::musicxml::{ScoreKind, is_musicxml, write_musicxml, write_mxl};
 use pianoformer::music::piece::{MAX_BARS, Piece, TrackRole, chord_chart};
 use pianoformer::music::playing::chord_tone_ratio;
 use pianoformer::music::pop909::parse_phrases;
 use pianoformer::music::roll::PianoRoll;
 use pianoformer::music::tokens::Token;
 use pianoformer::studio::{
-    Continued, HarmonizeOptions, HarmonyCache, Options, accompany_piece, accompany_pieces,
-    continue_piece_ids, harmonize_piece, melody_bars, melody_piece, needs_harmonizer,
+    Continued, HarmonizeOptions, HarmonyCache, MelodyDefaults, Options, accompany_piece,
+    accompany_pieces, continue_piece_ids, harmonize_piece, melody_bars, melody_piece,
+    needs_harmonizer,
 };
 
 #[derive(clap::Args, Debug)]
@@ -38,7 +40,8 @@ pub struct Args {
     /// the working folder, beside the binary or in the checkout it was built from).
     #[arg(long)]
     pub manifest: Option<PathBuf>,
-    /// The prompt: a MIDI file (a melody for accompaniment; the start of a piece for
+    /// The prompt: a MIDI file or a MusicXML score, whose chord symbols are then the chord
+    /// lane (a melody for accompaniment; the start of a piece for
     /// continuation; for a melody, a piece whose bars to write or to go on from — without one,
     /// the melody is written from the plan of --chords and --phrases alone).
     pub prompt: Option<PathBuf>,
@@ -52,9 +55,13 @@ pub struct Args {
     /// 48-84, C3 to C6).
     #[arg(long)]
     pub range: Option<String>,
-    /// Where to write the result.
+    /// Where to write the result: a MIDI file, or MusicXML when named `.musicxml`, `.xml` or
+    /// `.mxl` (compressed): every track a part, the chord lane's symbols over the first.
     #[arg(long, short)]
     pub out: PathBuf,
+    /// With a MusicXML output: a lead sheet, the melody and the chord symbols only.
+    #[arg(long)]
+    pub lead_sheet: bool,
     /// Chords from the first bar as a chord chart, as the page's chord dialog reads them: bars
     /// separated by `|`, chords sharing a bar by spaces (`"C | G | Am F | N"`; Harte symbols
     /// such as `A:min7` too; `N` or nothing for none). Detected (or, for a melody alone,
@@ -113,6 +120,10 @@ pub struct Args {
     /// chosen). Ranges of this and every setting: www/options.json.
     #[arg(long)]
     pub temperature: Option<f32>,
+    /// Melody: the temperature of a new note's pitch (below --temperature, the rhythm's, it
+    /// keeps to the likelier pitches; default: the model's).
+    #[arg(long)]
+    pub pitch_temperature: Option<f32>,
     /// Step-by-step accompaniment: the temperature of the draws that decide whether a
     /// sounding note goes on (below 1 holds notes more surely; default: the model's).
     #[arg(long)]
@@ -217,6 +228,29 @@ fn parse_bars(text: &str) -> Result<Bars, String> {
     }
 }
 
+/// The piece as `path`'s extension asks: MusicXML (`.musicxml`, `.xml`; `.mxl` compressed),
+/// a lead sheet with `lead_sheet`, else a MIDI file.
+fn encode(piece: &Piece, path: &Path, lead_sheet: bool) -> Result<Vec<u8>, String> {
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let kind = if lead_sheet {
+        ScoreKind::LeadSheet
+    } else {
+        ScoreKind::Full
+    };
+    match ext.as_str() {
+        "musicxml" | "xml" => write_musicxml(piece, kind).map(String::into_bytes),
+        "mxl" => write_mxl(piece, kind),
+        _ if lead_sheet => Err(format!(
+            "--lead-sheet writes MusicXML: name the output .musicxml or .mxl, not {}",
+            path.display()
+        )),
+        _ => piece.to_midi().map_err(|e| e.to_string()),
+    }
+}
+
 /// `--range LOW-HIGH`: MIDI pitch numbers.
 fn parse_range(text: &str) -> Result<[u8; 2], String> {
     let bad = || {
@@ -298,7 +332,7 @@ pub fn run(args: Args) -> Result<(), String> {
             None => args.out.clone(),
             Some(_) => numbered(&args.out, k + 1),
         };
-        write(&path, &out.to_midi().map_err(|e| e.to_string())?)?;
+        write(&path, &encode(&out, &path, args.lead_sheet)?)?;
         let which = match args.alternatives {
             None => String::new(),
             Some(_) => format!("alternative {} (seed {}): ", k + 1, options.seed),
@@ -383,13 +417,12 @@ fn generate_one(
     match task {
         Task::Harmonization => Err(HARMONIZER_WRITES_NO_MUSIC.into()),
         Task::Melody => {
+            let defaults = MelodyDefaults {
+                temperature: loaded.temperature,
+                pitch_temperature: loaded.pitch_temperature,
+            };
             let out = pollster::block_on(melody_piece(
-                model,
-                loaded.temperature,
-                piece,
-                options,
-                device,
-                progress,
+                model, defaults, piece, options, device, progress,
             ))
             .map_err(|e| failed(args, e))?;
             let summary = sung(piece, &out, options);
@@ -497,8 +530,12 @@ fn open(
     let name = path
         .file_name()
         .map_or_else(|| "prompt.mid".into(), |n| n.to_string_lossy().to_string());
-    let mut piece =
-        Piece::from_midi(bytes, &name).map_err(|e| format!("{}: {e}", path.display()))?;
+    let read = if is_musicxml(bytes, &name) {
+        Piece::from_musicxml(bytes, &name)
+    } else {
+        Piece::from_midi(bytes, &name)
+    };
+    let mut piece = read.map_err(|e| format!("{}: {e}", path.display()))?;
     let labelled = chart
         .as_ref()
         .map_or(0, Vec::len)
@@ -521,7 +558,8 @@ fn open(
                 *cell = given;
             }
         }
-        None if needs_harmonizer(&piece) => {
+        // A score's chord symbols are its lane, as written.
+        None if needs_harmonizer(&piece) && piece.chord_source != Some(ChordSource::Score) => {
             if let Some((harmonizer, decode)) =
                 crate::models::harmonizer(&args.harmonizer, None, device)?
             {
@@ -777,6 +815,7 @@ fn options(
             .unwrap_or(Options::default().max_prompt_tokens),
         context: context(args, loaded)?,
         melody_range: args.range.as_deref().map(parse_range).transpose()?,
+        pitch_temperature: args.pitch_temperature,
         dynamics: crate::models::dynamics(&args.dynamics, args.manifest.as_deref())?
             .map(std::rc::Rc::new),
         ..Options::default()

@@ -8,6 +8,7 @@ use pianoformer::music::chords::Chord;
 use pianoformer::music::grid::Grid;
 use pianoformer::music::harmony::ChordSource;
 use pianoformer::music::midi::{MAX_FILE_BYTES, Song, read_midi};
+use pianoformer::music::musicxml::{Score, is_musicxml, read_musicxml};
 use pianoformer::music::piece::chord_cell;
 use pianoformer::music::summary::{SongSummary, note_name, summarize};
 
@@ -70,6 +71,48 @@ fn harmonized(
     }))
 }
 
+/// A file's song and, for a MusicXML score, its chord symbols at every beat (its chords as
+/// written).
+type Read = (Song, Option<Vec<Option<Chord>>>);
+
+/// The song of the file at `path`, MIDI or MusicXML ([`Read`]).
+fn read_song(path: &Path) -> Result<Read, String> {
+    let meta =
+        std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if meta.len() > MAX_FILE_BYTES as u64 {
+        return Err(format!(
+            "{} is {} bytes; files over {MAX_FILE_BYTES} bytes are not accepted",
+            path.display(),
+            meta.len()
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    if is_musicxml(&bytes, &name) {
+        let score = read_musicxml(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        let chords = score_beats(&score);
+        Ok((score.song, Some(chords)))
+    } else {
+        let song = read_midi(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok((song, None))
+    }
+}
+
+/// A score's chord symbols as the chord in force at each beat of its grid.
+fn score_beats(score: &Score) -> Vec<Option<Chord>> {
+    let grid = Grid::for_song(&score.song, 1);
+    (0..grid.num_beats())
+        .map(|b| {
+            let tick = grid.tick_at(b);
+            let i = score.chords.partition_point(|c| c.0 <= tick);
+            i.checked_sub(1).and_then(|i| score.chords[i].1)
+        })
+        .collect()
+}
+
 /// A progression's chords per bar: a name per beat (`N`: none), as `chords_per_bar`.
 fn names_per_bar(grid: &Grid, chords: &[Option<Chord>]) -> Vec<Vec<String>> {
     (0..grid.num_bars())
@@ -99,21 +142,14 @@ fn render(
         return Err("--suggest needs a harmonizer (not --harmonizer none)".into());
     }
     let mut out = String::new();
-    let meta =
-        std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if meta.len() > MAX_FILE_BYTES as u64 {
-        return Err(format!(
-            "{} is {} bytes; MIDI files over {MAX_FILE_BYTES} bytes are not accepted",
-            path.display(),
-            meta.len()
-        ));
-    }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let song = read_midi(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (song, written) = read_song(path)?;
     let mut s = summarize(&song);
     let mut source = None;
     let mut suggestions = Vec::new();
-    if let Some(h) = harmonized(&song, harmonizer, suggest)? {
+    if let Some(chords) = &written {
+        s.chords_per_bar = names_per_bar(&Grid::for_song(&song, 1), chords);
+        s.chord_source = ChordSource::Score;
+    } else if let Some(h) = harmonized(&song, harmonizer, suggest)? {
         s.chords_per_bar = h.per_bar;
         s.chord_source = ChordSource::Harmonizer;
         source = Some(h.model);

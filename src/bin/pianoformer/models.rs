@@ -74,6 +74,8 @@ pub struct Loaded {
     pub temperature: Option<f32>,
     /// Step-by-step accompaniment: the hold draws' temperature chosen with it.
     pub hold_temperature: Option<f32>,
+    /// Melody: the pitch temperature chosen with `temperature` (the rhythm's).
+    pub pitch_temperature: Option<f32>,
     /// Harmonization: the harmonic rhythm and emission weight chosen for it.
     pub harmony: Option<HarmonyDecode>,
     /// Where it came from, in words.
@@ -99,6 +101,8 @@ pub struct EvalFile {
     pub temperature: Option<f32>,
     #[serde(default)]
     pub hold_temperature: Option<f32>,
+    #[serde(default)]
+    pub pitch_temperature: Option<f32>,
     /// Harmonization: the decoding chosen on validation.
     #[serde(default)]
     pub decode: Option<HarmonyDecode>,
@@ -145,6 +149,7 @@ pub fn load(
         binarize: entry.binarize,
         temperature: entry.temperature,
         hold_temperature: entry.hold_temperature,
+        pitch_temperature: entry.pitch_temperature,
         harmony: entry.harmony,
         source: format!("{} ({})", entry.name, file.display()),
         trained_window: entry.training["options"]["window"]
@@ -184,6 +189,7 @@ fn load_run(dir: &Path, task: Task, device: &Device) -> Result<Loaded, String> {
             .and_then(|e| e.temperature)
             .or_else(|| plan_temperature(dir)),
         hold_temperature: eval.as_ref().and_then(|e| e.hold_temperature),
+        pitch_temperature: eval.as_ref().and_then(|e| e.pitch_temperature),
         harmony: eval.as_ref().and_then(|e| e.decode),
         source: dir.display().to_string(),
         trained_window: std::fs::read_to_string(dir.join("run.json"))

@@ -65,6 +65,7 @@ pub fn run(args: Args) -> Result<(), String> {
         .map(|t| t as f32)
         .or_else(|| crate::models::plan_temperature(&args.run));
     let hold_temperature = eval["hold_temperature"].as_f64().map(|t| t as f32);
+    let pitch_temperature = eval["pitch_temperature"].as_f64().map(|t| t as f32);
     let harmony = serde_json::from_value(eval["decode"].clone()).ok();
     if state.config.task == pianoformer::model::config::Task::Harmonization && harmony.is_none() {
         return Err(format!(
@@ -96,6 +97,7 @@ pub fn run(args: Args) -> Result<(), String> {
         binarize,
         temperature,
         hold_temperature,
+        pitch_temperature,
         harmony,
     };
     write(&args, &dir, manifest, entry, &bytes)?;
@@ -148,6 +150,7 @@ fn metrics(args: &Args, eval: &serde_json::Value) -> Result<serde_json::Value, S
         obj.remove("binarize");
         obj.remove("temperature");
         obj.remove("hold_temperature");
+        obj.remove("pitch_temperature");
         obj.remove("decode");
         obj.remove("valid");
         obj.remove("valid_tones");

@@ -24,6 +24,7 @@ use super::Args;
 #[derive(Clone, Debug, Serialize)]
 pub struct SplitFigures {
     pub temperature: f32,
+    pub pitch_temperature: Option<f32>,
     pub echo: f32,
     pub real: MelodyFigures,
     pub written: MelodyFigures,
@@ -123,6 +124,7 @@ fn figures_of(
         + (w.contrast_f1 - r.contrast_f1).max(0.0);
     SplitFigures {
         temperature: sampling.temperature,
+        pitch_temperature: sampling.pitch_temperature,
         echo: sampling.echo,
         real: r,
         written: w,
@@ -134,12 +136,13 @@ fn figures_of(
 fn print(label: &str, f: &SplitFigures) {
     let (r, w) = (&f.real, &f.written);
     eprintln!(
-        "{label} (temperature {}, echo {}): onsets a bar {:.2} vs real {:.2} ({:.2}x); chord tones at \
+        "{label} (temperature {}, pitch temperature {}, echo {}): onsets a bar {:.2} vs real {:.2} ({:.2}x); chord tones at \
          changes and strong beats {:.3} vs {:.3}; steps {:.3} vs {:.3}, leaps {:.3} vs {:.3}; \
          range median {:.0} (real p10–p90 {:.0}–{:.0}, {:.0}% of songs within); repeated \
          phrases' F1 {:.3} vs {:.3}, different phrases' {:.3} vs {:.3}; phrase ends breathing \
          {:.3} vs {:.3}; mean pitch {:.1} vs {:.1}",
         f.temperature,
+        f.pitch_temperature.unwrap_or(f.temperature),
         f.echo,
         w.onsets_per_bar,
         r.onsets_per_bar,
@@ -177,6 +180,71 @@ fn loss(model: &Performer, corpus: &Corpus, seed: u64) -> Result<f64, String> {
     Ok(curve.iter().sum::<f64>() / curve.len().max(1) as f64)
 }
 
+/// The sampling chosen on the validation songs from `base`: the rhythm's temperature (the
+/// pitch's the same), then the pitch's, then the echo, each the one whose written melodies'
+/// figures come nearest the real ones' ([`SplitFigures::distance`]); with every try's figures.
+fn choose(
+    model: &Performer,
+    valid: &Corpus,
+    args: &Args,
+    base: MelodySampling,
+    device: &Device,
+) -> Result<(MelodySampling, Vec<SplitFigures>), String> {
+    let temperatures: Vec<f32> = match args.temperature {
+        Some(t) => vec![t],
+        None => args.temperatures.clone(),
+    };
+    let mut sweep = Vec::new();
+    let best = |sweep: &mut Vec<SplitFigures>, tries: Vec<MelodySampling>| {
+        for s in tries {
+            let (real, written, ranges) = write_split(model, valid, &s, false, device)?;
+            let f = figures_of(&s, &real, &written, &ranges);
+            print("validation", &f);
+            sweep.push(f);
+        }
+        sweep
+            .iter()
+            .min_by(|a, b| a.distance.total_cmp(&b.distance))
+            .map(|f| MelodySampling {
+                temperature: f.temperature,
+                pitch_temperature: f.pitch_temperature,
+                echo: f.echo,
+                ..base
+            })
+            .ok_or_else(|| "nothing to try: give --temperatures and --echoes".to_string())
+    };
+    let tries = temperatures.iter().map(|&t| MelodySampling {
+        temperature: t,
+        ..base
+    });
+    let chosen = best(&mut sweep, tries.collect())?;
+    let tries = args
+        .pitch_temperatures
+        .iter()
+        .filter(|&&t| t != chosen.temperature)
+        .map(|&t| MelodySampling {
+            pitch_temperature: Some(t),
+            ..chosen
+        });
+    let chosen = best(&mut sweep, tries.collect())?;
+    let echoes: Vec<f32> = match args.echo {
+        Some(e) => vec![e],
+        None => args.echoes.clone(),
+    };
+    let tries = echoes
+        .iter()
+        .filter(|&&e| e != base.echo)
+        .map(|&echo| MelodySampling { echo, ..chosen });
+    let s = best(&mut sweep, tries.collect())?;
+    eprintln!(
+        "chosen on validation: temperature {}, pitch temperature {}, echo {}",
+        s.temperature,
+        s.pitch_temperature.unwrap_or(s.temperature),
+        s.echo
+    );
+    Ok((s, sweep))
+}
+
 pub fn run(
     model: &Performer,
     data: &sources::Loaded,
@@ -191,49 +259,7 @@ pub fn run(
     let valid_loss = loss(model, &data.valid, args.seed)?;
     let test_loss = loss(model, &data.test, args.seed)?;
     eprintln!("cross-entropy per sixteenth: validation {valid_loss:.4}, test {test_loss:.4}");
-    let temperatures: Vec<f32> = match args.temperature {
-        Some(t) => vec![t],
-        None => args.temperatures.clone(),
-    };
-    // The temperature at the default echo, then the echo at that temperature.
-    let mut sweep = Vec::new();
-    let best = |sweep: &mut Vec<SplitFigures>, tries: Vec<MelodySampling>| {
-        for s in tries {
-            let (real, written, ranges) = write_split(model, &data.valid, &s, false, device)?;
-            let f = figures_of(&s, &real, &written, &ranges);
-            print("validation", &f);
-            sweep.push(f);
-        }
-        sweep
-            .iter()
-            .min_by(|a, b| a.distance.total_cmp(&b.distance))
-            .map(|f| (f.temperature, f.echo))
-            .ok_or_else(|| "nothing to try: give --temperatures and --echoes".to_string())
-    };
-    let tries = temperatures.iter().map(|&t| MelodySampling {
-        temperature: t,
-        ..base
-    });
-    let (chosen, _) = best(&mut sweep, tries.collect())?;
-    let echoes: Vec<f32> = match args.echo {
-        Some(e) => vec![e],
-        None => args.echoes.clone(),
-    };
-    let tries = echoes
-        .iter()
-        .filter(|&&e| e != base.echo)
-        .map(|&echo| MelodySampling {
-            temperature: chosen,
-            echo,
-            ..base
-        });
-    let (chosen, echo) = best(&mut sweep, tries.collect())?;
-    eprintln!("chosen on validation: temperature {chosen}, echo {echo}");
-    let s = MelodySampling {
-        temperature: chosen,
-        echo,
-        ..base
-    };
+    let (s, sweep) = choose(model, &data.valid, args, base, device)?;
     let (real, written, ranges) = write_split(model, &data.test, &s, false, device)?;
     let test = figures_of(&s, &real, &written, &ranges);
     print("test", &test);
@@ -246,8 +272,9 @@ pub fn run(
     );
     Ok(serde_json::json!({
         "task": "melody",
-        "temperature": chosen,
-        "echo": echo,
+        "temperature": s.temperature,
+        "pitch_temperature": s.pitch_temperature,
+        "echo": s.echo,
         "top_p": base.top_p,
         "range": [base.low, base.high],
         "valid_loss": valid_loss,

@@ -154,6 +154,10 @@ pub struct Args {
     /// Continuation --plan: those tried on the validation songs (see --plan).
     #[arg(long, value_delimiter = ',', default_value = "0.8,0.9,1.0,1.1,1.2")]
     pub temperatures: Vec<f32>,
+    /// Melody: the pitch temperatures tried on the validation songs at the (rhythm's)
+    /// temperature chosen there.
+    #[arg(long, value_delimiter = ',', default_value = "0.6,0.75,0.9")]
+    pub pitch_temperatures: Vec<f32>,
     /// Melody: the echoes tried on the validation songs at the temperature chosen there (how
     /// strongly a repeated phrase leans towards its first occurrence; --echo tries one).
     #[arg(long, value_delimiter = ',', default_value = "0,1.5,3,4.5")]

@@ -1,0 +1,97 @@
+// End-to-end: a song from nothing but a plan. "New song from a plan…" takes a chord chart and a
+// phrase form, the melody model writes the tune (in the singer's range, on the plan's bars),
+// then the accompaniment model its piano; the song plays; each step is one Undo. Then the
+// melody task rewrites the selected bars' melody only. On the CPU backend. Needs pkg/
+// (make wasm) and a shipped melody model.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { launch, serveApp, OUT } from './browser.mjs';
+import { join } from 'node:path';
+
+const SLOW = 300_000;
+let server;
+let base;
+
+before(async () => {
+  ({ server, base } = await serveApp({ wasm: false }));
+});
+
+after(() => server?.close());
+
+const notes = (piece, role) => piece.tracks.filter((t) => t.role === role).flatMap((t) => t.notes);
+
+test('a song from a plan: chords and a form, a melody, a piano; it plays and undoes', { timeout: 2 * SLOW }, async () => {
+  const { browser, page, log } = await launch({ webgpu: false, url: `${base}?backend=cpu` });
+  try {
+    await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: SLOW });
+    await page.click('#plan-song');
+    // A form that is not one is said in words, and nothing happens.
+    await page.fill('#plan-form', 'A4 B');
+    await page.click('#plan-write');
+    assert.match(await page.textContent('#plan-error'), /letter and its bars/);
+    await page.fill('#plan-chords', 'C | G | Am | F | C | G | F G | C');
+    await page.fill('#plan-form', 'A4A4');
+    const n = await page.evaluate(() => window.pianoformer.generations.length);
+    await page.click('#plan-write');
+    await page.waitForFunction(
+      (n) => window.pianoformer.generations.length >= n + 2 || !document.getElementById('error').hidden,
+      n,
+      { timeout: SLOW },
+    );
+    assert.equal(await page.evaluate(() => document.getElementById('error').hidden), true,
+      `${await page.evaluate(() => window.pianoformer.error)}\n${log.join('\n')}`);
+    const [sung, played] = await page.evaluate(() => window.pianoformer.generations.slice(-2));
+    assert.deepEqual([sung.task, played.task], ['melody', 'accompaniment']);
+    const piece = await page.evaluate(() => window.pianoformer.piece);
+    const melody = notes(piece, 'melody');
+    const piano = notes(piece, 'generated');
+    const end = piece.bars[8];
+    assert.ok(melody.length >= 8, `a tune: ${melody.length} notes`);
+    assert.ok(melody.every((m) => m[0] >= 48 && m[0] <= 84 && m[2] <= end), 'in the singer\'s range, on the plan\'s bars');
+    assert.ok(piano.length >= 8, `a piano: ${piano.length} notes`);
+    assert.deepEqual(piece.chords.slice(0, 8), ['C', 'G', 'Am', 'F', 'C', 'G', 'F G', 'C'], 'the plan\'s chords');
+    assert.equal(piece.phrases[0][0], 'A');
+    console.log(`plan → ${melody.length} melody notes (${sung.ms.toFixed(0)} ms), ${piano.length} piano notes (${played.ms.toFixed(0)} ms)`);
+    await page.screenshot({ path: join(OUT, 'melody-plan.png'), fullPage: true });
+    await page.click('#play');
+    await page.waitForFunction(() => window.pianoformer.playing === true, null, { timeout: 60_000 });
+    await page.click('#play');
+    // One Undo takes the piano back, a second the melody.
+    await page.click('#undo');
+    let now = await page.evaluate(() => window.pianoformer.piece);
+    assert.equal(notes(now, 'generated').length, 0);
+    assert.equal(notes(now, 'melody').length, melody.length);
+    await page.click('#undo');
+    now = await page.evaluate(() => window.pianoformer.piece);
+    assert.equal(notes(now, 'melody').length, 0, 'the plan alone');
+    await page.click('#redo');
+    await page.click('#redo');
+
+    // The melody task rewrites bars 3-4 only: the melody elsewhere and the piano stay.
+    await page.selectOption('#task', 'melody');
+    await page.focus('canvas[aria-label^="Chord lane"]');
+    await page.keyboard.press('Home');
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('Shift+ArrowRight');
+    await page.waitForFunction(() => !document.getElementById('regen-bars').disabled, null, { timeout: 60_000 });
+    const count = await page.evaluate(() => window.pianoformer.generations.length);
+    await page.fill('#seed', '99');
+    await page.click('#regen-bars');
+    await page.waitForFunction(
+      (count) => window.pianoformer.generations.length > count || !document.getElementById('error').hidden,
+      count,
+      { timeout: SLOW },
+    );
+    assert.equal(await page.evaluate(() => document.getElementById('error').hidden), true, await page.evaluate(() => window.pianoformer.error));
+    const rewritten = await page.evaluate(() => window.pianoformer.piece);
+    const [from, to] = [rewritten.bars[2], rewritten.bars[4]];
+    const outside = (list) => list.filter((m) => m[1] < from || m[1] >= to).map((m) => [m[0], m[1]]);
+    assert.deepEqual(outside(notes(rewritten, 'melody')), outside(melody), 'the melody outside bars 3-4 stays');
+    assert.deepEqual(notes(rewritten, 'generated'), piano, 'the piano stays');
+    assert.equal((await page.evaluate(() => window.pianoformer.generations.at(-1))).region?.join(), '2,4');
+    await page.screenshot({ path: join(OUT, 'melody-region.png'), fullPage: true });
+  } finally {
+    await browser.close();
+  }
+});
