@@ -464,7 +464,7 @@ fn generate_reads_chords_as_the_pages_chart() {
 /// the lane's. A broken score is refused in a sentence.
 #[test]
 fn musicxml_lead_sheets_go_in_and_out_with_their_chord_symbols() {
-    use pianoformer::music::musicxml::{ScoreKind, read_musicxml, write_mxl};
+    use pianoformer::music::musicxml::{ScoreKind, read_musicxml, read_piece, write_mxl};
     use pianoformer::music::piece::Piece;
     let dir = std::env::temp_dir().join(format!("pianoformer-cli-xml-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -482,7 +482,7 @@ fn musicxml_lead_sheets_go_in_and_out_with_their_chord_symbols() {
         write_mxl(&piece, ScoreKind::LeadSheet).unwrap()
     };
     std::fs::write(dir.join("lead.mxl"), &bytes).unwrap();
-    let read = Piece::from_musicxml(&bytes, "lead.mxl").unwrap();
+    let read = read_piece(&bytes, "lead.mxl").unwrap();
     let out = pianoformer()
         .current_dir(&dir)
         .args(["inspect", "lead.mxl"])
@@ -519,7 +519,7 @@ fn musicxml_lead_sheets_go_in_and_out_with_their_chord_symbols() {
             if lead { 1 } else { 2 },
             "{out_name}"
         );
-        let back = Piece::from_musicxml(&written, out_name).unwrap();
+        let back = read_piece(&written, out_name).unwrap();
         let bars = read.chords.len() - 1;
         assert_eq!(
             back.chords[..bars],

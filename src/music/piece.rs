@@ -99,38 +99,6 @@ impl Piece {
         Piece::from_song(&song, name)
     }
 
-    /// Reads a MusicXML score (`.musicxml`, `.xml` or compressed `.mxl`): its parts as tracks
-    /// (the melody detected, or the part named so), its chord symbols as the chord lane, bar by
-    /// bar as written (the detector only where the score has none), the phrases detected.
-    pub fn from_musicxml(bytes: &[u8], name: &str) -> Result<Piece, PieceError> {
-        let mut score = super::musicxml::read_musicxml(bytes)
-            .map_err(|e| PieceError::Invalid(e.to_string()))?;
-        // A score of one part with notes, one at a time, is a lead sheet: that part is the
-        // melody, whatever instrument it names.
-        let mut parts = score.song.tracks.iter_mut().filter(|t| !t.notes.is_empty());
-        if let (Some(only), None) = (parts.next(), parts.next())
-            && super::melody::monophony(only) >= 0.8
-        {
-            only.name = Role::Melody.track_name().into();
-        }
-        let mut piece = Piece::from_song(&score.song, name)?;
-        if score.chords.is_empty() {
-            return Ok(piece);
-        }
-        let grid = Grid::for_song(&score.song, STEPS_PER_BEAT);
-        let beat_chord = |beat: usize| -> Option<Chord> {
-            let tick = grid.tick_at(beat * grid.steps_per_beat);
-            let i = score.chords.partition_point(|c| c.0 <= tick);
-            i.checked_sub(1).and_then(|i| score.chords[i].1)
-        };
-        for (bar, cell) in piece.chords.iter_mut().enumerate().take(grid.num_bars()) {
-            let beats: Vec<Option<Chord>> = grid.bar_beats(bar).map(beat_chord).collect();
-            *cell = chord_cell(&beats);
-        }
-        piece.chord_source = Some(ChordSource::Score);
-        Ok(piece)
-    }
-
     pub fn from_song(song: &Song, name: &str) -> Result<Piece, PieceError> {
         if song.note_count() == 0 {
             return Err(PieceError::Empty);

@@ -45,7 +45,7 @@ pub fn read_midi(bytes: &[u8], name: String) -> Result<String, JsError> {
 /// symbols fill the chord lane as written.
 #[wasm_bindgen(js_name = readMusicXml)]
 pub fn read_music_xml(bytes: &[u8], name: String) -> Result<String, JsError> {
-    let piece = Piece::from_musicxml(bytes, &name)
+    let piece = crate::music::musicxml::read_piece(bytes, &name)
         .map_err(|e| JsError::new(&format!("{name} could not be read: {e}")))?;
     serde_json::to_string(&piece).map_err(to_js)
 }

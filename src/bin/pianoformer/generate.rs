@@ -16,7 +16,7 @@ use pianoformer::generate::{limits, piece_input};
 use pianoformer::model::config::Task;
 use pianoformer::music::harmony::ChordSource;
 use pianoformer::music::midi::Note;
-use pianoformer::music::musicxml::{ScoreKind, is_musicxml, write_musicxml, write_mxl};
+use pianoformer::music::musicxml::{ScoreKind, is_musicxml, read_piece, write_musicxml, write_mxl};
 use pianoformer::music::piece::{MAX_BARS, Piece, TrackRole, chord_chart};
 use pianoformer::music::playing::chord_tone_ratio;
 use pianoformer::music::pop909::parse_phrases;
@@ -531,7 +531,7 @@ fn open(
         .file_name()
         .map_or_else(|| "prompt.mid".into(), |n| n.to_string_lossy().to_string());
     let read = if is_musicxml(bytes, &name) {
-        Piece::from_musicxml(bytes, &name)
+        read_piece(bytes, &name)
     } else {
         Piece::from_midi(bytes, &name)
     };

@@ -63,7 +63,7 @@ fn lead_sheets_read_with_their_own_chord_symbols_and_go_back_out_with_them() {
         if i % 10 != 0 {
             continue;
         }
-        let piece = Piece::from_musicxml(&bytes, "lead.mxl").unwrap();
+        let piece = read_piece(&bytes, "lead.mxl").unwrap();
         assert_eq!(
             piece.chord_source,
             Some(ChordSource::Score),
@@ -85,7 +85,7 @@ fn lead_sheets_read_with_their_own_chord_symbols_and_go_back_out_with_them() {
             );
         }
         let out = write_musicxml(&piece, ScoreKind::LeadSheet).unwrap();
-        let back = Piece::from_musicxml(out.as_bytes(), "back.musicxml")
+        let back = read_piece(out.as_bytes(), "back.musicxml")
             .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         let bars = grid.num_bars();
         let (m0, c0) = melody_and_chords(&piece, bars);
@@ -120,7 +120,7 @@ fn a_piece_goes_out_as_a_score_and_comes_back() {
         assert!(xml.contains("<score-partwise version=\"4.0\">"));
         let mxl = write_mxl(&piece, kind).unwrap();
         for bytes in [xml.as_bytes(), &mxl[..]] {
-            let back = Piece::from_musicxml(bytes, "back.mxl").unwrap();
+            let back = read_piece(bytes, "back.mxl").unwrap();
             let (m0, c0) = melody_and_chords(&piece, 4);
             let (m1, c1) = melody_and_chords(&back, 4);
             assert_eq!(m1, m0, "{kind:?}: the melody");
@@ -187,7 +187,7 @@ fn hostile_musicxml_gets_a_sentence() {
         (part("<note><rest/><duration>4</duration></note>").into_bytes(), "no notes"),
     ];
     for (bytes, says) in cases {
-        let err = Piece::from_musicxml(&bytes, "bad.musicxml")
+        let err = read_piece(&bytes, "bad.musicxml")
             .map(|_| ())
             .unwrap_err()
             .to_string();
