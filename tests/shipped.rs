@@ -136,7 +136,12 @@ fn every_shipped_model_loads_and_each_task_has_a_default() {
         root("harmonizer") > root("detector_melody_and_bridge"),
         "{test}"
     );
-    for task in [Task::Accompaniment, Task::Continuation, Task::Harmonization] {
+    for task in [
+        Task::Accompaniment,
+        Task::Continuation,
+        Task::Harmonization,
+        Task::Melody,
+    ] {
         let defaults = manifest
             .models
             .iter()
@@ -416,4 +421,89 @@ fn the_shipped_velocity_model_loads_with_its_figures() {
         );
     }
     assert!(entry.metrics["test_written"]["written"]["songs_melody_corr_positive"].is_number());
+}
+
+/// The default melody model follows the chords it is given: a plan of 16 bars under a
+/// progression in C and under a substituted one (another key, other functions), four seeds
+/// each, its onsets at chord changes and strong beats on tones of the planned chords at least
+/// as often as its test songs' figure in the manifest less 0.05 (reports/melody.md).
+#[test]
+fn the_default_melody_follows_a_substituted_progression() {
+    use pianoformer::data::melody::melody_steps;
+    use pianoformer::eval::melody::{MelodyCounts, count_melody};
+    use pianoformer::generate::piece_input;
+    use pianoformer::music::piece::Piece;
+    use pianoformer::studio::{MelodyDefaults, Options, melody_piece};
+    let text = std::fs::read_to_string(models_dir().join("manifest.json")).unwrap();
+    let manifest = Manifest::parse(&text).unwrap();
+    let Some(entry) = manifest
+        .models
+        .iter()
+        .find(|m| m.task == Task::Melody && m.default)
+    else {
+        panic!("no default melody model in the manifest");
+    };
+    let bytes = std::fs::read(models_dir().join(&entry.file)).unwrap();
+    let device = Device::flex();
+    let model = load_entry(entry, &bytes, &device).unwrap();
+    let defaults = MelodyDefaults {
+        temperature: entry.temperature,
+        pitch_temperature: entry.pitch_temperature,
+    };
+    let figure = entry.metrics["test"]["written"]["chord_tones"]
+        .as_f64()
+        .unwrap();
+    for chart in [
+        ["C", "G", "Am", "F", "C", "G", "F", "G"],
+        ["Eb", "Cm", "Ab", "Bb", "Gm", "Cm", "Fm", "Bb"],
+    ] {
+        let mut counts = MelodyCounts::default();
+        for seed in 0..4 {
+            let mut plan = Piece::from_plan("plan", 16, 4, 4, 100.0).unwrap();
+            for (bar, cell) in plan.chords.iter_mut().enumerate() {
+                *cell = chart[bar % 8].into();
+            }
+            plan.phrases = vec![('A', 8), ('B', 8)];
+            let options = Options {
+                seed,
+                ..Options::default()
+            };
+            let sung = pollster::block_on(melody_piece(
+                &model,
+                defaults,
+                &plan,
+                &options,
+                &device,
+                |_| async { true },
+            ))
+            .unwrap();
+            let grid = sung.plan_grid();
+            let input = piece_input(&sung, grid, true).unwrap();
+            let sheet = &input.sheet;
+            let steps = melody_steps(&sheet.rolls.melody, &sheet.labels.melody, 0);
+            counts.add(&count_melody(
+                &steps,
+                &sheet.labels,
+                &sheet.grid,
+                0..16 * 16,
+            ));
+        }
+        let f = counts.figures();
+        eprintln!(
+            "{}: chord tones {:.3}, {:.2} notes a bar (test songs: {figure:.3})",
+            chart.join(" "),
+            f.chord_tones,
+            f.onsets_per_bar
+        );
+        assert!(
+            f.chord_tones >= figure - 0.05,
+            "{chart:?}: chord tones {:.3} (test songs: {figure:.3})",
+            f.chord_tones
+        );
+        assert!(
+            f.onsets_per_bar >= 2.0,
+            "{chart:?}: {:.2} notes a bar",
+            f.onsets_per_bar
+        );
+    }
 }
