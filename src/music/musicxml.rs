@@ -34,6 +34,8 @@ const MAX_NODES: u32 = 4_000_000;
 /// The most notes and measures read.
 const MAX_NOTES: usize = 200_000;
 const MAX_MEASURES: usize = 4096;
+/// The longest score read, in quarter notes (4 096 bars of 4/4 and then some).
+const MAX_QUARTERS: f64 = 65_536.0;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum MusicXmlError {
@@ -480,6 +482,11 @@ impl PartReader {
                 _ => {}
             }
             end = end.max(self.position);
+        }
+        if end > MAX_QUARTERS * PPQ as f64 {
+            return Err(format!(
+                "the score runs past {MAX_QUARTERS} quarter notes; pianoformer reads shorter ones"
+            ));
         }
         self.tick = end.round() as u64;
         Ok(())

@@ -186,6 +186,7 @@ fn hostile_musicxml_gets_a_sentence() {
         (part("<attributes><divisions>0</divisions></attributes>").into_bytes(), "divisions"),
         (part("<harmony><kind>major</kind></harmony>").into_bytes(), "without a root"),
         (part("<note><rest/><duration>4</duration></note>").into_bytes(), "no notes"),
+        (part("<forward><duration>999999</duration></forward><note><pitch><step>C</step><octave>4</octave></pitch><duration>1</duration></note>").into_bytes(), "quarter notes"),
     ];
     for (bytes, says) in cases {
         let err = read_piece(&bytes, "bad.musicxml")
