@@ -102,7 +102,11 @@ fn lead_sheets_read_with_their_own_chord_symbols_and_go_back_out_with_them() {
             f.display()
         );
     }
-    eprintln!("{} of {} OpenEWLD lead sheets read", files.len() - failed.len(), files.len());
+    eprintln!(
+        "{} of {} OpenEWLD lead sheets read",
+        files.len() - failed.len(),
+        files.len()
+    );
     assert!(
         failed.len() * 50 <= files.len(),
         "{} of {} not read: {failed:?}",
