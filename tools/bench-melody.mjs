@@ -7,7 +7,7 @@
 // page's CPU backend.
 // Usage: make test-bundles (or make wasm) && node tools/bench-melody.mjs [--bars 16]
 //        [--repeats 3] [--backend cpu|gpu] [--bin PATH]
-import { execFileSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { launch, serveApp } from '../tests/e2e/browser.mjs';
 
@@ -49,7 +49,8 @@ try {
   if (existsSync(bin)) {
     const times = [];
     for (let i = 0; i <= repeats; i++) {
-      const err = execFileSync(bin, ['generate', '--task', 'melody', '--chords', chart, '--phrases', form, '-o', '/tmp/bench-melody.mid'], { stdio: ['ignore', 'ignore', 'pipe'] }).toString();
+      const run = ['generate', '--task', 'melody', '--chords', chart, '--phrases', form, '-o', '/tmp/bench-melody.mid'];
+      const err = spawnSync(bin, run, { encoding: 'utf8' }).stderr ?? '';
       const m = err.match(/in ([0-9.]+) s;/);
       if (m && i > 0) times.push(1000 * Number(m[1]));
     }
