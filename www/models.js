@@ -37,7 +37,9 @@ export function showModels(selected) {
   const pick = models.find((m) => m.name === selected) ?? models.find((m) => m.default) ?? models[0];
   if (pick) select.value = pick.name;
   for (const el of document.querySelectorAll('.acc-only')) el.hidden = task !== 'accompaniment';
-  // A melody is sampled as a continuation is: its temperature and echo (class mel-too) show.
+  // A melody is sampled as a continuation is: its temperature and echo (class mel-too) show;
+  // the piano's and the continuation's density (class not-mel) does not apply to it.
+  for (const el of document.querySelectorAll('.not-mel')) el.hidden = task === 'melody';
   for (const el of document.querySelectorAll('.cont-only')) {
     el.hidden = !(task === 'continuation' || (task === 'melody' && el.classList.contains('mel-too')));
   }
