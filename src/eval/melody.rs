@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::melody::{MelodyStep, class_pitch};
 use crate::music::grid::Grid;
-use crate::music::labels::{PhraseLabel, StepLabels, first_occurrence};
+use crate::music::labels::{StepLabels, first_occurrence};
 
 /// Intervals up to this many semitones are steps (a major third).
 pub const STEP_MOST: u8 = 4;
@@ -183,15 +183,7 @@ pub fn count_melody(
     }
     // Phrases: bar by bar against the first occurrence (repeats) or the first earlier phrase
     // of another letter (contrasts).
-    let phrases: Vec<Option<PhraseLabel>> = (0..grid.num_bars())
-        .map(|b| {
-            labels
-                .phrase
-                .get(grid.bar_steps(b).start)
-                .copied()
-                .flatten()
-        })
-        .collect();
+    let phrases = labels.bar_phrase_labels(grid);
     let bar_onsets = |b: usize| -> Vec<(usize, u8)> {
         let span = grid.bar_steps(b);
         span.clone()

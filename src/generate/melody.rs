@@ -311,16 +311,7 @@ struct Echo {
 impl Echo {
     fn new(sheet: &Sheet) -> Self {
         let grid = &sheet.grid;
-        let phrases: Vec<_> = (0..grid.num_bars())
-            .map(|b| {
-                sheet
-                    .labels
-                    .phrase
-                    .get(grid.bar_steps(b).start)
-                    .copied()
-                    .flatten()
-            })
-            .collect();
+        let phrases = sheet.labels.bar_phrase_labels(grid);
         let bars = (0..grid.num_bars())
             .map(|b| {
                 let first = first_occurrence(&phrases, b).map(|f| grid.bar_steps(f).start);

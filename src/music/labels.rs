@@ -216,6 +216,14 @@ impl StepLabels {
     }
 
     /// The labels of `steps` (clipped to the labels' length).
+    /// The phrase at the first step of every bar of `grid` (`None` where the labels do not
+    /// reach): the phrase lane bar by bar, as `first_occurrence` reads it.
+    pub fn bar_phrase_labels(&self, grid: &super::grid::Grid) -> Vec<Option<PhraseLabel>> {
+        (0..grid.num_bars())
+            .map(|b| self.phrase.get(grid.bar_steps(b).start).copied().flatten())
+            .collect()
+    }
+
     pub fn slice(&self, steps: std::ops::Range<usize>) -> Self {
         let end = steps.end.min(self.len());
         let start = steps.start.min(end);
