@@ -91,3 +91,20 @@ export function readPlan({ chords, form, meter }) {
   if (bars > 256) return { error: `the plan reaches bar ${bars}; plan at most 256 bars` };
   return { cells, phrases: read.phrases, bars, numerator, denominator };
 }
+
+/**
+ * The plan of bars `[from, to)` of a piece, as the plan dialog's fields write it: the chord
+ * chart (`C | G | Am F`, N where a bar has no chord) and the phrase form (`A4B4`, the phrases cut
+ * to those bars), so a song can be planned from the lanes of one already open.
+ */
+export function planText({ chords, phrases }, from, to) {
+  const chart = chords.slice(from, to).map((c) => c.trim() || 'N').join(' | ');
+  const form = [];
+  let start = 0;
+  for (const [letter, n] of phrases) {
+    const take = Math.min(start + n, to) - Math.max(start, from);
+    if (take > 0) form.push(`${letter}${take}`);
+    start += n;
+  }
+  return { chords: chart, form: form.join('') };
+}

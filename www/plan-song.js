@@ -4,12 +4,13 @@
 // accompaniment model its piano — each a generation of its own, so each is one Undo and
 // Cancel stops either.
 import { $, notice, showError } from './page.js';
-import { readPlan } from './labels.js';
+import { planText, readPlan } from './labels.js';
 import { defaultEntry } from './generation-plan.js';
 import { call } from './worker-client.js';
 import { setPiece, store } from './page-store.js';
 import { run } from './commands.js';
 import { fitPhrases } from './piece.js';
+import { selectedBars } from './piece-view.js';
 
 function open() {
   if (store.job) {
@@ -17,8 +18,35 @@ function open() {
     return;
   }
   $('plan-error').textContent = '';
+  const bars = store.piece && selectedBars();
+  $('plan-from-lanes').disabled = !store.piece?.bars.length;
+  $('plan-from-lanes').textContent = bars
+    ? `Take the lanes of bars ${bars[0] + 1}–${bars[1]}`
+    : 'Take the lanes of this piece';
   $('plan-dialog').showModal();
   $('plan-chords').focus();
+}
+
+/** Fills the dialog from the open piece's lanes (the selected bars, or all): chords, form, meter, tempo. */
+function fromLanes() {
+  const piece = store.piece;
+  if (!piece?.bars.length) return;
+  const [from, to] = selectedBars() ?? [0, piece.bars.length];
+  const { chords, form } = planText(piece, from, to);
+  $('plan-chords').value = chords;
+  $('plan-form').value = form;
+  const tick = piece.bars[from];
+  const at = (list) => list.filter((e) => e[0] <= tick).at(-1) ?? list[0];
+  const sig = at(piece.timeSignatures ?? []);
+  if (sig) {
+    const meter = `${sig[1]}/${sig[2]}`;
+    const select = $('plan-meter');
+    if (![...select.options].some((o) => o.value === meter)) select.add(new Option(meter));
+    select.value = meter;
+  }
+  const tempo = at(piece.tempos ?? []);
+  if (tempo) $('plan-bpm').value = Math.round(60e6 / tempo[1]);
+  $('plan-error').textContent = '';
 }
 
 async function write() {
@@ -39,7 +67,7 @@ async function write() {
     const piece = await call('planPiece', { bars: plan.bars, numerator: plan.numerator, denominator: plan.denominator, bpm });
     piece.name = 'plan.mid';
     plan.cells.forEach((cell, i) => {
-      if (i < piece.chords.length) piece.chords[i] = cell;
+      if (i < piece.chords.length) piece.chords[i] = cell === 'N' ? '' : cell;
     });
     if (plan.phrases.length) {
       piece.phrases = plan.phrases;
@@ -58,6 +86,7 @@ async function write() {
 
 export function wirePlanSong() {
   $('plan-song').addEventListener('click', open);
+  $('plan-from-lanes').addEventListener('click', fromLanes);
   $('plan-write').addEventListener('click', (e) => {
     e.preventDefault();
     write();

@@ -1,8 +1,8 @@
 // End-to-end: a song from nothing but a plan. "New song from a plan…" takes a chord chart and a
 // phrase form, the melody model writes the tune (in the singer's range, on the plan's bars),
 // then the accompaniment model its piano; the song plays; each step is one Undo. Then the
-// melody task rewrites the selected bars' melody only. On the CPU backend. Needs pkg/
-// (make wasm) and a shipped melody model.
+// melody task rewrites the selected bars' melody only, and the plan dialog takes those bars'
+// lanes. On the CPU backend. Needs pkg/ (make wasm) and a shipped melody model.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { launch, serveApp, OUT } from './browser.mjs';
@@ -17,6 +17,16 @@ before(async () => {
 });
 
 after(() => server?.close());
+
+/** Selects bars 3-4 from the keyboard in the chord lane (a generation clears the selection). */
+async function selectBars3to4(page) {
+  await page.focus('canvas[aria-label^="Chord lane"]');
+  await page.keyboard.press('Home');
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('Shift+ArrowRight');
+  await page.waitForFunction(() => !document.getElementById('regen-bars').disabled, null, { timeout: 60_000 });
+}
 
 const notes = (piece, role) => piece.tracks.filter((t) => t.role === role).flatMap((t) => t.notes);
 
@@ -69,12 +79,7 @@ test('a song from a plan: chords and a form, a melody, a piano; it plays and und
 
     // The melody task rewrites bars 3-4 only: the melody elsewhere and the piano stay.
     await page.selectOption('#task', 'melody');
-    await page.focus('canvas[aria-label^="Chord lane"]');
-    await page.keyboard.press('Home');
-    await page.keyboard.press('ArrowRight');
-    await page.keyboard.press('ArrowRight');
-    await page.keyboard.press('Shift+ArrowRight');
-    await page.waitForFunction(() => !document.getElementById('regen-bars').disabled, null, { timeout: 60_000 });
+    await selectBars3to4(page);
     const count = await page.evaluate(() => window.pianoformer.generations.length);
     await page.fill('#seed', '99');
     await page.click('#regen-bars');
@@ -91,6 +96,18 @@ test('a song from a plan: chords and a form, a melody, a piano; it plays and und
     assert.deepEqual(notes(rewritten, 'generated'), piano, 'the piano stays');
     assert.equal((await page.evaluate(() => window.pianoformer.generations.at(-1))).region?.join(), '2,4');
     await page.screenshot({ path: join(OUT, 'melody-region.png'), fullPage: true });
+
+    // A plan from the lanes: the dialog takes the selected bars' chords and phrases (and the
+    // piece's meter and tempo), ready to write a new song over them.
+    await selectBars3to4(page);
+    await page.click('#plan-song');
+    assert.equal(await page.textContent('#plan-from-lanes'), 'Take the lanes of bars 3–4');
+    await page.click('#plan-from-lanes');
+    assert.deepEqual(
+      await page.evaluate(() => ['plan-chords', 'plan-form', 'plan-meter', 'plan-bpm'].map((id) => document.getElementById(id).value)),
+      ['Am | F', 'A2', '4/4', '96'],
+    );
+    await page.keyboard.press('Escape');
   } finally {
     await browser.close();
   }

@@ -3,7 +3,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import {
   CHORD_TOKEN, CHORD_CHOICES, LABEL_HELP, labelTitle, labelProblems, labelError, chordCell, chordChart,
-  plannedBars, phraseForm, readPlan,
+  plannedBars, phraseForm, readPlan, planText,
 } from '../../www/labels.js';
 import { readFileSync } from 'node:fs';
 
@@ -74,4 +74,15 @@ test('a song from a plan: the phrase form and the chords give the bars, bad part
   assert.equal(readPlan({ chords: '', form: '', meter: '4/4' }).bars, 8, 'nothing planned: 8 bars');
   assert.match(readPlan({ chords: 'C | Q7', form: '', meter: '4/4' }).error, /Not a chord: Q7/);
   assert.match(readPlan({ chords: '', form: 'A200B100', meter: '4/4' }).error, /at most 256 bars/);
+});
+
+test('a plan from the lanes of an open piece: its bars\' chords and phrases, cut to the selection', () => {
+  const piece = { chords: ['C', 'G', '', 'F G', 'C', 'Am', 'Dm', 'G7'], phrases: [['i', 2], ['A', 4], ['B', 2]] };
+  assert.deepEqual(planText(piece, 0, 8), { chords: 'C | G | N | F G | C | Am | Dm | G7', form: 'i2A4B2' });
+  assert.deepEqual(planText(piece, 1, 7), { chords: 'G | N | F G | C | Am | Dm', form: 'i1A4B1' });
+  // What it writes, the dialog reads back as the same lanes.
+  const plan = readPlan({ ...planText(piece, 3, 8), meter: '4/4' });
+  assert.deepEqual(plan.cells, ['F G', 'C', 'Am', 'Dm', 'G7']);
+  assert.deepEqual(plan.phrases, [['A', 3], ['B', 2]]);
+  assert.equal(plan.bars, 5);
 });
