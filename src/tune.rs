@@ -107,10 +107,12 @@ impl TuneOptions {
         Ok(())
     }
 
-    /// The window length asked for (the task's default when 0).
+    /// The window length asked for (the task's default when 0): 8 bars of sixteenths for the
+    /// accompaniment and the melody, 32 bars of beats for the harmonizer, 256 tokens for the
+    /// continuation.
     pub fn window_for(&self, task: Task) -> usize {
         match (self.window, task) {
-            (0, Task::Accompaniment) => 128,
+            (0, Task::Accompaniment | Task::Melody | Task::Harmonization) => 128,
             (0, Task::Continuation) => 256,
             (w, _) => w,
         }

@@ -138,7 +138,7 @@ pub(super) fn prepare(piece: &Piece, task: Task, holdout: f64) -> Result<Prepare
         problem: None,
     };
     let problem = match task {
-        Task::Accompaniment if melody_notes == 0 => Some(
+        Task::Accompaniment | Task::Melody | Task::Harmonization if melody_notes == 0 => Some(
             "no track is marked as the melody: choose the melody track for this file".to_string(),
         ),
         Task::Accompaniment if accompaniment_notes == 0 => Some(

@@ -53,9 +53,39 @@ fn files_without_what_the_task_needs_are_reported_in_words() {
             .unwrap()
             .contains("no accompaniment")
     );
-    let ok = inspect(&[piece], Task::Continuation, 0.2);
+    let ok = inspect(std::slice::from_ref(&piece), Task::Continuation, 0.2);
     assert_eq!(ok[0].problem, None, "continuation needs no piano track");
     assert!(ok[0].tokens > 0);
+    let sung = inspect(std::slice::from_ref(&piece), Task::Melody, 0.2);
+    assert_eq!(
+        sung[0].problem, None,
+        "the melody task needs no piano track"
+    );
+    for t in &mut piece.tracks {
+        if matches!(t.role, TrackRole::Melody | TrackRole::Bridge) {
+            t.role = TrackRole::Other;
+        }
+    }
+    let reports = inspect(&[piece], Task::Melody, 0.2);
+    let problem = reports[0].problem.as_deref().unwrap();
+    assert!(
+        problem.contains("no track is marked as the melody"),
+        "{problem}"
+    );
+}
+
+#[test]
+fn every_task_has_a_window_the_files_can_fill() {
+    let options = TuneOptions::default();
+    for task in [
+        Task::Accompaniment,
+        Task::Continuation,
+        Task::Harmonization,
+        Task::Melody,
+    ] {
+        let window = options.window_for(task);
+        assert!((16..=256).contains(&window), "{task:?}: {window}");
+    }
 }
 
 use crate::model::config::PerformerConfig;
@@ -74,7 +104,7 @@ fn base(task: Task, device: &Device) -> Performer {
 #[test]
 fn thirty_steps_on_two_songs_lower_both_losses() {
     let device = Device::flex();
-    for task in [Task::Accompaniment, Task::Continuation] {
+    for task in [Task::Accompaniment, Task::Continuation, Task::Melody] {
         let options = TuneOptions {
             steps: 30,
             learning_rate: 3e-3,
