@@ -295,7 +295,8 @@ pub use harmonize::{
 };
 pub use live::{KeyEvent, LiveGrid, LiveOptions, LiveResult, live_result, live_start, live_step};
 pub use melody::{
-    MELODY_VELOCITY, MelodyDefaults, melody_bars, melody_piece, melody_pieces, melody_sampling,
+    MELODY_VELOCITY, MelodyDefaults, melody_attention_map, melody_bars, melody_piece,
+    melody_pieces, melody_sampling,
 };
 
 #[cfg(all(test, not(target_arch = "wasm32")))]

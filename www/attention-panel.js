@@ -92,11 +92,11 @@ on('model-loaded', () => {
 // clears it; while comparing, each result keeps its own.
 let due = null;
 let lastJob = null;
-function follow() {
+function follow(blankToo = false) {
   if (due !== null) clearTimeout(due);
   due = setTimeout(() => {
     due = null;
-    if (!store.job && !store.comparison && !attention.isBlank()) refreshAttention();
+    if (!store.job && !store.comparison && (blankToo || !attention.isBlank())) refreshAttention();
   }, 250);
 }
 onStore('piece', ({ fresh }) => {
@@ -113,7 +113,9 @@ onStore('job', ({ job: running }) => {
     return;
   }
   const whole = (lastJob?.task === 'accompaniment' || lastJob?.task === 'continuation') && !lastJob.region;
-  if (!whole) follow();
+  // A melody is written a sixteenth at a time with no map streamed: its map is drawn once
+  // it is written, over the whole melody.
+  if (!whole) follow(lastJob?.task === 'melody');
 });
 export { follow as followAttention };
 

@@ -9,7 +9,7 @@ use std::ops::Range;
 use burn::tensor::{Device, Tensor, TensorData};
 
 use super::sample::uniform;
-use super::{GenerateError, Sampling, sample_token};
+use super::{AttentionRows, GenerateError, MapFeatures, Sampling, Watch, sample_token};
 use crate::data::features::LabelFeatures;
 use crate::data::melody::{
     HOLD, MELODY_CLASSES, MELODY_INPUTS, MelodyContext, MelodyStep, REST, class_pitch,
@@ -230,25 +230,8 @@ where
         .stepping(&stepping);
     // The prompt in one pass.
     if region.start > 0 {
-        let len = region.start;
-        let mut rows = vec![0f32; len * MELODY_INPUTS];
-        let mut coords = Vec::new();
-        for s in 0..len {
-            let row = &mut rows[s * MELODY_INPUTS..(s + 1) * MELODY_INPUTS];
-            write_melody_row(
-                labels,
-                s,
-                context(s, s.checked_sub(1).map(|p| prompt[p])),
-                row,
-            );
-            labels.write_coordinates(s, &levels, &mut coords);
-        }
-        let rows =
-            Tensor::<3>::from_data(TensorData::new(rows, vec![1, len, MELODY_INPUTS]), device);
-        let coords = structural.then(|| {
-            let width = coords.len() / len;
-            Tensor::<3>::from_data(TensorData::new(coords, vec![1, len, width]), device)
-        });
+        let rows = MelodyRows::new(model, sheet, region.start, sampling.accompaniment);
+        let (rows, coords) = rows.tensors(device);
         // The prompt's logits are not needed; the state after them is.
         let _ = model.forward(Inputs::Rolls(rows), coords, &mut state, None)?;
     }
@@ -299,6 +282,89 @@ where
         }
     }
     Ok(out)
+}
+
+/// The model's input over steps `0 .. len` of a sheet as its melody stands (each step reading
+/// the one before, as teacher forcing does), and the lanes' coordinates where the model reads
+/// them: the prompt a melody is written after, and the notes a map of attention is drawn over.
+pub struct MelodyRows {
+    pub len: usize,
+    pub rows: Vec<f32>,
+    /// `len × width` structure coordinates (empty for an encoding that reads none).
+    pub coords: Vec<f32>,
+}
+
+impl MelodyRows {
+    /// Steps `0 .. len` of `sheet` for `model`, reading its accompaniment when asked.
+    pub fn new(model: &Performer, sheet: &Sheet, len: usize, accompaniment: bool) -> Self {
+        let labels = &sheet.labels;
+        let melody = melody_steps(&sheet.rolls.melody, &labels.melody, 0);
+        let levels = model.config.pe.structure_levels().to_vec();
+        let mut rows = vec![0f32; len * MELODY_INPUTS];
+        let mut coords = Vec::new();
+        for s in 0..len {
+            let context = MelodyContext {
+                previous: s.checked_sub(1).map(|p| melody[p]),
+                accompaniment: accompaniment.then_some((&sheet.rolls, s, 0)),
+            };
+            let row = &mut rows[s * MELODY_INPUTS..(s + 1) * MELODY_INPUTS];
+            write_melody_row(labels, s, context, row);
+            if model.config.pe.is_structural() {
+                labels.write_coordinates(s, &levels, &mut coords);
+            }
+        }
+        Self { len, rows, coords }
+    }
+
+    /// As the model reads them: rows `[1, len, MELODY_INPUTS]`, coordinates `[1, len, width]`.
+    pub fn tensors(self, device: &Device) -> (Tensor<3>, Option<Tensor<3>>) {
+        let len = self.len;
+        let rows = Tensor::<3>::from_data(
+            TensorData::new(self.rows, vec![1, len, MELODY_INPUTS]),
+            device,
+        );
+        let coords = (!self.coords.is_empty()).then(|| {
+            let width = self.coords.len() / len;
+            Tensor::<3>::from_data(TensorData::new(self.coords, vec![1, len, width]), device)
+        });
+        (rows, coords)
+    }
+}
+
+/// The watched head's attention rows over the melody of `sheet` as it stands (noise seeded by
+/// `seed`, as a melody written with that seed): the map of a melody's notes, drawn after it is
+/// written or edited.
+pub async fn melody_attention(
+    model: &Performer,
+    sheet: &Sheet,
+    accompaniment: bool,
+    seed: u64,
+    watch: Watch,
+    device: &Device,
+    cache: Option<&mut MapFeatures>,
+) -> Result<AttentionRows, GenerateError> {
+    let n = sheet.labels.len().min(sheet.rolls.num_steps());
+    if n == 0 {
+        return Err(GenerateError::Read(
+            "the piece has no steps to draw a map over".into(),
+        ));
+    }
+    let rows = MelodyRows::new(model, sheet, n, accompaniment);
+    let fingerprint = MapFeatures::fingerprint(&[&rows.rows, &rows.coords], &[], seed);
+    let build = || {
+        let (rows, coords) = rows.tensors(device);
+        (Inputs::Rolls(rows), coords)
+    };
+    super::watched_forward(
+        model,
+        Task::Melody,
+        build,
+        seed,
+        watch,
+        device,
+        cache.map(|c| (c, fingerprint)),
+    )
+    .await
 }
 
 /// Where each step of a sheet was first heard: for a step in a bar the phrase lane marks as a

@@ -8,8 +8,8 @@ use burn::tensor::Device;
 use super::{Options, Progress};
 use crate::data::melody::{HOLD, MelodyStep};
 use crate::data::sheet::Sheet;
-use crate::generate::melody::{MelodySampling, melody_notes, write_melody};
-use crate::generate::{GenerateError, piece_input};
+use crate::generate::melody::{MelodySampling, melody_attention, melody_notes, write_melody};
+use crate::generate::{GenerateError, MapFeatures, piece_input};
 use crate::model::performer::Performer;
 use crate::music::grid::Grid;
 use crate::music::piece::{Piece, PieceNote, PieceTrack, TrackRole};
@@ -184,6 +184,53 @@ where
         ));
     }
     Ok(out)
+}
+
+/// The watched head's attention over `piece`'s melody as it stands (every bar with notes, the
+/// accompaniment read when there is one): the map the page draws after a melody is written or
+/// edited. Returns the steps mapped.
+pub async fn melody_attention_map<F, Fut>(
+    model: &Performer,
+    piece: &Piece,
+    options: &Options,
+    device: &Device,
+    cache: Option<&mut MapFeatures>,
+    mut on_progress: F,
+) -> Result<usize, GenerateError>
+where
+    F: FnMut(Progress) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    options.check()?;
+    piece
+        .validate()
+        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    let sheet = melody_sheet(piece, piece.grid(|_| true))?;
+    let len = sheet.labels.len().min(sheet.rolls.num_steps());
+    let Some(watch) = options.watch() else {
+        return Ok(len);
+    };
+    let accompaniment = has_accompaniment(piece);
+    let rows = melody_attention(
+        model,
+        &sheet,
+        accompaniment,
+        options.seed,
+        watch,
+        device,
+        cache,
+    )
+    .await?;
+    on_progress(Progress {
+        done: len,
+        total: len,
+        bars: None,
+        notes: None,
+        attention: Some(rows),
+        alternative: None,
+    })
+    .await;
+    Ok(len)
 }
 
 /// The sheet a melody model reads: every bar (planned ones too), the lanes, the melody, and

@@ -119,3 +119,70 @@ fn a_region_is_rewritten_and_planned_bars_are_sung() {
     );
     assert!(out.prompt_bars > 8);
 }
+
+/// The map of a melody: one row a sixteenth over the keys up to it, each a distribution; after
+/// a note of bar 5 is moved, the rows up to its onset are as they were (a step reads the
+/// melody before it) and later ones are not.
+#[test]
+fn a_melody_map_is_the_attention_over_the_melody_shown() {
+    let device = Device::flex();
+    let model = model();
+    let piece = Piece::from_song(&fixtures::song(0, 8), "fixture.mid").unwrap();
+    let options = Options {
+        watch: Some(WatchOptions { layer: 1, head: 1 }),
+        ..Options::default()
+    };
+    let map_of = |piece: &Piece| {
+        let mut rows: Vec<Vec<f32>> = Vec::new();
+        let steps = pollster::block_on(melody_attention_map(
+            &model,
+            piece,
+            &options,
+            &device,
+            None,
+            |p| {
+                let a = p.attention.expect("attention rows");
+                assert_eq!(a.start, 0);
+                rows.extend(a.values.chunks(a.keys).map(<[f32]>::to_vec));
+                async { true }
+            },
+        ))
+        .unwrap();
+        assert_eq!(rows.len(), steps);
+        rows
+    };
+    let rows = map_of(&piece);
+    assert_eq!(rows.len(), piece.grid(|_| true).num_steps());
+    for (i, row) in rows.iter().enumerate() {
+        assert!(
+            row[i + 1..].iter().all(|&v| v == 0.0),
+            "row {i} reads no later step"
+        );
+        let sum: f32 = row.iter().sum();
+        assert!((sum - 1.0).abs() < 1e-3, "row {i} sums to {sum}");
+    }
+    let mut edited = piece.clone();
+    let bar5 = piece.bars[4];
+    let track = edited
+        .tracks
+        .iter_mut()
+        .find(|t| t.role == TrackRole::Melody)
+        .unwrap();
+    let note = track.notes.iter_mut().find(|n| n.1 >= bar5).unwrap();
+    let at = piece.grid(|_| true).step_at(note.1);
+    note.0 += 2;
+    let after = map_of(&edited);
+    assert_eq!(rows[..=at], after[..=at], "rows up to the edit");
+    assert_ne!(rows[at + 1..], after[at + 1..], "rows after it");
+    // No watched head: nothing drawn.
+    let none = Options::default();
+    let steps = pollster::block_on(melody_attention_map(
+        &model,
+        &piece,
+        &none,
+        &device,
+        None,
+        |_| async { panic!("no map without a watched head") },
+    ));
+    assert_eq!(steps.unwrap(), rows.len());
+}

@@ -541,10 +541,22 @@ impl Session {
                 .await
                 .map_err(to_js)?;
             }
-            Task::Harmonization | Task::Melody => {
+            Task::Melody => {
+                studio::melody_attention_map(
+                    &loaded.model,
+                    &piece,
+                    &options,
+                    device,
+                    Some(&mut cache),
+                    progress_to(&on_progress, false),
+                )
+                .await
+                .map_err(to_js)?;
+            }
+            Task::Harmonization => {
                 return Err(JsError::new(
-                    "a harmonizer's or melody model's attention is not shown: pick an \
-                     accompaniment or continuation model",
+                    "a harmonizer's attention is not shown: pick an accompaniment, continuation \
+                     or melody model",
                 ));
             }
             Task::Continuation => {

@@ -1,8 +1,8 @@
 // End-to-end: a song from nothing but a plan. "New song from a plan…" takes a chord chart and a
 // phrase form, the melody model writes the tune (in the singer's range, on the plan's bars),
 // then the accompaniment model its piano; the song plays; each step is one Undo. Then the
-// melody task rewrites the selected bars' melody only, and the plan dialog takes those bars'
-// lanes. On the CPU backend. Needs pkg/ (make wasm) and a shipped melody model.
+// melody task rewrites the selected bars' melody only (its attention map drawn after), and the
+// plan dialog takes those bars' lanes. On the CPU backend. Needs pkg/ (make wasm) and a shipped melody model.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { launch, serveApp, OUT } from './browser.mjs';
@@ -94,7 +94,12 @@ test('a song from a plan: chords and a form, a melody, a piano; it plays and und
     const outside = (list) => list.filter((m) => m[1] < from || m[1] >= to).map((m) => [m[0], m[1]]);
     assert.deepEqual(outside(notes(rewritten, 'melody')), outside(melody), 'the melody outside bars 3-4 stays');
     assert.deepEqual(notes(rewritten, 'generated'), piano, 'the piano stays');
-    assert.equal((await page.evaluate(() => window.pianoformer.generations.at(-1))).region?.join(), '2,4');
+    const last = await page.evaluate(() => window.pianoformer.generations.at(-1));
+    assert.equal(last.region?.join(), '2,4');
+    // Once written, the melody's attention map is drawn over the whole melody.
+    await page.waitForFunction((m) => window.pianoformer.attentionMaps.some((a) => a.model === m && a.rows > 0), last.model, { timeout: 60_000 });
+    const map = await page.evaluate((m) => window.pianoformer.attentionMaps.findLast((a) => a.model === m), last.model);
+    assert.ok(map.rows >= 128 && map.rows <= 144, `a row a sixteenth of the 8 bars (and a bar the notes reach past them): ${JSON.stringify(map)}`);
     await page.screenshot({ path: join(OUT, 'melody-region.png'), fullPage: true });
 
     // A plan from the lanes: the dialog takes the selected bars' chords and phrases (and the

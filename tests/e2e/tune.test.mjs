@@ -2,7 +2,8 @@
 // Two MIDI files written by the project's own code are added to the Fine-tune panel; a few
 // steps run with pause and resume; the model is kept, used at once in the generate panel and
 // compared with its base on the same piece and seed; it survives a reload, exports, deletes,
-// and imports back; a damaged model file is refused in words. Needs pkg/ (make wasm).
+// and imports back; a damaged model file is refused in words; a melody model fine-tunes on the
+// same files. Needs pkg/ (make wasm).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -145,6 +146,19 @@ test('fine-tune a few steps on two files, keep, generate and compare, reload, ex
     await page.setInputFiles('#tune-import', { name: 'damaged.pfmodel', mimeType: 'application/octet-stream', buffer: bytes });
     await page.waitForSelector('#error:not([hidden])', { timeout: 30_000 });
     assert.match(await page.textContent('#error-text'), /damaged\.pfmodel could not be imported: .*checksum/);
+
+    // A melody model fine-tunes on the same files: the bases follow the Generate panel's task.
+    await page.selectOption('#task', 'melody');
+    await page.waitForFunction(() => [...document.getElementById('tune-base').options].every((o) => o.text.startsWith('melody-')));
+    await page.setInputFiles('#tune-files', files);
+    await page.fill('#tune-steps', '2');
+    await page.click('#tune-start');
+    await page.waitForSelector('#tune-keep-form:not([hidden])', { timeout: SLOW });
+    const sung = (await tune(page)).lastRun;
+    assert.equal(sung.state, 'done', fail(await page.textContent('#tune-status')));
+    assert.equal(sung.train.length, 2);
+    assert.ok(sung.train.every(([, l]) => Number.isFinite(l)) && sung.valid.length >= 2);
+    await page.click('#tune-discard');
     assert.deepEqual(await cspViolations(page, log), [], 'nothing was blocked by the CSP');
   } finally {
     await browser.close();
