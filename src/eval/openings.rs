@@ -353,8 +353,7 @@ pub async fn continue_excerpt(
     device: &Device,
 ) -> Result<OpeningScores, GenerateError> {
     let bytes = write_midi(&excerpt.prompt);
-    let piece = Piece::from_midi(&bytes, &format!("{}.mid", excerpt.song.replace('/', "-")))
-        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    let piece = Piece::from_midi(&bytes, &format!("{}.mid", excerpt.song.replace('/', "-")))?;
     let options = Options {
         bars: Some(excerpt.bars),
         ..options.clone()

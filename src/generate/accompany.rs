@@ -185,9 +185,7 @@ pub fn piece_input_with(
             .collect()
     };
     let (melody_notes, bridge_notes) = (notes(&melody), notes(&bridge));
-    let mut cells = piece
-        .bar_chords()
-        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    let mut cells = piece.bar_chords()?;
     cells.truncate(grid.num_bars());
     let mut chords = vec![None; grid.num_beats()];
     lay_cells(&mut chords, &grid, &cells);

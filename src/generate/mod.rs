@@ -74,6 +74,13 @@ pub enum GenerateError {
     },
 }
 
+/// A piece the page or a file gave that does not hold together, said as its reason.
+impl From<crate::music::piece::PieceError> for GenerateError {
+    fn from(e: crate::music::piece::PieceError) -> Self {
+        Self::Read(e.to_string())
+    }
+}
+
 /// Which attention to watch while generating: one layer and head.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Watch {

@@ -67,9 +67,7 @@ where
     Fut: std::future::Future<Output = bool>,
 {
     options.check()?;
-    piece
-        .validate()
-        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    piece.validate()?;
     if !piece
         .tracks
         .iter()
@@ -210,9 +208,7 @@ where
     Fut: std::future::Future<Output = bool>,
 {
     options.check()?;
-    piece
-        .validate()
-        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    piece.validate()?;
     let mut input = piece_input(piece, piece.grid(|_| true), true)?;
     if model.config.is_autoregressive() {
         input.sheet.rolls.piano = kept_piano(piece, &input.sheet.grid);

@@ -25,9 +25,7 @@ pub fn lane_prompt(piece: &Piece) -> Result<Vec<u32>, GenerateError> {
 
 /// The chord lane's cells, bar by bar (planned bars past the music included), read once.
 fn lane_cells(piece: &Piece) -> Result<Vec<Vec<Option<Chord>>>, GenerateError> {
-    piece
-        .bar_chords()
-        .map_err(|e| GenerateError::Read(e.to_string()))
+    Ok(piece.bar_chords()?)
 }
 
 /// A continuation of `piece` after its last bar, written to the CONTINUATION track. Chords
@@ -111,9 +109,7 @@ where
             wanted: Task::Continuation,
         });
     }
-    piece
-        .validate()
-        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    piece.validate()?;
     let bar = Token::Bar.id();
     let cells = lane_cells(piece)?;
     let song = piece.to_song();
@@ -276,9 +272,7 @@ where
     F: FnMut(Progress) -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    piece
-        .validate()
-        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    piece.validate()?;
     let whole = lane_prompt(piece)?;
     let (prompt, first_bar) = cut_prompt(&whole, options.max_prompt_tokens.max(16));
     let phrases = piece.bar_phrases();

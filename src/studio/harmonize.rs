@@ -149,9 +149,7 @@ pub async fn harmonize_piece(
     options: &HarmonizeOptions,
     cache: &mut HarmonyCache,
 ) -> Result<Harmonized, GenerateError> {
-    piece
-        .validate()
-        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    piece.validate()?;
     decode.check().map_err(GenerateError::Read)?;
     if !piece
         .tracks

@@ -84,9 +84,7 @@ pub async fn live_start(
     options: &LiveOptions,
     device: &Device,
 ) -> Result<(Live, LiveGrid), GenerateError> {
-    piece
-        .validate()
-        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    piece.validate()?;
     for (key, value) in [
         ("pianoTemperature", options.piano_temperature),
         ("holdTemperature", options.hold_temperature),
@@ -112,9 +110,7 @@ pub async fn live_start(
             options.from_bar + 1
         )));
     }
-    let mut cells = piece
-        .bar_chords()
-        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    let mut cells = piece.bar_chords()?;
     cells.truncate(grid.num_bars());
     let planned_bar = |bar: usize| cells.get(bar).is_some_and(|c| !c.is_empty());
     let mut planned = vec![false; grid.num_beats()];

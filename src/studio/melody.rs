@@ -123,9 +123,7 @@ where
     Fut: std::future::Future<Output = bool>,
 {
     options.check()?;
-    piece
-        .validate()
-        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    piece.validate()?;
     let [from, to] = match melody_bars(piece, options) {
         Some(bars) => bars,
         None => {
@@ -202,9 +200,7 @@ where
     Fut: std::future::Future<Output = bool>,
 {
     options.check()?;
-    piece
-        .validate()
-        .map_err(|e| GenerateError::Read(e.to_string()))?;
+    piece.validate()?;
     let sheet = melody_sheet(piece, piece.grid(|_| true))?;
     let len = sheet.labels.len().min(sheet.rolls.num_steps());
     let Some(watch) = options.watch() else {
