@@ -33,8 +33,10 @@ command('generate', (request) => generate(request));
  * melody stays). Continuation: every note there, written from the music before the bars; the
  * model stops where the kept music resumes, but it reads left to right and cannot hear what
  * comes after. `comparing`: a run of a comparison (compare-panel.js), which stays on show.
+ * With alternatives it resolves to null and the strip offers them; `onKept(piece)` hears the
+ * one kept (a flow such as a song from a plan goes on from it).
  */
-export async function generate({ entry = currentEntry(), comparing = false, region = null, seed = null } = {}) {
+export async function generate({ entry = currentEntry(), comparing = false, region = null, seed = null, onKept = null } = {}) {
   if (!store.piece || store.job) return null;
   if (!entry) return null;
   if (status.recording) {
@@ -103,7 +105,7 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
       // Several to choose from: the piece stays as it was until one is kept.
       showDraft(before);
       run('roll-draft', before);
-      offerPieces({ before, pieces: result.alternatives, task, region, ticks, from, s, ms, entry });
+      offerPieces({ before, pieces: result.alternatives, task, region, ticks, from, s, ms, entry, onKept });
       return null;
     }
     const notes = notesWritten(before, result, { task, trackName: track.name, ticks });
@@ -167,7 +169,7 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
  * as the generation's result (one Undo) with its seed put in the Seed field, so that Generate
  * (and a share link's settings) write it again.
  */
-function offerPieces({ before, pieces, task, region, ticks, from, s, ms, entry }) {
+function offerPieces({ before, pieces, task, region, ticks, from, s, ms, entry, onKept }) {
   const gpu = status.backend?.kind === 'gpu';
   const seeds = pieces.map((_, k) => (s.seed + k) % 2 ** 32);
   const written = pieces.map((p) => writtenNotes(p, task, ticks, from));
@@ -195,11 +197,13 @@ function offerPieces({ before, pieces, task, region, ticks, from, s, ms, entry }
       hint: `${written[i].length} notes`,
     })),
     keep: (i) => {
-      setPiece(withPageMarks(pieces[i], before), { undoable: false });
+      const kept = withPageMarks(pieces[i], before);
+      setPiece(kept, { undoable: false });
       remember(before);
       $('seed').value = String(seeds[i]);
       $('seed').dispatchEvent(new Event('change'));
       notice(`Kept alternative ${i + 1} of ${k} (seed ${seeds[i]}, now the Seed setting). Undo takes it back.`);
+      onKept?.(kept);
     },
   });
 }

@@ -75,10 +75,14 @@ async function write() {
     }
     setPiece(piece, { fresh: true });
     notice(`A plan of ${plan.bars} bars: the melody is being written, then its accompaniment.`);
-    const sung = await run('generate', { entry: melody });
-    if (!sung) return;
-    const played = await run('generate', { entry: piano });
-    if (played) notice(`A song from the plan: ${melody.name} wrote the melody, ${piano.name} the piano. Undo takes back one at a time.`);
+    // With Alternatives above 1 the melodies are offered in the strip; the piano follows the
+    // one kept (and is offered the same way).
+    const accompany = async () => {
+      const played = await run('generate', { entry: piano });
+      if (played) notice(`A song from the plan: ${melody.name} wrote the melody, ${piano.name} the piano. Undo takes back one at a time.`);
+    };
+    const sung = await run('generate', { entry: melody, onKept: () => accompany().catch((e) => showError(e.message)) });
+    if (sung) await accompany();
   } catch (e) {
     showError(e.message);
   }

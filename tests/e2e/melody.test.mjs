@@ -1,8 +1,9 @@
 // End-to-end: a song from nothing but a plan. "New song from a plan…" takes a chord chart and a
 // phrase form, the melody model writes the tune (in the singer's range, on the plan's bars),
 // then the accompaniment model its piano; the song plays; each step is one Undo. Then the
-// melody task rewrites the selected bars' melody only (its attention map drawn after), and the
-// plan dialog takes those bars' lanes. On the CPU backend. Needs pkg/ (make wasm) and a shipped melody model.
+// melody task rewrites the selected bars' melody only (its attention map drawn after), the
+// plan dialog takes those bars' lanes, and with Alternatives 2 a plan offers two melodies, then
+// two pianos for the one kept. On the CPU backend. Needs pkg/ (make wasm) and a shipped melody model.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { launch, serveApp, OUT } from './browser.mjs';
@@ -113,6 +114,34 @@ test('a song from a plan: chords and a form, a melody, a piano; it plays and und
       ['Am | F', 'A2', '4/4', '96'],
     );
     await page.keyboard.press('Escape');
+
+    // With Alternatives 2 the plan's melodies are offered; the piano follows the one kept, and
+    // is offered the same way.
+    await page.fill('#alternatives', '2');
+    await page.dispatchEvent('#alternatives', 'change');
+    const before = await page.evaluate(() => window.pianoformer.generations.length);
+    await page.click('#plan-song');
+    await page.click('#plan-write');
+    const offered = async (task) => {
+      await page.waitForFunction(
+        (task) => window.pianoformer.alternatives()?.count === 2 && window.pianoformer.generations.at(-1)?.task === task
+          || !document.getElementById('error').hidden,
+        task,
+        { timeout: SLOW },
+      );
+      assert.equal(await page.evaluate(() => document.getElementById('error').hidden), true, await page.evaluate(() => window.pianoformer.error));
+      await page.keyboard.press('Enter');
+      await page.waitForFunction(() => document.getElementById('alternatives-strip').hidden);
+    };
+    await offered('melody');
+    await offered('accompaniment');
+    const chosen = await page.evaluate(() => window.pianoformer.piece);
+    assert.deepEqual(chosen.chords.slice(0, 2), ['Am', 'F']);
+    assert.ok(notes(chosen, 'melody').length > 0 && notes(chosen, 'generated').length > 0, 'a melody kept, then a piano kept');
+    assert.deepEqual(
+      (await page.evaluate((n) => window.pianoformer.generations.slice(n), before)).map((g) => [g.task, g.alternatives]),
+      [['melody', 2], ['accompaniment', 2]],
+    );
   } finally {
     await browser.close();
   }
