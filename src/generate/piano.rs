@@ -230,7 +230,7 @@ pub async fn accompany_steps<F, Fut>(
     report_every: usize,
     watch: Option<Watch>,
     device: &Device,
-    mut on_progress: F,
+    on_progress: F,
 ) -> Result<PianoRoll, GenerateError>
 where
     F: FnMut(PianoProgress<'_>) -> Fut,
@@ -245,6 +245,7 @@ where
     let state = steps.prefilled(model, sampling.seed, watch, &stepping, device)?;
     #[cfg(feature = "gpu")]
     if fused::enabled() {
+        let mut on_progress = on_progress;
         let run = (std::slice::from_ref(&sampling), report_every, watch);
         let mut report = |p: BatchProgress<'_>| {
             on_progress(PianoProgress {
