@@ -281,6 +281,22 @@ fn melody_training_lowers_the_loss_and_sings_a_plan() {
     assert!(!melody.is_empty());
     assert!(melody.iter().all(|n| (60..=79).contains(&n.pitch)));
     assert!(melody.iter().all(|n| n.end <= 4 * 4 * made.ppq as u64));
+    // Two alternatives of the plan: sung.1.mid is what the seed alone sings, sung.2.mid the
+    // next seed's.
+    let plan = [
+        "--chords",
+        "C | G | Am | F",
+        "--phrases",
+        "A2A2",
+        "--seed",
+        "7",
+    ];
+    ok(&generate(&plan));
+    let alone = std::fs::read(&sung).unwrap();
+    let err = ok(&generate(&[&plan[..], &["--alternatives", "2"]].concat()));
+    let [first, second] = [1, 2].map(|k| std::fs::read(dir.join(format!("sung.{k}.mid"))).unwrap());
+    assert_eq!(first, alone, "{err}");
+    assert_ne!(first, second);
     // From a file: its 2 bars kept, 2 more sung.
     let prompt = dir.join("prompt.mid");
     std::fs::write(&prompt, write_midi(&song(0, 2))).unwrap();
