@@ -24,6 +24,7 @@ import { endJob, remember, setPiece, startJob, store, showDraft } from './page-s
 import { attention } from './attention-view.js';
 import { command, run } from './commands.js';
 import { withPageMarks } from './piece.js';
+import { pitchRange } from './labels.js';
 
 command('generate', (request) => generate(request));
 
@@ -52,6 +53,12 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
   // The model's task (the panel's, unless a flow such as a song from a plan asks another's).
   const task = entry.task.toLowerCase();
   // A setting out of range is said in words at once (the Worker would refuse it the same way).
+  const range = task === 'melody' && s.melodyRange ? pitchRange(s.melodyRange) : null;
+  if (range?.error) {
+    notice(`The singer's range: ${range.error}.`);
+    $('melody-range').focus();
+    return null;
+  }
   const bad = optionsProblem(generateOptions(s, { task, region, context: null }));
   if (bad) {
     notice(`${bad.message[0].toUpperCase()}${bad.message.slice(1)}.`);

@@ -3,6 +3,7 @@
 // status lines. No DOM: generate.js runs the generation with these, and
 // tests/js/generation-plan.test.mjs checks them under Node.
 import { clonePiece } from './piece.js';
+import { pitchRange } from './labels.js';
 
 /** The bars `[from, to)` under the tick range `range` ([fromTick, toTick]), or null. */
 export function barsUnder(bars, range) {
@@ -145,6 +146,8 @@ export function generateOptions(s, { task, region, context }) {
     region,
     temperature: sampled ? s.temperature : null,
     echo: sampled ? s.echo ?? null : null,
+    // A singer's range the field could not read is said before (generate.js); here: none.
+    melodyRange: task === 'melody' && s.melodyRange ? pitchRange(s.melodyRange).range ?? null : null,
     density: task === 'melody' ? null : s.density ?? null,
     key: continuation ? s.keyHold ?? null : null,
     tokens: task === 'melody' ? null : s.maxTokens ?? null,

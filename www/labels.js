@@ -108,3 +108,29 @@ export function planText({ chords, phrases }, from, to) {
   }
   return { chords: chart, form: form.join('') };
 }
+
+/** A pitch typed as a scientific note name (C4 = 60; # or b) or a MIDI number; null if not one. */
+function typedPitch(text) {
+  const t = text.trim();
+  if (/^\d{1,3}$/.test(t)) return Number(t) <= 127 ? Number(t) : null;
+  const m = /^([A-Ga-g])([#b]?)(-?\d)$/.exec(t);
+  if (!m) return null;
+  const pc = { c: 0, d: 2, e: 4, f: 5, g: 7, a: 9, b: 11 }[m[1].toLowerCase()];
+  const pitch = 12 * (Number(m[3]) + 1) + pc + (m[2] === '#' ? 1 : m[2] === 'b' ? -1 : 0);
+  return pitch >= 0 && pitch <= 127 ? pitch : null;
+}
+
+/**
+ * A singer's range as typed (`C3–C6`, `F#3 to Bb4`, `55-79`): `{ range: [low, high] }` in MIDI
+ * pitches, or `{ error }` in words. The CLI's `--range` reads the same (`pitch_range` in
+ * src/music/summary.rs; cases: tests/melody-ranges.json).
+ */
+export function pitchRange(text) {
+  const parts = text.trim().split(/\s*(?:–|to|(?<=\d)\s*-)\s*/);
+  const [low, high] = parts.length === 2 ? parts.map(typedPitch) : [null, null];
+  if (low === null || high === null) {
+    return { error: `“${text.trim()}” is not a range: give the lowest and highest note, e.g. C3–C6, F#3 to Bb4 or 55-79` };
+  }
+  if (low > high) return { error: `the range ${text.trim()} is upside down: give the lowest note first` };
+  return { range: [low, high] };
+}

@@ -38,8 +38,10 @@ export function showModels(selected) {
   if (pick) select.value = pick.name;
   for (const el of document.querySelectorAll('.acc-only')) el.hidden = task !== 'accompaniment';
   // A melody is sampled as a continuation is: its temperature and echo (class mel-too) show;
-  // the piano's and the continuation's density (class not-mel) does not apply to it.
+  // the piano's and the continuation's density (class not-mel) does not apply to it; the
+  // singer's range (mel-only) applies to it alone.
   for (const el of document.querySelectorAll('.not-mel')) el.hidden = task === 'melody';
+  for (const el of document.querySelectorAll('.mel-only')) el.hidden = task !== 'melody';
   for (const el of document.querySelectorAll('.cont-only')) {
     el.hidden = !(task === 'continuation' || (task === 'melody' && el.classList.contains('mel-too')));
   }

@@ -76,6 +76,76 @@ pub fn note_name(pitch: u8) -> String {
     )
 }
 
+/// A pitch typed as a scientific note name (`C4` = 60, `F#3`, `Bb4`) or a MIDI number.
+fn typed_pitch(text: &str) -> Option<u8> {
+    let t = text.trim();
+    if !t.is_empty() && t.len() <= 3 && t.bytes().all(|b| b.is_ascii_digit()) {
+        return t.parse::<u8>().ok().filter(|&p| p <= 127);
+    }
+    let mut chars = t.chars();
+    let pc = match chars.next()?.to_ascii_lowercase() {
+        'c' => 0,
+        'd' => 2,
+        'e' => 4,
+        'f' => 5,
+        'g' => 7,
+        'a' => 9,
+        'b' => 11,
+        _ => return None,
+    };
+    let rest = chars.as_str();
+    let (shift, octave) = match rest.as_bytes().first()? {
+        b'#' => (1, &rest[1..]),
+        b'b' => (-1, &rest[1..]),
+        _ => (0, rest),
+    };
+    let octave: i32 = match octave.strip_prefix('-') {
+        Some(d) if d.len() == 1 => -d.parse::<i32>().ok()?,
+        _ if octave.len() == 1 => octave.parse().ok()?,
+        _ => return None,
+    };
+    u8::try_from(12 * (octave + 1) + pc + shift)
+        .ok()
+        .filter(|&p| p <= 127)
+}
+
+/// A singer's range as typed (`C3–C6`, `F#3 to Bb4`, `55-79`): the lowest and highest MIDI
+/// pitch, or what is wrong in words. The page's Singer's range reads the same (`pitchRange` in
+/// www/labels.js; cases: tests/melody-ranges.json).
+pub fn pitch_range(text: &str) -> Result<[u8; 2], String> {
+    let t = text.trim();
+    let bad = || {
+        format!(
+            "\"{t}\" is not a range: give the lowest and highest note, e.g. C3–C6, F#3 to Bb4 \
+             or 55-79"
+        )
+    };
+    let split = t
+        .split_once('–')
+        .or_else(|| t.split_once(" to "))
+        .or_else(|| {
+            // A hyphen after a digit (`C3-C6`, `55 - 79`), not an octave's minus sign (`C-1`).
+            let at = t
+                .char_indices()
+                .find(|&(i, c)| {
+                    c == '-' && t[..i].trim_end().ends_with(|d: char| d.is_ascii_digit())
+                })?
+                .0;
+            Some((&t[..at], &t[at + 1..]))
+        });
+    let (low, high) = split.ok_or_else(bad)?;
+    let (low, high) = (
+        typed_pitch(low).ok_or_else(bad)?,
+        typed_pitch(high).ok_or_else(bad)?,
+    );
+    if low > high {
+        return Err(format!(
+            "the range {t} is upside down: give the lowest note first"
+        ));
+    }
+    Ok([low, high])
+}
+
 pub fn summarize(song: &Song) -> SongSummary {
     let grid = Grid::for_song(song, 1);
     let bar_beat = |tick: u64| {
@@ -162,6 +232,27 @@ pub fn summarize(song: &Song) -> SongSummary {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_singers_range_is_read_as_the_page_reads_it() {
+        let cases: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/melody-ranges.json")).unwrap();
+        for case in cases["cases"].as_array().unwrap() {
+            let text = case["text"].as_str().unwrap();
+            let read = super::pitch_range(text);
+            if case.get("refused").is_some() {
+                assert!(read.is_err(), "{text}: {read:?}");
+            } else {
+                let want: Vec<u8> = serde_json::from_value(case["range"].clone()).unwrap();
+                assert_eq!(read.as_ref().map(|r| r.to_vec()), Ok(want), "{text}");
+            }
+        }
+        assert!(
+            super::pitch_range("C6-C3")
+                .unwrap_err()
+                .contains("lowest note first")
+        );
+    }
+
     use super::*;
     use crate::music::midi::{Note, TimeSignature, Track};
 

@@ -78,11 +78,17 @@ test('a song from a plan: chords and a form, a melody, a piano; it plays and und
     await page.click('#redo');
     await page.click('#redo');
 
-    // The melody task rewrites bars 3-4 only: the melody elsewhere and the piano stay.
+    // The melody task rewrites bars 3-4 only, in the singer's range asked: the melody
+    // elsewhere and the piano stay. A range upside down is said in words first.
     await page.selectOption('#task', 'melody');
     await selectBars3to4(page);
     const count = await page.evaluate(() => window.pianoformer.generations.length);
     await page.fill('#seed', '99');
+    await page.fill('#melody-range', 'C5–C4');
+    await page.click('#regen-bars');
+    await page.waitForFunction(() => /upside down/.test(document.getElementById('notice').textContent));
+    assert.equal(await page.evaluate(() => window.pianoformer.generations.length), count, 'nothing written');
+    await page.fill('#melody-range', 'C4–C5');
     await page.click('#regen-bars');
     await page.waitForFunction(
       (count) => window.pianoformer.generations.length > count || !document.getElementById('error').hidden,
@@ -95,6 +101,9 @@ test('a song from a plan: chords and a form, a melody, a piano; it plays and und
     const outside = (list) => list.filter((m) => m[1] < from || m[1] >= to).map((m) => [m[0], m[1]]);
     assert.deepEqual(outside(notes(rewritten, 'melody')), outside(melody), 'the melody outside bars 3-4 stays');
     assert.deepEqual(notes(rewritten, 'generated'), piano, 'the piano stays');
+    const inRange = notes(rewritten, 'melody').filter((m) => m[1] >= from && m[1] < to);
+    assert.ok(inRange.length && inRange.every((m) => m[0] >= 60 && m[0] <= 72), `in C4–C5: ${JSON.stringify(inRange)}`);
+    await page.fill('#melody-range', '');
     const last = await page.evaluate(() => window.pianoformer.generations.at(-1));
     assert.equal(last.region?.join(), '2,4');
     // Once written, the melody's attention map is drawn over the whole melody.

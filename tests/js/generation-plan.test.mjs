@@ -106,8 +106,8 @@ test('the options sent to the Worker follow the settings', () => {
   };
   const cont = generateOptions(s, { task: 'continuation', region: [1, 2], context: 512 });
   assert.deepEqual(cont, {
-    seed: 7, threshold: null, pianoTemperature: null, region: [1, 2], temperature: 1.2, echo: 2, density: 0.5, key: 0.5,
-    tokens: 256, context: 512, bars: 8, alternatives: 3, watch: { layer: 1, head: 2 },
+    seed: 7, threshold: null, pianoTemperature: null, region: [1, 2], temperature: 1.2, echo: 2, melodyRange: null, density: 0.5,
+    key: 0.5, tokens: 256, context: 512, bars: 8, alternatives: 3, watch: { layer: 1, head: 2 },
   });
   assert.equal(generateOptions({ ...s, alternatives: null }, { task: 'accompaniment', region: null, context: 512 }).alternatives,
     null, 'one piece, written at once');
@@ -143,6 +143,9 @@ test('a melody: its draft, where it writes from, its options and its notes', () 
   const o = generateOptions(s, { task: 'melody', region: [1, 2], context: 512 });
   assert.deepEqual([o.temperature, o.echo, o.threshold, o.pianoTemperature, o.density, o.key, o.tokens, o.bars, o.context, o.alternatives],
     [1.1, 3, null, null, null, null, null, null, null, 2]);
+  assert.equal(o.melodyRange, null, 'no range typed: the model\'s C3–C6');
+  assert.deepEqual(generateOptions({ ...s, melodyRange: 'A3–E5' }, { task: 'melody', region: null, context: null }).melodyRange, [57, 76]);
+  assert.equal(generateOptions({ ...s, melodyRange: 'A3–E5' }, { task: 'accompaniment', region: null, context: null }).melodyRange, null, 'a melody\'s alone');
   const result = piece();
   result.tracks[0].notes = result.tracks[0].notes.concat([[72, 2000, 2100, 90], [74, 2100, 2200, 90]]);
   assert.equal(notesWritten(before, result, { task: 'melody', trackName: 'MELODY', ticks }), 3);

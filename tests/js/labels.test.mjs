@@ -3,7 +3,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import {
   CHORD_TOKEN, CHORD_CHOICES, LABEL_HELP, labelTitle, labelProblems, labelError, chordCell, chordChart,
-  plannedBars, phraseForm, readPlan, planText,
+  plannedBars, phraseForm, readPlan, planText, pitchRange,
 } from '../../www/labels.js';
 import { readFileSync } from 'node:fs';
 
@@ -85,4 +85,16 @@ test('a plan from the lanes of an open piece: its bars\' chords and phrases, cut
   assert.deepEqual(plan.cells, ['F G', 'C', 'Am', 'Dm', 'G7']);
   assert.deepEqual(plan.phrases, [['A', 3], ['B', 2]]);
   assert.equal(plan.bars, 5);
+});
+
+test('a singer\'s range: the pitches the CLI\'s --range gives too (tests/melody-ranges.json)', () => {
+  const { cases } = JSON.parse(readFileSync(new URL('../melody-ranges.json', import.meta.url), 'utf8'));
+  assert.ok(cases.length >= 10);
+  for (const { text, range, refused } of cases) {
+    const read = pitchRange(text);
+    if (refused) assert.ok(read.error && !read.range, `${text}: ${JSON.stringify(read)}`);
+    else assert.deepEqual(read, { range }, text);
+  }
+  assert.match(pitchRange('C6-C3').error, /lowest note first/);
+  assert.match(pitchRange('soprano').error, /e\.g\. C3–C6/);
 });

@@ -51,8 +51,8 @@ pub struct Args {
     /// Melody without a prompt: the plan's tempo in beats a minute.
     #[arg(long, default_value_t = 100.0)]
     pub bpm: f64,
-    /// Melody: the lowest and highest pitch it may sing, MIDI numbers (`55-79`; default
-    /// 48-84, C3 to C6).
+    /// Melody: the lowest and highest pitch it may sing, note names or MIDI numbers (`C4-G5`,
+    /// `F#3 to Bb4`, `55-79`; default C3-C6, 48-84), as the page's Singer's range.
     #[arg(long)]
     pub range: Option<String>,
     /// Where to write the result: a MIDI file, or MusicXML when named `.musicxml`, `.xml` or
@@ -251,18 +251,9 @@ fn encode(piece: &Piece, path: &Path, lead_sheet: bool) -> Result<Vec<u8>, Strin
     }
 }
 
-/// `--range LOW-HIGH`: MIDI pitch numbers.
+/// `--range LOW-HIGH`: note names or MIDI numbers, as the page's Singer's range.
 fn parse_range(text: &str) -> Result<[u8; 2], String> {
-    let bad = || {
-        format!("--range {text:?}: give the lowest and highest pitch as MIDI numbers, e.g. 55-79")
-    };
-    let (a, b) = text.split_once('-').ok_or_else(bad)?;
-    let a: u8 = a.trim().parse().map_err(|_| bad())?;
-    let b: u8 = b.trim().parse().map_err(|_| bad())?;
-    if a > b || b > 127 {
-        return Err(bad());
-    }
-    Ok([a, b])
+    pianoformer::music::summary::pitch_range(text).map_err(|e| format!("--range: {e}"))
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
