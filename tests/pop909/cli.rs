@@ -237,3 +237,47 @@ fn continuations_are_scored_by_what_they_play() {
     assert!(err.contains("--sample is for continuation models"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A melody model judged by what it sings, at toy scale: a tiny model trained for a few steps
+/// writes the melodies of two validation and two test songs from their lanes, two samples a
+/// song; eval.json holds the setting chosen, the real and written figures and the samples.
+#[test]
+fn melodies_are_scored_by_what_they_sing() {
+    let Some(root) = data_root() else { return };
+    let dir = std::env::temp_dir().join(format!("pianoformer-melody-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let run = dir.join("mel");
+    run_ok(
+        pianoformer()
+            .args(["train", "--task", "melody", "--preset", "tiny"])
+            .args(["--pe", "fstripe", "--levels", "phrase,phrase_bar,position"])
+            .args(["--steps", "4", "--batch", "2", "--window", "64"])
+            .args(["--eval-every", "4", "--limit", "3", "--data"])
+            .arg(&root)
+            .arg("--out")
+            .arg(&run),
+    );
+    let err = run_ok(
+        pianoformer()
+            .args(["eval", "--task", "melody", "--limit", "2", "--samples", "2"])
+            .args(["--temperatures", "0.9", "--pitch-temperatures", "0.9"])
+            .args(["--echoes", "0,3", "--model"])
+            .arg(&run)
+            .arg("--data")
+            .arg(&root),
+    );
+    assert!(err.contains("chosen on validation"), "{err}");
+    let eval: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("eval.json")).unwrap()).unwrap();
+    assert_eq!(eval["samples"], 2);
+    // Temperature 0.9, then echo 0 beside the default 3.
+    assert_eq!(eval["sweep"].as_array().unwrap().len(), 2, "{eval}");
+    let test = &eval["test"];
+    for side in ["real", "written"] {
+        let f = &test[side];
+        assert!(f["onsets_per_bar"].as_f64().unwrap() > 0.0, "{side}: {f}");
+        let share = f["chord_tones"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&share), "{side}: {f}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -38,15 +38,16 @@ pub struct SplitFigures {
     pub distance: f64,
 }
 
-/// The melody of every song of `corpus` over its annotated span, written with `sampling` (seed
-/// `seed + song`) from the lanes — under the song's own chords, or, with `substitute`, under
-/// the next song's progression laid over its span — counted beside the song's own melody.
-/// Returns the real counts, the written ones and each written melody's range.
+/// The melody of every song of `corpus` over its annotated span, written `samples` times with
+/// `sampling` (seed `seed + song + 10 000·k`) from the lanes — under the song's own chords, or,
+/// with `substitute`, under the next song's progression laid over its span — counted beside
+/// the song's own melody. Returns the real counts, the written ones (all samples together) and
+/// each written melody's range.
 fn write_split(
     model: &Performer,
     corpus: &Corpus,
     sampling: &MelodySampling,
-    substitute: bool,
+    (substitute, samples): (bool, usize),
     device: &Device,
 ) -> Result<(MelodyCounts, MelodyCounts, Vec<f64>), String> {
     let pieces: Vec<&Piece> = corpus
@@ -71,31 +72,36 @@ fn write_split(
         }
         let own = melody_steps(&sheet.rolls.melody, &sheet.labels.melody, 0);
         let region = piece.range.start..piece.range.end.min(own.len());
-        let s = MelodySampling {
-            seed: sampling.seed.wrapping_add(i as u64),
-            ..*sampling
-        };
-        let steps = pollster::block_on(write_melody(
-            model,
-            &sheet,
-            region.clone(),
-            &s,
-            usize::MAX,
-            device,
-            |_| async { true },
-        ))
-        .map_err(|e| format!("{}: {e}", piece.name))?;
-        let mut all: Vec<MelodyStep> = own[..region.start].to_vec();
-        all.extend(steps);
         real.add(&count_melody(
             &own,
             &piece.sheet.labels,
             &sheet.grid,
             region.clone(),
         ));
-        let c = count_melody(&all, &sheet.labels, &sheet.grid, region);
-        ranges.extend(c.ranges.iter().copied());
-        written.add(&c);
+        for k in 0..samples.max(1) {
+            let s = MelodySampling {
+                seed: sampling
+                    .seed
+                    .wrapping_add(i as u64)
+                    .wrapping_add(10_000 * k as u64),
+                ..*sampling
+            };
+            let steps = pollster::block_on(write_melody(
+                model,
+                &sheet,
+                region.clone(),
+                &s,
+                usize::MAX,
+                device,
+                |_| async { true },
+            ))
+            .map_err(|e| format!("{}: {e}", piece.name))?;
+            let mut all: Vec<MelodyStep> = own[..region.start].to_vec();
+            all.extend(steps);
+            let c = count_melody(&all, &sheet.labels, &sheet.grid, region.clone());
+            ranges.extend(c.ranges.iter().copied());
+            written.add(&c);
+        }
     }
     Ok((real, written, ranges))
 }
@@ -197,7 +203,8 @@ fn choose(
     let mut sweep = Vec::new();
     let best = |sweep: &mut Vec<SplitFigures>, tries: Vec<MelodySampling>| {
         for s in tries {
-            let (real, written, ranges) = write_split(model, valid, &s, false, device)?;
+            let (real, written, ranges) =
+                write_split(model, valid, &s, (false, args.samples), device)?;
             let f = figures_of(&s, &real, &written, &ranges);
             print("validation", &f);
             sweep.push(f);
@@ -260,10 +267,11 @@ pub fn run(
     let test_loss = loss(model, &data.test, args.seed)?;
     eprintln!("cross-entropy per sixteenth: validation {valid_loss:.4}, test {test_loss:.4}");
     let (s, sweep) = choose(model, &data.valid, args, base, device)?;
-    let (real, written, ranges) = write_split(model, &data.test, &s, false, device)?;
+    let (real, written, ranges) =
+        write_split(model, &data.test, &s, (false, args.samples), device)?;
     let test = figures_of(&s, &real, &written, &ranges);
     print("test", &test);
-    let (real, written, ranges) = write_split(model, &data.test, &s, true, device)?;
+    let (real, written, ranges) = write_split(model, &data.test, &s, (true, args.samples), device)?;
     let substituted = figures_of(&s, &real, &written, &ranges);
     eprintln!(
         "test under another song's progression: chord tones {:.3} of the substituted chords \
@@ -286,5 +294,6 @@ pub fn run(
             "onsets_per_bar": substituted.written.onsets_per_bar,
         },
         "seed": args.seed,
+        "samples": args.samples.max(1),
     }))
 }

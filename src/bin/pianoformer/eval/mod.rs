@@ -162,6 +162,11 @@ pub struct Args {
     /// strongly a repeated phrase leans towards its first occurrence; --echo tries one).
     #[arg(long, value_delimiter = ',', default_value = "0,1.5,3,4.5")]
     pub echoes: Vec<f32>,
+    /// Melody: melodies written a song at each setting (the k-th with seed SEED + song +
+    /// 10 000·k; the first is what one sample writes), counted together: one melody a song
+    /// moves the validation distance by about ±0.06 with the seed alone (reports/melody.md).
+    #[arg(long, default_value_t = 1)]
+    pub samples: usize,
     /// Step-by-step accompaniment: the hold temperatures tried with each temperature (the
     /// temperature of the draws that decide whether a sounding note goes on, on top of the
     /// temperature). Of the settings that strike and hold 0.8-1.25x as many notes as the
