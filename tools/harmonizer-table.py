@@ -12,14 +12,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-
-def final_valid_loss(run: Path):
-    loss = None
-    for line in (run / "log.jsonl").read_text().splitlines():
-        event = json.loads(line)
-        if "valid_loss" in event:
-            loss = event["valid_loss"]
-    return loss
+from run_files import final_valid_loss
 
 
 def main(runs):

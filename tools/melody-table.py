@@ -11,17 +11,10 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from run_files import final_valid_loss
+
 FIELDS = ["notes", "chord_tones", "substituted", "steps", "leaps", "repeat_f1", "contrast_f1",
           "breathing", "distance"]
-
-
-def final_valid_loss(run: Path):
-    loss = None
-    for line in (run / "log.jsonl").read_text().splitlines():
-        event = json.loads(line)
-        if "valid_loss" in event:
-            loss = event["valid_loss"]
-    return loss
 
 
 def encoding(ev):
