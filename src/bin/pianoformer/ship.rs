@@ -155,6 +155,15 @@ fn metrics(args: &Args, eval: &serde_json::Value) -> Result<serde_json::Value, S
         obj.remove("valid");
         obj.remove("valid_tones");
         obj.remove("model");
+        // The colourful end's validation sweep (every temperature and nucleus tried) stays in
+        // eval.json too; what was chosen and its test scores come along.
+        if let Some(colourful) = obj
+            .get_mut("alternatives")
+            .and_then(|a| a.get_mut("colourful"))
+            .and_then(|c| c.as_object_mut())
+        {
+            colourful.remove("valid");
+        }
     }
     // What a continuation plays when sampled (`eval --sample`), where the run has it: reading
     // everything, and reading at most its window (`--context`), as the page and CLI play it.

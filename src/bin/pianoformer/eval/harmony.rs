@@ -272,6 +272,7 @@ fn with_temperatures(mut decode: HarmonyDecode, alternatives: &serde_json::Value
     let chosen = |v: &serde_json::Value| v.as_f64().map(|t| t as f32);
     decode.alternatives = chosen(&alternatives["temperature"]);
     decode.colourful = chosen(&alternatives["colourful"]["temperature"]);
+    decode.colourful_top_p = chosen(&alternatives["colourful"]["top_p"]);
     decode
 }
 
@@ -388,9 +389,13 @@ fn choose_draws(
 }
 
 /// The colourful end of chord choice (issue 55): progressions drawn from the decode at a
-/// temperature, the one of [`COLOUR_TEMPERATURES`] whose chord-histogram entropy and coverage
-/// come closest to the annotations' on the validation songs (the larger of the two relative
-/// gaps), then scored on the test songs beside the annotations.
+/// temperature from each beat's nucleus ([`nucleus`]), the pair of [`COLOUR_TEMPERATURES`] and
+/// [`COLOUR_TOP_P`] whose chord-histogram entropy and coverage come closest to the
+/// annotations' on the validation songs (the larger of the two relative gaps), then scored on
+/// the test songs beside the annotations. Every figure is the mean over [`COLOUR_DRAWS`]
+/// draws a song (one draw moves the coverage by about a chord).
+///
+/// [`nucleus`]: pianoformer::music::harmony::decode::nucleus
 fn colour_sweep(
     valid: &[HarmonySong],
     lp: &[Vec<f32>],
@@ -398,39 +403,81 @@ fn colour_sweep(
     decode: &HarmonyDecode,
     seed: u64,
 ) -> Result<serde_json::Value, String> {
-    let drawn = |temperature| Choice::Drawn { seed, temperature };
+    // Each song COLOUR_DRAWS times, each time drawn with another seed, scored together.
+    let drawn = |songs: &[HarmonySong], lp: &[Vec<f32>], temperature, top_p| {
+        let mut all_songs = Vec::new();
+        let mut chords = Vec::new();
+        for k in 0..COLOUR_DRAWS {
+            let choice = Choice::Drawn {
+                seed: seed.wrapping_add(k),
+                temperature,
+                top_p,
+            };
+            all_songs.extend_from_slice(songs);
+            chords.extend(decode_all(songs, lp, decode, choice));
+        }
+        score(&all_songs, &chords)
+    };
     let annotated: Vec<_> = valid.iter().map(|s| s.reference.clone()).collect();
     let target = score(valid, &annotated).measures;
-    eprintln!("validation, the colourful end (progressions drawn at a temperature):");
+    eprintln!(
+        "validation, the colourful end (progressions drawn at a temperature from each beat's \
+         nucleus; means of {COLOUR_DRAWS} draws a song):"
+    );
     let mut tried = Vec::new();
-    for temperature in COLOUR_TEMPERATURES {
-        let s = score(valid, &decode_all(valid, lp, decode, drawn(temperature)));
-        line(&format!("drawn at {temperature}"), &s);
-        tried.push((temperature, s));
+    for top_p in COLOUR_TOP_P {
+        for temperature in COLOUR_TEMPERATURES {
+            let s = drawn(valid, lp, temperature, top_p);
+            line(&format!("drawn at {temperature}, top-p {top_p}"), &s);
+            tried.push((temperature, top_p, s));
+        }
     }
     // How far a progression's entropy and coverage are from the annotations', the worse of two.
     let off = |m: &pianoformer::music::harmony::measures::Measures| {
         ((m.che / target.che - 1.0).abs()).max((m.cc / target.cc - 1.0).abs())
     };
-    let chosen = tried
+    let (chosen, chosen_p) = tried
         .iter()
-        .min_by(|a, b| off(&a.1.measures).total_cmp(&off(&b.1.measures)))
-        .map(|(t, _)| *t)
+        .min_by(|a, b| off(&a.2.measures).total_cmp(&off(&b.2.measures)))
+        .map(|(t, p, _)| (*t, *p))
         .ok_or("no temperature tried")?;
-    let test = score(t.songs, &decode_all(t.songs, t.lp, decode, drawn(chosen)));
+    let test = drawn(t.songs, t.lp, chosen, chosen_p);
     eprintln!(
-        "test, the colourful end (drawn at {chosen}, chosen on validation; the annotations' row above):"
+        "test, the colourful end (drawn at {chosen}, top-p {chosen_p}, chosen on validation; the \
+         annotations' row above):"
     );
     line("colourful", &test);
+    let m = &test.measures;
+    let test_target = score(
+        t.songs,
+        &t.songs
+            .iter()
+            .map(|s| s.reference.clone())
+            .collect::<Vec<_>>(),
+    )
+    .measures;
+    let gap = |a: f64, b: f64| format!("{:+.1} %", 100.0 * (a / b - 1.0));
+    eprintln!(
+        "  against the annotations: CHE {}, CC {}, CTnCTR {}, MCTD {}",
+        gap(m.che, test_target.che),
+        gap(m.cc, test_target.cc),
+        gap(m.ctnctr, test_target.ctnctr),
+        gap(m.mctd, test_target.mctd)
+    );
     Ok(serde_json::json!({
         "temperature": chosen,
-        "valid": tried.iter().map(|(t, s)| serde_json::json!({"temperature": t, "scores": s})).collect::<Vec<_>>(),
+        "top_p": chosen_p,
+        "draws": COLOUR_DRAWS,
+        "valid": tried.iter().map(|(t, p, s)| serde_json::json!({"temperature": t, "top_p": p, "scores": s})).collect::<Vec<_>>(),
         "test": test,
     }))
 }
 
-/// The temperatures the colourful end is chosen from.
-const COLOUR_TEMPERATURES: [f32; 7] = [0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0];
+/// The temperatures and nuclei the colourful end is chosen from, and the draws a song each
+/// is judged on.
+const COLOUR_TEMPERATURES: [f32; 7] = [0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2];
+const COLOUR_TOP_P: [f32; 4] = [0.8, 0.9, 0.95, 1.0];
+const COLOUR_DRAWS: u64 = 3;
 
 /// Alternatives scored per section, the most asked, and the draws' temperatures tried.
 const SECTION_BARS: usize = 8;
