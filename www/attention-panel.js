@@ -94,6 +94,9 @@ let due = null;
 let lastJob = null;
 function follow(blankToo = false) {
   if (due !== null) clearTimeout(due);
+  due = null;
+  // While a job runs it draws its own map (or its end asks for one, below).
+  if (store.job) return;
   due = setTimeout(() => {
     due = null;
     if (!store.job && !store.comparison && (blankToo || !attention.isBlank())) refreshAttention();
@@ -109,6 +112,10 @@ onStore('piece', ({ fresh }) => {
 });
 onStore('job', ({ job: running }) => {
   if (running) {
+    // A generation draws its own map as it writes: a redraw still waiting (an edit just
+    // before) would replace that map once a quick job is done.
+    if (due !== null) clearTimeout(due);
+    due = null;
     lastJob = running;
     return;
   }

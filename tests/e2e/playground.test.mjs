@@ -309,6 +309,16 @@ test('with WebGPU disabled the same accompaniment runs on the CPU', { timeout: 2
     );
     console.log(`planned chord: ${tones} of ${inPlanned.length} onsets in the F bar are its tones`);
     console.log(`CPU continuation: ${cont.tokens} tokens in ${(cont.ms / 1000).toFixed(1)} s`);
+    // Its attention, streamed while it was written, stays on the map: the model loaded for it
+    // asked for a redraw that the generation, done in well under that redraw's delay, must
+    // not let through (it blanked the map and drew it again).
+    await new Promise((r) => setTimeout(r, 600));
+    assert.equal(await page.evaluate(() => window.pianoformer.attentionBlank()), false, 'continuation attention drawn');
+    assert.equal(
+      await page.evaluate(() => window.pianoformer.attentionMaps.filter((m) => m.model.startsWith('continuation')).length),
+      0,
+      'the live map is not drawn again',
+    );
     await page.screenshot({ path: join(OUT, 'playground-continuation.png'), fullPage: true });
 
     // "Regenerate these bars" with the continuation model: bars 5–8 are rewritten from the
