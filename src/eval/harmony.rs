@@ -370,7 +370,6 @@ pub fn choose_decode(
             tones: None,
             alternatives: None,
             colourful: None,
-            colourful_top_p: None,
         };
         let s = scores(&decode);
         if best.as_ref().is_none_or(|(_, b)| key(&s) > key(b)) {

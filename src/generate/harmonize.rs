@@ -13,7 +13,7 @@ use crate::model::config::Task;
 use crate::model::performer::{Inputs, Performer};
 use crate::music::chords::Chord;
 use crate::music::harmony::decode::{
-    Draws, HarmonyDecode, alternatives, causal, log_softmax_rows, nucleus, sample, viterbi,
+    Draws, HarmonyDecode, alternatives, causal, log_softmax_rows, recolour, viterbi,
 };
 use crate::music::harmony::{BeatPlaces, CHORD_CLASSES, class_chord};
 use crate::music::labels::StepLabels;
@@ -155,13 +155,9 @@ pub async fn lane_alternatives(
 pub enum Choice {
     /// The most likely progression under the harmonic rhythm (Viterbi).
     Best,
-    /// One drawn from the same distribution with this seed (an alternative), at a
-    /// temperature, from each beat's nucleus (`top_p` of its probability; 1: every chord).
-    Drawn {
-        seed: u64,
-        temperature: f32,
-        top_p: f32,
-    },
+    /// The best progression's harmonic rhythm with each stretch's chord drawn again with this
+    /// seed, at a temperature: the colourful end of chord choice ([`recolour`]).
+    Drawn { seed: u64, temperature: f32 },
     /// Beat by beat from the past alone (what live playing writes; a causal model's).
     Causal,
 }
@@ -191,13 +187,9 @@ pub fn progression(
     let (rows, sub, before) = window(log_probs, places, beats, before);
     let classes = match choice {
         Choice::Best => viterbi(rows, &sub, decode, before),
-        Choice::Drawn {
-            seed,
-            temperature,
-            top_p,
-        } => {
-            let kept = nucleus(rows, top_p);
-            sample(&kept, &sub, decode, before, temperature, seed)
+        Choice::Drawn { seed, temperature } => {
+            let plain = viterbi(rows, &sub, decode, before);
+            recolour(rows, decode, &plain, temperature, seed)
         }
         Choice::Causal => causal(rows, &sub, decode),
     };

@@ -243,7 +243,6 @@ pub async fn harmonize_piece(
         Some(seed) if colour > 0.0 => Choice::Drawn {
             seed,
             temperature: colour * decode.colourful.unwrap_or(COLOURFUL_TEMPERATURE),
-            top_p: decode.colourful_top_p.unwrap_or(1.0),
         },
         _ => Choice::Best,
     }

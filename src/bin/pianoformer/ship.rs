@@ -155,7 +155,7 @@ fn metrics(args: &Args, eval: &serde_json::Value) -> Result<serde_json::Value, S
         obj.remove("valid");
         obj.remove("valid_tones");
         obj.remove("model");
-        // The colourful end's validation sweep (every temperature and nucleus tried) stays in
+        // The colourful end's validation sweep (every temperature tried) stays in
         // eval.json too; what was chosen and its test scores come along.
         if let Some(colourful) = obj
             .get_mut("alternatives")

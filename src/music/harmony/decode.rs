@@ -68,10 +68,6 @@ pub struct HarmonyDecode {
     pub alternatives: Option<f32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub colourful: Option<f32>,
-    /// The colourful end's nucleus ([`nucleus`]), chosen with its temperature (`None`: every
-    /// class, as models shipped before it were chosen).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub colourful_top_p: Option<f32>,
 }
 
 impl Default for HarmonyDecode {
@@ -86,7 +82,6 @@ impl Default for HarmonyDecode {
             tones: None,
             alternatives: None,
             colourful: None,
-            colourful_top_p: None,
         }
     }
 }
@@ -128,13 +123,6 @@ impl HarmonyDecode {
                     "the harmonizer's {what} temperature must be above 0 and at most 10, not {t}"
                 ));
             }
-        }
-        if let Some(p) = self.colourful_top_p
-            && !(p > 0.0 && p <= 1.0)
-        {
-            return Err(format!(
-                "the harmonizer's colourful nucleus must be above 0 and at most 1, not {p}"
-            ));
         }
         if self.rhythm.change.iter().any(|p| !(*p > 0.0 && *p < 1.0)) {
             return Err(
@@ -354,40 +342,6 @@ fn draw(logits: &[f32], rng: &mut StdRng) -> usize {
     weights.len() - 1
 }
 
-/// What [`nucleus`] gives the classes it leaves out: far below any log-probability, yet finite,
-/// so a family with none left still sums (and weighs, and divides by a temperature) to a
-/// number rather than NaN.
-const LEFT_OUT: f32 = -1e9;
-
-/// Nucleus sampling for chords: at every beat the model's likeliest classes that together hold
-/// `top_p` of its probability, the others left out (1 or more: the rows as they are). A
-/// progression drawn from it at a higher temperature spreads over more of the likely chords
-/// without picking up the long tail of once-in-a-song ones: the colourful end of chord
-/// choice reaches the songwriters' chord variety (entropy) at their number of distinct
-/// chords (coverage), which a temperature alone cannot (reports/harmonizer.md).
-pub fn nucleus(log_probs: &[f32], top_p: f32) -> Vec<f32> {
-    let mut out = log_probs.to_vec();
-    if top_p >= 1.0 {
-        return out;
-    }
-    let mut order: Vec<usize> = (0..CHORD_CLASSES).collect();
-    for row in out.chunks_mut(CHORD_CLASSES) {
-        order.sort_by(|&a, &b| row[b].total_cmp(&row[a]));
-        let (mut mass, mut kept) = (0f32, CHORD_CLASSES);
-        for (n, &c) in order.iter().enumerate() {
-            mass += row[c].exp();
-            if mass >= top_p {
-                kept = n + 1;
-                break;
-            }
-        }
-        for &c in &order[kept..] {
-            row[c] = LEFT_OUT;
-        }
-    }
-    out
-}
-
 /// A progression drawn from the same model as [`viterbi`]'s (forward filtering, backward
 /// sampling), with `seed`: another seed, another plausible progression. `temperature` divides
 /// the emissions and transitions (1: the model's own distribution; lower is closer to
@@ -401,6 +355,44 @@ pub fn sample(
     seed: u64,
 ) -> Vec<usize> {
     Forward::new(log_probs, places, decode, before, temperature).draw(seed)
+}
+
+/// A colourful version of the `plain` progression (one class per beat, [`viterbi`]'s): its
+/// harmonic rhythm kept — each stretch of one chord stays one stretch — and each stretch's
+/// chord drawn again, with `seed`, at `temperature` from how well every chord fits the whole
+/// stretch (the mean of its emissions over the stretch's beats). Colour, not restlessness: a
+/// drawn progression changes chord where the plain one does (or less, where two stretches
+/// draw the same), never more often; stretches with no chord stay silent.
+pub fn recolour(
+    log_probs: &[f32],
+    decode: &HarmonyDecode,
+    plain: &[usize],
+    temperature: f32,
+    seed: u64,
+) -> Vec<usize> {
+    let k = CHORD_CLASSES;
+    let emitted = decode.emissions(log_probs);
+    let beats = plain.len().min(emitted.len() / k);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut out = plain.to_vec();
+    let t = temperature.max(1e-3);
+    let mut start = 0;
+    while start < beats {
+        let class = plain[start];
+        let end = (start..beats).find(|&b| plain[b] != class).unwrap_or(beats);
+        if class != 0 {
+            let mut mean = vec![0f32; k];
+            for row in emitted[start * k..end * k].chunks(k) {
+                for (m, e) in mean.iter_mut().zip(row) {
+                    *m += e / (end - start) as f32;
+                }
+            }
+            let heated: Vec<f32> = mean.iter().map(|m| m / t).collect();
+            out[start..end].fill(draw(&heated, &mut rng));
+        }
+        start = end;
+    }
+    out
 }
 
 /// Forward filtering's sums over a progression's beats, from which any number of progressions

@@ -1,5 +1,5 @@
 use super::decode::{
-    Draws, HarmonyDecode, Rhythm, alternatives, causal, log_softmax_rows, nucleus, path_score,
+    Draws, HarmonyDecode, Rhythm, alternatives, causal, log_softmax_rows, path_score, recolour,
     sample, tone_gains, viterbi,
 };
 use super::measures::{Accuracy, agreement, measures};
@@ -409,83 +409,65 @@ fn alternatives_log_probabilities_are_normalised() {
     assert!((total - 1.0).abs() < 1e-3, "{total}");
 }
 
-/// The colourful end's nucleus keeps each beat's likeliest chords holding `top_p` of its
-/// probability: a draw, even a hot one, never names another, and the decode stays finite where
-/// whole families are left out.
+/// The colourful end keeps the plain progression's harmonic rhythm and draws each stretch's
+/// chord again from the chords that fit the whole stretch: draws change chord only where the
+/// plain one does, leave its silent stretches silent, pick the chords that fit, and a cold
+/// one gives the plain progression back.
 #[test]
-fn a_nucleus_keeps_the_likeliest_chords_and_draws_only_them() {
+fn a_recoloured_progression_keeps_the_plain_one_s_rhythm() {
     let (c, am) = (
         chord_class(chord(0, Quality::Maj)),
         chord_class(chord(9, Quality::Min)),
     );
-    let g = chord_class(chord(7, Quality::Maj));
-    // C 0.5, Am 0.3 on the first two beats; G 0.5, C 0.3 on the next two.
-    let rows: Vec<f32> = [
-        row2(c, 0.5, am, 0.3),
-        row2(c, 0.5, am, 0.3),
-        row2(g, 0.5, c, 0.3),
-        row2(g, 0.5, c, 0.3),
-    ]
-    .concat();
-    assert_eq!(nucleus(&rows, 1.0), rows, "1 keeps every chord");
-    let kept = nucleus(&rows, 0.75);
-    for (b, (row, was)) in kept
-        .chunks(CHORD_CLASSES)
-        .zip(rows.chunks(CHORD_CLASSES))
-        .enumerate()
-    {
-        let left: Vec<usize> = (0..CHORD_CLASSES).filter(|&k| row[k] > -1e6).collect();
-        let want = if b < 2 {
-            [c.min(am), c.max(am)]
-        } else {
-            [c.min(g), c.max(g)]
-        };
-        assert_eq!(
-            left, want,
-            "beat {b}: the two chords that hold 0.8 (>= 0.75)"
-        );
-        for &k in &left {
-            assert_eq!(row[k], was[k], "kept log-probabilities are untouched");
-        }
-    }
-    // 0.4 is held by the likeliest chord alone.
-    let one = nucleus(&rows[..CHORD_CLASSES], 0.4);
-    assert_eq!(
-        (0..CHORD_CLASSES)
-            .filter(|&k| one[k] > -1e6)
-            .collect::<Vec<_>>(),
-        vec![c]
+    let (f, g) = (
+        chord_class(chord(5, Quality::Maj)),
+        chord_class(chord(7, Quality::Maj)),
     );
+    // Two bars: C (or Am) for a bar, F (or G) for a bar, then a bar with no chord; the two
+    // likeliest chords of each hold 0.9 of it, the rest share 0.1.
+    let mut rows = Vec::new();
+    for _ in 0..4 {
+        rows.extend(row2(c, 0.5, am, 0.4));
+    }
+    for _ in 0..4 {
+        rows.extend(row2(f, 0.5, g, 0.4));
+    }
+    for _ in 0..4 {
+        rows.extend(row2(0, 0.9, c, 0.05));
+    }
+    let p = places(12);
     let decode = HarmonyDecode::default();
-    let p = places(4);
-    for seed in 0..50 {
-        let drawn = sample(&kept, &p, &decode, None, 3.0, seed);
+    let plain = viterbi(&rows, &p, &decode, None);
+    assert_eq!(plain, [[c; 4], [f; 4], [0; 4]].concat());
+    let mut seen = std::collections::HashSet::new();
+    for seed in 0..60 {
+        let drawn = recolour(&rows, &decode, &plain, 0.5, seed);
+        let (first, second) = (drawn[0], drawn[4]);
         assert!(
-            drawn[..2].iter().all(|&k| k == c || k == am),
+            drawn[..4].iter().all(|&k| k == first),
             "seed {seed}: {drawn:?}"
         );
         assert!(
-            drawn[2..].iter().all(|&k| k == g || k == c),
+            drawn[4..8].iter().all(|&k| k == second),
             "seed {seed}: {drawn:?}"
         );
+        assert_eq!(drawn[8..], [0; 4], "silence stays silent");
+        assert!(
+            [c, am].contains(&first) && [f, g].contains(&second),
+            "{drawn:?}"
+        );
+        seen.insert((first, second));
     }
-    // Without the nucleus the same hot draws wander off to the long tail.
-    let wild = (0..50).filter(|&seed| {
-        sample(&rows, &p, &decode, None, 3.0, seed)
-            .iter()
-            .any(|&k| ![c, am, g].contains(&k))
-    });
-    assert!(wild.count() > 25);
-    assert!(
-        viterbi(&kept, &p, &decode, None)
-            .iter()
-            .all(|&k| k == c || k == g)
+    assert_eq!(
+        seen.len(),
+        4,
+        "every pair of the likely chords is drawn: {seen:?}"
     );
-    let mut bad = HarmonyDecode::default();
-    for top_p in [0.0, -0.5, 1.5, f32::NAN] {
-        bad.colourful_top_p = Some(top_p);
-        assert!(bad.check().unwrap_err().contains("nucleus"), "{top_p}");
-    }
-    bad.colourful_top_p = Some(0.9);
-    assert_eq!(bad.check(), Ok(()));
+    assert_eq!(recolour(&rows, &decode, &plain, 0.01, 3), plain);
+    // Hot, the long tail of unlikely chords (0.1 shared by 167) takes over.
+    let wild = (0..20).filter(|&seed| {
+        let d = recolour(&rows, &decode, &plain, 3.0, seed);
+        ![c, am].contains(&d[0])
+    });
+    assert!(wild.count() > 10);
 }

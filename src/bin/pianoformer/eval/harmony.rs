@@ -272,7 +272,6 @@ fn with_temperatures(mut decode: HarmonyDecode, alternatives: &serde_json::Value
     let chosen = |v: &serde_json::Value| v.as_f64().map(|t| t as f32);
     decode.alternatives = chosen(&alternatives["temperature"]);
     decode.colourful = chosen(&alternatives["colourful"]["temperature"]);
-    decode.colourful_top_p = chosen(&alternatives["colourful"]["top_p"]);
     decode
 }
 
@@ -388,14 +387,14 @@ fn choose_draws(
     Ok((chosen, tried))
 }
 
-/// The colourful end of chord choice (issue 55): progressions drawn from the decode at a
-/// temperature from each beat's nucleus ([`nucleus`]), the pair of [`COLOUR_TEMPERATURES`] and
-/// [`COLOUR_TOP_P`] whose chord-histogram entropy and coverage come closest to the
+/// The colourful end of chord choice (issue 55): the one guess's progression with each
+/// stretch's chord drawn again at a temperature ([`recolour`]), the one of
+/// [`COLOUR_TEMPERATURES`] whose chord-histogram entropy and coverage come closest to the
 /// annotations' on the validation songs (the larger of the two relative gaps), then scored on
 /// the test songs beside the annotations. Every figure is the mean over [`COLOUR_DRAWS`]
 /// draws a song (one draw moves the coverage by about a chord).
 ///
-/// [`nucleus`]: pianoformer::music::harmony::decode::nucleus
+/// [`recolour`]: pianoformer::music::harmony::decode::recolour
 fn colour_sweep(
     valid: &[HarmonySong],
     lp: &[Vec<f32>],
@@ -404,14 +403,13 @@ fn colour_sweep(
     seed: u64,
 ) -> Result<serde_json::Value, String> {
     // Each song COLOUR_DRAWS times, each time drawn with another seed, scored together.
-    let drawn = |songs: &[HarmonySong], lp: &[Vec<f32>], temperature, top_p| {
+    let drawn = |songs: &[HarmonySong], lp: &[Vec<f32>], temperature| {
         let mut all_songs = Vec::new();
         let mut chords = Vec::new();
         for k in 0..COLOUR_DRAWS {
             let choice = Choice::Drawn {
                 seed: seed.wrapping_add(k),
                 temperature,
-                top_p,
             };
             all_songs.extend_from_slice(songs);
             chords.extend(decode_all(songs, lp, decode, choice));
@@ -421,62 +419,51 @@ fn colour_sweep(
     let annotated: Vec<_> = valid.iter().map(|s| s.reference.clone()).collect();
     let target = score(valid, &annotated).measures;
     eprintln!(
-        "validation, the colourful end (progressions drawn at a temperature from each beat's \
-         nucleus; means of {COLOUR_DRAWS} draws a song):"
+        "validation, the colourful end (the one guess's chords drawn again at a temperature; \
+         means of {COLOUR_DRAWS} draws a song):"
     );
     let mut tried = Vec::new();
-    for top_p in COLOUR_TOP_P {
-        for temperature in COLOUR_TEMPERATURES {
-            let s = drawn(valid, lp, temperature, top_p);
-            line(&format!("drawn at {temperature}, top-p {top_p}"), &s);
-            tried.push((temperature, top_p, s));
-        }
+    for temperature in COLOUR_TEMPERATURES {
+        let s = drawn(valid, lp, temperature);
+        line(&format!("drawn at {temperature}"), &s);
+        tried.push((temperature, s));
     }
     // How far a progression's entropy and coverage are from the annotations', the worse of two.
     let off = |m: &pianoformer::music::harmony::measures::Measures| {
         ((m.che / target.che - 1.0).abs()).max((m.cc / target.cc - 1.0).abs())
     };
-    let (chosen, chosen_p) = tried
+    let chosen = tried
         .iter()
-        .min_by(|a, b| off(&a.2.measures).total_cmp(&off(&b.2.measures)))
-        .map(|(t, p, _)| (*t, *p))
+        .min_by(|a, b| off(&a.1.measures).total_cmp(&off(&b.1.measures)))
+        .map(|(t, _)| *t)
         .ok_or("no temperature tried")?;
-    let test = drawn(t.songs, t.lp, chosen, chosen_p);
+    let test = drawn(t.songs, t.lp, chosen);
     eprintln!(
-        "test, the colourful end (drawn at {chosen}, top-p {chosen_p}, chosen on validation; the \
-         annotations' row above):"
+        "test, the colourful end (drawn at {chosen}, chosen on validation; the annotations' row \
+         above):"
     );
     line("colourful", &test);
     let m = &test.measures;
-    let test_target = score(
-        t.songs,
-        &t.songs
-            .iter()
-            .map(|s| s.reference.clone())
-            .collect::<Vec<_>>(),
-    )
-    .measures;
+    let references: Vec<_> = t.songs.iter().map(|s| s.reference.clone()).collect();
+    let theirs = score(t.songs, &references).measures;
     let gap = |a: f64, b: f64| format!("{:+.1} %", 100.0 * (a / b - 1.0));
     eprintln!(
         "  against the annotations: CHE {}, CC {}, CTnCTR {}, MCTD {}",
-        gap(m.che, test_target.che),
-        gap(m.cc, test_target.cc),
-        gap(m.ctnctr, test_target.ctnctr),
-        gap(m.mctd, test_target.mctd)
+        gap(m.che, theirs.che),
+        gap(m.cc, theirs.cc),
+        gap(m.ctnctr, theirs.ctnctr),
+        gap(m.mctd, theirs.mctd)
     );
     Ok(serde_json::json!({
         "temperature": chosen,
-        "top_p": chosen_p,
         "draws": COLOUR_DRAWS,
-        "valid": tried.iter().map(|(t, p, s)| serde_json::json!({"temperature": t, "top_p": p, "scores": s})).collect::<Vec<_>>(),
+        "valid": tried.iter().map(|(t, s)| serde_json::json!({"temperature": t, "scores": s})).collect::<Vec<_>>(),
         "test": test,
     }))
 }
 
-/// The temperatures and nuclei the colourful end is chosen from, and the draws a song each
-/// is judged on.
-const COLOUR_TEMPERATURES: [f32; 7] = [0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2];
-const COLOUR_TOP_P: [f32; 4] = [0.8, 0.9, 0.95, 1.0];
+/// The temperatures the colourful end is chosen from, and the draws a song each is judged on.
+const COLOUR_TEMPERATURES: [f32; 7] = [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0];
 const COLOUR_DRAWS: u64 = 3;
 
 /// Alternatives scored per section, the most asked, and the draws' temperatures tried.
