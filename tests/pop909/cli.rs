@@ -17,6 +17,27 @@ fn run_ok(cmd: &mut std::process::Command) -> String {
     err
 }
 
+/// Trains a tiny `task` model for 4 steps of 2 windows of `window` on 3 songs a split into
+/// `run` (`extra`: more `train` arguments).
+fn train_tiny(
+    root: &std::path::Path,
+    run: &std::path::Path,
+    task: &str,
+    window: &str,
+    extra: &[&str],
+) {
+    run_ok(
+        pianoformer()
+            .args(["train", "--task", task, "--preset", "tiny"])
+            .args(extra)
+            .args(["--steps", "4", "--batch", "2", "--window", window])
+            .args(["--eval-every", "4", "--limit", "3", "--data"])
+            .arg(root)
+            .arg("--out")
+            .arg(run),
+    );
+}
+
 /// The whole path on real songs at toy scale: train a tiny step-by-step F-StrIPE
 /// accompaniment model on a few POP909 songs, evaluate it (temperature chosen on validation,
 /// the panel on whole test songs, scores on test excerpts), and accompany a test song's melody
@@ -133,15 +154,7 @@ fn continuations_are_scored_by_what_they_play() {
     let dir = std::env::temp_dir().join(format!("pianoformer-sampled-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let run = dir.join("cont-seed0");
-    run_ok(
-        pianoformer()
-            .args(["train", "--task", "continuation", "--preset", "tiny"])
-            .args(["--steps", "4", "--batch", "2", "--window", "64"])
-            .args(["--eval-every", "4", "--limit", "3", "--data"])
-            .arg(&root)
-            .arg("--out")
-            .arg(&run),
-    );
+    train_tiny(&root, &run, "continuation", "64", &[]);
     let sample = |extra: &[&str]| {
         let mut cmd = pianoformer();
         cmd.args(["eval", "--task", "continuation", "--sample", "--limit", "2"])
@@ -247,16 +260,8 @@ fn melodies_are_scored_by_what_they_sing() {
     let dir = std::env::temp_dir().join(format!("pianoformer-melody-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let run = dir.join("mel");
-    run_ok(
-        pianoformer()
-            .args(["train", "--task", "melody", "--preset", "tiny"])
-            .args(["--pe", "fstripe", "--levels", "phrase,phrase_bar,position"])
-            .args(["--steps", "4", "--batch", "2", "--window", "64"])
-            .args(["--eval-every", "4", "--limit", "3", "--data"])
-            .arg(&root)
-            .arg("--out")
-            .arg(&run),
-    );
+    let levels = ["--pe", "fstripe", "--levels", "phrase,phrase_bar,position"];
+    train_tiny(&root, &run, "melody", "64", &levels);
     let err = run_ok(
         pianoformer()
             .args(["eval", "--task", "melody", "--limit", "2", "--samples", "2"])
@@ -291,15 +296,7 @@ fn a_harmonizer_s_colourful_end_is_chosen_on_validation_and_shipped() {
     let dir = std::env::temp_dir().join(format!("pianoformer-harm-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let run = dir.join("harm");
-    run_ok(
-        pianoformer()
-            .args(["train", "--task", "harmonization", "--preset", "tiny"])
-            .args(["--steps", "4", "--batch", "2", "--window", "32"])
-            .args(["--eval-every", "4", "--limit", "3", "--data"])
-            .arg(&root)
-            .arg("--out")
-            .arg(&run),
-    );
+    train_tiny(&root, &run, "harmonization", "32", &[]);
     let err = run_ok(
         pianoformer()
             .args(["eval", "--task", "harmonization", "--limit", "2"])
