@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The melody encodings table of reports/melody.md from training runs' eval.json files.
 
-Usage: tools/melody-table.py RUN_DIR... (each evaluated by `pianoformer eval --task melody`).
+Usage: tools/melody-table.py [--eval FILE] RUN_DIR... (each evaluated by `pianoformer eval
+--task melody`; FILE, the evaluation's file in each run folder, eval.json unless given: a
+copy kept of another evaluation, such as one with `--samples 3`).
 Prints one row a run (its own temperatures and echo, chosen on validation), then one row an
 encoding: the mean over its seeds with the spread (min-max). Test songs, written from their
 annotated lanes alone; the real melodies' figures first.
@@ -24,12 +26,14 @@ def encoding(ev):
     return f"gated {name}" if ev.get("gated") else name
 
 
-def main(runs):
+def main(runs, file="eval.json"):
     groups = defaultdict(list)
     real = None
+    evals = []
     for arg in runs:
         run = Path(arg)
-        ev = json.loads((run / "eval.json").read_text())
+        ev = json.loads((run / file).read_text())
+        evals.append(ev)
         seed = json.loads((run / "run.json").read_text())["options"]["seed"]
         test, written = ev["test"], ev["test"]["written"]
         real = test["real"]
@@ -56,6 +60,8 @@ def main(runs):
             return fmt(field, mean)
         return f"{fmt(field, mean)} ({fmt(field, min(values))}–{fmt(field, max(values))})"
 
+    samples = {ev.get("samples", 1) for ev in evals}
+    print(f"Melodies a song per setting: {', '.join(map(str, sorted(samples)))}.\n")
     print("| encoding | seed | chosen on validation | validation loss (training's) | test cross-entropy "
           "| notes | chord tones | … substituted | steps | leaps | repeat F1 | different F1 "
           "| breathing | validation distance |")
@@ -76,6 +82,10 @@ def main(runs):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
+    args = sys.argv[1:]
+    file = "eval.json"
+    if args[:1] == ["--eval"] and len(args) > 1:
+        file, args = args[1], args[2:]
+    if not args:
         sys.exit(__doc__)
-    main(sys.argv[1:])
+    main(args, file)
