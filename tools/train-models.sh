@@ -277,7 +277,7 @@ fi
 # with the context up to the beat.
 # The melody model (issue 56): NoPE, sineSPE and F-StrIPE over the phrase and bar levels, three
 # seeds each, 16-bar windows of sixteenths; each evaluated by what it sings on the test songs
-# (temperature and echo chosen on validation). MEL_STEPS (default 4000), MEL_RUNS (some of
+# (temperatures and echo chosen on validation, three melodies a song per setting). MEL_STEPS (default 4000), MEL_RUNS (some of
 # mel-nope mel-sinespe mel-fstripe), MEL_SEEDS (default "0 1 2").
 if [ "$what" = all ] || [ "$what" = melody ]; then
   MEL_RUNS_ALL=(
@@ -292,7 +292,8 @@ if [ "$what" = all ] || [ "$what" = melody ]; then
       # shellcheck disable=SC2086
       train "$name-seed$seed" melody "${MEL_STEPS:-4000}" ${r#*|} --seed "$seed" --window 256 \
         --batch 16 --eval-every 250 --checkpoint-every 100
-      evaluate "$name-seed$seed" melody
+      evaluate "$name-seed$seed" melody --temperatures 0.8,0.9,1.0 --pitch-temperatures 0.75,0.9 \
+        --samples 3
     done
   done
 fi
