@@ -47,6 +47,11 @@ pub struct ModelEntry {
     /// (the rhythm's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pitch_temperature: Option<f32>,
+    /// Melody: how strongly a repeated phrase leans towards its first occurrence
+    /// ([`crate::generate::melody::MelodySampling::echo`]), chosen on validation with the
+    /// temperatures (`None`: the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub echo: Option<f32>,
     /// Harmonization: the harmonic rhythm (counted in the training songs) and the emission
     /// weight (chosen on validation) that turn its probabilities into chords.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -247,6 +252,7 @@ mod tests {
             temperature: None,
             hold_temperature: None,
             pitch_temperature: None,
+            echo: None,
             harmony: None,
         }
     }

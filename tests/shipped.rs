@@ -449,6 +449,7 @@ fn the_default_melody_follows_a_substituted_progression() {
     let defaults = MelodyDefaults {
         temperature: entry.temperature,
         pitch_temperature: entry.pitch_temperature,
+        echo: entry.echo,
     };
     let figure = entry.metrics["test"]["written"]["chord_tones"]
         .as_f64()

@@ -215,6 +215,7 @@ async fn fine_tuning_lowers_the_loss_and_an_exported_model_reloads_on_webgpu() {
         temperature: None,
         hold_temperature: None,
         pitch_temperature: None,
+        echo: None,
         harmony: None,
     };
     let (entry, read) = unpack_model(&pack_model(&entry, &weights)).expect("the file reads");

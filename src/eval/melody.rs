@@ -245,6 +245,84 @@ pub fn count_melody(
     c
 }
 
+/// How repeated bars keep their first occurrence, by what the harmony and the phrase do
+/// there: onsets of a repeated bar (a melodic phrase's letter heard before, the same bar of it)
+/// and how many the first occurrence sings at the same place and pitch, split by whether the
+/// chord under the onset is the one under that place the first time and whether the bar is
+/// its phrase's last (the cadence). What the melody writer's echo leans by
+/// ([`crate::generate::melody::ECHO_LESS_UNDER_ANOTHER_CHORD`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EchoProfile {
+    /// `[under another chord][at a cadence]`: (onsets, matched).
+    pub cells: [[(usize, usize); 2]; 2],
+}
+
+impl EchoProfile {
+    /// Adds a melody's `steps` (one per grid step from step 0) over `region` of a song with
+    /// `labels` on `grid`; only bars wholly inside the region count, as in [`count_melody`].
+    pub fn add(
+        &mut self,
+        steps: &[MelodyStep],
+        labels: &StepLabels,
+        grid: &Grid,
+        region: Range<usize>,
+    ) {
+        let n = steps.len().min(labels.len()).min(grid.num_steps());
+        let region = region.start.min(n)..region.end.min(n);
+        let phrases = labels.bar_phrase_labels(grid);
+        for b in 0..grid.num_bars() {
+            let span = grid.bar_steps(b);
+            if span.start < region.start || span.end > region.end {
+                continue;
+            }
+            let Some(first) = first_occurrence(&phrases, b) else {
+                continue;
+            };
+            let cadence = phrases[b].is_some_and(|p| p.bar + 1 == p.bars);
+            let source = grid.bar_steps(first);
+            for (s, e) in span.zip(source) {
+                if steps[s].class < 2 {
+                    continue;
+                }
+                let other = labels.chord[s] != labels.chord[e];
+                let cell = &mut self.cells[other as usize][cadence as usize];
+                cell.0 += 1;
+                cell.1 += (steps[e].class == steps[s].class) as usize;
+            }
+        }
+    }
+
+    /// The share of repeated onsets matched, under another chord or not, at a cadence or not.
+    pub fn matched(&self, other_chord: bool, cadence: bool) -> f64 {
+        let (onsets, matched) = self.cells[other_chord as usize][cadence as usize];
+        matched as f64 / onsets.max(1) as f64
+    }
+
+    fn log_odds(&self, other_chord: bool, cadence: bool) -> f64 {
+        let p = self.matched(other_chord, cadence).clamp(1e-3, 1.0 - 1e-3);
+        (p / (1.0 - p)).ln()
+    }
+
+    /// How much lower the log-odds of a repeated onset being kept are under another chord
+    /// than under the first time's (the mean over cadences and not).
+    pub fn less_under_another_chord(&self) -> f64 {
+        [false, true]
+            .iter()
+            .map(|&c| self.log_odds(false, c) - self.log_odds(true, c))
+            .sum::<f64>()
+            / 2.0
+    }
+
+    /// How much lower they are in a phrase's last bar (the mean over the chords' two cases).
+    pub fn less_at_a_cadence(&self) -> f64 {
+        [false, true]
+            .iter()
+            .map(|&o| self.log_odds(o, false) - self.log_odds(o, true))
+            .sum::<f64>()
+            / 2.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -312,5 +390,52 @@ mod tests {
         assert_eq!((part.bars, part.phrase_ends), (3, 1));
         assert_eq!(quantile(&[1.0, 2.0, 3.0, 4.0, 5.0], 0.5), 3.0);
         assert_eq!(quantile(&[0.0, 10.0], 0.1), 1.0);
+    }
+
+    #[test]
+    fn repeated_onsets_are_told_apart_by_their_chord_and_cadence() {
+        // Phrase A twice (two bars each, 60 64 67 a bar, the last bar's 67 a 65); the last
+        // bar's second half is under F, where its first occurrence was under C.
+        let grid = Grid::quarters(480, 16 * 480, 4);
+        let bar = |b: u64| b * 4 * 480;
+        let mut melody = Vec::new();
+        for b in 0..4u64 {
+            let last = if b == 3 { 65 } else { 67 };
+            melody.push(note(60, bar(b), bar(b) + 480));
+            melody.push(note(64, bar(b) + 480, bar(b) + 960));
+            melody.push(note(last, bar(b) + 960, bar(b) + 1920));
+        }
+        let rolls = MultiRoll::from_tracks([(Role::Melody, &melody[..])], &grid);
+        let chord = |root| {
+            Some(Chord {
+                root,
+                quality: Quality::Maj,
+            })
+        };
+        let mut chords = [chord(0); 16];
+        chords[14] = chord(5);
+        chords[15] = chord(5);
+        let phrases = [0, 2].map(|start_bar| Segment {
+            start_bar,
+            bars: 2,
+            letter: 'A',
+        });
+        let labels = StepLabels::new(&grid, &rolls.melody, &chords, &phrases);
+        let steps = melody_steps(&rolls.melody, &labels.melody, 0);
+        let mut profile = EchoProfile::default();
+        profile.add(&steps, &labels, &grid, 0..64);
+        // Bar 2 (not a cadence) keeps all three; bar 3 (the cadence) keeps its two onsets
+        // under C and changes the one under F.
+        assert_eq!(profile.cells[0][0], (3, 3));
+        assert_eq!(profile.cells[0][1], (2, 2));
+        assert_eq!(profile.cells[1][1], (1, 0));
+        assert_eq!(profile.cells[1][0], (0, 0));
+        assert_eq!(profile.matched(true, true), 0.0);
+        assert!(profile.less_under_another_chord() > 5.0);
+        assert_eq!(profile.less_at_a_cadence(), 0.0);
+        // The first occurrence's bars count nothing.
+        let mut first = EchoProfile::default();
+        first.add(&steps, &labels, &grid, 0..32);
+        assert_eq!(first, EchoProfile::default());
     }
 }

@@ -18,6 +18,7 @@ use crate::data::melody::{
 use crate::data::sheet::Sheet;
 use crate::model::config::Task;
 use crate::model::performer::{Inputs, Performer, StepInput};
+use crate::music::chords::Chord;
 use crate::music::labels::first_occurrence;
 
 /// The lowest pitch a melody is written in unless asked otherwise (C3).
@@ -27,6 +28,17 @@ pub const DEFAULT_MELODY_HIGH: u8 = 84;
 
 /// The echo a melody is written with unless asked otherwise ([`MelodySampling::echo`]).
 pub const DEFAULT_MELODY_ECHO: f32 = 3.0;
+
+/// How much less (in the echo's units, log-odds) a repeated bar leans towards its first
+/// occurrence where the chord under a step is not the one under the step it echoes: songwriters
+/// keep a returning phrase where its harmony returns and bend it where the harmony moves. The
+/// POP909 training songs' repeated bars match their first occurrence's onsets at log-odds this
+/// much lower under another chord (the eval module's `EchoProfile`, printed by `eval --task
+/// melody` and checked against the songs by a POP909 test; reports/melody.md).
+pub const ECHO_LESS_UNDER_ANOTHER_CHORD: f32 = 1.3;
+/// How much less a phrase's last bar (its cadence) leans towards its first occurrence: the
+/// training songs' repeats vary their endings (measured as the chords' term is).
+pub const ECHO_LESS_AT_A_CADENCE: f32 = 1.1;
 
 /// How a melody's steps are drawn.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -48,8 +60,10 @@ pub struct MelodySampling {
     pub accompaniment: bool,
     /// How strongly a bar the phrase lane marks as a repeat (a melodic phrase's letter heard
     /// before) leans towards what the same step of its first occurrence sang: that step's
-    /// class gets `e^echo` times its probability (0: the model alone). Phrases that return
-    /// come back recognisably, varied where the model insists.
+    /// class gets `e^echo` times its probability (0: the model alone), less where the songs
+    /// vary their repeats (under another chord than the first time, in the phrase's last bar:
+    /// [`ECHO_LESS_UNDER_ANOTHER_CHORD`], [`ECHO_LESS_AT_A_CADENCE`]). Phrases that return come
+    /// back recognisably, bent where the harmony moves and at their cadence.
     pub echo: f32,
 }
 
@@ -132,7 +146,13 @@ impl MelodySampling {
     /// rest, a hold or a new note, at the rhythm's temperature), then a new note's pitch (at
     /// the pitch temperature, top-p); `heard`, the class the echo leans towards (`e^echo`
     /// times its odds, in both draws).
-    fn draw(&self, logits: &[f32], prev: MelodyStep, heard: Option<usize>, s: usize) -> usize {
+    fn draw(
+        &self,
+        logits: &[f32],
+        prev: MelodyStep,
+        heard: Option<(usize, f32)>,
+        s: usize,
+    ) -> usize {
         let allowed = self.allowed(prev);
         let masked: Vec<f32> = logits
             .iter()
@@ -144,8 +164,8 @@ impl MelodySampling {
         let t = self.temperature.max(1e-4);
         let mut kinds = [lp[REST] / t, lp[HOLD] / t, onset_mass.max(1e-30).ln() / t];
         let kind_ok = [allowed[REST], allowed[HOLD], onset_mass > 0.0];
-        if let Some(h) = heard {
-            kinds[h.min(2)] += self.echo;
+        if let Some((h, lean)) = heard {
+            kinds[h.min(2)] += lean;
         }
         let plain = Sampling {
             temperature: 1.0,
@@ -159,8 +179,8 @@ impl MelodySampling {
         }
         let tp = self.pitch_temperature.unwrap_or(self.temperature).max(1e-4);
         let mut pitches: Vec<f32> = lp.iter().map(|l| l / tp).collect();
-        if let Some(h) = heard.filter(|&h| h >= 2) {
-            pitches[h] += self.echo;
+        if let Some((h, lean)) = heard.filter(|&(h, _)| h >= 2) {
+            pitches[h] += lean;
         }
         let onsets: Vec<bool> = (0..MELODY_CLASSES).map(|c| c >= 2 && allowed[c]).collect();
         let draw = Sampling {
@@ -258,12 +278,15 @@ where
         // note that sounds now.
         let heard = echo
             .source(s)
-            .and_then(|e| sung.get(e))
-            .map(|heard| match heard.class {
-                HOLD if before.pitch == 0 => REST,
-                c => c,
+            .and_then(|(e, less)| Some((sung.get(e)?, (sampling.echo - less).max(0.0))))
+            .map(|(heard, lean)| {
+                let class = match heard.class {
+                    HOLD if before.pitch == 0 => REST,
+                    c => c,
+                };
+                (class, lean)
             })
-            .filter(|_| sampling.echo > 0.0);
+            .filter(|&(_, lean)| sampling.echo > 0.0 && lean > 0.0);
         let class = sampling.draw(&logits, before, heard, s);
         let step = before.then(class);
         out.push(step);
@@ -370,8 +393,10 @@ pub async fn melody_attention(
 /// Where each step of a sheet was first heard: for a step in a bar the phrase lane marks as a
 /// repeat, the same step of the same bar of the phrase's first occurrence.
 struct Echo {
-    /// Per bar: its first step and, for a repeat, the first step of the bar it repeats.
-    bars: Vec<(Range<usize>, Option<usize>)>,
+    /// Per bar: its steps, for a repeat the first step of the bar it repeats, and whether it
+    /// is its phrase's last bar (the cadence).
+    bars: Vec<(Range<usize>, Option<usize>, bool)>,
+    chords: Vec<Option<Chord>>,
 }
 
 impl Echo {
@@ -381,18 +406,38 @@ impl Echo {
         let bars = (0..grid.num_bars())
             .map(|b| {
                 let first = first_occurrence(&phrases, b).map(|f| grid.bar_steps(f).start);
-                (grid.bar_steps(b), first)
+                let cadence = phrases
+                    .get(b)
+                    .copied()
+                    .flatten()
+                    .is_some_and(|p| p.bar + 1 == p.bars);
+                (grid.bar_steps(b), first, cadence)
             })
             .collect();
-        Self { bars }
+        Self {
+            bars,
+            chords: sheet.labels.chord.clone(),
+        }
     }
 
-    /// The step `s` echoes, if any.
-    fn source(&self, s: usize) -> Option<usize> {
-        let i = self.bars.partition_point(|(span, _)| span.end <= s);
-        let (span, first) = self.bars.get(i)?;
+    /// The step `s` echoes, if any, and how much less than the full echo it leans there
+    /// ([`ECHO_LESS_UNDER_ANOTHER_CHORD`], [`ECHO_LESS_AT_A_CADENCE`]).
+    fn source(&self, s: usize) -> Option<(usize, f32)> {
+        let i = self.bars.partition_point(|(span, _, _)| span.end <= s);
+        let (span, first, cadence) = self.bars.get(i)?;
         let offset = s.checked_sub(span.start)?;
-        first.map(|f| f + offset).filter(|&e| e < s)
+        let e = first.map(|f| f + offset).filter(|&e| e < s)?;
+        let chord = |t: usize| self.chords.get(t).copied().flatten();
+        let less = if chord(s) == chord(e) {
+            0.0
+        } else {
+            ECHO_LESS_UNDER_ANOTHER_CHORD
+        } + if *cadence {
+            ECHO_LESS_AT_A_CADENCE
+        } else {
+            0.0
+        };
+        Some((e, less))
     }
 }
 
@@ -585,6 +630,55 @@ mod writing_tests {
             .filter(|&s| all[s].class == all[s - 64].class)
             .count();
         assert!(same_free < same, "without the echo: {same_free}");
+    }
+
+    #[test]
+    fn a_repeat_leans_less_where_its_harmony_moves_and_at_its_cadence() {
+        let mut sheet = sheet();
+        let bars = |b: usize| sheet.grid.bar_steps(b);
+        let (first, cadence, repeat) = (bars(1), bars(7), bars(5));
+        // Bar 5 (the second A's second bar) under another chord than bar 1's.
+        for s in repeat.clone() {
+            sheet.labels.chord[s] = sheet.labels.chord[s].map(|c| Chord {
+                root: (c.root + 2) % 12,
+                ..c
+            });
+        }
+        let echo = Echo::new(&sheet);
+        assert_eq!(echo.source(first.start), None, "the first A echoes nothing");
+        assert_eq!(echo.source(bars(4).start + 3), Some((3, 0.0)));
+        let moved = echo.source(repeat.start + 1).unwrap();
+        assert_eq!(moved, (first.start + 1, ECHO_LESS_UNDER_ANOTHER_CHORD));
+        let (e, less) = echo.source(cadence.start).unwrap();
+        assert_eq!((e, less), (bars(3).start, ECHO_LESS_AT_A_CADENCE));
+        // Written with a moderate echo, bar 5 keeps fewer of bar 1's steps than bar 4 of bar 0's.
+        let m = model(PeKind::SineSpe);
+        let kept = |from: Range<usize>, to: Range<usize>| {
+            let mut n = 0;
+            for seed in 0..6 {
+                let s = MelodySampling {
+                    seed,
+                    echo: 3.0,
+                    top_p: 1.0,
+                    ..Default::default()
+                };
+                let steps = write(&m, &sheet, s).unwrap();
+                let mut all =
+                    melody_steps(&sheet.rolls.melody, &sheet.labels.melody, 0)[..32].to_vec();
+                all.extend(&steps);
+                n += from
+                    .clone()
+                    .zip(to.clone())
+                    .filter(|&(a, b)| all[a].class == all[b].class)
+                    .count();
+            }
+            n
+        };
+        let (same, other) = (kept(bars(0), bars(4)), kept(first, repeat));
+        assert!(
+            same > other,
+            "kept {same} under the same chords, {other} under others"
+        );
     }
 
     #[test]

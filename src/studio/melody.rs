@@ -45,15 +45,17 @@ pub fn melody_bars(piece: &Piece, options: &Options) -> Option<[usize; 2]> {
     }
 }
 
-/// A melody model's own temperatures, chosen on validation songs (`None`: the defaults).
+/// A melody model's own temperatures and echo, chosen on validation songs (`None`: the
+/// defaults).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct MelodyDefaults {
     pub temperature: Option<f32>,
     pub pitch_temperature: Option<f32>,
+    pub echo: Option<f32>,
 }
 
-/// How a melody is drawn: `options`' temperatures (else the model's), top-p, seed, range and
-/// echo; the accompaniment read when the piece has one.
+/// How a melody is drawn: `options`' temperatures and echo (else the model's), top-p, seed and
+/// range; the accompaniment read when the piece has one.
 pub fn melody_sampling(options: &Options, model: MelodyDefaults, piece: &Piece) -> MelodySampling {
     let d = MelodySampling::default();
     let [low, high] = options.melody_range.unwrap_or([d.low, d.high]);
@@ -68,7 +70,7 @@ pub fn melody_sampling(options: &Options, model: MelodyDefaults, piece: &Piece) 
         low,
         high,
         accompaniment: has_accompaniment(piece),
-        echo: options.echo.unwrap_or(d.echo),
+        echo: options.echo.or(model.echo).unwrap_or(d.echo),
     }
 }
 

@@ -383,6 +383,7 @@ impl Session {
         let defaults = studio::MelodyDefaults {
             temperature: loaded.entry.temperature,
             pitch_temperature: loaded.entry.pitch_temperature,
+            echo: loaded.entry.echo,
         };
         let out = studio::melody_pieces(
             &loaded.model,

@@ -121,6 +121,7 @@ impl Session {
             temperature: tuner.base.temperature,
             hold_temperature: tuner.base.hold_temperature,
             pitch_temperature: tuner.base.pitch_temperature,
+            echo: tuner.base.echo,
             harmony: tuner.base.harmony,
         };
         let file = ModelFile::to_js(&entry, &weights)?;

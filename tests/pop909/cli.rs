@@ -283,7 +283,29 @@ fn melodies_are_scored_by_what_they_sing() {
         assert!(f["onsets_per_bar"].as_f64().unwrap() > 0.0, "{side}: {f}");
         let share = f["chord_tones"].as_f64().unwrap();
         assert!((0.0..=1.0).contains(&share), "{side}: {f}");
+        let kept = &test[format!("{side}_echo")]["cells"];
+        assert_eq!(kept.as_array().map(Vec::len), Some(2), "{side}: {test}");
     }
+    // The training songs' repeats, beside which the writer's echo is set.
+    let training = &eval["training_songs"];
+    assert!(training["less_at_a_cadence"].is_number(), "{training}");
+    assert!(err.contains("training songs ("), "{err}");
+    // Shipped, the echo chosen on validation is the model's own: the page and `generate`
+    // write with it unless told otherwise.
+    let manifest = dir.join("models").join("manifest.json");
+    run_ok(
+        pianoformer()
+            .arg("ship")
+            .arg(&run)
+            .args(["--name", "mel-toy", "--description", "toy", "--manifest"])
+            .arg(&manifest),
+    );
+    let shipped: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let entry = &shipped["models"][0];
+    assert!(entry["echo"].is_number(), "{entry}");
+    assert_eq!(entry["echo"], eval["echo"], "{entry}");
+    assert!(entry["metrics"].get("echo").is_none(), "{entry}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

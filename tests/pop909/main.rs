@@ -4,7 +4,7 @@
 //! This file finds the data; the tests are by subject: the annotation files and their
 //! placement (`annotations`), piano rolls and MIDI writing (`rolls`), chord recognition
 //! (`chords`), phrase segmentation (`phrases`), REMI tokens (`tokens`), the metrics
-//! (`metrics`), the harmonizer's decoding choice (`harmony`), the CLI trained and
+//! (`metrics`), real melodies' repeats (`melodies`), the harmonizer's decoding choice (`harmony`), the CLI trained and
 //! evaluated at toy scale (`cli`), and song openings continued as a person would (`openings`).
 #![cfg(not(target_arch = "wasm32"))]
 
@@ -14,6 +14,7 @@ mod annotations;
 mod chords;
 mod cli;
 mod harmony;
+mod melodies;
 mod metrics;
 mod openings;
 mod phrases;

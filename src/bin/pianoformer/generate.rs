@@ -411,6 +411,7 @@ fn generate_one(
             let defaults = MelodyDefaults {
                 temperature: loaded.temperature,
                 pitch_temperature: loaded.pitch_temperature,
+                echo: loaded.echo,
             };
             let out = pollster::block_on(melody_piece(
                 model, defaults, piece, options, device, progress,

@@ -74,8 +74,9 @@ pub struct Loaded {
     pub temperature: Option<f32>,
     /// Step-by-step accompaniment: the hold draws' temperature chosen with it.
     pub hold_temperature: Option<f32>,
-    /// Melody: the pitch temperature chosen with `temperature` (the rhythm's).
+    /// Melody: the pitch temperature chosen with `temperature` (the rhythm's), and the echo.
     pub pitch_temperature: Option<f32>,
+    pub echo: Option<f32>,
     /// Harmonization: the harmonic rhythm and emission weight chosen for it.
     pub harmony: Option<HarmonyDecode>,
     /// Where it came from, in words.
@@ -103,6 +104,9 @@ pub struct EvalFile {
     pub hold_temperature: Option<f32>,
     #[serde(default)]
     pub pitch_temperature: Option<f32>,
+    /// Melody: the echo chosen with the temperatures.
+    #[serde(default)]
+    pub echo: Option<f32>,
     /// Harmonization: the decoding chosen on validation.
     #[serde(default)]
     pub decode: Option<HarmonyDecode>,
@@ -150,6 +154,7 @@ pub fn load(
         temperature: entry.temperature,
         hold_temperature: entry.hold_temperature,
         pitch_temperature: entry.pitch_temperature,
+        echo: entry.echo,
         harmony: entry.harmony,
         source: format!("{} ({})", entry.name, file.display()),
         trained_window: entry.training["options"]["window"]
@@ -190,6 +195,11 @@ fn load_run(dir: &Path, task: Task, device: &Device) -> Result<Loaded, String> {
             .or_else(|| plan_temperature(dir)),
         hold_temperature: eval.as_ref().and_then(|e| e.hold_temperature),
         pitch_temperature: eval.as_ref().and_then(|e| e.pitch_temperature),
+        // A continuation's echo is its sampling's (`eval --plan`); a melody model's, its own.
+        echo: eval
+            .as_ref()
+            .filter(|_| task == Task::Melody)
+            .and_then(|e| e.echo),
         harmony: eval.as_ref().and_then(|e| e.decode),
         source: dir.display().to_string(),
         trained_window: std::fs::read_to_string(dir.join("run.json"))

@@ -66,6 +66,12 @@ pub fn run(args: Args) -> Result<(), String> {
         .or_else(|| crate::models::plan_temperature(&args.run));
     let hold_temperature = eval["hold_temperature"].as_f64().map(|t| t as f32);
     let pitch_temperature = eval["pitch_temperature"].as_f64().map(|t| t as f32);
+    // A melody model's echo is chosen with its temperatures; a continuation's lives in its
+    // sampling and its panels.
+    let echo = eval["echo"]
+        .as_f64()
+        .map(|e| e as f32)
+        .filter(|_| state.config.task == pianoformer::model::config::Task::Melody);
     let harmony = serde_json::from_value(eval["decode"].clone()).ok();
     if state.config.task == pianoformer::model::config::Task::Harmonization && harmony.is_none() {
         return Err(format!(
@@ -98,6 +104,7 @@ pub fn run(args: Args) -> Result<(), String> {
         temperature,
         hold_temperature,
         pitch_temperature,
+        echo,
         harmony,
     };
     write(&args, &dir, manifest, entry, &bytes)?;
@@ -151,6 +158,9 @@ fn metrics(args: &Args, eval: &serde_json::Value) -> Result<serde_json::Value, S
         obj.remove("temperature");
         obj.remove("hold_temperature");
         obj.remove("pitch_temperature");
+        if obj.get("task").and_then(|t| t.as_str()) == Some("melody") {
+            obj.remove("echo");
+        }
         obj.remove("decode");
         obj.remove("valid");
         obj.remove("valid_tones");

@@ -160,7 +160,7 @@ pub struct Args {
     pub pitch_temperatures: Vec<f32>,
     /// Melody: the echoes tried on the validation songs at the temperature chosen there (how
     /// strongly a repeated phrase leans towards its first occurrence; --echo tries one).
-    #[arg(long, value_delimiter = ',', default_value = "0,1.5,3,4.5")]
+    #[arg(long, value_delimiter = ',', default_value = "0,1.5,2.5,3,3.5,4.5")]
     pub echoes: Vec<f32>,
     /// Melody: melodies written a song at each setting (the k-th with seed SEED + song +
     /// 10 000·k; the first is what one sample writes), counted together: one melody a song
@@ -339,8 +339,9 @@ pub fn run(args: Args) -> Result<(), String> {
     let data = sources::load(
         &args.data,
         Parts {
-            // Harmonization counts the harmonic rhythm in the training songs.
-            train: task == Task::Harmonization,
+            // Harmonization counts the harmonic rhythm in the training songs; the melody
+            // model's repeats are set beside theirs.
+            train: matches!(task, Task::Harmonization | Task::Melody),
             valid: true,
             test: task != Task::Continuation && !args.ablations_only,
         },
