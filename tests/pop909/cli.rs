@@ -305,7 +305,10 @@ fn melodies_are_scored_by_what_they_sing() {
     let entry = &shipped["models"][0];
     assert!(entry["echo"].is_number(), "{entry}");
     assert_eq!(entry["echo"], eval["echo"], "{entry}");
-    assert!(entry["metrics"].get("echo").is_none(), "{entry}");
+    let metrics = &entry["metrics"];
+    assert!(metrics.get("echo").is_none(), "{entry}");
+    assert!(metrics["test"]["written_echo"].is_object(), "{entry}");
+    assert!(metrics["sweep"][0].get("written_echo").is_none(), "{entry}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
