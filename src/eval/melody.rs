@@ -332,10 +332,9 @@ mod tests {
     use crate::music::phrases::Segment;
     use crate::music::roll::{MultiRoll, Role};
 
-    #[test]
-    fn a_melody_is_counted_where_it_meets_chords_and_phrases() {
-        // Four bars of 4/4 in C major, phrase A twice (two bars each): the second repeats the
-        // first but for its last note.
+    /// Four bars of 4/4, each 60 64 67 (a quarter, a quarter, a half) but the last, whose 67
+    /// is a 65.
+    fn four_bars() -> (Grid, MultiRoll) {
         let grid = Grid::quarters(480, 16 * 480, 4);
         let bar = |b: u64| b * 4 * 480;
         let mut melody = Vec::new();
@@ -346,6 +345,14 @@ mod tests {
             melody.push(note(last, bar(b) + 960, bar(b) + 1920));
         }
         let rolls = MultiRoll::from_tracks([(Role::Melody, &melody[..])], &grid);
+        (grid, rolls)
+    }
+
+    #[test]
+    fn a_melody_is_counted_where_it_meets_chords_and_phrases() {
+        // Four bars of 4/4 in C major, phrase A twice (two bars each): the second repeats the
+        // first but for its last note.
+        let (grid, rolls) = four_bars();
         let c = Some(Chord {
             root: 0,
             quality: Quality::Maj,
@@ -396,16 +403,7 @@ mod tests {
     fn repeated_onsets_are_told_apart_by_their_chord_and_cadence() {
         // Phrase A twice (two bars each, 60 64 67 a bar, the last bar's 67 a 65); the last
         // bar's second half is under F, where its first occurrence was under C.
-        let grid = Grid::quarters(480, 16 * 480, 4);
-        let bar = |b: u64| b * 4 * 480;
-        let mut melody = Vec::new();
-        for b in 0..4u64 {
-            let last = if b == 3 { 65 } else { 67 };
-            melody.push(note(60, bar(b), bar(b) + 480));
-            melody.push(note(64, bar(b) + 480, bar(b) + 960));
-            melody.push(note(last, bar(b) + 960, bar(b) + 1920));
-        }
-        let rolls = MultiRoll::from_tracks([(Role::Melody, &melody[..])], &grid);
+        let (grid, rolls) = four_bars();
         let chord = |root| {
             Some(Chord {
                 root,
