@@ -286,7 +286,7 @@ where
                 };
                 (class, lean)
             })
-            .filter(|&(_, lean)| sampling.echo > 0.0 && lean > 0.0);
+            .filter(|&(_, lean)| lean > 0.0);
         let class = sampling.draw(&logits, before, heard, s);
         let step = before.then(class);
         out.push(step);
@@ -392,15 +392,15 @@ pub async fn melody_attention(
 
 /// Where each step of a sheet was first heard: for a step in a bar the phrase lane marks as a
 /// repeat, the same step of the same bar of the phrase's first occurrence.
-struct Echo {
+struct Echo<'a> {
     /// Per bar: its steps, for a repeat the first step of the bar it repeats, and whether it
     /// is its phrase's last bar (the cadence).
     bars: Vec<(Range<usize>, Option<usize>, bool)>,
-    chords: Vec<Option<Chord>>,
+    chords: &'a [Option<Chord>],
 }
 
-impl Echo {
-    fn new(sheet: &Sheet) -> Self {
+impl<'a> Echo<'a> {
+    fn new(sheet: &'a Sheet) -> Self {
         let grid = &sheet.grid;
         let phrases = sheet.labels.bar_phrase_labels(grid);
         let bars = (0..grid.num_bars())
@@ -416,7 +416,7 @@ impl Echo {
             .collect();
         Self {
             bars,
-            chords: sheet.labels.chord.clone(),
+            chords: &sheet.labels.chord,
         }
     }
 
