@@ -362,8 +362,8 @@ pub fn read_text(text: &str) -> Result<Score, MusicXmlError> {
                     measure: number,
                     reason,
                 })?;
-            notes_read = notes_read.saturating_add(reader.notes.len());
-            if notes_read > MAX_NOTES {
+            // The notes of the parts before this one and this part's so far.
+            if notes_read + reader.notes.len() > MAX_NOTES {
                 return Err(MusicXmlError::TooLarge(format!(
                     "more than {MAX_NOTES} notes"
                 )));
@@ -372,6 +372,7 @@ pub fn read_text(text: &str) -> Result<Score, MusicXmlError> {
         if first {
             measures.push(reader.tick);
         }
+        notes_read += reader.notes.len();
         song.tracks.push(Track {
             name,
             instrument: String::new(),
@@ -420,7 +421,12 @@ impl PartReader {
     }
 
     fn duration(&self, node: roxmltree::Node) -> Result<f64, String> {
-        let d = child_number(node, "duration").unwrap_or(0.0);
+        let d = match child_text(node, "duration") {
+            None => 0.0,
+            Some(text) => child_number(node, "duration").ok_or_else(|| {
+                format!("a note or rest lasts {text:?} divisions, which is not a number")
+            })?,
+        };
         if !(0.0..=1e6).contains(&d) {
             return Err(format!("a duration of {d} divisions cannot be"));
         }

@@ -147,6 +147,36 @@ fn a_piece_goes_out_as_a_score_and_comes_back() {
     assert_eq!(piece.chords[1], "G7 Am");
 }
 
+/// A score of `count` 4/4 measures (the first empty), each with `notes` quarter notes, one
+/// after another, or with `chord` all at once.
+fn measures(count: usize, notes: usize, chord: bool) -> Vec<u8> {
+    let note = |c: &str| {
+        format!(
+            "<note>{c}<pitch><step>C</step><octave>4</octave></pitch><duration>1</duration></note>"
+        )
+    };
+    let measure = note("") + &note(if chord { "<chord/>" } else { "" }).repeat(notes - 1);
+    let mut xml = String::from(
+        "<score-partwise><part-list><score-part id=\"P1\"/></part-list><part id=\"P1\">\
+         <measure number=\"1\"><attributes><divisions>1</divisions><time><beats>4</beats>\
+         <beat-type>4</beat-type></time></attributes></measure>",
+    );
+    for m in 2..=count {
+        xml.push_str(&format!("<measure number=\"{m}\">{measure}</measure>"));
+    }
+    xml.push_str("</part></score-partwise>");
+    xml.into_bytes()
+}
+
+/// The notes of a score are counted once: 1 000 measures of four notes (4 000 notes) read,
+/// where the count of every measure's notes so far refused them as more than 200 000.
+#[test]
+fn a_long_score_reads_whole() {
+    let piece = read_piece(&measures(1_000, 4, false), "long.musicxml").unwrap();
+    let notes: usize = piece.tracks.iter().map(|t| t.notes.len()).sum();
+    assert_eq!(notes, 999 * 4);
+}
+
 #[test]
 fn hostile_musicxml_gets_a_sentence() {
     let part = |measure: &str| {
@@ -191,6 +221,13 @@ fn hostile_musicxml_gets_a_sentence() {
         (part("<harmony><kind>major</kind></harmony>").into_bytes(), "without a root"),
         (part("<note><rest/><duration>4</duration></note>").into_bytes(), "no notes"),
         (part("<forward><duration>999999</duration></forward><note><pitch><step>C</step><octave>4</octave></pitch><duration>1</duration></note>").into_bytes(), "quarter notes"),
+        // Notes whose durations are not numbers were dropped, and the file then said to hold
+        // no notes.
+        (part("<note><pitch><step>C</step><octave>4</octave></pitch><duration>NaN</duration></note>").into_bytes(), "lasts \"NaN\" divisions, which is not a number"),
+        (part("<note><pitch><step>C</step><octave>4</octave></pitch><duration>inf</duration></note>").into_bytes(), "not a number"),
+        // 10 000 measures of four notes: the measures are too many, not the notes.
+        (measures(10_000, 4, false), "more than 4096 measures"),
+        (measures(3, 120_000, true), "more than 200000 notes"),
     ];
     for (bytes, says) in cases {
         let err = read_piece(&bytes, "bad.musicxml")
