@@ -13,7 +13,7 @@
 import { fetchModel } from './www/store.js';
 import { SAMPLES } from './www/audio.js';
 
-export const VERSION = 17;
+export const VERSION = 18;
 export const SHELL_CACHE = `pianoformer-shell-v${VERSION}`;
 
 /** What the page cannot start without, relative to this worker. */
@@ -50,7 +50,7 @@ export const SHELL_FILES = [
   'www/models.js',
   'www/note-edit.js',
   'www/options.js',
-  'www/options.json',
+  'settings/options.json',
   'www/page-store.js',
   'www/page-text.js',
   'www/page.js',

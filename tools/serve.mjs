@@ -8,7 +8,7 @@ import { extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
-const PUBLIC = ['index.html', 'www', 'pkg', 'sw.js', 'manifest.webmanifest'];
+const PUBLIC = ['index.html', 'www', 'settings', 'pkg', 'sw.js', 'manifest.webmanifest'];
 const TYPES = {
   '.html': 'text/html; charset=utf-8',
   '.js': 'text/javascript; charset=utf-8',

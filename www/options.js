@@ -1,8 +1,8 @@
-// Every generation setting's range and default, written once in www/options.json and read by
+// Every generation setting's range and default, written once in settings/options.json and read by
 // the Rust code too (src/generate/limits.rs): the page's inputs take their limits from it, and
 // a setting out of range is refused here in the same words the Worker and the CLI use.
 // tests/options-cases.json holds cases both sides run.
-import spec from './options.json' with { type: 'json' };
+import spec from '../settings/options.json' with { type: 'json' };
 
 /** Every setting's range, in the file's order. */
 export const LIMITS = spec.options;
@@ -10,7 +10,7 @@ export const LIMITS = spec.options;
 /** The range of the setting called `key` (its name in the generate request's options). */
 export function limitOf(key) {
   const limit = LIMITS.find((l) => l.key === key);
-  if (!limit) throw new Error(`www/options.json has no setting ${key}`);
+  if (!limit) throw new Error(`settings/options.json has no setting ${key}`);
   return limit;
 }
 

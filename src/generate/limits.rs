@@ -1,4 +1,4 @@
-//! Every generation setting's range and default, written once in `www/options.json` and read
+//! Every generation setting's range and default, written once in `settings/options.json` and read
 //! here (the generators, the Worker boundary through `studio::Options`, the CLI) and by the
 //! page (`www/options.js`: its inputs' limits and the same messages). Tests run the same cases
 //! through both (`tests/options-cases.json`).
@@ -42,8 +42,8 @@ struct File {
 }
 
 static LIMITS: LazyLock<Vec<Limit>> = LazyLock::new(|| {
-    serde_json::from_str::<File>(include_str!("../../www/options.json"))
-        .expect("www/options.json is valid (a test checks it)")
+    serde_json::from_str::<File>(include_str!("../../settings/options.json"))
+        .expect("settings/options.json is valid (a test checks it)")
         .options
 });
 
@@ -55,13 +55,13 @@ pub fn all() -> &'static [Limit] {
 /// The range of the setting called `key` in `studio::Options`' JSON.
 ///
 /// # Panics
-/// When `www/options.json` has no such setting (a programming error; a test checks every key
+/// When `settings/options.json` has no such setting (a programming error; a test checks every key
 /// the code asks for).
 pub fn limit(key: &str) -> &'static Limit {
     LIMITS
         .iter()
         .find(|l| l.key == key)
-        .unwrap_or_else(|| panic!("www/options.json has no setting `{key}`"))
+        .unwrap_or_else(|| panic!("settings/options.json has no setting `{key}`"))
 }
 
 /// The default of the setting called `key` (`None`: the model's own).
@@ -127,6 +127,13 @@ impl Limit {
             .max
             .is_none_or(|m| if self.below { value < m } else { value <= m });
         value.is_finite() && low && high && (!self.integer || value.fract() == 0.0)
+    }
+
+    /// [`Limit::check`] for a flag of the CLI: the message names the flag and the value given
+    /// ("--echo 12: the echo must be at least 0 and at most 10").
+    pub fn check_flag(&self, value: f64) -> Result<(), String> {
+        self.check(value)
+            .map_err(|m| format!("{} {}: {m}", self.flag, number(value)))
     }
 
     /// `Ok` when `value` is in range, else [`Limit::message`].

@@ -144,7 +144,7 @@ test('a melody alone gets the harmonizer\'s chords; Suggest chords and Undo; the
     const run = await page.evaluate(() => window.pianoformer.generations.at(-1));
     assert.ok(run?.notes > 0, await page.evaluate(() => window.pianoformer.error));
 
-    // A setting out of its range (www/options.json) is refused in the words the Worker and the
+    // A setting out of its range (settings/options.json) is refused in the words the Worker and the
     // CLI use (tests/options-cases.json), before anything runs, and the field gets the focus.
     const cases = JSON.parse(readFileSync('tests/options-cases.json', 'utf8'));
     const zero = cases.find((c) => c.key === 'temperature' && c.value === 0);

@@ -214,7 +214,7 @@ fn continuations_are_scored_by_what_they_play() {
             &["--prompt-bars", "0"][..],
             "--prompt-bars must be positive",
         ),
-        (&["--top-p", "0"][..], "--top-p must be above 0"),
+        (&["--top-p", "0"][..], "--top-p 0: top-p must be above 0"),
     ] {
         let out = sample(extra).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);

@@ -117,8 +117,8 @@ pub struct Args {
     /// --sample: sampling temperature (default 1); --openings: instead of the model's.
     #[arg(long)]
     pub temperature: Option<f32>,
-    /// --sample: nucleus sampling's probability mass.
-    #[arg(long, default_value_t = 0.95)]
+    /// --sample: nucleus sampling's probability mass (default: the page's).
+    #[arg(long, default_value_t = pianoformer::generate::limits::default("topP").unwrap_or(0.95) as f32)]
     pub top_p: f32,
     /// --sample, --plan: how strongly a bar the phrase lane marks as a repeat leans towards
     /// its phrase's first occurrence (0: not at all; default: what the page plays with).
@@ -208,38 +208,29 @@ impl Args {
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
     }
 
-    /// `--echo`, or the page's default.
+    /// `--echo`, checked against its range (the settings file), or the page's default.
     pub fn echo(&self) -> Result<f32, String> {
-        match self.echo {
-            Some(e) if !(0.0..=10.0).contains(&e) => {
-                Err(format!("--echo {e}: it must be between 0 and 10"))
-            }
-            e => Ok(e.unwrap_or(pianoformer::generate::DEFAULT_ECHO)),
-        }
+        checked("echo", self.echo).map(|e| e.unwrap_or(pianoformer::generate::DEFAULT_ECHO))
     }
 
-    /// `--density`, checked against its range (www/options.json).
+    /// `--density`, checked against its range (the settings file).
     pub fn density(&self) -> Result<Option<f32>, String> {
-        let limit = pianoformer::generate::limits::limit("density");
-        match self.density {
-            Some(d) => limit
-                .check(f64::from(d))
-                .map(|()| Some(d))
-                .map_err(|e| format!("--density {d}: {e}")),
-            None => Ok(None),
-        }
+        checked("density", self.density)
     }
 
-    /// `--key`, checked against its range (www/options.json).
+    /// `--key`, checked against its range (the settings file).
     pub fn key(&self) -> Result<Option<f32>, String> {
-        let limit = pianoformer::generate::limits::limit("key");
-        match self.key {
-            Some(k) => limit
-                .check(f64::from(k))
-                .map(|()| Some(k))
-                .map_err(|e| format!("--key {k}: {e}")),
-            None => Ok(None),
-        }
+        checked("key", self.key)
+    }
+
+    /// `--temperature`, checked against the continuation's range (the settings file).
+    pub fn temperature(&self) -> Result<Option<f32>, String> {
+        checked("temperature", self.temperature)
+    }
+
+    /// `--top-p`, checked against its range (the settings file).
+    pub fn top_p(&self) -> Result<f32, String> {
+        checked("topP", Some(self.top_p)).map(|p| p.unwrap_or(self.top_p))
     }
 
     /// Where a panel's scores go: `--out`, else `file` in the run's folder (a shipped model,
@@ -585,4 +576,13 @@ pub fn write_scores(out: &Path, result: &serde_json::Value) -> Result<(), String
 pub fn run_name(dir: &Path) -> String {
     dir.file_name()
         .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into())
+}
+
+/// The value of the setting `key` given to a flag, checked against the setting's range (the
+/// settings file the page reads too), the message naming the flag.
+fn checked(key: &str, value: Option<f32>) -> Result<Option<f32>, String> {
+    if let Some(v) = value {
+        pianoformer::generate::limits::limit(key).check_flag(f64::from(v))?;
+    }
+    Ok(value)
 }

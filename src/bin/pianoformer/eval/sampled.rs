@@ -149,12 +149,8 @@ fn checked(args: &Args) -> Result<(usize, &'static str), String> {
     } else {
         "samples.json"
     };
-    if args.temperature.is_some_and(|t| !(t > 0.0 && t <= 10.0)) {
-        return Err("--temperature must be above 0 and at most 10".into());
-    }
-    if !(args.top_p > 0.0 && args.top_p <= 1.0) {
-        return Err("--top-p must be above 0 and at most 1".into());
-    }
+    args.temperature()?;
+    args.top_p()?;
     Ok((prompt_bars, default_file))
 }
 
