@@ -1,8 +1,13 @@
 //! pianoformer: structure-aware Performers for symbolic music, written once with Burn, trained
 //! natively and run in the browser on WebGPU (CPU fallback).
 //!
-//! Layout (see `DESIGN.md` in the shared folder): `device` picks and checks the compute backend;
-//! `tune` fine-tunes on a person's files (the page's Fine-tune panel); `web` is the only place with `#[wasm_bindgen]`; the native CLI lives in `src/bin/`.
+//! Layout (`reports/code.md` walks it file by file): `music` (no tensors) reads and writes the
+//! music; `model` holds the Performer and its positional encodings (`model::pe::family`);
+//! `data`, `train` and `generate` feed, train and sample it; `eval` measures it; `studio` is what
+//! the page and the CLI do with a piece and a model, one row of its task table per generation
+//! task (`studio::family`); `device` picks and checks the compute backend; `tune` fine-tunes on
+//! a person's files (the page's Fine-tune panel); `web` is the only place with
+//! `#[wasm_bindgen]`; the native CLI lives in `src/bin/`.
 
 #[cfg(feature = "ml")]
 pub mod data;

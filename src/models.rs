@@ -34,10 +34,23 @@ pub struct ModelEntry {
     /// Evaluation results.
     #[serde(default)]
     pub metrics: serde_json::Value,
+    /// How it plays unless told otherwise, chosen on the validation split (the same keys at
+    /// the entry's top level, as `ship` writes them).
+    #[serde(flatten)]
+    pub defaults: ModelDefaults,
+}
+
+/// A model's own settings, chosen on validation songs by `eval` and kept in its manifest entry
+/// (`ship`), a run's `eval.json` or a fine-tuned copy: what every caller (the page's Session,
+/// the CLI, the benchmarks) fills a generation's unset options from. Each task reads the fields
+/// it has (`studio::family`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelDefaults {
     /// Accompaniment: how probabilities become notes (chosen on the validation split).
     #[serde(default)]
     pub binarize: Option<Binarize>,
-    /// Step-by-step accompaniment: the sampling temperature chosen on the validation split.
+    /// The sampling temperature chosen on the validation split: a step-by-step
+    /// accompaniment's piano, a continuation's tokens (`eval --plan`), a melody's rhythm.
     #[serde(default)]
     pub temperature: Option<f32>,
     /// Step-by-step accompaniment: the temperature of the hold draws, chosen with it.
@@ -56,6 +69,19 @@ pub struct ModelEntry {
     /// weight (chosen on validation) that turn its probabilities into chords.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harmony: Option<crate::music::harmony::decode::HarmonyDecode>,
+}
+
+impl ModelDefaults {
+    /// How a step-by-step accompaniment model plays by default: the temperatures chosen on
+    /// validation (1 where none was chosen).
+    pub fn piano_sampling(&self) -> PianoSampling {
+        PianoSampling::of_model(self.temperature, self.hold_temperature)
+    }
+
+    /// The harmonizer's decoding (the default rhythm where none was chosen).
+    pub fn harmony(&self) -> crate::music::harmony::decode::HarmonyDecode {
+        self.harmony.unwrap_or_default()
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -95,14 +121,6 @@ impl DynamicsEntry {
             ));
         }
         crate::music::dynamics::Dynamics::from_json(&String::from_utf8_lossy(&bytes))
-    }
-}
-
-impl ModelEntry {
-    /// How a step-by-step accompaniment model plays by default: the temperatures chosen on
-    /// validation (1 where none was chosen).
-    pub fn piano_sampling(&self) -> PianoSampling {
-        PianoSampling::of_model(self.temperature, self.hold_temperature)
     }
 }
 
@@ -248,13 +266,51 @@ mod tests {
             sha256: sha256_hex(bytes),
             training: serde_json::Value::Null,
             metrics: serde_json::Value::Null,
-            binarize: None,
-            temperature: None,
-            hold_temperature: None,
-            pitch_temperature: None,
-            echo: None,
-            harmony: None,
+            defaults: ModelDefaults::default(),
         }
+    }
+
+    /// The shipped manifest reads and writes back as it is: each entry's defaults (binarize,
+    /// temperatures, echo, harmony) sit at the entry's top level, where `ship` wrote them.
+    #[test]
+    fn the_shipped_manifest_round_trips_with_its_defaults() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("www/models/manifest.json");
+        let text = std::fs::read_to_string(path).unwrap();
+        let manifest = Manifest::parse(&text).unwrap();
+        // As text, as `ship` writes it (a Value would widen every f32 to its f64 digits).
+        let written: serde_json::Value =
+            serde_json::from_str(&serde_json::to_string(&manifest).unwrap()).unwrap();
+        let read: serde_json::Value = serde_json::from_str(&text).unwrap();
+        for (w, r) in written["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(read["models"].as_array().unwrap())
+        {
+            for (key, value) in r.as_object().unwrap() {
+                assert_eq!(&w[key], value, "{}: {key}", r["name"]);
+            }
+            assert_eq!(
+                w.as_object().unwrap().len(),
+                r.as_object().unwrap().len(),
+                "{}",
+                r["name"]
+            );
+        }
+        assert_eq!(written, read);
+        let melody = manifest
+            .models
+            .iter()
+            .find(|m| m.task == Task::Melody && m.default)
+            .unwrap();
+        assert!(melody.defaults.echo.is_some() && melody.defaults.pitch_temperature.is_some());
+        let harmonizer = manifest
+            .models
+            .iter()
+            .find(|m| m.task == Task::Harmonization)
+            .unwrap();
+        assert!(harmonizer.defaults.harmony.is_some());
     }
 
     #[test]

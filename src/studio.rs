@@ -1,7 +1,9 @@
-//! What the page does with a piece and a model, written once for the Worker and for native
-//! tests: chords for the piece's melody (the harmonizer), an accompaniment for its melody, or a
-//! continuation after its end, streamed
-//! (notes and attention as they are computed, cancellable) and put back into the piece.
+//! What the page does with a piece and a model, written once for the Worker, the CLI and
+//! native tests: chords for the piece's melody (the harmonizer), an accompaniment for its
+//! melody, a continuation after its end, a melody for its lanes, and a live take (the piano
+//! accompanying a melody as it is played), streamed (notes and attention as they are computed,
+//! cancellable) and put back into the piece. Every generation task is one row of the table
+//! below ([`family`] says how a task joins it).
 
 use serde::{Deserialize, Serialize};
 
@@ -282,23 +284,41 @@ pub struct Progress {
 
 mod accompany;
 mod continuation;
+pub mod family;
 mod harmonize;
 pub use crate::generate::limits;
 mod live;
 mod melody;
+
+// The generation tasks, one row each: the name the Worker's `generate` and the CLI's `--task`
+// use, and the task's studio type (`family.rs` says what a row provides).
+crate::tasks! {
+    /// A piano part for the piece's melody and lanes.
+    Accompaniment = "accompaniment" => accompany::Accompany;
+    /// New bars after the piece's music, or a region's bars written anew.
+    Continuation = "continuation" => continuation::Continue;
+    /// Chord cells for the chord lane from the melody.
+    Harmonization = "harmonization" => harmonize::Harmonize;
+    /// A tune for the piece's chords and phrases.
+    Melody = "melody" => melody::Melody;
+}
+
 pub use accompany::{accompaniment_attention, accompany_piece, accompany_pieces};
 pub use continuation::{
     Continued, continuation_attention, continue_piece, continue_piece_ids, continue_pieces,
 };
+pub use family::{Family, Generated, Kept, Run, Written};
 pub use harmonize::{
     HarmonizeOptions, Harmonized, HarmonyCache, harmonize_piece, needs_harmonizer,
 };
 pub use live::{KeyEvent, LiveGrid, LiveOptions, LiveResult, live_result, live_start, live_step};
 pub use melody::{
-    MELODY_VELOCITY, MelodyDefaults, melody_attention_map, melody_bars, melody_piece,
-    melody_pieces, melody_sampling,
+    MELODY_VELOCITY, melody_attention_map, melody_bars, melody_piece, melody_pieces,
+    melody_sampling,
 };
 
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod family_tests;
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod harmonize_tests;
 #[cfg(all(test, not(target_arch = "wasm32")))]

@@ -566,3 +566,73 @@ fn musicxml_lead_sheets_go_in_and_out_with_their_chord_symbols() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--lead-sheet writes MusicXML"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A score whose only part holds chords has no melody the page or the CLI finds: the CLI says
+/// so in its own words (the page's name its track list), and `--melody-track` chooses one as
+/// the track list does; a track it does not have is listed.
+#[test]
+fn a_score_without_a_melody_names_the_flag_that_chooses_one() {
+    let dir = std::env::temp_dir().join(format!("pianoformer-cli-chords-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let triad = |step: &str| {
+        ["", "<chord/>", "<chord/>"]
+            .iter()
+            .zip([0, 2, 4])
+            .map(|(chord, up)| {
+                let steps = ["C", "D", "E", "F", "G", "A", "B"];
+                let at = steps.iter().position(|s| *s == step).unwrap() + up;
+                format!(
+                    "<note>{chord}<pitch><step>{}</step><octave>{}</octave></pitch>\
+                     <duration>4</duration></note>",
+                    steps[at % 7],
+                    3 + at / 7
+                )
+            })
+            .collect::<String>()
+    };
+    let measures: String = ["C", "F", "G", "C"]
+        .iter()
+        .enumerate()
+        .map(|(m, root)| format!("<measure number=\"{}\">{}</measure>", m + 2, triad(root)))
+        .collect();
+    std::fs::write(
+        dir.join("chords.musicxml"),
+        format!(
+            "<score-partwise><part-list><score-part id=\"P1\"><part-name>Piano</part-name>\
+             </score-part></part-list><part id=\"P1\"><measure number=\"1\"><attributes>\
+             <divisions>1</divisions><time><beats>4</beats><beat-type>4</beat-type></time>\
+             </attributes>{}</measure>{measures}</part></score-partwise>",
+            triad("A")
+        ),
+    )
+    .unwrap();
+    let generate = |extra: &[&str]| {
+        pianoformer()
+            .current_dir(&dir)
+            .args(["generate", "--task", "accompaniment", "chords.musicxml"])
+            .args(["-o", "out.mid", "--harmonizer", "none"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = generate(&[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("give --melody-track"), "{err}");
+    assert!(
+        !err.contains("track list") && !err.contains("panicked"),
+        "{err}"
+    );
+    let out = generate(&["--melody-track", "3"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("no such track; the file has 1 Piano (15 notes)"),
+        "{err}"
+    );
+    let out = generate(&["--melody-track", "piano"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("5 bars accompanied"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

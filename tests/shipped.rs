@@ -54,12 +54,17 @@ fn every_shipped_model_loads_and_each_task_has_a_default() {
         if entry.task == Task::Accompaniment {
             if model.config.is_autoregressive() {
                 assert!(
-                    entry.temperature.is_some() && entry.hold_temperature.is_some(),
+                    entry.defaults.temperature.is_some()
+                        && entry.defaults.hold_temperature.is_some(),
                     "{}: no temperature or hold temperature",
                     entry.name
                 );
             } else {
-                assert!(entry.binarize.is_some(), "{}: no threshold", entry.name);
+                assert!(
+                    entry.defaults.binarize.is_some(),
+                    "{}: no threshold",
+                    entry.name
+                );
             }
         }
     }
@@ -119,7 +124,10 @@ fn every_shipped_model_loads_and_each_task_has_a_default() {
         .iter()
         .find(|m| m.task == Task::Harmonization && m.default)
         .expect("a default harmonizer");
-    let decode = harmonizer.harmony.expect("the harmonizer's decoding");
+    let decode = harmonizer
+        .defaults
+        .harmony
+        .expect("the harmonizer's decoding");
     decode.check().unwrap();
     assert!(
         harmonizer.bytes <= 2 << 20,
@@ -433,7 +441,7 @@ fn the_default_melody_follows_a_substituted_progression() {
     use pianoformer::eval::melody::{MelodyCounts, count_melody};
     use pianoformer::generate::piece_input;
     use pianoformer::music::piece::Piece;
-    use pianoformer::studio::{MelodyDefaults, Options, melody_piece};
+    use pianoformer::studio::{Options, melody_piece};
     let text = std::fs::read_to_string(models_dir().join("manifest.json")).unwrap();
     let manifest = Manifest::parse(&text).unwrap();
     let Some(entry) = manifest
@@ -446,11 +454,7 @@ fn the_default_melody_follows_a_substituted_progression() {
     let bytes = std::fs::read(models_dir().join(&entry.file)).unwrap();
     let device = Device::flex();
     let model = load_entry(entry, &bytes, &device).unwrap();
-    let defaults = MelodyDefaults {
-        temperature: entry.temperature,
-        pitch_temperature: entry.pitch_temperature,
-        echo: entry.echo,
-    };
+    let defaults = &entry.defaults;
     let figure = entry.metrics["test"]["written"]["chord_tones"]
         .as_f64()
         .unwrap();

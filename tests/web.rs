@@ -211,12 +211,7 @@ async fn fine_tuning_lowers_the_loss_and_an_exported_model_reloads_on_webgpu() {
         sha256: sha256_hex(&weights),
         training: serde_json::Value::Null,
         metrics: serde_json::Value::Null,
-        binarize: None,
-        temperature: None,
-        hold_temperature: None,
-        pitch_temperature: None,
-        echo: None,
-        harmony: None,
+        defaults: Default::default(),
     };
     let (entry, read) = unpack_model(&pack_model(&entry, &weights)).expect("the file reads");
     let reloaded =

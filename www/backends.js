@@ -496,7 +496,7 @@ export class Backends {
     // Through the guard on WebGPU: a device lost mid-race ends the race (no verdict).
     const run = (s) => (progress) =>
       this.call(s, 'race', () =>
-        continuation ? s.continuePiece(name, piece, options, progress) : s.accompany(name, piece, options, progress),
+        s.generate(continuation ? 'continuation' : 'accompaniment', name, piece, options, progress),
       );
     const other = this.gpu.session;
     if (!other.hasModel(name)) other.loadModel(entry, bytes);

@@ -6,8 +6,9 @@
 // the models, the comparison, the loop selection), which tells its listeners what changed;
 // page.js holds the `window.pianoformer` status and the messages. The panels, each with its
 // own part of the page: backend-card.js, models.js, piece-view.js (the roll, the current
-// piece, the buttons), lanes.js, generate.js, compare-panel.js, attention-panel.js,
-// playback.js, play-in.js, sharing.js, tune.js. They import the store, the Worker client
+// piece, the buttons), lanes.js, plan-song.js (a song from a plan), generate.js,
+// alternatives.js (the alternatives offered after a generation), compare-panel.js,
+// attention-panel.js, playback.js, play-in.js, sharing.js, tune.js. They import the store, the Worker client
 // (worker-client.js), services (model-loader.js, harmonizer.js, sound.js, attention-view.js)
 // and their own helpers, never each other: one panel runs another's work by its command
 // (commands.js). Their pure parts (no DOM, tested under Node) are page-text.js,
@@ -82,7 +83,7 @@ function whenReady() {
 }
 
 function wire() {
-  applyLimits(document); // the settings' ranges, steps and defaults (www/options.json)
+  applyLimits(document); // the settings' ranges, steps and defaults (settings/options.json)
   $('backend-select').value = preference;
   $('backend-select').addEventListener('change', (e) => {
     localStorage.setItem('pianoformer.backend', e.target.value);

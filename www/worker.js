@@ -37,7 +37,7 @@ async function warmUp(wasm, s, name) {
   try {
     const piece = JSON.parse(wasm.readMidi(wasm.exampleMidi(0, 8), 'warm-up.mid'));
     piece.tracks = piece.tracks.filter((t) => t.role === 'melody');
-    await s.harmonize(name, JSON.stringify(piece), JSON.stringify({ bars: null, seed: null }));
+    await s.generate('harmonization', name, JSON.stringify(piece), JSON.stringify({ bars: null, seed: null }), () => true);
   } catch {
     // Cold code is slower, not wrong.
   }
@@ -138,7 +138,11 @@ class Requests {
       },
       liveStop: () => JSON.parse(b.session('page').liveStop()),
       harmonize: async ({ model, piece, options }) =>
-        JSON.parse(await this.on('page', 'harmonize', (s) => s.harmonize(model, JSON.stringify(piece), JSON.stringify(options)))),
+        JSON.parse(
+          await this.on('page', 'harmonize', (s) =>
+            s.generate('harmonization', model, JSON.stringify(piece), JSON.stringify(options), () => true),
+          ),
+        ),
       attention: ({ model, piece, options }, id) =>
         this.on('page', 'attention', (s) => s.attention(model, JSON.stringify(piece), JSON.stringify(options), this.progress(id))),
       unloadModel: ({ name }) => b.forget(name),
@@ -195,20 +199,19 @@ class Requests {
         const out = b.wasm.unpackModel(new Uint8Array(bytes));
         return { entry: JSON.parse(out.entry), weights: out.weights };
       },
-      generate: ({ task, model, piece, options, dynamics }, id) => {
-        const run = { continuation: 'continuePiece', melody: 'writeMelody' }[task] ?? 'accompany';
-        return this.on(
+      // Every generation task (the studio's table) through the Session's one entry point.
+      generate: ({ task, model, piece, options, dynamics }, id) =>
+        this.on(
           'generation',
           'generate',
           async (s) => {
-            // The velocity model for this accompaniment ('' : none): sent with every call, so
-            // a Worker that moved backends or restarted has it too.
-            if (run === 'accompany') s.setDynamics(dynamics ?? '');
-            return JSON.parse(await s[run](model, JSON.stringify(piece), JSON.stringify(options), this.progress(id)));
+            // The velocity model for the piano an accompaniment writes ('' : none): sent with
+            // every call, so a Worker that moved backends or restarted has it too.
+            s.setDynamics(dynamics ?? '');
+            return JSON.parse(await s.generate(task, model, JSON.stringify(piece), JSON.stringify(options), this.progress(id)));
           },
           model,
-        );
-      },
+        ),
     };
   }
 

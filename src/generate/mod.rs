@@ -55,6 +55,10 @@ pub enum GenerateError {
          one-note-at-a-time track"
     )]
     NoMelody,
+    /// The piece's tracks hold notes, but none is marked as the melody (the page's track list
+    /// and the CLI's `--melody-track` choose one).
+    #[error("no track is marked as the melody: choose the melody track in the track list")]
+    NoMelodyTrack,
     #[error("the prompt holds no notes")]
     EmptyPrompt,
     #[error("the prompt could not be read as tokens: {0}")]

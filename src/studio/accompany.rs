@@ -3,18 +3,144 @@
 
 use burn::tensor::Device;
 
+use super::family::{Generated, Run, Studio, Written};
 use super::{ACCOMPANIMENT_TRACK, Options, Progress};
 use crate::generate::binarize::{Binarize, binarize};
 use crate::generate::{
     AccompanimentInput, GenerateError, MapFeatures, PianoSampling, accompany_batch,
     accompany_probs, input_example, piece_input, splice, watched_pass,
 };
+use crate::model::config::Task;
 use crate::model::performer::Performer;
 use crate::music::dynamics::Context;
 use crate::music::grid::Grid;
 use crate::music::midi::Note;
 use crate::music::piece::{Piece, PieceNote, PieceTrack, TrackRole};
+use crate::music::playing::chord_tone_ratio;
 use crate::music::roll::{GENERATED_VELOCITY, PianoRoll, Role};
+
+/// The accompaniment task: a piano part for a piece's melody (and bridge) and lanes, the whole
+/// piece or a region's bars.
+pub struct Accompany;
+
+impl Studio for Accompany {
+    const MODEL: Task = Task::Accompaniment;
+    type Options = Options;
+    type Cache = ();
+
+    fn options(form: &Options) -> Options {
+        form.clone()
+    }
+
+    async fn generate<F, Fut>(
+        run: &Run<'_>,
+        piece: &Piece,
+        options: &Options,
+        _: &mut (),
+        on_progress: F,
+    ) -> Result<Generated, GenerateError>
+    where
+        F: FnMut(Progress) -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        let options = Options {
+            dynamics: run.dynamics.cloned(),
+            ..options.clone()
+        };
+        let pieces = accompany_pieces(
+            run.model,
+            run.defaults.binarize,
+            run.defaults.piano_sampling(),
+            piece,
+            &options,
+            run.device,
+            on_progress,
+        )
+        .await?;
+        Ok(Generated::pieces(pieces))
+    }
+
+    async fn attention<F, Fut>(
+        run: &Run<'_>,
+        piece: &Piece,
+        options: &Options,
+        map: &mut MapFeatures,
+        on_progress: F,
+    ) -> Option<Result<usize, GenerateError>>
+    where
+        F: FnMut(Progress) -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        Some(
+            accompaniment_attention(
+                run.model,
+                piece,
+                options,
+                run.device,
+                Some(map),
+                on_progress,
+            )
+            .await,
+        )
+    }
+
+    /// Where it wrote, how many piano notes, and the share of them on tones of the chord lane's
+    /// chords.
+    fn describe(_before: &Piece, written: &Written, options: &Options) -> String {
+        accompanied(&written.piece, options)
+    }
+}
+
+/// What an accompaniment wrote, in words: where, how many piano notes, and the share of them
+/// on tones of the chord lane's chords.
+fn accompanied(out: &Piece, options: &Options) -> String {
+    let grid = out.grid(|_| true);
+    let input = match piece_input(out, grid, true) {
+        Ok(input) => input,
+        Err(e) => return format!("an accompaniment that cannot be read back ({e})"),
+    };
+    let grid = &input.sheet.grid;
+    let notes: Vec<Note> = out
+        .tracks
+        .iter()
+        .filter(|t| t.role == TrackRole::Generated)
+        .flat_map(|t| &t.notes)
+        .map(|&(pitch, start, end, velocity)| Note {
+            pitch,
+            velocity,
+            start,
+            end: end.max(start + 1),
+            channel: 0,
+        })
+        .collect();
+    let (where_, notes) = match options.region {
+        None => (format!("{} bars accompanied", grid.num_bars()), notes),
+        Some([from, to]) => {
+            let to = to.min(out.bars.len());
+            let ticks = out.bar_tick(from)..out.bar_tick(to);
+            (
+                format!(
+                    "bars {}-{to} rewritten, the rest of the piece kept",
+                    from + 1
+                ),
+                notes
+                    .into_iter()
+                    .filter(|n| ticks.contains(&n.start))
+                    .collect(),
+            )
+        }
+    };
+    let roll = PianoRoll::from_notes(&notes, grid);
+    let ratio = chord_tone_ratio(&roll, &input.chords, grid.steps_per_beat);
+    format!(
+        "{where_}: {} piano notes there{}",
+        notes.len(),
+        ratio.map_or(String::new(), |r| format!(
+            ", {:.0} % of them chord tones",
+            100.0 * r
+        ))
+    )
+}
 
 /// An accompaniment for the melody (and bridge) of `piece` with its chord and phrase lanes as
 /// labels; the result replaces the piece's piano and generated tracks. The first of
@@ -73,9 +199,7 @@ where
         .iter()
         .any(|t| t.role == TrackRole::Melody && !t.notes.is_empty())
     {
-        return Err(GenerateError::Read(
-            "no track is marked as the melody: choose the melody track in the track list".into(),
-        ));
+        return Err(GenerateError::NoMelodyTrack);
     }
     // Every track counts for the grid's extent (a kept piano may outlast the melody); the
     // model reads the melody and bridge only.

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use burn::tensor::Device;
 
+use super::family::{Generated, Run, Studio, Tokens, Written};
 use super::{CONTINUATION_TRACK, Options, Progress};
 use crate::generate::{
     GenerateError, Length, MapFeatures, continue_tokens, cut_prompt, prompt_tokens_with,
@@ -49,6 +50,106 @@ where
     )
 }
 
+/// The continuation task: new bars after a piece's music (or a region's bars written anew
+/// from the music before them), following the lanes planned for them.
+pub struct Continue;
+
+impl Studio for Continue {
+    const MODEL: Task = Task::Continuation;
+    type Options = Options;
+    type Cache = ();
+
+    fn options(form: &Options) -> Options {
+        form.clone()
+    }
+
+    /// The model's own temperature unless one is given (chosen on validation songs).
+    async fn generate<F, Fut>(
+        run: &Run<'_>,
+        piece: &Piece,
+        options: &Options,
+        _: &mut (),
+        on_progress: F,
+    ) -> Result<Generated, GenerateError>
+    where
+        F: FnMut(Progress) -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        let options = Options {
+            temperature: options.temperature.or(run.defaults.temperature),
+            ..options.clone()
+        };
+        let written = continue_pieces(run.model, piece, &options, run.device, on_progress).await?;
+        Ok(Generated::Pieces(
+            written
+                .into_iter()
+                .map(|c| Written {
+                    piece: c.piece,
+                    tokens: Some(Tokens {
+                        prompt: c.prompt,
+                        added: c.added,
+                    }),
+                })
+                .collect(),
+        ))
+    }
+
+    async fn attention<F, Fut>(
+        run: &Run<'_>,
+        piece: &Piece,
+        options: &Options,
+        map: &mut MapFeatures,
+        on_progress: F,
+    ) -> Option<Result<usize, GenerateError>>
+    where
+        F: FnMut(Progress) -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        Some(
+            continuation_attention(
+                run.model,
+                piece,
+                options,
+                run.device,
+                Some(map),
+                on_progress,
+            )
+            .await,
+        )
+    }
+
+    /// How many tokens it read and added, and whether it stopped at its safety limit.
+    fn describe(_before: &Piece, written: &Written, options: &Options) -> String {
+        let tokens = written.tokens.clone().unwrap_or_default();
+        let new_bars = tokens
+            .added
+            .iter()
+            .filter(|&&id| id == Token::Bar.id())
+            .count();
+        if let Some([from, to]) = options.region {
+            return format!(
+                "bars {}-{to} rewritten, the rest of the piece kept: {} new tokens",
+                from + 1,
+                tokens.added.len()
+            );
+        }
+        let stopped = match options.bars {
+            Some(asked) if tokens.added.len() >= options.token_limit() => format!(
+                " (stopped at the safety limit of {} tokens after {} of the {asked} bars asked: \
+                 --tokens raises it)",
+                options.token_limit(),
+                new_bars.saturating_sub(1),
+            ),
+            _ => String::new(),
+        };
+        format!(
+            "{} prompt tokens, {} new tokens ({new_bars} new bars){stopped}",
+            tokens.prompt.len(),
+            tokens.added.len(),
+        )
+    }
+}
+
 /// [`Options::count`] continuations, one after another, the k-th with seed `seed + k` (each
 /// the piece that seed writes alone); progress says which one it is about, and the first one's
 /// attention is watched.
@@ -58,7 +159,7 @@ pub async fn continue_pieces<F, Fut>(
     options: &Options,
     device: &Device,
     mut on_progress: F,
-) -> Result<Vec<Piece>, GenerateError>
+) -> Result<Vec<Continued>, GenerateError>
 where
     F: FnMut(Progress) -> Fut,
     Fut: std::future::Future<Output = bool>,
@@ -71,7 +172,7 @@ where
         if i > 0 {
             o.watch = None;
         }
-        let written = continue_piece(model, piece, &o, device, |mut p| {
+        let written = continue_piece_ids(model, piece, &o, device, |mut p| {
             p.alternative = (k > 1).then_some([i + 1, k]);
             on_progress(p)
         })

@@ -5,12 +5,15 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::family::{Generated, Run, Studio, Written};
+use super::{Options, Progress};
 use crate::generate::GenerateError;
 use crate::generate::harmonize::{
     ALTERNATIVES_TEMPERATURE, COLOURFUL_TEMPERATURE, Choice, chord_log_probs, progression,
     progressions,
 };
 use crate::generate::piece_input;
+use crate::model::config::Task;
 use crate::model::performer::Performer;
 use crate::music::harmony::BeatPlaces;
 use crate::music::harmony::decode::{Draws, HarmonyDecode};
@@ -34,6 +37,47 @@ pub struct HarmonizeOptions {
     /// first, then those that most add to the chance that one is right
     /// ([`crate::generate::harmonize::progressions`]); `cells` is the first's.
     pub count: Option<usize>,
+}
+
+/// The harmonization task: chord cells for the chord lane from a piece's melody (the page's
+/// "Suggest chords", and the lane of a melody-only file).
+pub struct Harmonize;
+
+impl Studio for Harmonize {
+    const MODEL: Task = Task::Harmonization;
+    type Options = HarmonizeOptions;
+    type Cache = HarmonyCache;
+
+    /// The bars of the form's region (else every bar), the most likely progression, and with
+    /// alternatives asked, that many to audition.
+    fn options(form: &Options) -> HarmonizeOptions {
+        HarmonizeOptions {
+            bars: form.region,
+            seed: None,
+            colour: None,
+            count: form.alternatives,
+        }
+    }
+
+    async fn generate<F, Fut>(
+        run: &Run<'_>,
+        piece: &Piece,
+        options: &HarmonizeOptions,
+        cache: &mut HarmonyCache,
+        _on_progress: F,
+    ) -> Result<Generated, GenerateError>
+    where
+        F: FnMut(Progress) -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        let decode = run.defaults.harmony();
+        let chords = harmonize_piece(run.model, &decode, piece, options, cache).await?;
+        Ok(Generated::Chords(chords))
+    }
+
+    fn describe(_before: &Piece, _written: &Written, _options: &HarmonizeOptions) -> String {
+        "chord cells for the chord lane".into()
+    }
 }
 
 /// The most alternatives one call gives.
@@ -156,11 +200,7 @@ pub async fn harmonize_piece(
         .iter()
         .any(|t| t.role == TrackRole::Melody && !t.notes.is_empty())
     {
-        return Err(GenerateError::Read(
-            "no track is marked as the melody: choose the melody track in the track list, or \
-             play one in"
-                .into(),
-        ));
+        return Err(GenerateError::NoMelodyTrack);
     }
     let grid = piece.grid(|t| matches!(t.role, TrackRole::Melody | TrackRole::Bridge));
     let bars = grid.num_bars();

@@ -5,14 +5,19 @@
 
 use burn::tensor::Device;
 
+use super::family::{Generated, Run, Studio, Written};
 use super::{Options, Progress};
 use crate::data::melody::{HOLD, MelodyStep};
 use crate::data::sheet::Sheet;
 use crate::generate::melody::{MelodySampling, melody_attention, melody_notes, write_melody};
 use crate::generate::{GenerateError, MapFeatures, piece_input};
+use crate::model::config::Task;
 use crate::model::performer::Performer;
+use crate::models::ModelDefaults;
 use crate::music::grid::Grid;
+use crate::music::midi::Note;
 use crate::music::piece::{Piece, PieceNote, PieceTrack, TrackRole};
+use crate::music::playing::chord_tone_ratio;
 use crate::music::roll::{PianoRoll, Role};
 
 /// The velocity of a written melody's notes.
@@ -45,18 +50,9 @@ pub fn melody_bars(piece: &Piece, options: &Options) -> Option<[usize; 2]> {
     }
 }
 
-/// A melody model's own temperatures and echo, chosen on validation songs (`None`: the
-/// defaults).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct MelodyDefaults {
-    pub temperature: Option<f32>,
-    pub pitch_temperature: Option<f32>,
-    pub echo: Option<f32>,
-}
-
-/// How a melody is drawn: `options`' temperatures and echo (else the model's), top-p, seed and
-/// range; the accompaniment read when the piece has one.
-pub fn melody_sampling(options: &Options, model: MelodyDefaults, piece: &Piece) -> MelodySampling {
+/// How a melody is drawn: `options`' temperatures and echo (else the model's own, chosen on
+/// validation songs), top-p, seed and range; the accompaniment read when the piece has one.
+pub fn melody_sampling(options: &Options, model: &ModelDefaults, piece: &Piece) -> MelodySampling {
     let d = MelodySampling::default();
     let [low, high] = options.melody_range.unwrap_or([d.low, d.high]);
     MelodySampling {
@@ -88,10 +84,120 @@ fn has_accompaniment(piece: &Piece) -> bool {
         .any(|t| accompanies(t.role) && !t.notes.is_empty())
 }
 
+/// The melody task: a tune for a piece's lanes (its chords and phrases), over a region, the
+/// bars planned past the music, or the whole of a piece without one.
+pub struct Melody;
+
+impl Studio for Melody {
+    const MODEL: Task = Task::Melody;
+    type Options = Options;
+    type Cache = ();
+
+    fn options(form: &Options) -> Options {
+        form.clone()
+    }
+
+    async fn generate<F, Fut>(
+        run: &Run<'_>,
+        piece: &Piece,
+        options: &Options,
+        _: &mut (),
+        on_progress: F,
+    ) -> Result<Generated, GenerateError>
+    where
+        F: FnMut(Progress) -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        let pieces = melody_pieces(
+            run.model,
+            run.defaults,
+            piece,
+            options,
+            run.device,
+            on_progress,
+        )
+        .await?;
+        Ok(Generated::pieces(pieces))
+    }
+
+    async fn attention<F, Fut>(
+        run: &Run<'_>,
+        piece: &Piece,
+        options: &Options,
+        map: &mut MapFeatures,
+        on_progress: F,
+    ) -> Option<Result<usize, GenerateError>>
+    where
+        F: FnMut(Progress) -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        Some(
+            melody_attention_map(
+                run.model,
+                piece,
+                options,
+                run.device,
+                Some(map),
+                on_progress,
+            )
+            .await,
+        )
+    }
+
+    /// Where it sang, how many notes, their range, and the share of them on tones of the chord
+    /// lane's chords.
+    fn describe(before: &Piece, written: &Written, options: &Options) -> String {
+        let out = &written.piece;
+        let [from, to] = melody_bars(before, options).unwrap_or([0, out.bars.len()]);
+        let to = to.min(out.bars.len());
+        let ticks = out.bar_tick(from)..out.bar_tick(to);
+        let notes: Vec<Note> = out
+            .tracks
+            .iter()
+            .filter(|t| t.role == TrackRole::Melody)
+            .flat_map(|t| &t.notes)
+            .filter(|n| ticks.contains(&n.1))
+            .map(|&(pitch, start, end, velocity)| Note {
+                pitch,
+                velocity,
+                start,
+                end: end.max(start + 1),
+                channel: 0,
+            })
+            .collect();
+        let low = notes.iter().map(|n| n.pitch).min().unwrap_or(0);
+        let high = notes.iter().map(|n| n.pitch).max().unwrap_or(0);
+        let fit = piece_input(out, out.plan_grid(), false)
+            .ok()
+            .and_then(|input| {
+                let grid = &input.sheet.grid;
+                chord_tone_ratio(
+                    &PianoRoll::from_notes(&notes, grid),
+                    &input.chords,
+                    grid.steps_per_beat,
+                )
+            });
+        format!(
+            "bars {}-{to} sung: {} melody notes{}{}",
+            from + 1,
+            notes.len(),
+            if notes.is_empty() {
+                String::new()
+            } else {
+                format!(", pitches {low}-{high}")
+            },
+            fit.map_or(String::new(), |f| format!(
+                ", {:.0} % of them chord tones",
+                100.0 * f
+            ))
+        )
+    }
+}
+
 /// The first of [`melody_pieces`].
 pub async fn melody_piece<F, Fut>(
     model: &Performer,
-    defaults: MelodyDefaults,
+    defaults: &ModelDefaults,
     piece: &Piece,
     options: &Options,
     device: &Device,
@@ -114,7 +220,7 @@ where
 /// (else [`melody_bars`]). Progress streams the melody being written.
 pub async fn melody_pieces<F, Fut>(
     model: &Performer,
-    defaults: MelodyDefaults,
+    defaults: &ModelDefaults,
     piece: &Piece,
     options: &Options,
     device: &Device,

@@ -25,7 +25,7 @@ fn sing(piece: &Piece, options: &Options) -> Result<(Piece, Vec<(usize, usize)>)
     let mut reports = Vec::new();
     let out = pollster::block_on(melody_piece(
         &model(),
-        MelodyDefaults::default(),
+        &crate::models::ModelDefaults::default(),
         piece,
         options,
         &Device::flex(),

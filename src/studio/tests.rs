@@ -1050,7 +1050,7 @@ fn alternatives_are_each_their_seed_alone() {
             |_| async { true },
         ))
         .unwrap();
-        assert_eq!(p.tracks, alone.tracks, "continuation alternative {k}");
+        assert_eq!(p.piece.tracks, alone.tracks, "continuation alternative {k}");
     }
     let nine = Options {
         alternatives: Some(9),

@@ -165,11 +165,10 @@ struct Loaded {
 pub struct Session {
     backend: Backend,
     models: RefCell<HashMap<String, std::rc::Rc<Loaded>>>,
-    /// Each harmonizer's probabilities for the last melody it read.
-    harmony: RefCell<HashMap<String, studio::HarmonyCache>>,
-    /// Each model's features from its last attention map's pass: another head or a layer no
-    /// deeper over the same notes is drawn from them.
-    maps: RefCell<HashMap<String, crate::generate::MapFeatures>>,
+    /// What each model's last calls kept for the next: its last attention map's features
+    /// (another head or a layer no deeper over the same notes is drawn from them) and its
+    /// task's cache (a harmonizer's probabilities for the last melody it read).
+    kept: RefCell<HashMap<String, studio::Kept>>,
     /// The live take in progress (out of the cell while one of its calls runs).
     live: RefCell<Option<LiveRun>>,
     /// The velocity model for written accompaniments (`setDynamics`), if the page gave one.
@@ -198,8 +197,7 @@ impl Session {
         Ok(Session {
             backend,
             models: RefCell::new(HashMap::new()),
-            harmony: RefCell::new(HashMap::new()),
-            maps: RefCell::new(HashMap::new()),
+            kept: RefCell::new(HashMap::new()),
             live: RefCell::new(None),
             dynamics: RefCell::new(None),
         })
@@ -280,8 +278,7 @@ impl Session {
             parameters: model.parameters(),
             templates: model.pe.templates(0, &[0]).is_some(),
         })?;
-        self.harmony.borrow_mut().remove(&entry.name);
-        self.maps.borrow_mut().remove(&entry.name);
+        self.kept.borrow_mut().remove(&entry.name);
         self.models.borrow_mut().insert(
             entry.name.clone(),
             std::rc::Rc::new(Loaded { model, entry }),
@@ -310,13 +307,16 @@ impl Session {
         self.models.borrow().contains_key(name)
     }
 
-    /// An accompaniment for the piece's melody with model `name`; returns the new piece (JSON),
-    /// or, when `options` asks for alternatives (K > 1), `{alternatives: [piece, …]}` (the
-    /// k-th written with seed `seed + k − 1`). `on_progress({done, total, notes?, attention?,
-    /// alternative?})` may return a promise of `false` to cancel (the error then says
-    /// "generation was cancelled").
-    pub async fn accompany(
+    /// Generation of `task` (a row of the studio's task table: `"accompaniment"`,
+    /// `"continuation"`, `"melody"`, `"harmonization"`) with model `name` over the piece, with
+    /// the task's settings (`options`, JSON). Returns the new piece (JSON), or, when `options`
+    /// asks for alternatives (K > 1), `{alternatives: [piece, …]}` (the k-th written with seed
+    /// `seed + k − 1`); a harmonizer returns `{from, cells, alternatives?}`.
+    /// `on_progress({done, total, bars?, notes?, attention?, alternative?})` may return a
+    /// promise of `false` to cancel (the error then says "generation was cancelled").
+    pub async fn generate(
         &self,
+        task: String,
         name: String,
         piece: String,
         options: String,
@@ -324,101 +324,26 @@ impl Session {
     ) -> Result<String, JsError> {
         let loaded = self.model(&name)?;
         let piece = parse_piece(&piece)?;
-        let mut options = parse_options(&options)?;
-        options.dynamics = self.dynamics.borrow().clone();
-        let out = studio::accompany_pieces(
-            &loaded.model,
-            loaded.entry.binarize,
-            loaded.entry.piano_sampling(),
-            &piece,
-            &options,
-            &self.backend.device,
-            progress_to(&on_progress, true),
-        )
-        .await
-        .map_err(to_js)?;
-        pieces_json(out, &options)
-    }
-
-    /// A continuation after the piece's music with model `name`; as [`Session::accompany`].
-    #[wasm_bindgen(js_name = continuePiece)]
-    pub async fn continue_piece(
-        &self,
-        name: String,
-        piece: String,
-        options: String,
-        on_progress: Function,
-    ) -> Result<String, JsError> {
-        let loaded = self.model(&name)?;
-        let piece = parse_piece(&piece)?;
-        let mut options = parse_options(&options)?;
-        // The model's own temperature unless one is given (chosen on validation songs).
-        options.temperature = options.temperature.or(loaded.entry.temperature);
-        let out = studio::continue_pieces(
-            &loaded.model,
-            &piece,
-            &options,
-            &self.backend.device,
-            progress_to(&on_progress, true),
-        )
-        .await
-        .map_err(to_js)?;
-        pieces_json(out, &options)
-    }
-
-    /// A melody for the piece's lanes with the melody model `name`: over `options.region`, else
-    /// the bars planned past the music, else the whole of a piece without a melody (a song from
-    /// a plan); as [`Session::accompany`] (the written melody streams in `notes`).
-    #[wasm_bindgen(js_name = writeMelody)]
-    pub async fn write_melody(
-        &self,
-        name: String,
-        piece: String,
-        options: String,
-        on_progress: Function,
-    ) -> Result<String, JsError> {
-        let loaded = self.model(&name)?;
-        let piece = parse_piece(&piece)?;
-        let options = parse_options(&options)?;
-        let defaults = studio::MelodyDefaults {
-            temperature: loaded.entry.temperature,
-            pitch_temperature: loaded.entry.pitch_temperature,
-            echo: loaded.entry.echo,
+        let dynamics = self.dynamics.borrow().clone();
+        let run = studio::Run {
+            model: &loaded.model,
+            defaults: &loaded.entry.defaults,
+            device: &self.backend.device,
+            dynamics: dynamics.as_ref(),
         };
-        let out = studio::melody_pieces(
-            &loaded.model,
-            defaults,
+        // Out of the cell while the model runs (no borrow is held across an await), then kept.
+        let mut kept = self.kept.borrow_mut().remove(&name).unwrap_or_default();
+        let out = studio::family::generate_json::<studio::TaskKind, _, _>(
+            &task,
+            &run,
             &piece,
             &options,
-            &self.backend.device,
+            &mut kept,
             progress_to(&on_progress, true),
         )
-        .await
-        .map_err(to_js)?;
-        pieces_json(out, &options)
-    }
-
-    /// Chord cells for the piece's melody from the harmonizer `name`: `options` is
-    /// `{bars: [from, to] | null, seed: number | null}` (no seed: the most likely
-    /// progression; a seed: an alternative drawn with it). Returns `{from, cells}` (JSON).
-    pub async fn harmonize(
-        &self,
-        name: String,
-        piece: String,
-        options: String,
-    ) -> Result<String, JsError> {
-        let loaded = self.model(&name)?;
-        let piece = parse_piece(&piece)?;
-        let options: studio::HarmonizeOptions = serde_json::from_str(&options)
-            .map_err(|e| JsError::new(&format!("the chord settings are not readable: {e}")))?;
-        let decode = loaded.entry.harmony.unwrap_or_default();
-        // Taken out while the model runs (no borrow is held across an await), then kept.
-        let mut cache = self.harmony.borrow_mut().remove(&name).unwrap_or_default();
-        let out = studio::harmonize_piece(&loaded.model, &decode, &piece, &options, &mut cache)
-            .await
-            .map_err(to_js)?;
-        self.harmony.borrow_mut().insert(name, cache);
-        serde_json::to_string(&out).map_err(to_js)
+        .await;
+        self.keep(&name, &loaded, kept);
+        out.map_err(to_js)
     }
 
     /// Starts a live take on the piece (JSON) with the step-by-step accompaniment `name` and,
@@ -438,7 +363,7 @@ impl Session {
         let harmonizer = match harmonizer {
             Some(h) => {
                 let h = self.model(&h)?;
-                let decode = h.entry.harmony.unwrap_or_default();
+                let decode = h.entry.defaults.harmony();
                 Some((h, decode))
             }
             None => None,
@@ -449,7 +374,7 @@ impl Session {
         let chords = live_chords(&harmonizer);
         let (live, grid) = studio::live_start(
             &model.model,
-            model.entry.piano_sampling(),
+            model.entry.defaults.piano_sampling(),
             chords,
             &piece,
             &options,
@@ -512,10 +437,9 @@ impl Session {
 
     /// The watched head's attention over the piece's notes as they stand, without generating
     /// (after the user picks another layer or head, edits notes, rewrites bars or plays a take):
-    /// one teacher-forced pass (`studio::accompaniment_attention`,
-    /// `studio::continuation_attention`), or, for another head or a layer no deeper over the
-    /// same notes, the features that pass kept; rows arrive through `on_progress` as in
-    /// generation.
+    /// one teacher-forced pass of the task that runs the model's kind, or, for another head or
+    /// a layer no deeper over the same notes, the features that pass kept; rows arrive through
+    /// `on_progress` as in generation.
     pub async fn attention(
         &self,
         name: String,
@@ -526,63 +450,23 @@ impl Session {
         let loaded = self.model(&name)?;
         let piece = parse_piece(&piece)?;
         let options = parse_options(&options)?;
-        let device = &self.backend.device;
-        // Out of the cell while the pass runs (another call may come meanwhile).
-        let mut cache = self.maps.borrow_mut().remove(&name).unwrap_or_default();
-        match loaded.model.config.task {
-            Task::Accompaniment => {
-                studio::accompaniment_attention(
-                    &loaded.model,
-                    &piece,
-                    &options,
-                    device,
-                    Some(&mut cache),
-                    progress_to(&on_progress, false),
-                )
-                .await
-                .map_err(to_js)?;
-            }
-            Task::Melody => {
-                studio::melody_attention_map(
-                    &loaded.model,
-                    &piece,
-                    &options,
-                    device,
-                    Some(&mut cache),
-                    progress_to(&on_progress, false),
-                )
-                .await
-                .map_err(to_js)?;
-            }
-            Task::Harmonization => {
-                return Err(JsError::new(
-                    "a harmonizer's attention is not shown: pick an accompaniment, continuation \
-                     or melody model",
-                ));
-            }
-            Task::Continuation => {
-                studio::continuation_attention(
-                    &loaded.model,
-                    &piece,
-                    &options,
-                    device,
-                    Some(&mut cache),
-                    progress_to(&on_progress, true),
-                )
-                .await
-                .map_err(to_js)?;
-            }
-        }
-        // Kept unless the model was replaced or unloaded meanwhile.
-        if self
-            .models
-            .borrow()
-            .get(&name)
-            .is_some_and(|m| std::rc::Rc::ptr_eq(m, &loaded))
-        {
-            self.maps.borrow_mut().insert(name, cache);
-        }
-        Ok(())
+        let run = studio::Run {
+            model: &loaded.model,
+            defaults: &loaded.entry.defaults,
+            device: &self.backend.device,
+            dynamics: None,
+        };
+        let mut kept = self.kept.borrow_mut().remove(&name).unwrap_or_default();
+        let out = studio::family::attention::<studio::TaskKind, _, _>(
+            &run,
+            &piece,
+            &options,
+            &mut kept,
+            progress_to(&on_progress, false),
+        )
+        .await;
+        self.keep(&name, &loaded, kept);
+        out.map(|_| ()).map_err(to_js)
     }
 
     /// The positional templates `P_d(τ)` of a head at lags `0 .. lags`: `{dims, lags, values}`
@@ -625,6 +509,19 @@ impl Session {
             .map_err(|e| JsError::new(&format!("the fused steps could not be checked: {e}")))
     }
 
+    /// Keeps what a call on `name` made for the next one, unless the model was replaced or
+    /// unloaded meanwhile.
+    fn keep(&self, name: &str, loaded: &std::rc::Rc<Loaded>, kept: studio::Kept) {
+        if self
+            .models
+            .borrow()
+            .get(name)
+            .is_some_and(|m| std::rc::Rc::ptr_eq(m, loaded))
+        {
+            self.kept.borrow_mut().insert(name.to_string(), kept);
+        }
+    }
+
     fn model(&self, name: &str) -> Result<std::rc::Rc<Loaded>, JsError> {
         self.models
             .borrow()
@@ -641,25 +538,7 @@ fn parse_options(text: &str) -> Result<Options, JsError> {
 
 /// The progress callback of a generation or an attention replay: reports to `callback`, with
 /// the notes written or (`notes` false: the attention only) without. Every caller shares this
-/// one closure type, so each generator is compiled into the wasm once: the accompaniment and
-/// its attention-only replay were two copies of `accompany_piece`.
-/// The pieces a generation wrote, as JSON: the piece itself when one was asked for, else
-/// `{alternatives: [piece, …]}`.
-fn pieces_json(mut pieces: Vec<Piece>, options: &Options) -> Result<String, JsError> {
-    #[derive(Serialize)]
-    struct Alternatives {
-        alternatives: Vec<Piece>,
-    }
-    if options.count() > 1 {
-        serde_json::to_string(&Alternatives {
-            alternatives: pieces,
-        })
-        .map_err(to_js)
-    } else {
-        serde_json::to_string(&pieces.swap_remove(0)).map_err(to_js)
-    }
-}
-
+/// one closure type, so each generator is compiled into the wasm once.
 fn progress_to(callback: &Function, notes: bool) -> impl FnMut(Progress) -> Answer + '_ {
     move |mut p| {
         if !notes {

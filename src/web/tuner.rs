@@ -117,25 +117,20 @@ impl Session {
                 "held_out_loss_before": *tuner.first_valid.borrow(),
                 "held_out_loss": last(&valid_losses),
             }),
-            binarize: tuner.base.binarize,
-            temperature: tuner.base.temperature,
-            hold_temperature: tuner.base.hold_temperature,
-            pitch_temperature: tuner.base.pitch_temperature,
-            echo: tuner.base.echo,
-            harmony: tuner.base.harmony,
+            defaults: tuner.base.defaults,
         };
         let file = ModelFile::to_js(&entry, &weights)?;
         self.models
             .borrow_mut()
             .insert(name.clone(), std::rc::Rc::new(Loaded { model, entry }));
-        self.maps.borrow_mut().remove(&name);
+        self.kept.borrow_mut().remove(&name);
         Ok(file)
     }
 
     /// Forgets the model `name` (a deleted fine-tuned model); true when it was loaded.
     #[wasm_bindgen(js_name = unloadModel)]
     pub fn unload_model(&self, name: &str) -> bool {
-        self.maps.borrow_mut().remove(name);
+        self.kept.borrow_mut().remove(name);
         self.models.borrow_mut().remove(name).is_some()
     }
 }

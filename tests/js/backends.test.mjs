@@ -34,7 +34,7 @@ class FakeSession {
   async fusedCheck() {
     return null;
   }
-  async accompany(model) {
+  async generate(task, model) {
     this.log.push(`${this.kind}:${model}`);
     if (this.onGenerate) await this.onGenerate();
     return this.kind;
@@ -72,7 +72,7 @@ const remember = (backends, name, task) => {
 const generate = (backends, model) =>
   backends.request(() => {
     const s = backends.session('generation', model);
-    return backends.call(s, 'generate', () => s.accompany(model));
+    return backends.call(s, 'generate', () => s.generate('accompaniment', model));
   });
 
 test('generation and fine-tuning go where their race sent them, with the model loaded there; the rest stays', async () => {
@@ -132,7 +132,7 @@ test('a cancelled request that meets a lost device is not run again; an ordinary
   const s = backends.main;
   await assert.rejects(
     backends.request(
-      () => backends.call(s, 'generate', () => s.accompany('acc')),
+      () => backends.call(s, 'generate', () => s.generate('accompaniment', 'acc')),
       () => false,
     ),
     (e) => e.deviceLost === true,

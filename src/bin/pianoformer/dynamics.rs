@@ -313,7 +313,7 @@ fn score_generated(
 ) -> Result<(Vec<Song>, String), String> {
     let device = pianoformer::device::cpu().device;
     let loaded = crate::models::load(spec, Task::Accompaniment, None, &device)?;
-    let sampling = loaded.piano_sampling();
+    let sampling = loaded.defaults.piano_sampling();
     let mut out = Vec::new();
     for (i, p) in pieces
         .iter()

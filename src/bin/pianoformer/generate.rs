@@ -9,22 +9,17 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use pianoformer::data::melody::melody_steps;
+use std::rc::Rc;
+
 use pianoformer::device::{self, Preference};
-use pianoformer::eval::melody::count_melody;
-use pianoformer::generate::{limits, piece_input};
+use pianoformer::generate::{GenerateError, limits};
 use pianoformer::model::config::Task;
 use pianoformer::music::harmony::ChordSource;
-use pianoformer::music::midi::Note;
 use pianoformer::music::musicxml::{ScoreKind, is_musicxml, read_piece, write_musicxml, write_mxl};
 use pianoformer::music::piece::{MAX_BARS, Piece, TrackRole, chord_chart};
-use pianoformer::music::playing::chord_tone_ratio;
 use pianoformer::music::pop909::parse_phrases;
-use pianoformer::music::roll::PianoRoll;
-use pianoformer::music::tokens::Token;
 use pianoformer::studio::{
-    Continued, HarmonizeOptions, HarmonyCache, MelodyDefaults, Options, accompany_piece,
-    accompany_pieces, continue_piece_ids, harmonize_piece, melody_bars, melody_piece,
+    Family, HarmonizeOptions, HarmonyCache, Kept, Options, Run, TaskKind, Written, harmonize_piece,
     needs_harmonizer,
 };
 
@@ -45,6 +40,11 @@ pub struct Args {
     /// continuation; for a melody, a piece whose bars to write or to go on from — without one,
     /// the melody is written from the plan of --chords and --phrases alone).
     pub prompt: Option<PathBuf>,
+    /// The prompt's melody track, by number (from 1, as `pianoformer inspect` lists them) or
+    /// name, where the one found is not it or none is (a score whose only part holds chords):
+    /// as the page's track list marks it.
+    #[arg(long)]
+    pub melody_track: Option<String>,
     /// Melody without a prompt: the plan's time signature.
     #[arg(long, default_value = "4/4")]
     pub meter: String,
@@ -117,7 +117,7 @@ pub struct Args {
     /// The sampling temperature of the task the model does: the piano's for an
     /// accompaniment, the continuation's for a continuation (default: the model's, chosen on
     /// validation data — for a continuation model by `eval --plan`, 1 where none was
-    /// chosen). Ranges of this and every setting: www/options.json.
+    /// chosen). Ranges of this and every setting: settings/options.json.
     #[arg(long)]
     pub temperature: Option<f32>,
     /// Melody: the temperature of a new note's pitch (below --temperature, the rhythm's, it
@@ -159,6 +159,10 @@ pub struct Args {
     /// cpu, gpu or auto.
     #[arg(long, default_value = "cpu")]
     pub backend: String,
+    /// Also print what was written as JSON on stdout, for benchmarks and scripts: `{task,
+    /// model, seconds, pieces: [{file, seed, summary, tokens?: {prompt, added}}]}`.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `--chords`: a chord chart as the page's chord dialog reads it ([`chord_chart`]), a lane cell
@@ -266,10 +270,11 @@ const HARMONIZER_WRITES_NO_MUSIC: &str = "a harmonizer writes chords, not notes:
      accompaniment), and `pianoformer inspect FILE` prints its chords";
 
 pub fn run(args: Args) -> Result<(), String> {
-    let task: Task = args.task.parse()?;
-    if task == Task::Harmonization {
+    let kind: TaskKind = args.task.parse()?;
+    if kind == TaskKind::Harmonization {
         return Err(HARMONIZER_WRITES_NO_MUSIC.into());
     }
+    let task = kind.model();
     let bytes = read_prompt(&args, task)?;
     let bars = args.bars.as_deref().map(parse_bars).transpose()?;
     if matches!(bars, Some(Bars::Count(_))) && task == Task::Accompaniment {
@@ -312,135 +317,109 @@ pub fn run(args: Args) -> Result<(), String> {
         }
         None => plan(&args, chart, phrases, new_bars)?,
     };
+    let dynamics = crate::models::dynamics(&args.dynamics, args.manifest.as_deref())?.map(Rc::new);
+    let run = Run {
+        model: &loaded.model,
+        defaults: &loaded.defaults,
+        device: &device,
+        dynamics: dynamics.as_ref(),
+    };
+    // Every alternative at once, as the page asks for them: the task decides how they are
+    // written (a step-by-step accompaniment writes them together, a step for all).
+    let started = Instant::now();
+    let out = pollster::block_on(kind.generate(
+        &run,
+        &piece,
+        &options,
+        &mut Kept::default(),
+        |_| async { true },
+    ))
+    .map_err(|e| failed(&args, e))?
+    .into_pieces();
+    let seconds = started.elapsed().as_secs_f64();
+    report(&args, kind, &loaded.source, &piece, &options, &out, seconds)
+}
+
+/// Writes what a generation wrote (each alternative to its own file) and says what each holds,
+/// how long it took and, for alternatives, how alike they are.
+fn report(
+    args: &Args,
+    kind: TaskKind,
+    source: &str,
+    piece: &Piece,
+    options: &Options,
+    out: &[Written],
+    seconds: f64,
+) -> Result<(), String> {
+    let added: usize = out
+        .iter()
+        .filter_map(|w| w.tokens.as_ref())
+        .map(|t| t.added.len())
+        .sum();
+    let pace = if added > 0 {
+        format!(" ({:.2} ms a token)", 1e3 * seconds / added as f64)
+    } else {
+        String::new()
+    };
     let mut written = Vec::new();
-    for (k, (out, summary, seconds)) in
-        generate_all(&args, task, &loaded, &piece, &options, count, &device)?
-            .into_iter()
-            .enumerate()
-    {
+    let mut pieces = Vec::new();
+    for (k, w) in out.iter().enumerate() {
         let options = options.alternative(k);
         let path = match args.alternatives {
             None => args.out.clone(),
             Some(_) => numbered(&args.out, k + 1),
         };
-        write(&path, &encode(&out, &path, args.lead_sheet)?)?;
-        let which = match args.alternatives {
-            None => String::new(),
-            Some(_) => format!("alternative {} (seed {}): ", k + 1, options.seed),
-        };
-        eprintln!(
-            "{which}{summary} by {} in {seconds:.2} s; written to {}",
-            loaded.source,
-            path.display()
-        );
-        written.push(written_onsets(task, &piece, &out, &options));
+        write(&path, &encode(&w.piece, &path, args.lead_sheet)?)?;
+        let summary = kind.describe(piece, w, &options);
+        pieces.push(serde_json::json!({
+            "file": path.display().to_string(),
+            "seed": options.seed,
+            "summary": summary,
+            "tokens": w.tokens.as_ref().map(|t| serde_json::json!({
+                "prompt": t.prompt.len(),
+                "added": t.added.len(),
+            })),
+        }));
+        match args.alternatives {
+            None => eprintln!(
+                "{summary}{pace} by {} in {seconds:.2} s; written to {}",
+                source,
+                path.display()
+            ),
+            Some(_) => eprintln!(
+                "alternative {} (seed {}): {summary}; written to {}",
+                k + 1,
+                options.seed,
+                path.display()
+            ),
+        }
+        written.push(written_onsets(piece, &w.piece, &options));
     }
-    if count > 1 {
+    if args.alternatives.is_some() {
+        eprintln!(
+            "{} alternatives{pace} by {} in {seconds:.2} s",
+            out.len(),
+            source
+        );
+    }
+    if out.len() > 1 {
         eprintln!(
             "the alternatives' new notes alike: mean pairwise onset F1 {:.2} (1: the same notes)",
             mean_pairwise_f1(&written)
         );
     }
-    Ok(())
-}
-
-/// `count` generations of `task` over `piece`, the k-th (from 0) with seed `seed + k`: each
-/// piece written, its figures and the seconds it took. A step-by-step accompaniment writes
-/// them together (one batched step for all: the seconds are the batch's), the others one
-/// after another.
-fn generate_all(
-    args: &Args,
-    task: Task,
-    loaded: &crate::models::Loaded,
-    piece: &Piece,
-    options: &Options,
-    count: usize,
-    device: &burn::tensor::Device,
-) -> Result<Vec<(Piece, String, f64)>, String> {
-    if task == Task::Accompaniment && count > 1 && loaded.model.config.is_autoregressive() {
-        let started = Instant::now();
-        let together = Options {
-            alternatives: Some(count),
-            ..options.clone()
-        };
-        let pieces = pollster::block_on(accompany_pieces(
-            &loaded.model,
-            loaded.binarize,
-            loaded.piano_sampling(),
-            piece,
-            &together,
-            device,
-            |_| async { true },
-        ))
-        .map_err(|e| failed(args, e))?;
-        let seconds = started.elapsed().as_secs_f64();
-        return pieces
-            .into_iter()
-            .enumerate()
-            .map(|(k, out)| {
-                let summary = accompanied(&out, &options.alternative(k))?;
-                Ok((out, summary, seconds))
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "task": kind.name(),
+                "model": source,
+                "seconds": seconds,
+                "pieces": pieces,
             })
-            .collect();
+        );
     }
-    (0..count)
-        .map(|k| {
-            let started = Instant::now();
-            let options = options.alternative(k);
-            let (out, summary) = generate_one(args, task, loaded, piece, &options, device)?;
-            Ok((out, summary, started.elapsed().as_secs_f64()))
-        })
-        .collect()
-}
-
-/// One generation of `task` over `piece` with `options`: the piece written and its figures.
-fn generate_one(
-    args: &Args,
-    task: Task,
-    loaded: &crate::models::Loaded,
-    piece: &Piece,
-    options: &Options,
-    device: &burn::tensor::Device,
-) -> Result<(Piece, String), String> {
-    let started = Instant::now();
-    let model = &loaded.model;
-    let progress = |_| async { true };
-    match task {
-        Task::Harmonization => Err(HARMONIZER_WRITES_NO_MUSIC.into()),
-        Task::Melody => {
-            let defaults = MelodyDefaults {
-                temperature: loaded.temperature,
-                pitch_temperature: loaded.pitch_temperature,
-                echo: loaded.echo,
-            };
-            let out = pollster::block_on(melody_piece(
-                model, defaults, piece, options, device, progress,
-            ))
-            .map_err(|e| failed(args, e))?;
-            let summary = sung(piece, &out, options);
-            Ok((out, summary))
-        }
-        Task::Accompaniment => {
-            let out = pollster::block_on(accompany_piece(
-                model,
-                loaded.binarize,
-                loaded.piano_sampling(),
-                piece,
-                options,
-                device,
-                progress,
-            ))
-            .map_err(|e| failed(args, e))?;
-            let summary = accompanied(&out, options)?;
-            Ok((out, summary))
-        }
-        Task::Continuation => {
-            let c = pollster::block_on(continue_piece_ids(model, piece, options, device, progress))
-                .map_err(|e| failed(args, e))?;
-            let summary = continued(&c, options, &started);
-            Ok((c.piece, summary))
-        }
-    }
+    Ok(())
 }
 
 /// `out` with `.k` before its extension (`song.mid` → `song.2.mid`).
@@ -454,29 +433,30 @@ fn numbered(out: &Path, k: usize) -> PathBuf {
     out.with_file_name(format!("{stem}.{k}.{ext}"))
 }
 
-/// What a generation wrote, as (start tick, pitch): the written piano of an accompaniment, the
-/// notes after the music of a continuation, only in the bars a rewrite was asked for.
+/// What a generation wrote, as (start tick, pitch): the onsets `out` holds that `before` did
+/// not (only in the bars a rewrite was asked for).
 fn written_onsets(
-    task: Task,
     before: &Piece,
     out: &Piece,
     options: &Options,
 ) -> std::collections::HashSet<(u64, u8)> {
     let ticks = match options.region {
         Some([from, to]) => out.bar_tick(from)..out.bar_tick(to.min(out.bars.len())),
-        None if task != Task::Accompaniment => before.bar_tick(before.prompt_bars)..u64::MAX,
         None => 0..u64::MAX,
     };
-    let written_role = match task {
-        Task::Melody => TrackRole::Melody,
-        _ => TrackRole::Generated,
+    let onsets = |piece: &Piece| -> std::collections::HashSet<(u64, u8)> {
+        piece
+            .tracks
+            .iter()
+            .flat_map(|t| t.notes.iter())
+            .filter(|n| ticks.contains(&n.1))
+            .map(|&(pitch, start, _, _)| (start, pitch))
+            .collect()
     };
-    out.tracks
-        .iter()
-        .filter(|t| task == Task::Continuation || t.role == written_role)
-        .flat_map(|t| t.notes.iter())
-        .filter(|n| ticks.contains(&n.1))
-        .map(|&(pitch, start, _, _)| (start, pitch))
+    let old = onsets(before);
+    onsets(out)
+        .into_iter()
+        .filter(|o| !old.contains(o))
         .collect()
 }
 
@@ -499,11 +479,57 @@ fn mean_pairwise_f1(sets: &[std::collections::HashSet<(u64, u8)>]) -> f64 {
 }
 
 /// A generation's error, with the flag it came from when it is the bars'.
-fn failed(args: &Args, e: impl std::fmt::Display) -> String {
-    match &args.bars {
-        Some(bars) if bars.contains('-') => format!("--bars {bars}: {e}"),
+fn failed(args: &Args, e: GenerateError) -> String {
+    match (&e, &args.bars) {
+        // The page's words name its track list; here the flag chooses.
+        (GenerateError::NoMelodyTrack, _) => format!(
+            "{}: no track is read as the melody: give --melody-track with the melody's track \
+             number or name (`pianoformer inspect FILE` lists the tracks)",
+            args.prompt
+                .as_deref()
+                .unwrap_or(Path::new("the prompt"))
+                .display()
+        ),
+        (_, Some(bars)) if bars.contains('-') => format!("--bars {bars}: {e}"),
         _ => e.to_string(),
     }
+}
+
+/// `--melody-track`: the track the models read as the melody, by number (from 1) or name, as
+/// the page's track list marks it; any other track marked so is read as another instrument.
+fn choose_melody(piece: &mut Piece, spec: &str) -> Result<(), String> {
+    let index = match spec.trim().parse::<usize>() {
+        Ok(n) if (1..=piece.tracks.len()).contains(&n) => Some(n - 1),
+        Ok(_) => None,
+        Err(_) => piece
+            .tracks
+            .iter()
+            .position(|t| t.name.eq_ignore_ascii_case(spec.trim())),
+    };
+    let Some(index) = index else {
+        let tracks: Vec<String> = piece
+            .tracks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| format!("{} {} ({} notes)", i + 1, t.name, t.notes.len()))
+            .collect();
+        return Err(format!(
+            "--melody-track {spec}: no such track; the file has {}",
+            if tracks.is_empty() {
+                "none".into()
+            } else {
+                tracks.join(", ")
+            }
+        ));
+    };
+    for (i, track) in piece.tracks.iter_mut().enumerate() {
+        if i == index {
+            track.role = TrackRole::Melody;
+        } else if track.role == TrackRole::Melody {
+            track.role = TrackRole::Other;
+        }
+    }
+    Ok(())
 }
 
 /// The file as the page opens it ([`Piece::from_midi`]: the melody track, chords and phrases
@@ -528,6 +554,9 @@ fn open(
         Piece::from_midi(bytes, &name)
     };
     let mut piece = read.map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Some(spec) = &args.melody_track {
+        choose_melody(&mut piece, spec)?;
+    }
     let labelled = chart
         .as_ref()
         .map_or(0, Vec::len)
@@ -638,122 +667,6 @@ fn plan(
     Ok(piece)
 }
 
-/// What a melody wrote, in words: where, how many notes, their range, and the share of those on
-/// a chord change or a strong beat that are tones of the lane's chord there.
-fn sung(before: &Piece, out: &Piece, options: &Options) -> String {
-    let [from, to] = melody_bars(before, options).unwrap_or([0, out.bars.len()]);
-    let to = to.min(out.bars.len());
-    let ticks = out.bar_tick(from)..out.bar_tick(to);
-    let notes: Vec<_> = out
-        .tracks
-        .iter()
-        .filter(|t| t.role == TrackRole::Melody)
-        .flat_map(|t| &t.notes)
-        .filter(|n| ticks.contains(&n.1))
-        .collect();
-    let low = notes.iter().map(|n| n.0).min().unwrap_or(0);
-    let high = notes.iter().map(|n| n.0).max().unwrap_or(0);
-    let grid = out.plan_grid();
-    let fit = piece_input(out, grid, false).ok().map(|input| {
-        let sheet = &input.sheet;
-        let steps = melody_steps(&sheet.rolls.melody, &sheet.labels.melody, 0);
-        let start = sheet.grid.step_at(ticks.start);
-        let end = sheet.grid.step_at(ticks.end);
-        count_melody(&steps, &sheet.labels, &sheet.grid, start..end).figures()
-    });
-    format!(
-        "bars {}-{to} sung: {} melody notes, {}{}",
-        from + 1,
-        notes.len(),
-        if notes.is_empty() {
-            String::new()
-        } else {
-            format!("pitches {low}-{high}")
-        },
-        fit.map_or(String::new(), |f| format!(
-            ", {:.0} % of the notes on chord changes and strong beats chord tones",
-            100.0 * f.chord_tones
-        ))
-    )
-}
-
-/// What an accompaniment wrote, in words: where, how many piano notes, and the share of them
-/// on tones of the chord lane's chords.
-fn accompanied(out: &Piece, options: &Options) -> Result<String, String> {
-    let grid = out.grid(|_| true);
-    let input = piece_input(out, grid, true).map_err(|e| e.to_string())?;
-    let grid = &input.sheet.grid;
-    let notes: Vec<Note> = out
-        .tracks
-        .iter()
-        .filter(|t| t.role == TrackRole::Generated)
-        .flat_map(|t| &t.notes)
-        .map(|&(pitch, start, end, velocity)| Note {
-            pitch,
-            velocity,
-            start,
-            end: end.max(start + 1),
-            channel: 0,
-        })
-        .collect();
-    let (where_, notes) = match options.region {
-        None => (format!("{} bars accompanied", grid.num_bars()), notes),
-        Some([from, to]) => {
-            let to = to.min(out.bars.len());
-            let ticks = out.bar_tick(from)..out.bar_tick(to);
-            (
-                format!(
-                    "bars {}-{to} rewritten, the rest of the piece kept",
-                    from + 1
-                ),
-                notes
-                    .into_iter()
-                    .filter(|n| ticks.contains(&n.start))
-                    .collect(),
-            )
-        }
-    };
-    let roll = PianoRoll::from_notes(&notes, grid);
-    let ratio = chord_tone_ratio(&roll, &input.chords, grid.steps_per_beat);
-    Ok(format!(
-        "{where_}: {} piano notes there{}",
-        notes.len(),
-        ratio.map_or(String::new(), |r| format!(
-            ", {:.0} % of them chord tones",
-            100.0 * r
-        ))
-    ))
-}
-
-/// What a continuation wrote, in words (and whether it stopped at its safety limit).
-fn continued(c: &Continued, options: &Options, started: &Instant) -> String {
-    let new_bars = c.added.iter().filter(|&&id| id == Token::Bar.id()).count();
-    if let Some([from, to]) = options.region {
-        return format!(
-            "bars {}-{to} rewritten, the rest of the piece kept: {} new tokens",
-            from + 1,
-            c.added.len()
-        );
-    }
-    if let Some(asked) = options.bars
-        && c.added.len() >= options.token_limit()
-    {
-        eprintln!(
-            "stopped at the safety limit of {} tokens after {} of the {asked} bars asked \
-             (--tokens raises it)",
-            options.token_limit(),
-            new_bars.saturating_sub(1),
-        );
-    }
-    let secs = started.elapsed().as_secs_f64();
-    format!(
-        "{} prompt tokens, {} new tokens ({new_bars} new bars), {:.2} ms a token,",
-        c.prompt.len(),
-        c.added.len(),
-        1e3 * secs / c.added.len().max(1) as f64,
-    )
-}
-
 /// The most tokens a continuation model reads at once: `--context` (0: no limit), else the
 /// window it was trained on.
 fn context(args: &Args, loaded: &crate::models::Loaded) -> Result<Option<usize>, String> {
@@ -786,7 +699,7 @@ fn options(
         hold_temperature: args.hold_temperature,
         region,
         temperature: if continuation {
-            args.temperature.or(loaded.temperature)
+            args.temperature.or(loaded.defaults.temperature)
         } else {
             None
         },
@@ -808,12 +721,11 @@ fn options(
         context: context(args, loaded)?,
         melody_range: args.range.as_deref().map(parse_range).transpose()?,
         pitch_temperature: args.pitch_temperature,
-        dynamics: crate::models::dynamics(&args.dynamics, args.manifest.as_deref())?
-            .map(std::rc::Rc::new),
+        alternatives: args.alternatives,
         ..Options::default()
     };
     options.check().map_err(|bad| {
-        // Each setting's flag is written beside its range (www/options.json).
+        // Each setting's flag is written beside its range (settings/options.json).
         let flag = match bad.field {
             "region" => "--bars",
             key => limits::limit(key).flag.as_str(),

@@ -1,5 +1,6 @@
 //! The native command line: `check` (the compute backend), `inspect` (a MIDI file), `train`,
-//! `eval`, `report`, `generate`, `ship` and `bench`. Each command lives in its own file;
+//! `eval`, `report`, `generate` (every task of the studio's table), `ship`, `dynamics` (the
+//! velocity model) and `bench`. Each command lives in its own file;
 //! errors reach the user as one plain sentence.
 
 // Thin: parse, call the library, print (the threshold, 80 lines, is in clippy.toml).

@@ -6,11 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use burn::tensor::Device;
-use pianoformer::generate::PianoSampling;
-use pianoformer::generate::binarize::Binarize;
 use pianoformer::model::config::{PerformerConfig, Task};
 use pianoformer::model::performer::Performer;
-use pianoformer::models::{Manifest, load_entry};
+use pianoformer::models::{Manifest, ModelDefaults, load_entry};
 use pianoformer::music::dynamics::Dynamics;
 use pianoformer::music::harmony::decode::HarmonyDecode;
 
@@ -69,49 +67,33 @@ pub fn find_manifest(explicit: Option<&Path>) -> Result<PathBuf, String> {
 
 pub struct Loaded {
     pub model: Performer,
-    pub binarize: Option<Binarize>,
-    /// Step-by-step accompaniment: the temperature chosen on validation data.
-    pub temperature: Option<f32>,
-    /// Step-by-step accompaniment: the hold draws' temperature chosen with it.
-    pub hold_temperature: Option<f32>,
-    /// Melody: the pitch temperature chosen with `temperature` (the rhythm's), and the echo.
-    pub pitch_temperature: Option<f32>,
-    pub echo: Option<f32>,
-    /// Harmonization: the harmonic rhythm and emission weight chosen for it.
-    pub harmony: Option<HarmonyDecode>,
+    /// How it plays unless told otherwise (its manifest entry's, or its run's `eval.json`).
+    pub defaults: ModelDefaults,
     /// Where it came from, in words.
     pub source: String,
     /// The window it was trained on (grid steps or tokens), where its run or manifest says.
     pub trained_window: Option<usize>,
 }
 
-impl Loaded {
-    /// How a step-by-step accompaniment model plays unless told otherwise: the temperatures
-    /// chosen on validation data (1 where none was chosen).
-    pub fn piano_sampling(&self) -> PianoSampling {
-        PianoSampling::of_model(self.temperature, self.hold_temperature)
+/// The defaults `eval` chose for the run in `dir` (its `eval.json`; a continuation's
+/// temperature from `eval --plan`'s `plan.json`), as `ship` writes them into the manifest entry
+/// and `generate` reads them from the run: each figure read where it is there.
+pub fn run_defaults(dir: &Path, task: Task) -> ModelDefaults {
+    let eval: serde_json::Value = std::fs::read_to_string(dir.join("eval.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    let number = |key: &str| eval[key].as_f64().map(|v| v as f32);
+    ModelDefaults {
+        binarize: serde_json::from_value(eval["binarize"].clone()).ok(),
+        temperature: number("temperature").or_else(|| plan_temperature(dir)),
+        hold_temperature: number("hold_temperature"),
+        pitch_temperature: number("pitch_temperature"),
+        // A melody model's echo is chosen with its temperatures; a continuation's lives in its
+        // sampling and its panels (`eval --plan`).
+        echo: number("echo").filter(|_| task == Task::Melody),
+        harmony: serde_json::from_value(eval["decode"].clone()).ok(),
     }
-}
-
-/// What `eval` writes into a run folder and `generate` reads back.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub struct EvalFile {
-    #[serde(default)]
-    pub binarize: Option<Binarize>,
-    #[serde(default)]
-    pub temperature: Option<f32>,
-    #[serde(default)]
-    pub hold_temperature: Option<f32>,
-    #[serde(default)]
-    pub pitch_temperature: Option<f32>,
-    /// Melody: the echo chosen with the temperatures.
-    #[serde(default)]
-    pub echo: Option<f32>,
-    /// Harmonization: the decoding chosen on validation.
-    #[serde(default)]
-    pub decode: Option<HarmonyDecode>,
-    #[serde(flatten)]
-    pub rest: serde_json::Value,
 }
 
 pub fn load(
@@ -150,12 +132,7 @@ pub fn load(
     let model = load_entry(entry, &bytes, device).map_err(|e| e.to_string())?;
     Ok(Loaded {
         model,
-        binarize: entry.binarize,
-        temperature: entry.temperature,
-        hold_temperature: entry.hold_temperature,
-        pitch_temperature: entry.pitch_temperature,
-        echo: entry.echo,
-        harmony: entry.harmony,
+        defaults: entry.defaults,
         source: format!("{} ({})", entry.name, file.display()),
         trained_window: entry.training["options"]["window"]
             .as_u64()
@@ -182,25 +159,9 @@ fn load_run(dir: &Path, task: Task, device: &Device) -> Result<Loaded, String> {
         .map_err(|e| format!("cannot read {}/model.bpk: {e}", dir.display()))?;
     let model = Performer::from_bytes(&config, &bytes, device)
         .map_err(|e| format!("{}: {e}", dir.display()))?;
-    let eval = std::fs::read_to_string(dir.join("eval.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<EvalFile>(&t).ok());
     Ok(Loaded {
         model,
-        binarize: eval.as_ref().and_then(|e| e.binarize),
-        // A continuation's temperature is chosen by `eval --plan` (plan.json).
-        temperature: eval
-            .as_ref()
-            .and_then(|e| e.temperature)
-            .or_else(|| plan_temperature(dir)),
-        hold_temperature: eval.as_ref().and_then(|e| e.hold_temperature),
-        pitch_temperature: eval.as_ref().and_then(|e| e.pitch_temperature),
-        // A continuation's echo is its sampling's (`eval --plan`); a melody model's, its own.
-        echo: eval
-            .as_ref()
-            .filter(|_| task == Task::Melody)
-            .and_then(|e| e.echo),
-        harmony: eval.as_ref().and_then(|e| e.decode),
+        defaults: run_defaults(dir, task),
         source: dir.display().to_string(),
         trained_window: std::fs::read_to_string(dir.join("run.json"))
             .ok()
@@ -259,7 +220,7 @@ pub fn harmonizer(
     }
     match load(spec, Task::Harmonization, manifest, device) {
         Ok(loaded) => {
-            let decode = loaded.harmony.unwrap_or_default();
+            let decode = loaded.defaults.harmony();
             Ok(Some((loaded, decode)))
         }
         Err(e)

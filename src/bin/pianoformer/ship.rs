@@ -59,21 +59,10 @@ pub fn run(args: Args) -> Result<(), String> {
         Manifest::default()
     };
     let metrics = metrics(&args, &eval)?;
-    let binarize = serde_json::from_value(eval["binarize"].clone()).ok();
-    let temperature = eval["temperature"]
-        .as_f64()
-        .map(|t| t as f32)
-        .or_else(|| crate::models::plan_temperature(&args.run));
-    let hold_temperature = eval["hold_temperature"].as_f64().map(|t| t as f32);
-    let pitch_temperature = eval["pitch_temperature"].as_f64().map(|t| t as f32);
-    // A melody model's echo is chosen with its temperatures; a continuation's lives in its
-    // sampling and its panels.
-    let echo = eval["echo"]
-        .as_f64()
-        .map(|e| e as f32)
-        .filter(|_| state.config.task == pianoformer::model::config::Task::Melody);
-    let harmony = serde_json::from_value(eval["decode"].clone()).ok();
-    if state.config.task == pianoformer::model::config::Task::Harmonization && harmony.is_none() {
+    let defaults = crate::models::run_defaults(&args.run, state.config.task);
+    if state.config.task == pianoformer::model::config::Task::Harmonization
+        && defaults.harmony.is_none()
+    {
         return Err(format!(
             "{}/eval.json has no harmonic rhythm and weight (`decode`): run `pianoformer eval \
              --task harmonization` on it first",
@@ -100,12 +89,7 @@ pub fn run(args: Args) -> Result<(), String> {
             "command": args.command,
         }),
         metrics,
-        binarize,
-        temperature,
-        hold_temperature,
-        pitch_temperature,
-        echo,
-        harmony,
+        defaults,
     };
     write(&args, &dir, manifest, entry, &bytes)?;
     eprintln!(

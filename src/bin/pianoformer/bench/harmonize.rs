@@ -35,7 +35,7 @@ pub fn harmonize(options: &Options) -> Result<(), String> {
     let device = backend.device.clone();
     let loaded = crate::models::load(&options.model, Task::Harmonization, None, &device)?;
     let model = &loaded.model;
-    let decode = loaded.harmony.unwrap_or_default();
+    let decode = loaded.defaults.harmony();
     println!(
         "harmonizer {} ({} parameters) on {}; medians of {} runs, in ms",
         loaded.source.split_whitespace().next().unwrap_or("default"),

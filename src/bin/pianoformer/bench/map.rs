@@ -53,7 +53,7 @@ pub fn map(options: &Options) -> Result<(), String> {
     };
     // A continuation of 8 bars after the piece, its map over the whole piece written.
     let cont_options = StudioOptions {
-        temperature: cont.temperature,
+        temperature: cont.defaults.temperature,
         context: cont.trained_window,
         bars: Some(8),
         ..studio.clone()
@@ -141,8 +141,8 @@ fn accompaniment_times(
         || {
             block_on(accompany_piece(
                 &acc.model,
-                acc.binarize,
-                acc.piano_sampling(),
+                acc.defaults.binarize,
+                acc.defaults.piano_sampling(),
                 piece,
                 options,
                 device,

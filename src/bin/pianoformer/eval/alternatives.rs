@@ -36,7 +36,7 @@ pub fn run(args: Args) -> Result<(), String> {
     let started = Instant::now();
     let data = args.load_split(test)?;
     let corpus = if test { &data.test } else { &data.valid };
-    let base = loaded.piano_sampling();
+    let base = loaded.defaults.piano_sampling();
     let samplings: Vec<PianoSampling> = (0..k as u64)
         .map(|i| PianoSampling {
             seed: args.seed + i,

@@ -81,7 +81,7 @@ fn accompaniment_check(
     seed: u64,
     device: &Device,
 ) -> Result<serde_json::Value, String> {
-    let mut sampling = accompaniment.piano_sampling();
+    let mut sampling = accompaniment.defaults.piano_sampling();
     sampling.seed = seed;
     let mut out = serde_json::Map::new();
     eprintln!(

@@ -30,12 +30,12 @@ pub fn run(args: Args) -> Result<(), String> {
     let out = args.scores_path("live.json")?;
     let device = args.pop909_device("the live panel plays its annotated songs")?;
     let (acc, causal, whole) = models(&args, &spec, &device)?;
-    let causal_decode = causal.harmony.unwrap_or_default();
-    let whole_decode = whole.harmony.unwrap_or_default();
+    let causal_decode = causal.defaults.harmony();
+    let whole_decode = whole.defaults.harmony();
     let started = Instant::now();
     let data = args.load_split(test)?;
     let corpus = if test { &data.test } else { &data.valid };
-    let mut sampling = acc.piano_sampling();
+    let mut sampling = acc.defaults.piano_sampling();
     sampling.seed = args.seed;
     let lag = acc.model.config.conditioning.map_or(0, |c| c.melody_lag);
     let panel = LivePanel {

@@ -41,7 +41,7 @@ pub fn run(args: Args) -> Result<(), String> {
     // The page's defaults for this model: what a person gets without touching a setting.
     let options = Options {
         seed: args.seed,
-        temperature: args.temperature.or(loaded.temperature),
+        temperature: args.temperature.or(loaded.defaults.temperature),
         echo: args.echo,
         density: args.density()?,
         key: args.key()?,

@@ -143,9 +143,7 @@ fn checked(args: &Args) -> Result<(usize, bool, PathBuf), String> {
     if prompt_bars == 0 {
         return Err("--prompt-bars must be positive".into());
     }
-    if !(args.top_p > 0.0 && args.top_p <= 1.0) {
-        return Err("--top-p must be above 0 and at most 1".into());
-    }
+    args.top_p()?;
     let test = args.test_split()?;
     let spec = args.model.display();
     let out = match (&args.out, args.model.join("model.bpk").is_file()) {
@@ -302,7 +300,7 @@ fn record(loaded: &crate::models::Loaded, result: &serde_json::Value) -> Result<
         .iter_mut()
         .find(|m| m.name == name)
         .ok_or_else(|| format!("--record: {name} is not a shipped model (ship the run first)"))?;
-    entry.temperature = result["temperature"].as_f64().map(|t| t as f32);
+    entry.defaults.temperature = result["temperature"].as_f64().map(|t| t as f32);
     let mut plan = result.clone();
     if let Some(obj) = plan.as_object_mut() {
         obj.remove("samples");
