@@ -5,7 +5,7 @@
 
 use super::sample::uniform;
 use super::sample::{Sampling, log_softmax_values, sample_token};
-use super::{AttentionRows, GenerateError, Watch, read_f32, spread, watched_rows};
+use super::{AttentionRows, GenerateError, Watch, read_f32, watched_rows};
 use crate::data::features::token_coordinates;
 use crate::model::config::Task;
 use crate::model::pe::StructureLevel;
@@ -228,9 +228,7 @@ where
     let mut ahead = Ahead::prepare(model, &state, watch, device).await?;
     let mut out = Vec::new();
     let mut new_bars = 0;
-    let mut forced: std::collections::VecDeque<Token> = Default::default();
-    // The chord in force (the last `Chord` token), the changes the current new bar's plan
-    // still has to write (step in the bar, chord), and whether the bar is planned.
+    // The chord in force (the last `Chord` token).
     let mut chord_now = prompt
         .iter()
         .rev()
@@ -238,18 +236,9 @@ where
             Some(Token::Chord(c)) => Some(c),
             _ => None,
         });
-    let mut changes: std::collections::VecDeque<(u8, Option<Chord>)> = Default::default();
-    let mut planned_bar = false;
-    // The bar a new bar repeats, per the phrase lane (`Sampling::echo`).
-    let mut echo = Echo::default();
-    // How busy the new part is against what was asked (`Sampling::density`).
-    let mut density = sampling
-        .density
-        .and_then(|f| Density::new(f, &prompt, &places, grammar.bar_beats()));
-    // The prompt's pitch classes, held on unplanned bars (`Sampling::key`).
-    let key = (sampling.key > 0.0)
-        .then(|| Key::new(&prompt, &places, grammar.bar_beats()))
-        .flatten();
+    // The chords planned for the new bars, and the parts that lean the model's draws.
+    let mut plan = Plan::new(plan);
+    let mut steering = Steering::new(&sampling, &prompt, &places, grammar.bar_beats(), phrases);
     while out.len() < length.tokens {
         let mut allowed = grammar.allowed();
         let forbidden: f32 = logits
@@ -266,58 +255,35 @@ where
         for beats in 1..=tokens::MAX_BAR_BEATS {
             allowed[Token::Meter(beats as u8).id() as usize] = false;
         }
-        let (id, drawn) = match forced.pop_front() {
-            Some(t) if allowed[t.id() as usize] => (t.id(), false),
-            _ => {
-                forced.clear();
-                if planned_bar {
-                    for id in Token::Chord(None).id()..Token::Tempo(0).id() {
-                        allowed[id as usize] = false;
-                    }
-                }
-                let lean = echo
-                    .expected(chord_now.flatten())
-                    .map(|t| t.id() as usize)
-                    .filter(|&e| sampling.echo > 0.0 && allowed[e]);
+        let (id, drawn) = match plan.forced(&allowed) {
+            Some(t) => (t.id(), false),
+            None => {
+                plan.mask(&mut allowed);
+                let now = Now {
+                    chord: chord_now.flatten(),
+                    planned_bar: plan.planned_bar,
+                    last: history.last().and_then(|&id| Token::from_id(id)),
+                    place: places.last(),
+                    bar_beats: grammar.bar_beats(),
+                    temperature: sampling.temperature,
+                };
                 // A counter, not a stream: the GPU's draw of this token takes the same number.
                 let u = uniform(sampling.seed, out.len(), 0, 0);
-                let keyed = key.as_ref().filter(|_| !planned_bar);
-                let steering = density.as_ref().is_some_and(|d| d.counting());
-                let id = if lean.is_none() && !steering && keyed.is_none() {
-                    sample_token(&logits, &allowed, sampling, u)
-                } else {
-                    let mut leaning = logits.clone();
-                    if let Some(k) = keyed {
-                        let t = sampling.temperature;
-                        k.tilt(sampling.key, chord_now.flatten(), &allowed, &mut leaning, t);
-                    }
-                    let steered = density.as_mut().filter(|d| d.counting());
-                    if let (Some(d), Some(now)) = (steered, places.last()) {
-                        let last = history.last().and_then(|&id| Token::from_id(id));
-                        let (beats, t) = (grammar.bar_beats(), sampling.temperature);
-                        d.tilt(now, last, beats, &allowed, &mut leaning, t);
-                    }
-                    if let Some(e) = lean {
-                        // e^echo times the probability, whatever the temperature.
-                        leaning[e] += sampling.echo * sampling.temperature.max(1e-4);
-                    }
-                    sample_token(&leaning, &allowed, sampling, u)
-                };
-                (id, true)
+                let leaned = steering.lean(&now, &allowed, &logits);
+                (
+                    sample_token(
+                        leaned.as_deref().unwrap_or(&logits[..]),
+                        &allowed,
+                        sampling,
+                        u,
+                    ),
+                    true,
+                )
             }
         };
         let token = Token::from_id(id).unwrap_or(Token::Eos);
-        // A planned change the drawn token would step past is written first, then the token
-        // (unless it is the change's own position).
-        if drawn && let Some(written) = planned_changes(&mut changes, token) {
-            let last = written.iter().rev().find_map(|t| match t {
-                Token::Position(p) => Some(*p),
-                _ => None,
-            });
-            forced.extend(written);
-            if !matches!(token, Token::Position(p) if Some(p) == last) {
-                forced.push_back(token);
-            }
+        // A planned change the drawn token would step past is written first.
+        if drawn && plan.due_before(token) {
             continue;
         }
         if token == Token::Bar {
@@ -325,24 +291,12 @@ where
             if length.bars.is_some_and(|b| new_bars > b) {
                 break;
             }
-            let cell = plan.get(new_bars - 1).map_or(&[][..], |c| &c[..]);
-            planned_bar = !cell.is_empty();
-            changes.clear();
-            let mut before = chord_now;
-            for (beat, chord) in spread(cell, grammar.bar_beats()).into_iter().enumerate() {
-                let step = beat * tokens::STEPS_PER_BEAT;
-                if planned_bar && before != Some(chord) && step < tokens::MAX_POSITIONS {
-                    changes.push_back((step as u8, chord));
-                    before = Some(chord);
-                }
-            }
+            plan.start_bar(new_bars - 1, grammar.bar_beats(), chord_now);
         }
         if let Token::Chord(c) = token {
             chord_now = Some(c);
         }
-        if let Some(d) = density.as_mut() {
-            d.advance(token);
-        }
+        steering.written(token);
         grammar
             .advance(token)
             .map_err(|e| GenerateError::Tokens(e.to_string()))?;
@@ -360,30 +314,7 @@ where
         history.push(id);
         let place = walk.push(id);
         places.push(place);
-        if sampling.echo > 0.0 {
-            match (token, place.bar) {
-                (Token::Bar, Some(bar)) => {
-                    echo = Echo::of_bar(bar as usize, phrases, &history, &places);
-                    // A repeat whose chords are not planned takes its first occurrence's.
-                    if !planned_bar {
-                        let mut before = chord_now;
-                        for (at, chord) in echo.chord_changes() {
-                            if before != Some(chord) {
-                                changes.push_back((at, chord));
-                                before = Some(chord);
-                            }
-                        }
-                        planned_bar = !changes.is_empty();
-                    }
-                }
-                _ => echo.advance(token),
-            }
-        }
-        // The default density leaves planned bars (chords given, or a repeat's copied) to
-        // the model and the plan.
-        if let (Token::Bar, Some(d)) = (token, density.as_mut()) {
-            d.count(sampling.density_on_plan || !planned_bar, place.beat);
-        }
+        steering.placed(token, place, &history, &places, &mut plan, chord_now);
         let position = state.position;
         // Starting again: only when bar lines leave something out.
         let again = context
@@ -439,27 +370,6 @@ where
         }
     }
     Ok(out)
-}
-
-/// The planned changes (`Position, Chord` pairs) due before `token` is written: those at or
-/// before its position, or all that are left when it ends the bar. `None` when none is due.
-fn planned_changes(
-    changes: &mut std::collections::VecDeque<(u8, Option<Chord>)>,
-    token: Token,
-) -> Option<Vec<Token>> {
-    let due = |at: u8| match token {
-        Token::Position(p) => at <= p,
-        Token::Bar | Token::Eos => true,
-        _ => false,
-    };
-    let mut written = Vec::new();
-    while let Some(&(at, chord)) = changes.front()
-        && due(at)
-    {
-        changes.pop_front();
-        written.extend([Token::Position(at), Token::Chord(chord)]);
-    }
-    (!written.is_empty()).then_some(written)
 }
 
 /// What an F-StrIPE model reads of each token besides the token: its levels (none for the
@@ -656,11 +566,10 @@ async fn step_logits(
 
 // Native only: the browser tests build the library's tests for wasm, without pollster.
 mod density;
-use density::Density;
-mod key;
-use key::Key;
 mod echo;
-use echo::Echo;
+mod key;
+mod steer;
+use steer::{Now, Plan, Steering};
 
 #[cfg(feature = "gpu")]
 pub mod ahead;
