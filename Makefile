@@ -109,6 +109,10 @@ test-browser: setup
 test-e2e: test-bundles
 	$(CLIPPY_BUILD) cargo build --bin pianoformer
 	POP909_DIR="$(POP909_DIR)" node --test tests/e2e/*.test.mjs
+	@# The page benchmark once at toy size on the test bundles and the debug CLI (no time is
+	@# judged): a change that breaks one of its measurements fails here.
+	PIANOFORMER_BIN="$(CARGO_TARGET_DIR)/debug/pianoformer" node tools/bench-page.mjs --skip-gpu \
+	  --bars 2 --long-bars 0 --new-bars 1 --tune-steps 1 --repeats 1
 
 # The backend self-check from the command line (GPU when wgpu finds one, else CPU).
 check:

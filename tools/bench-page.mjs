@@ -1,13 +1,15 @@
 // The page's performance, measured in one run (a benchmark, not a test), against the same work
 // natively in the same run: the bundles' sizes, the time from page load to ready, and on the
 // CPU backend and on WebGPU in one Chromium build an accompaniment (16 bars, and a whole 64-bar
-// song on the CPU), a 512-token continuation, and fine-tuning steps, all with the default
-// models and the bundled example song.
+// song on the CPU), the page's default continuation (8 new bars after the 16-bar song), and
+// fine-tuning steps, all with the default models and the bundled example song.
 // Usage: make wasm && node tools/bench-page.mjs [--skip-gpu] [--bars 16] [--long-bars 64]
-//        [--gpu-bars 4] [--tokens 512] [--gpu-tokens 32] [--tune-steps 8] [--gpu-tune-steps 2]
+//        [--gpu-bars 4] [--new-bars 8] [--gpu-new-bars 2] [--tune-steps 8] [--gpu-tune-steps 2]
 //        [--repeats 3]
-// Native figures come from the release CLI (`cargo run --release`): `generate` on the same
-// MIDI file with the same options, and `bench tune`. On a machine without a GPU, WebGPU is
+// Native figures come from the release CLI (`cargo run --release`; $PIANOFORMER_BIN, a built
+// binary, instead): `generate --json` on the same MIDI file with the same options, and
+// `bench tune --json`. `make test` runs it once at toy size on the test bundles (no timing
+// asserted), so that a change that breaks it fails there. On a machine without a GPU, WebGPU is
 // SwiftShader (software): far slower, so on WebGPU the work is smaller and compared per step,
 // token or optimiser step.
 import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
@@ -21,8 +23,8 @@ import { generateOnce, launch } from '../tests/e2e/browser.mjs';
 const args = process.argv.slice(2);
 const skipGpu = args.includes('--skip-gpu');
 const option = (name, fallback) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : fallback);
-const tokens = option('--tokens', 512);
-const gpuTokens = option('--gpu-tokens', 32);
+const newBars = option('--new-bars', 8);
+const gpuNewBars = option('--gpu-new-bars', 2);
 const bars = option('--bars', 16);
 const longBars = option('--long-bars', 64);
 const gpuBars = option('--gpu-bars', 4);
@@ -50,30 +52,36 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 // The Makefile's target dir, so that a run outside make reuses its build.
 const env = { ...process.env, CARGO_TARGET_DIR: process.env.CARGO_TARGET_DIR ?? join(homedir(), '.cache/pianoformer/target') };
 function pianoformer(rest, stream) {
-  const r = spawnSync('cargo', ['run', '--release', '--quiet', '--', ...rest], { encoding: 'utf8', env });
+  const bin = process.env.PIANOFORMER_BIN;
+  const r = bin
+    ? spawnSync(bin, rest, { encoding: 'utf8', env })
+    : spawnSync('cargo', ['run', '--release', '--quiet', '--', ...rest], { encoding: 'utf8', env });
   if (r.status !== 0) throw new Error(`pianoformer ${rest.join(' ')} failed:\n${r.stderr}`);
   return r[stream];
 }
-process.stderr.write('measuring natively (cargo run --release)…\n');
+process.stderr.write(`measuring natively (${process.env.PIANOFORMER_BIN ?? 'cargo run --release'})…\n`);
 const dir = mkdtempSync(join(tmpdir(), 'bench-page-'));
-// One run to warm the file caches, then `repeats` more: their reports, for the median.
+// One run to warm the file caches, then `repeats` more: their JSON reports, for the median.
 const nativeReports = (rest) => {
-  pianoformer(rest, 'stderr');
-  return Array.from({ length: repeats }, () => pianoformer(rest, 'stderr'));
+  pianoformer([...rest, '--json'], 'stdout');
+  return Array.from({ length: repeats }, () => JSON.parse(pianoformer([...rest, '--json'], 'stdout')));
 };
 const native = {};
-for (const [name, n] of [['short', bars], ['long', longBars]]) {
+for (const [name, n] of [['short', bars], ['long', longBars]].filter(([, n]) => n > 0)) {
   const file = join(dir, `${name}.mid`);
   writeFileSync(file, midiOf(n));
   const acc = nativeReports(['generate', '--task', 'accompaniment', '-o', join(dir, 'a.mid'), file]);
-  const secs = median(acc.map((r) => Number(/accompanied by .* in ([\d.]+) s/.exec(r)?.[1])));
-  native[`acc${name}`] = (secs * 1000) / (n * 16);
+  native[`acc${name}`] = (median(acc.map((r) => r.seconds)) * 1000) / (n * 16);
   if (name === 'short') {
-    const cont = nativeReports(['generate', '--task', 'continuation', '--tokens', String(tokens), '-o', join(dir, 'c.mid'), file]);
-    native.token = median(cont.map((r) => Number(/\(([\d.]+) ms a token\)/.exec(r)?.[1])));
+    const cont = nativeReports(['generate', '--task', 'continuation', '--bars', String(newBars), '-o', join(dir, 'c.mid'), file]);
+    native.token = median(cont.map((r) => (r.seconds * 1000) / r.pieces[0].tokens.added));
   }
 }
 native.tune = JSON.parse(pianoformer(['bench', 'tune', '--json', '--steps', String(tuneSteps)], 'stdout'));
+// A figure that cannot be read is a broken benchmark, not a number to print.
+for (const [what, v] of Object.entries({ ...native, tune: native.tune.ms_per_step })) {
+  if (!Number.isFinite(v)) throw new Error(`the native ${what} figure is ${v}: the CLI's report changed shape`);
+}
 
 // ------------------------------------------------------------------ in Chromium
 
@@ -104,6 +112,7 @@ async function measure(backend) {
     };
     // A first run (it includes the model's download and load, and the wasm's tier-up), then
     // `repeats` more: warm is their median.
+    // `length`: a continuation's new bars (the page's Length field counts bars).
     const run = async (task, length) => {
       await page.selectOption('#task', task);
       if (length) await page.fill('#length', String(length));
@@ -117,7 +126,7 @@ async function measure(backend) {
     const n = gpu ? gpuBars : bars;
     await drop(midiOf(n), 'bench.mid');
     const acc = await run('accompaniment');
-    const cont = await run('continuation', gpu ? gpuTokens : tokens);
+    const cont = await run('continuation', gpu ? gpuNewBars : newBars);
     let long = null;
     if (!gpu && longBars) {
       await drop(midiOf(longBars), 'long.mid');
@@ -165,7 +174,7 @@ const x = (a, b) => `${(a / b).toFixed(1)}×`;
 console.log('| backend | ready / model loaded | accompaniment, first / warm | ms a step (vs native) | continuation, first / warm | ms a token (vs native) | fine-tune ms a step (vs native) |');
 console.log('|---|---|---|---|---|---|---|');
 console.log(
-  `| native CLI (${native.tune.backend.kind === 'cpu' ? 'CPU' : native.tune.backend.kind}) | — | ${bars} bars | ${native.accshort.toFixed(2)} | ${tokens} tokens | ${native.token.toFixed(2)} | ${native.tune.ms_per_step.toFixed(0)} |`,
+  `| native CLI (${native.tune.backend.kind === 'cpu' ? 'CPU' : native.tune.backend.kind}) | — | ${bars} bars | ${native.accshort.toFixed(2)} | ${newBars} new bars | ${native.token.toFixed(2)} | ${native.tune.ms_per_step.toFixed(0)} |`,
 );
 for (const r of results) {
   const step = r.acc.warm.ms / (r.bars * 16);
