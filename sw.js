@@ -13,7 +13,7 @@
 import { fetchModel } from './www/store.js';
 import { SAMPLES } from './www/audio.js';
 
-export const VERSION = 18;
+export const VERSION = 19;
 export const SHELL_CACHE = `pianoformer-shell-v${VERSION}`;
 
 /** What the page cannot start without, relative to this worker. */
@@ -51,6 +51,7 @@ export const SHELL_FILES = [
   'www/note-edit.js',
   'www/options.js',
   'settings/options.json',
+  'settings/chords.json',
   'www/page-store.js',
   'www/page-text.js',
   'www/page.js',

@@ -2,9 +2,23 @@
 // chord cell is written, the dialog's words, the chords offered as suggestions, and the number of
 // planned bars. No DOM: lanes.js shows the dialog, tests/js/labels.test.mjs checks these.
 
-/** One chord symbol the importer and the models read (or N, no chord). */
-export const CHORD_TOKEN =
-  /^(N|[A-G][#b]?(|m|7|m7|maj7|M7|dim|dim7|aug|\+|sus2|sus4|m7b5|6|m6|mM7|m\(maj7\))|[A-G][#b]?:[a-z0-9()]+)$/;
+import grammar from '../settings/chords.json' with { type: 'json' };
+
+// The grammar's spellings as one alternation, longest first (so `m7b5` is tried before `m`).
+const spellings = (keys) =>
+  [...keys]
+    .sort((a, b) => b.length - a.length)
+    .map((k) => k.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+    .join('|');
+
+/**
+ * One chord symbol the lanes hold (or N, no chord), as settings/chords.json writes the grammar
+ * the Rust code reads too (`Chord::parse_any`): a root, then a readable suffix or `:` and a Harte
+ * quality with bracketed extensions.
+ */
+export const CHORD_TOKEN = new RegExp(
+  `^(N|[A-G][#b]?(${spellings(Object.keys(grammar.shorthand))})|[A-G][#b]?:(${spellings(Object.keys(grammar.harte))})(\\([^()\\s|]*\\))?)$`,
+);
 
 /** The chords the dialog suggests (the datalist under its input). */
 export const CHORD_CHOICES = ['C', 'Cm', 'C7', 'Cmaj7', 'Cm7', 'Cdim', 'Csus4', 'D', 'Dm', 'Dm7', 'E', 'Em', 'E7', 'F', 'Fmaj7', 'G', 'G7', 'Gsus4', 'A', 'Am', 'Am7', 'Bb', 'Bdim', 'Bm7b5', 'N'];

@@ -95,25 +95,32 @@ impl Quality {
     /// seventh are folded into the nearest seventh chord.
     pub fn parse(s: &str) -> Option<Quality> {
         let base = s.split(['(', '/']).next().unwrap_or("").trim();
-        Some(match base {
-            "" | "maj" | "5" => Quality::Maj,
-            "min" => Quality::Min,
-            "dim" => Quality::Dim,
-            "aug" => Quality::Aug,
-            "sus2" => Quality::Sus2,
-            "sus4" | "sus" => Quality::Sus4,
-            "7" | "9" | "11" | "13" => Quality::Dom7,
-            "maj7" | "maj9" | "maj11" | "maj13" => Quality::Maj7,
-            "min7" | "min9" | "min11" | "min13" => Quality::Min7,
-            "hdim7" | "hdim" => Quality::HalfDim7,
-            "dim7" => Quality::Dim7,
-            "maj6" | "6" => Quality::Maj6,
-            "min6" => Quality::Min6,
-            "minmaj7" => Quality::MinMaj7,
-            _ => return None,
-        })
+        if base.is_empty() {
+            // Harte's intervals alone (`C:(3,5)`) or nothing: the triad.
+            return Some(Quality::Maj);
+        }
+        Quality::of_symbol(GRAMMAR.harte.get(base)?)
+    }
+
+    /// The quality whose Harte shorthand is `symbol` ([`Quality::symbol`]).
+    fn of_symbol(symbol: &str) -> Option<Quality> {
+        Quality::ALL.into_iter().find(|q| q.symbol() == symbol)
     }
 }
+
+/// The chord symbols the lanes hold, written once in `settings/chords.json` and read here and by
+/// the page (`www/labels.js`): the readable suffixes and the Harte qualities, each mapped to
+/// the Harte shorthand of the quality the models read.
+#[derive(serde::Deserialize)]
+struct Grammar {
+    shorthand: std::collections::HashMap<String, String>,
+    harte: std::collections::HashMap<String, String>,
+}
+
+static GRAMMAR: std::sync::LazyLock<Grammar> = std::sync::LazyLock::new(|| {
+    serde_json::from_str(include_str!("../../settings/chords.json"))
+        .expect("settings/chords.json is valid (a test reads it)")
+});
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum Family {
@@ -178,14 +185,39 @@ impl Chord {
         Ok(Some(Chord { root, quality }))
     }
 
-    /// Parses a readable name as [`Chord::name`] writes it (`Am`, `F#7`, `Bm7b5`, `Cmaj7`) or a
-    /// Harte symbol (`A:min7`); `N` (or `X`, or nothing) is "no chord".
+    /// Parses a chord symbol as a person types it and the lanes hold it (the grammar of
+    /// `settings/chords.json`, which the page's chord dialog checks too): a root (a letter and at
+    /// most one `#` or `b`) with a readable suffix as [`Chord::name`] writes it (`Am`, `F#7`,
+    /// `Bm7b5`, `Cmaj7`), or with `:` and a Harte quality (`A:min7`, `G:min7(9)`); `N` or
+    /// nothing is "no chord".
     pub fn parse_any(symbol: &str) -> Result<Option<Chord>, String> {
         let symbol = symbol.trim();
-        if symbol.is_empty() {
+        if symbol.is_empty() || symbol == "N" {
             return Ok(None);
         }
-        Chord::parse(symbol).or_else(|e| Chord::parse(&harte_from_name(symbol)).map_err(|_| e))
+        let letter = symbol.chars().next().filter(|c| ('A'..='G').contains(c));
+        let root_len = match symbol.as_bytes().get(1) {
+            Some(b'#' | b'b') => 2,
+            _ => 1,
+        };
+        let root = letter
+            .and_then(|_| parse_pitch_class(&symbol[..root_len]))
+            .ok_or_else(|| format!("unknown chord root in '{symbol}'"))?;
+        let rest = &symbol[root_len..];
+        let canonical = match rest.strip_prefix(':') {
+            Some(harte) => {
+                let (base, extensions) = harte.split_once('(').unwrap_or((harte, ")"));
+                let closed = extensions
+                    .strip_suffix(')')
+                    .is_some_and(|inner| !inner.contains(['(', ')']));
+                GRAMMAR.harte.get(base).filter(|_| closed)
+            }
+            None => GRAMMAR.shorthand.get(rest),
+        };
+        let quality = canonical
+            .and_then(|q| Quality::of_symbol(q))
+            .ok_or_else(|| format!("unknown chord quality in '{symbol}'"))?;
+        Ok(Some(Chord { root, quality }))
     }
 
     /// The chord's pitch classes.
@@ -211,34 +243,6 @@ impl Chord {
         };
         format!("{}{}", PITCH_CLASS_NAMES[self.root as usize], suffix)
     }
-}
-
-/// `Am7` → `A:min7`, `F#` → `F#:maj`, `G7` → `G:7`: the common shorthand in Harte form.
-fn harte_from_name(s: &str) -> String {
-    let split = s
-        .char_indices()
-        .skip(1)
-        .find(|(_, c)| *c != '#' && *c != 'b')
-        .map_or(s.len(), |(i, _)| i);
-    let (root, rest) = s.split_at(split);
-    let quality = match rest {
-        "" => "maj",
-        "m" => "min",
-        "m7" => "min7",
-        "7" => "7",
-        "maj7" | "M7" => "maj7",
-        "dim" => "dim",
-        "aug" | "+" => "aug",
-        "sus4" => "sus4",
-        "sus2" => "sus2",
-        "m7b5" => "hdim7",
-        "dim7" => "dim7",
-        "6" => "maj6",
-        "m6" => "min6",
-        "m(maj7)" | "mM7" => "minmaj7",
-        other => other,
-    };
-    format!("{root}:{quality}")
 }
 
 /// Tuning of [`recognize`].
@@ -405,6 +409,50 @@ mod tests {
         assert_eq!(Chord::parse_any(""), Ok(None));
         assert!(Chord::parse_any("Hm").is_err());
         assert!(Chord::parse_any("Cwhatever").is_err());
+    }
+
+    /// The symbols a person types, as settings/chords.json has them (the page's dialog reads
+    /// the same file): every suffix and Harte quality names a quality the models read; what
+    /// the page refuses is refused here too.
+    #[test]
+    fn typed_symbols_follow_the_shared_grammar() {
+        for (suffix, q) in GRAMMAR.shorthand.iter().chain(&GRAMMAR.harte) {
+            assert!(Quality::of_symbol(q).is_some(), "{suffix} -> {q}");
+        }
+        let c = |s| Chord::parse_any(s).unwrap().unwrap();
+        assert_eq!(
+            c("Bbmaj7"),
+            Chord {
+                root: 10,
+                quality: Quality::Maj7
+            }
+        );
+        assert_eq!(
+            c("C+"),
+            Chord {
+                root: 0,
+                quality: Quality::Aug
+            }
+        );
+        assert_eq!(
+            c("G:min7(9)"),
+            Chord {
+                root: 7,
+                quality: Quality::Min7
+            }
+        );
+        assert_eq!(
+            c("F#:hdim7"),
+            Chord {
+                root: 6,
+                quality: Quality::HalfDim7
+            }
+        );
+        for bad in [
+            "H", "c", "Cmaj9", "C#b", "N7", "C:", "C:foo", "C:min7(9", "X", "C/E",
+        ] {
+            assert!(Chord::parse_any(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
