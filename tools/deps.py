@@ -208,7 +208,20 @@ def main():
         f"no dependency cycle: {len(top)} top-level modules, the CLI's {len(cli)}, the submodules "
         f"of {len(edges) - 3} folders, and the page's {len(page)} modules (no panel imports another)"
     )
+    print(sizes())
     return 0
+
+
+def sizes():
+    """The files past the size a file asks to be split at, for reports/code.md to cite."""
+    def long(files, limit):
+        over = sorted(((sum(1 for _ in f.open()), f) for f in files), reverse=True)
+        over = [(n, f) for n, f in over if n > limit]
+        names = ", ".join(f"{f.relative_to(SRC.parent)} ({n})" for n, f in over[:5])
+        return f"{len(over)} over {limit} lines{': ' + names if over else ''}{' …' if len(over) > 5 else ''}"
+
+    rust = [f for f in SRC.rglob("*.rs") if not f.name.endswith("tests.rs") and f.parent.name != "tests"]
+    return f"sizes: library and CLI files (tests aside) {long(rust, 500)}; page modules {long(WWW.glob('*.js'), 500)}"
 
 
 if __name__ == "__main__":
