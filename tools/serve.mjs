@@ -1,4 +1,4 @@
-// Static server for the app: serves index.html, www/ and pkg/ from the repository root on
+// Static server for the app: serves index.html, www/, settings/ and pkg/ from the repository root on
 // 127.0.0.1 with the right MIME types (application/wasm matters for streaming compilation).
 // Usage: node tools/serve.mjs [--port 8000]   (PORT in the environment works too)
 // Also imported by the end-to-end test, which serves on a free port.

@@ -34,6 +34,23 @@ pub const ACCOMPANIMENT_CHROMA: usize = 25;
 pub const MELODY_INPUTS: usize =
     LABEL_FEATURES + MELODY_CLASSES + MELODY_PITCHES + ACCOMPANIMENT_CHROMA;
 
+/// The chord an onset at step `s` is judged against where a melody's fit to its chords is
+/// measured (`eval --task melody`, `generate`'s report): the lane's chord there when the onset
+/// falls on a change of chord or on a strong beat (a bar's first beat, a 4/4 bar's third);
+/// `None` elsewhere, or where the lane holds no chord. `pos`: the step's place in its bar of
+/// `beats` beats of `spb` steps.
+pub fn judged_chord(
+    labels: &StepLabels,
+    s: usize,
+    pos: usize,
+    beats: usize,
+    spb: usize,
+) -> Option<crate::music::chords::Chord> {
+    let change = s > 0 && labels.chord[s] != labels.chord[s - 1];
+    let strong = pos == 0 || (beats == 4 && pos == 2 * spb);
+    labels.chord[s].filter(|_| change || strong)
+}
+
 /// `pitch` moved by octaves into the range the model writes.
 pub fn fold(pitch: i32) -> u8 {
     let (low, high) = (MELODY_LOW as i32, MELODY_HIGH as i32);

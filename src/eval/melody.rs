@@ -8,7 +8,7 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
-use crate::data::melody::{MelodyStep, class_pitch};
+use crate::data::melody::{MelodyStep, class_pitch, judged_chord};
 use crate::music::grid::Grid;
 use crate::music::labels::{StepLabels, first_occurrence};
 
@@ -158,12 +158,7 @@ pub fn count_melody(
             c.pitch_sum += p as f64;
             low = low.min(p);
             high = high.max(p);
-            let pos = s - span.start;
-            let change = s > 0 && labels.chord[s] != labels.chord[s - 1];
-            let strong = pos == 0 || (beats == 4 && pos == 2 * spb);
-            if (change || strong)
-                && let Some(chord) = labels.chord[s]
-            {
+            if let Some(chord) = judged_chord(labels, s, s - span.start, beats, spb) {
                 c.strong_onsets += 1;
                 if chord.pitch_classes().any(|pc| pc == p % 12) {
                     c.strong_chord_tones += 1;

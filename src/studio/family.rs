@@ -16,7 +16,7 @@
 //! The row names the task as the Worker's `generate` request and the CLI's `--task` say it, and
 //! the table derives [`super::TaskKind`] and its [`Family`] dispatch from it; the Session's one
 //! `generate` and one `attention`, and the CLI's `generate`, reach every task through
-//! [`generate_json`], [`Family::generate`] and [`Family::attention`]. A test adds a toy task the
+//! [`generate_json`], [`Family::generate`] and [`attention`]. A test adds a toy task the
 //! same way (`studio/family_tests.rs`).
 
 use std::any::{Any, TypeId};
@@ -47,12 +47,12 @@ pub struct Run<'a> {
     pub dynamics: Option<&'a Rc<Dynamics>>,
 }
 
-/// What a caller keeps for one model between calls: the features of its last attention map's
-/// pass, and each task's own cache ([`Studio::Cache`]: the harmonizer's probabilities for the
-/// last melody it read), made when first asked for.
+/// What a caller keeps for one model between generations: each task's own cache
+/// ([`Studio::Cache`]: the harmonizer's probabilities for the last melody it read), made when
+/// first asked for. (The features of its last attention map are kept apart, in a
+/// [`MapFeatures`]: a generation never reads them, and a map drawn while one runs keeps its.)
 #[derive(Default)]
 pub struct Kept {
-    pub map: MapFeatures,
     caches: HashMap<TypeId, Box<dyn Any>>,
 }
 
@@ -143,6 +143,8 @@ pub trait Studio {
     /// Its settings: read from the page's JSON, or from the settings form the CLI's flags
     /// fill ([`Studio::options`]).
     type Options: DeserializeOwned;
+    /// What its settings are called in the words of an error ("the chord settings").
+    const SETTINGS: &'static str = "the generation settings";
     /// What it keeps for a model between calls ([`Kept::cache`]).
     type Cache: Default + 'static;
 
@@ -224,13 +226,14 @@ pub trait Family: Copy + std::str::FromStr<Err = String> + 'static {
         F: FnMut(Progress) -> Fut,
         Fut: Future<Output = bool>;
 
-    /// [`Studio::attention`], in words where the task draws no map.
+    /// [`Studio::attention`] (`map`: the features the model's last map kept), in words where
+    /// the task draws no map.
     async fn attention<F, Fut>(
         self,
         run: &Run<'_>,
         piece: &Piece,
         options: &Options,
-        kept: &mut Kept,
+        map: &mut MapFeatures,
         on_progress: F,
     ) -> Result<usize, GenerateError>
     where
@@ -253,10 +256,19 @@ pub fn check_model<T: Studio>(model: &Performer) -> Result<(), GenerateError> {
     }
 }
 
-/// Reads a task's options from the page's JSON, saying in words what is wrong.
-pub fn parse_options<O: DeserializeOwned>(text: &str) -> Result<O, GenerateError> {
+/// Reads task `T`'s options from the page's JSON, saying in words what is wrong.
+pub fn parse_options<T: Studio>(text: &str) -> Result<T::Options, GenerateError> {
     serde_json::from_str(text)
-        .map_err(|e| GenerateError::Read(format!("the generation settings are not readable: {e}")))
+        .map_err(|e| GenerateError::Read(format!("{} are not readable: {e}", T::SETTINGS)))
+}
+
+/// `names` in words: "a, b or c".
+pub fn or_list(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
 }
 
 /// The Session's `generate`: the task named `task` of the table `T` over `piece` with the
@@ -284,7 +296,7 @@ pub async fn attention<T: Family, F, Fut>(
     run: &Run<'_>,
     piece: &Piece,
     options: &Options,
-    kept: &mut Kept,
+    map: &mut MapFeatures,
     on_progress: F,
 ) -> Result<usize, GenerateError>
 where
@@ -295,7 +307,7 @@ where
     let kind = T::for_model(task).ok_or_else(|| {
         GenerateError::Read(format!("no task of this page runs a {task:?} model"))
     })?;
-    kind.attention(run, piece, options, kept, on_progress).await
+    kind.attention(run, piece, options, map, on_progress).await
 }
 
 /// The table of tasks: `Kind = "name" => file::Type;` per row. Derives `TaskKind` (every task,
@@ -362,7 +374,7 @@ macro_rules! tasks {
                 match self {
                     $( TaskKind::$kind => {
                         check_model::<$ty>(run.model)?;
-                        let options: <$ty as Studio>::Options = parse_options(options)?;
+                        let options = parse_options::<$ty>(options)?;
                         let cache = kept.cache::<<$ty as Studio>::Cache>();
                         <$ty as Studio>::generate(run, piece, &options, cache, on_progress).await
                     } )*
@@ -397,25 +409,32 @@ macro_rules! tasks {
                 run: &$crate::studio::family::Run<'_>,
                 piece: &$crate::music::piece::Piece,
                 options: &$crate::studio::Options,
-                kept: &mut $crate::studio::family::Kept,
+                map: &mut $crate::generate::MapFeatures,
                 on_progress: F,
             ) -> Result<usize, $crate::generate::GenerateError>
             where
                 F: FnMut($crate::studio::Progress) -> Fut,
                 Fut: std::future::Future<Output = bool>,
             {
-                use $crate::studio::family::{Studio, check_model};
-                let map = &mut kept.map;
+                use $crate::studio::family::{Studio, check_model, or_list};
                 let drawn = match self {
                     $( TaskKind::$kind => {
                         check_model::<$ty>(run.model)?;
                         <$ty as Studio>::attention(run, piece, options, map, on_progress).await
                     } )*
                 };
-                drawn.unwrap_or_else(|| Err($crate::generate::GenerateError::Read(format!(
-                    "a {} model's attention is not shown: pick a model that writes notes",
-                    self.name()
-                ))))
+                drawn.unwrap_or_else(|| {
+                    let others: Vec<&str> = Self::ALL
+                        .iter()
+                        .filter(|k| **k != self)
+                        .map(|k| k.name())
+                        .collect();
+                    Err($crate::generate::GenerateError::Read(format!(
+                        "a {} model's attention is not shown: pick a model of another task ({})",
+                        self.name(),
+                        or_list(&others)
+                    )))
+                })
             }
 
             fn describe(

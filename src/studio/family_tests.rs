@@ -8,7 +8,7 @@ use burn::tensor::Device;
 use super::family::{Family, Generated, Kept, Run, Studio, Written, generate_json};
 use super::*;
 use crate::generate::{GenerateError, MapFeatures};
-use crate::model::config::{PerformerConfig, Task};
+use crate::model::config::{Direction, PerformerConfig, Task};
 use crate::model::pe::{PeConfig, PeKind};
 use crate::model::performer::Performer;
 use crate::models::ModelDefaults;
@@ -194,12 +194,18 @@ fn a_toy_task_runs_through_the_sessions_path_and_the_clis() {
     let cancelled =
         pollster::block_on(kind.generate(&run, &piece, &options, &mut kept, |_| async { false }));
     assert!(matches!(cancelled, Err(GenerateError::Cancelled)));
+    let mut features = MapFeatures::default();
     let map =
-        pollster::block_on(kind.attention(&run, &piece, &options, &mut kept, |_| async { true }));
+        pollster::block_on(
+            kind.attention(&run, &piece, &options, &mut features, |_| async { true }),
+        );
+    let said = map.unwrap_err().to_string();
     assert!(
-        map.unwrap_err()
-            .to_string()
-            .contains("bass model's attention is not shown")
+        said.contains(
+            "bass model's attention is not shown: pick a model of another task (accompaniment, \
+             continuation, harmonization or melody)"
+        ),
+        "{said}"
     );
 }
 
@@ -245,8 +251,34 @@ fn the_table_names_every_task_and_refuses_the_wrong_model_in_words() {
     ))
     .unwrap_err();
     assert!(
-        unreadable.to_string().contains("settings are not readable"),
+        unreadable
+            .to_string()
+            .contains("the generation settings are not readable"),
         "{unreadable}"
+    );
+    let harmonizer = PerformerConfig::tiny(Task::Harmonization, 0, PeConfig::new(PeKind::SineSpe))
+        .with_direction(Some(Direction::Bidirectional));
+    let model = Performer::new(&harmonizer, 1, &device).unwrap();
+    let run = super::family::Run {
+        model: &model,
+        defaults: &defaults,
+        device: &device,
+        dynamics: None,
+    };
+    let chords = pollster::block_on(generate_json::<TaskKind, _, _>(
+        "harmonization",
+        &run,
+        &piece(),
+        r#"{"bars": "all"}"#,
+        &mut kept,
+        |_| async { true },
+    ))
+    .unwrap_err();
+    assert!(
+        chords
+            .to_string()
+            .contains("the chord settings are not readable"),
+        "{chords}"
     );
 }
 
@@ -349,7 +381,7 @@ fn the_rows_give_what_their_studio_functions_give() {
         &run,
         &piece,
         &watched,
-        &mut kept,
+        &mut MapFeatures::default(),
         |_| async { true },
     ))
     .unwrap();

@@ -47,6 +47,7 @@ impl Studio for Harmonize {
     const MODEL: Task = Task::Harmonization;
     type Options = HarmonizeOptions;
     type Cache = HarmonyCache;
+    const SETTINGS: &'static str = "the chord settings";
 
     /// The bars of the form's region (else every bar), the most likely progression, and with
     /// alternatives asked, that many to audition.

@@ -7,7 +7,7 @@ use burn::tensor::Device;
 
 use super::family::{Generated, Run, Studio, Written};
 use super::{Options, Progress};
-use crate::data::melody::{HOLD, MelodyStep};
+use crate::data::melody::{HOLD, MelodyStep, class_pitch, judged_chord, melody_steps};
 use crate::data::sheet::Sheet;
 use crate::generate::melody::{MelodySampling, melody_attention, melody_notes, write_melody};
 use crate::generate::{GenerateError, MapFeatures, piece_input};
@@ -15,9 +15,7 @@ use crate::model::config::Task;
 use crate::model::performer::Performer;
 use crate::models::ModelDefaults;
 use crate::music::grid::Grid;
-use crate::music::midi::Note;
 use crate::music::piece::{Piece, PieceNote, PieceTrack, TrackRole};
-use crate::music::playing::chord_tone_ratio;
 use crate::music::roll::{PianoRoll, Role};
 
 /// The velocity of a written melody's notes.
@@ -144,50 +142,65 @@ impl Studio for Melody {
         )
     }
 
-    /// Where it sang, how many notes, their range, and the share of them on tones of the chord
-    /// lane's chords.
+    /// Where it sang, how many notes, their range, and the share of its onsets on chord changes
+    /// and strong beats that are tones of the lane's chord there (as `eval --task melody`
+    /// counts them, over the bars wholly written).
     fn describe(before: &Piece, written: &Written, options: &Options) -> String {
         let out = &written.piece;
         let [from, to] = melody_bars(before, options).unwrap_or([0, out.bars.len()]);
         let to = to.min(out.bars.len());
         let ticks = out.bar_tick(from)..out.bar_tick(to);
-        let notes: Vec<Note> = out
+        let notes: Vec<_> = out
             .tracks
             .iter()
             .filter(|t| t.role == TrackRole::Melody)
             .flat_map(|t| &t.notes)
             .filter(|n| ticks.contains(&n.1))
-            .map(|&(pitch, start, end, velocity)| Note {
-                pitch,
-                velocity,
-                start,
-                end: end.max(start + 1),
-                channel: 0,
-            })
             .collect();
-        let low = notes.iter().map(|n| n.pitch).min().unwrap_or(0);
-        let high = notes.iter().map(|n| n.pitch).max().unwrap_or(0);
-        let fit = piece_input(out, out.plan_grid(), false)
-            .ok()
-            .and_then(|input| {
-                let grid = &input.sheet.grid;
-                chord_tone_ratio(
-                    &PianoRoll::from_notes(&notes, grid),
-                    &input.chords,
-                    grid.steps_per_beat,
-                )
-            });
+        let low = notes.iter().map(|n| n.0).min().unwrap_or(0);
+        let high = notes.iter().map(|n| n.0).max().unwrap_or(0);
+        let fit = piece_input(out, out.plan_grid(), false).ok().map(|input| {
+            let sheet = &input.sheet;
+            let steps = melody_steps(&sheet.rolls.melody, &sheet.labels.melody, 0);
+            let grid = &sheet.grid;
+            let n = steps.len().min(sheet.labels.len()).min(grid.num_steps());
+            let region = grid.step_at(ticks.start).min(n)..grid.step_at(ticks.end).min(n);
+            let spb = grid.steps_per_beat.max(1);
+            let (mut judged, mut tones) = (0usize, 0usize);
+            for bar in 0..grid.num_bars() {
+                let span = grid.bar_steps(bar);
+                if span.start < region.start || span.end > region.end {
+                    continue;
+                }
+                let beats = span.len() / spb;
+                for s in span.clone() {
+                    let Some(p) = class_pitch(steps[s].class) else {
+                        continue;
+                    };
+                    if let Some(chord) = judged_chord(&sheet.labels, s, s - span.start, beats, spb)
+                    {
+                        judged += 1;
+                        tones += usize::from(chord.pitch_classes().any(|pc| pc == p % 12));
+                    }
+                }
+            }
+            if judged == 0 {
+                0.0
+            } else {
+                tones as f64 / judged as f64
+            }
+        });
         format!(
-            "bars {}-{to} sung: {} melody notes{}{}",
+            "bars {}-{to} sung: {} melody notes, {}{}",
             from + 1,
             notes.len(),
             if notes.is_empty() {
                 String::new()
             } else {
-                format!(", pitches {low}-{high}")
+                format!("pitches {low}-{high}")
             },
             fit.map_or(String::new(), |f| format!(
-                ", {:.0} % of them chord tones",
+                ", {:.0} % of the notes on chord changes and strong beats chord tones",
                 100.0 * f
             ))
         )

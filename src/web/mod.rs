@@ -165,10 +165,12 @@ struct Loaded {
 pub struct Session {
     backend: Backend,
     models: RefCell<HashMap<String, std::rc::Rc<Loaded>>>,
-    /// What each model's last calls kept for the next: its last attention map's features
-    /// (another head or a layer no deeper over the same notes is drawn from them) and its
-    /// task's cache (a harmonizer's probabilities for the last melody it read).
+    /// What each model's generations kept for the next: its task's cache (a harmonizer's
+    /// probabilities for the last melody it read).
     kept: RefCell<HashMap<String, studio::Kept>>,
+    /// Each model's features from its last attention map's pass: another head or a layer no
+    /// deeper over the same notes is drawn from them.
+    maps: RefCell<HashMap<String, crate::generate::MapFeatures>>,
     /// The live take in progress (out of the cell while one of its calls runs).
     live: RefCell<Option<LiveRun>>,
     /// The velocity model for written accompaniments (`setDynamics`), if the page gave one.
@@ -198,6 +200,7 @@ impl Session {
             backend,
             models: RefCell::new(HashMap::new()),
             kept: RefCell::new(HashMap::new()),
+            maps: RefCell::new(HashMap::new()),
             live: RefCell::new(None),
             dynamics: RefCell::new(None),
         })
@@ -278,7 +281,7 @@ impl Session {
             parameters: model.parameters(),
             templates: model.pe.templates(0, &[0]).is_some(),
         })?;
-        self.kept.borrow_mut().remove(&entry.name);
+        self.forget_kept(&entry.name);
         self.models.borrow_mut().insert(
             entry.name.clone(),
             std::rc::Rc::new(Loaded { model, entry }),
@@ -342,7 +345,9 @@ impl Session {
             progress_to(&on_progress, true),
         )
         .await;
-        self.keep(&name, &loaded, kept);
+        if self.still_loaded(&name, &loaded) {
+            self.kept.borrow_mut().insert(name, kept);
+        }
         out.map_err(to_js)
     }
 
@@ -456,16 +461,19 @@ impl Session {
             device: &self.backend.device,
             dynamics: None,
         };
-        let mut kept = self.kept.borrow_mut().remove(&name).unwrap_or_default();
+        // Out of the cell while the pass runs (another call may come meanwhile).
+        let mut map = self.maps.borrow_mut().remove(&name).unwrap_or_default();
         let out = studio::family::attention::<studio::TaskKind, _, _>(
             &run,
             &piece,
             &options,
-            &mut kept,
+            &mut map,
             progress_to(&on_progress, false),
         )
         .await;
-        self.keep(&name, &loaded, kept);
+        if self.still_loaded(&name, &loaded) {
+            self.maps.borrow_mut().insert(name, map);
+        }
         out.map(|_| ()).map_err(to_js)
     }
 
@@ -509,17 +517,19 @@ impl Session {
             .map_err(|e| JsError::new(&format!("the fused steps could not be checked: {e}")))
     }
 
-    /// Keeps what a call on `name` made for the next one, unless the model was replaced or
-    /// unloaded meanwhile.
-    fn keep(&self, name: &str, loaded: &std::rc::Rc<Loaded>, kept: studio::Kept) {
-        if self
-            .models
+    /// Whether `loaded` is still the model called `name` (not replaced or unloaded while a
+    /// call on it ran): only then is what the call kept put back.
+    fn still_loaded(&self, name: &str, loaded: &std::rc::Rc<Loaded>) -> bool {
+        self.models
             .borrow()
             .get(name)
             .is_some_and(|m| std::rc::Rc::ptr_eq(m, loaded))
-        {
-            self.kept.borrow_mut().insert(name.to_string(), kept);
-        }
+    }
+
+    /// Drops what calls on the model `name` kept (it is replaced, fine-tuned or unloaded).
+    fn forget_kept(&self, name: &str) {
+        self.kept.borrow_mut().remove(name);
+        self.maps.borrow_mut().remove(name);
     }
 
     fn model(&self, name: &str) -> Result<std::rc::Rc<Loaded>, JsError> {

@@ -123,14 +123,14 @@ impl Session {
         self.models
             .borrow_mut()
             .insert(name.clone(), std::rc::Rc::new(Loaded { model, entry }));
-        self.kept.borrow_mut().remove(&name);
+        self.forget_kept(&name);
         Ok(file)
     }
 
     /// Forgets the model `name` (a deleted fine-tuned model); true when it was loaded.
     #[wasm_bindgen(js_name = unloadModel)]
     pub fn unload_model(&self, name: &str) -> bool {
-        self.kept.borrow_mut().remove(name);
+        self.forget_kept(name);
         self.models.borrow_mut().remove(name).is_some()
     }
 }
