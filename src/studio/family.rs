@@ -256,6 +256,23 @@ pub fn check_model<T: Studio>(model: &Performer) -> Result<(), GenerateError> {
     }
 }
 
+/// Task `T` over `piece` with its `options`: the model's kind checked, its cache from `kept`.
+/// What every row's `generate` and `generate_json` come to.
+pub async fn run_task<T: Studio, F, Fut>(
+    run: &Run<'_>,
+    piece: &Piece,
+    options: &T::Options,
+    kept: &mut Kept,
+    on_progress: F,
+) -> Result<Generated, GenerateError>
+where
+    F: FnMut(Progress) -> Fut,
+    Fut: Future<Output = bool>,
+{
+    check_model::<T>(run.model)?;
+    T::generate(run, piece, options, kept.cache::<T::Cache>(), on_progress).await
+}
+
 /// Reads task `T`'s options from the page's JSON, saying in words what is wrong.
 pub fn parse_options<T: Studio>(text: &str) -> Result<T::Options, GenerateError> {
     serde_json::from_str(text)
@@ -370,13 +387,12 @@ macro_rules! tasks {
                 F: FnMut($crate::studio::Progress) -> Fut,
                 Fut: std::future::Future<Output = bool>,
             {
-                use $crate::studio::family::{Studio, check_model, parse_options};
+                use $crate::studio::family::{check_model, parse_options, run_task};
                 match self {
                     $( TaskKind::$kind => {
                         check_model::<$ty>(run.model)?;
                         let options = parse_options::<$ty>(options)?;
-                        let cache = kept.cache::<<$ty as Studio>::Cache>();
-                        <$ty as Studio>::generate(run, piece, &options, cache, on_progress).await
+                        run_task::<$ty, _, _>(run, piece, &options, kept, on_progress).await
                     } )*
                 }
             }
@@ -393,13 +409,11 @@ macro_rules! tasks {
                 F: FnMut($crate::studio::Progress) -> Fut,
                 Fut: std::future::Future<Output = bool>,
             {
-                use $crate::studio::family::{Studio, check_model};
+                use $crate::studio::family::{Studio, run_task};
                 match self {
                     $( TaskKind::$kind => {
-                        check_model::<$ty>(run.model)?;
                         let options = <$ty as Studio>::options(options);
-                        let cache = kept.cache::<<$ty as Studio>::Cache>();
-                        <$ty as Studio>::generate(run, piece, &options, cache, on_progress).await
+                        run_task::<$ty, _, _>(run, piece, &options, kept, on_progress).await
                     } )*
                 }
             }
