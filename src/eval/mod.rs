@@ -17,6 +17,8 @@ pub mod report;
 pub mod sampled;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod stepwise;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod texture;
 
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};

@@ -346,7 +346,7 @@ impl Live {
             let (on, sus) = values.split_at(PITCHES);
             let piano = &mut self.input.sheet.rolls.piano;
             let rng = &mut self.rng;
-            draw_step(piano, t, on, sus, &self.sampling, &mut |_, _| {
+            draw_step(piano, t, on, sus, &self.sampling, None, &mut |_, _| {
                 rng.random::<f32>()
             });
             let onsets = (0..PITCHES).filter(|&p| piano.onset(t, p)).map(|p| p as u8);

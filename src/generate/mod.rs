@@ -29,6 +29,7 @@ pub mod melody;
 pub mod piano;
 pub mod prompt;
 pub mod sample;
+pub mod texture;
 
 pub use accompany::{
     AccompanimentInput, AccompanimentProgress, accompaniment_input, accompany_probs, input_example,
@@ -36,7 +37,9 @@ pub use accompany::{
 };
 pub use binarize::{Binarize, binarize};
 pub use continuation::{Length, TokenProgress, View, continue_tokens, watched_token_pass};
-pub use piano::{BatchProgress, PianoSampling, accompany_batch, accompany_steps, splice};
+pub use piano::{
+    BatchProgress, Given, PianoSampling, accompany_batch, accompany_given, accompany_steps, splice,
+};
 pub use prompt::{cut_prompt, prompt_tokens, prompt_tokens_with};
 pub use sample::{
     DEFAULT_DENSITY, DEFAULT_ECHO, DEFAULT_KEY, Sampling, log_softmax_values, sample_token,

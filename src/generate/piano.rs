@@ -17,6 +17,7 @@ use burn::tensor::{Device, Tensor, TensorData};
 #[cfg(feature = "gpu")]
 use super::fused;
 pub use super::sample::{PianoSampling, uniform};
+use super::texture::TextureEcho;
 use super::{AttentionRows, GenerateError, Watch, read_f32, watched_rows};
 use crate::data::Example;
 use crate::data::features::LABEL_FEATURES;
@@ -41,20 +42,24 @@ fn sharpen(p: f32, t: f32) -> f32 {
 
 /// Step `step` of `roll` drawn from its onset and sustain logits (128 each), given which
 /// pitches sound at the step before (`roll`'s step `step − 1`); `uniform(pitch, kind)` gives
-/// the uniform number of a pitch's onset (kind 0) or hold (kind 1) draw.
+/// the uniform number of a pitch's onset (kind 0) or hold (kind 1) draw; `lean` (128 values,
+/// a steering part's, e.g. the texture echo's) is added to each onset's log odds after the
+/// temperature.
 pub fn draw_step(
     roll: &mut PianoRoll,
     step: usize,
     onset_logits: &[f32],
     sustain_logits: &[f32],
     s: &PianoSampling,
+    lean: Option<&[f32]>,
     uniform: &mut impl FnMut(usize, u32) -> f32,
 ) {
     let t = s.temperature.max(1e-4);
     // Added to every onset's log odds (0 at density 1: the plain sigmoid).
     let bias = s.onset_bias();
     for p in 0..PITCHES {
-        let p_on = 1.0 / (1.0 + (-(onset_logits[p] / t + bias)).exp());
+        let lean = lean.map_or(0.0, |l| l[p]);
+        let p_on = 1.0 / (1.0 + (-(onset_logits[p] / t + bias + lean)).exp());
         let strike = match s.threshold {
             Some(th) => p_on > th,
             None => uniform(p, 0) < p_on,
@@ -124,6 +129,8 @@ struct Steps<'a> {
     region: Range<usize>,
     /// The given piano with the region cleared.
     roll: PianoRoll,
+    /// The texture echo, if any (drawn on the CPU: the fused steps take none).
+    texture: Option<&'a TextureEcho>,
 }
 
 impl<'a> Steps<'a> {
@@ -163,6 +170,7 @@ impl<'a> Steps<'a> {
             structural: model.config.pe.is_structural(),
             region,
             roll,
+            texture: None,
         })
     }
 
@@ -236,15 +244,41 @@ where
     F: FnMut(PianoProgress<'_>) -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
+    let steps = Steps::new(model, e, given, region)?;
+    one_sequence(
+        model,
+        steps,
+        sampling,
+        report_every,
+        watch,
+        device,
+        on_progress,
+    )
+    .await
+}
+
+/// [`accompany_steps`] over prepared steps (a texture echo in them drawn on the CPU).
+async fn one_sequence<F, Fut>(
+    model: &Performer,
+    steps: Steps<'_>,
+    sampling: PianoSampling,
+    report_every: usize,
+    watch: Option<Watch>,
+    device: &Device,
+    on_progress: F,
+) -> Result<PianoRoll, GenerateError>
+where
+    F: FnMut(PianoProgress<'_>) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
     sampling.check()?;
     if let Some(w) = watch {
         w.check(model)?;
     }
-    let steps = Steps::new(model, e, given, region)?;
     let stepping = model.stepping(device).await?;
     let state = steps.prefilled(model, sampling.seed, watch, &stepping, device)?;
     #[cfg(feature = "gpu")]
-    if fused::enabled() {
+    if fused::enabled() && steps.texture.is_none() {
         let mut on_progress = on_progress;
         let run = (std::slice::from_ref(&sampling), report_every, watch);
         let mut report = |p: BatchProgress<'_>| {
@@ -324,22 +358,76 @@ pub async fn accompany_batch<F, Fut>(
     report_every: usize,
     watch: Option<Watch>,
     device: &Device,
+    on_progress: F,
+) -> Result<Vec<PianoRoll>, GenerateError>
+where
+    F: FnMut(BatchProgress<'_>) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let piano = Given {
+        roll: given,
+        region,
+        texture: None,
+    };
+    accompany_given(
+        model,
+        e,
+        piano,
+        samplings,
+        report_every,
+        watch,
+        device,
+        on_progress,
+    )
+    .await
+}
+
+/// The piano an accompaniment starts from: the part given (`None`: silence), the region to
+/// write, and the texture echo steering it.
+#[derive(Clone)]
+pub struct Given<'a> {
+    pub roll: Option<&'a PianoRoll>,
+    pub region: Range<usize>,
+    pub texture: Option<&'a TextureEcho>,
+}
+
+/// [`accompany_batch`] from `given`, its texture echo leaning every alternative's steps
+/// towards what each one wrote (or the donor held) at the steps they answer. With an echo the
+/// notes are drawn on the CPU (the fused GPU steps take no lean yet).
+#[allow(clippy::too_many_arguments)]
+pub async fn accompany_given<F, Fut>(
+    model: &Performer,
+    e: &Example,
+    given: Given<'_>,
+    samplings: &[PianoSampling],
+    report_every: usize,
+    watch: Option<Watch>,
+    device: &Device,
     mut on_progress: F,
 ) -> Result<Vec<PianoRoll>, GenerateError>
 where
     F: FnMut(BatchProgress<'_>) -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
+    let Given {
+        roll: given,
+        region,
+        texture,
+    } = given;
     if samplings.is_empty() {
         return Ok(Vec::new());
     }
+    let steps_of = |region: Range<usize>| {
+        Steps::new(model, e, given, region).map(|mut s| {
+            s.texture = texture;
+            s
+        })
+    };
     if let [one] = samplings {
         // One sequence: as `accompany_steps` writes it (fused on a GPU).
-        let roll = accompany_steps(
+        let roll = one_sequence(
             model,
-            e,
-            given,
-            region,
+            steps_of(region)?,
             *one,
             report_every,
             watch,
@@ -366,9 +454,9 @@ where
     }
     let stepping = model.stepping(device).await?;
     #[cfg(feature = "gpu")]
-    if stepping.decoder.is_none() && samplings.len() > 1 && fused::enabled() {
+    if stepping.decoder.is_none() && samplings.len() > 1 && fused::enabled() && texture.is_none() {
         // On a GPU: every alternative in the same fused dispatches, one workgroup each.
-        let steps = Steps::new(model, e, given, region.clone())?;
+        let steps = steps_of(region.clone())?;
         let mut states = Vec::with_capacity(samplings.len());
         for (k, s) in samplings.iter().enumerate() {
             let watch = watch.filter(|_| k == 0);
@@ -382,11 +470,15 @@ where
     }
     if stepping.decoder.is_none() && samplings.len() > 1 {
         // Steps through tensors one alternative at a time (a GPU where the kernel declines).
+        let given = Given {
+            roll: given,
+            region,
+            texture,
+        };
         return one_after_another(
             model,
             e,
             given,
-            region,
             samplings,
             report_every,
             watch,
@@ -395,7 +487,7 @@ where
         )
         .await;
     }
-    let steps = Steps::new(model, e, given, region)?;
+    let steps = steps_of(region)?;
     let mut states = Vec::with_capacity(samplings.len());
     for (k, s) in samplings.iter().enumerate() {
         let watch = watch.filter(|_| k == 0);
@@ -420,8 +512,7 @@ where
 async fn one_after_another<F, Fut>(
     model: &Performer,
     e: &Example,
-    given: Option<&PianoRoll>,
-    region: Range<usize>,
+    given: Given<'_>,
     samplings: &[PianoSampling],
     report_every: usize,
     watch: Option<Watch>,
@@ -437,29 +528,21 @@ where
     let mut logits = vec![Vec::new(); k];
     for (i, s) in samplings.iter().enumerate() {
         let watch = watch.filter(|_| i == 0);
-        let roll = accompany_steps(
-            model,
-            e,
-            given,
-            region.clone(),
-            *s,
-            report_every,
-            watch,
-            device,
-            |p| {
-                let mut so_far = rolls.clone();
-                so_far.push(p.roll.clone());
-                logits[i] = p.logits.to_vec();
-                let done = i * p.total + p.done;
-                on_progress(BatchProgress {
-                    done,
-                    total: k * p.total,
-                    rolls: &so_far,
-                    logits: &logits,
-                    attention: p.attention,
-                })
-            },
-        )
+        let mut steps = Steps::new(model, e, given.roll, given.region.clone())?;
+        steps.texture = given.texture;
+        let roll = one_sequence(model, steps, *s, report_every, watch, device, |p| {
+            let mut so_far = rolls.clone();
+            so_far.push(p.roll.clone());
+            logits[i] = p.logits.to_vec();
+            let done = i * p.total + p.done;
+            on_progress(BatchProgress {
+                done,
+                total: k * p.total,
+                rolls: &so_far,
+                logits: &logits,
+                attention: p.attention,
+            })
+        })
         .await?;
         rolls.push(roll);
     }
@@ -489,6 +572,7 @@ where
     // The watched head's row of every step since the last report (each over its own keys).
     let mut watched: Vec<Vec<f32>> = Vec::new();
     let mut logits: Vec<Vec<f32>>;
+    let mut lean = vec![0f32; PITCHES];
     for t in region.clone() {
         let values: Vec<_> = rolls.iter().map(|r| steps.values(t..t + 1, r)).collect();
         let inputs: Vec<StepInput<'_>> = values.iter().map(|(x, _)| StepInput::Roll(x)).collect();
@@ -499,7 +583,8 @@ where
         for ((roll, out), s) in rolls.iter_mut().zip(&logits).zip(samplings) {
             let (on, sus) = out.split_at(PITCHES);
             let mut draw = |p: usize, kind: u32| uniform(s.seed, t, p, kind);
-            draw_step(roll, t, on, sus, s, &mut draw);
+            let leaning = steps.texture.is_some_and(|x| x.lean_at(roll, t, &mut lean));
+            draw_step(roll, t, on, sus, s, leaning.then_some(&lean[..]), &mut draw);
         }
         if let Some(row) = watched_rows(&states[0], watch, t).await? {
             watched.push(row.values);

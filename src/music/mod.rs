@@ -16,4 +16,5 @@ pub mod playing;
 pub mod pop909;
 pub mod roll;
 pub mod summary;
+pub mod texture;
 pub mod tokens;

@@ -35,7 +35,7 @@ fn a_step_strikes_holds_and_releases_by_its_probabilities() {
         ..Default::default()
     };
     let mut rng = StdRng::seed_from_u64(0);
-    draw_step(&mut roll, 1, &on, &sus, &threshold, &mut |_, _| {
+    draw_step(&mut roll, 1, &on, &sus, &threshold, None, &mut |_, _| {
         rng.random::<f32>()
     });
     assert!(roll.onset(1, 64));
@@ -56,7 +56,7 @@ fn a_step_strikes_holds_and_releases_by_its_probabilities() {
             let mut sus_logits = vec![-30.0f32; PITCHES];
             on[pitch] = (0.2f32 / 0.8).ln();
             sus_logits[60] = sus;
-            draw_step(&mut r, 1, &on, &sus_logits, &s, &mut |_, _| {
+            draw_step(&mut r, 1, &on, &sus_logits, &s, None, &mut |_, _| {
                 rng.random::<f32>()
             });
             struck += r.onset(1, pitch) as usize;
@@ -275,7 +275,7 @@ fn a_density_scales_the_odds_of_every_onset() {
             let mut r = PianoRoll::new(2);
             let mut on = vec![-30.0f32; PITCHES];
             on[64] = (0.2f32 / 0.8).ln();
-            draw_step(&mut r, 1, &on, &[-30.0; PITCHES], &s, &mut |_, _| {
+            draw_step(&mut r, 1, &on, &[-30.0; PITCHES], &s, None, &mut |_, _| {
                 rng.random::<f32>()
             });
             struck += usize::from(r.onset(1, 64));

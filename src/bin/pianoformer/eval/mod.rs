@@ -16,6 +16,7 @@ pub mod panel;
 pub mod plan;
 pub mod report;
 pub mod sampled;
+pub mod texture;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -190,6 +191,22 @@ pub struct Args {
     /// Songs per split at most (quick runs).
     #[arg(long)]
     pub limit: Option<usize>,
+    /// Step-by-step accompaniment: the texture panel instead — the echo's lean counted in the
+    /// training songs' pianists, then every song of --split accompanied with its annotated
+    /// lanes at each of --strengths and with the phrases detected in its melody alone; ILS
+    /// (how much of the song's form the piano shows) against the annotated phrases, beside
+    /// the pianist's, with chord tones and density; into texture.json (--model may name a
+    /// shipped model, with --out).
+    #[arg(long)]
+    pub texture: bool,
+    /// --texture: the echo strengths tried (0: none; 1: the lean as the training songs'
+    /// pianists justify it).
+    #[arg(long, value_delimiter = ',', default_value = "0,1")]
+    pub strengths: Vec<f32>,
+    /// --texture: the lean's evidence: what a repeat tells `beyond-others` (beyond what bars
+    /// of another letter of the same song tell) or `alone`.
+    #[arg(long, default_value = "beyond-others")]
+    pub lean: String,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     #[arg(long, default_value = "cpu")]
@@ -283,21 +300,29 @@ impl Args {
     }
 }
 
-pub fn run(args: Args) -> Result<(), String> {
+/// The panel a flag asks for instead of the plain evaluation, if any.
+fn panel_of(args: &Args) -> Option<fn(Args) -> Result<(), String>> {
     if args.openings {
-        return openings::run(args);
+        Some(openings::run)
+    } else if args.plan {
+        Some(plan::run)
+    } else if args.live {
+        Some(live::run)
+    } else if args.alternatives.is_some() {
+        Some(alternatives::run)
+    } else if args.texture {
+        Some(texture::run)
+    } else if args.sample {
+        Some(sampled::run)
+    } else {
+        None
     }
-    if args.plan {
-        return plan::run(args);
-    }
-    if args.live {
-        return live::run(args);
-    }
-    if args.alternatives.is_some() {
-        return alternatives::run(args);
-    }
-    if args.sample {
-        return sampled::run(args);
+}
+
+pub fn run(args: Args) -> Result<(), String> {
+    let panel = panel_of(&args);
+    if let Some(panel) = panel {
+        return panel(args);
     }
     let task: Task = args.task.parse()?;
     if args.bars.contains(&0) || args.per_song == 0 || args.windows == 0 {

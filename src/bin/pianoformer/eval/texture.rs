@@ -1,0 +1,195 @@
+//! `pianoformer eval --task accompaniment --texture`: whether the accompaniment shows the
+//! song's form (`pianoformer::eval::texture`). The texture echo's lean is counted in the
+//! training songs' pianists and printed; every song of --split is then accompanied with the
+//! annotated lanes at each of --strengths (0: no echo; 1: the lean as measured), and with the
+//! phrases detected in its melody alone at 1, each scored by ILS against the annotated phrases
+//! beside the pianist's, with chord tones and density. Into texture.json.
+
+use std::time::Instant;
+
+use burn::tensor::Device;
+use pianoformer::data::corpus::Piece;
+use pianoformer::data::sources::{self, Parts};
+use pianoformer::eval::texture::{Played, TextureSong, texture_song, training_counts};
+use pianoformer::generate::PianoSampling;
+use pianoformer::model::config::Task;
+use pianoformer::model::performer::Performer;
+use pianoformer::music::texture::echo::{EchoCounts, EchoLean};
+use pianoformer::music::texture::mean_ils;
+
+use super::Args;
+
+pub fn run(args: Args) -> Result<(), String> {
+    let task: Task = args.task.parse()?;
+    if task != Task::Accompaniment {
+        return Err("--texture is for accompaniment models".into());
+    }
+    if args.strengths.iter().any(|s| !(0.0..=10.0).contains(s)) {
+        return Err("--strengths must be numbers from 0 to 10".into());
+    }
+    let test = args.test_split()?;
+    let spec = args.model.display().to_string();
+    let out = args.scores_path("texture.json")?;
+    let device = args.pop909_device("the texture panel accompanies its annotated songs")?;
+    let loaded = crate::models::load(&spec, task, None, &device)?;
+    if !loaded.model.config.is_autoregressive() {
+        return Err(format!(
+            "{spec} writes the whole accompaniment at once; the texture echo steers a \
+             step-by-step model"
+        ));
+    }
+    let started = Instant::now();
+    let parts = Parts {
+        train: true,
+        valid: !test,
+        test,
+    };
+    let data = sources::load(&args.data, parts, args.limit)?;
+    eprintln!("data: {}", data.description);
+    let counts = training_counts(&data.train);
+    let lean = match args.lean.as_str() {
+        "beyond-others" => counts.lean(),
+        "alone" => counts.lean_alone(),
+        other => return Err(format!("--lean is beyond-others or alone, not {other:?}")),
+    };
+    say_lean(&counts, &lean);
+    let corpus = if test { &data.test } else { &data.valid };
+    let pieces: Vec<_> = corpus
+        .pieces
+        .iter()
+        .filter(|p| p.has_accompaniment() && p.has_harmony())
+        .collect();
+    let mut sampling = loaded.defaults.piano_sampling();
+    sampling.seed = args.seed;
+    let strengths = args.strengths.clone();
+    let songs = accompany_all(
+        &pieces,
+        &args,
+        &loaded.model,
+        sampling,
+        lean,
+        &strengths,
+        &device,
+    )?;
+    let (pianist, by_strength, detected) = report(&songs, &strengths);
+    let split = if test { "test" } else { "valid" };
+    println!(
+        "  ({} {split} songs, {}, temperature {}, hold {}, seed {})",
+        songs.len(),
+        loaded.source,
+        sampling.temperature,
+        sampling.hold_temperature,
+        args.seed
+    );
+    let result = serde_json::json!({
+        "task": "accompaniment",
+        "panel": "texture",
+        "model": loaded.source,
+        "temperature": sampling.temperature,
+        "hold_temperature": sampling.hold_temperature,
+        "seed": args.seed,
+        "data": data.description,
+        "split": split,
+        "counts": counts,
+        "lean_kind": args.lean,
+        "lean": lean,
+        "pianist": pianist,
+        "annotated": by_strength,
+        "detected": detected,
+        "songs": songs,
+        "seconds": started.elapsed().as_secs_f64(),
+    });
+    super::write_scores(&out, &result)
+}
+
+/// The echo's lean and what it was counted from, said.
+fn say_lean(counts: &EchoCounts, lean: &EchoLean) {
+    eprintln!(
+        "the echo's lean, from {} training songs ({} repeated steps, {} steps against another \
+         letter): {}",
+        counts.songs,
+        counts.repeat_steps,
+        counts.other_steps,
+        serde_json::to_string(&lean.lean).expect("json")
+    );
+}
+
+/// Every song of `pieces` played as the panel plays it, said as it comes.
+#[allow(clippy::too_many_arguments)]
+fn accompany_all(
+    pieces: &[&Piece],
+    args: &Args,
+    model: &Performer,
+    sampling: PianoSampling,
+    lean: EchoLean,
+    strengths: &[f32],
+    device: &Device,
+) -> Result<Vec<TextureSong>, String> {
+    let started = Instant::now();
+    super::panel::par_map(pieces, args.threads(), model, |m, p| {
+        let r = pollster::block_on(texture_song(m, p, sampling, lean, strengths, device))
+            .map_err(|e| format!("{}: {e}", p.name))?;
+        eprintln!(
+            "{}: ILS pianist {}, {}; detected {} ({:.0} s)",
+            p.name,
+            ratio(&r.pianist),
+            r.annotated
+                .iter()
+                .map(|(s, x)| format!("echo {s}: {}", ratio(x)))
+                .collect::<Vec<_>>()
+                .join(", "),
+            ratio(&r.detected),
+            started.elapsed().as_secs_f64()
+        );
+        Ok(r)
+    })
+}
+
+/// The panel's means over songs, printed: the pianists', each strength's, the detected
+/// phrases'.
+fn report(
+    songs: &[TextureSong],
+    strengths: &[f32],
+) -> (serde_json::Value, Vec<serde_json::Value>, serde_json::Value) {
+    let summary = |pick: &dyn Fn(&TextureSong) -> &Played| {
+        let (ils, n) = mean_ils(songs.iter().map(|s| pick(s).ils));
+        let mean = |f: &dyn Fn(&Played) -> Option<f64>| {
+            let v: Vec<f64> = songs.iter().filter_map(|s| f(pick(s))).collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        };
+        serde_json::json!({
+            "ils": ils,
+            "songs_with_ils": n,
+            "chord_tones": mean(&|p| p.chord_tones),
+            "density": mean(&|p| p.density),
+        })
+    };
+    let pianist = summary(&|s| &s.pianist);
+    let line = |name: &str, v: &serde_json::Value| {
+        println!(
+            "  {name:<28} ILS {} over {} songs; chord tones {}; density {}x the pianist's",
+            fmt(&v["ils"]),
+            v["songs_with_ils"],
+            fmt(&v["chord_tones"]),
+            fmt(&v["density"])
+        );
+    };
+    line("the pianists", &pianist);
+    let mut by_strength = Vec::new();
+    for (i, s) in strengths.iter().enumerate() {
+        let v = summary(&|song| &song.annotated[i].1);
+        line(&format!("annotated lanes, echo {s}"), &v);
+        by_strength.push(serde_json::json!({"strength": s, "summary": v}));
+    }
+    let detected = summary(&|s| &s.detected);
+    line("detected phrases, echo 1", &detected);
+    (pianist, by_strength, detected)
+}
+
+fn ratio(p: &Played) -> String {
+    p.ils.map_or("-".into(), |i| format!("{:.3}", i.ratio()))
+}
+
+fn fmt(v: &serde_json::Value) -> String {
+    v.as_f64().map_or("-".into(), |x| format!("{x:.3}"))
+}

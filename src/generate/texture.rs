@@ -1,0 +1,110 @@
+//! The texture echo as a steering part of the step-by-step accompaniment: at a step that
+//! answers an earlier one — the same place of the first occurrence of a phrase the lane
+//! repeats, or of a donor's bars the person chose — every pitch's onset log odds get the
+//! [`EchoLean`] measured on the training songs' pianists (`music::texture::echo`): more where
+//! the answered step started that pitch or something in its register, less where it was
+//! silent there, re-voiced where the chord under the two differs (the lean trusts the register
+//! then, not the pitch). The model still chooses the notes; the lean is added after the
+//! temperature, so its effect on the odds is the same at any.
+
+use crate::music::chords::Chord;
+use crate::music::labels::StepLabels;
+use crate::music::roll::{PITCHES, PianoRoll};
+use crate::music::texture::echo::{EchoLean, sources};
+use crate::music::texture::onset_bits;
+
+/// Where the answered steps are read.
+#[derive(Clone, Debug, PartialEq)]
+enum Source {
+    /// The piano being written (a repeat answers its phrase's first occurrence, written or
+    /// given before it).
+    Own,
+    /// A donor's piano part (the bars a person chose as the texture).
+    Donor(PianoRoll),
+}
+
+/// The texture echo of one accompaniment: what each step answers, and how strongly.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TextureEcho {
+    lean: EchoLean,
+    strength: f32,
+    /// Per step of the example: the step it answers and whether the chord there differs.
+    answers: Vec<Option<(usize, bool)>>,
+    source: Source,
+}
+
+impl TextureEcho {
+    /// The phrase lane's repeats of `labels` (one per step of the example) answering their
+    /// first occurrences, at `strength` times `lean` (1: as measured); `None` where no letter
+    /// returns or the strength is 0.
+    pub fn repeats(lean: EchoLean, strength: f32, labels: &StepLabels) -> Option<Self> {
+        let answers: Vec<_> = sources(labels)
+            .into_iter()
+            .enumerate()
+            .map(|(t, s)| s.map(|s| (s, labels.chord[t] != labels.chord[s])))
+            .collect();
+        (strength > 0.0 && answers.iter().any(Option::is_some)).then_some(Self {
+            lean,
+            strength,
+            answers,
+            source: Source::Own,
+        })
+    }
+
+    /// Steps `targets` of an example of `len` steps (chords `chords`, one per step) answering
+    /// the donor's piano `donor` (chords `donor_chords`, one per step) from its start, bar by
+    /// bar: the donor's steps cycled over the targets, `bar_len` steps a bar (a target bar
+    /// longer than the donor's bars reads nothing past their end).
+    pub fn donor(
+        lean: EchoLean,
+        strength: f32,
+        len: usize,
+        targets: std::ops::Range<usize>,
+        chords: &[Option<Chord>],
+        donor: PianoRoll,
+        donor_chords: &[Option<Chord>],
+    ) -> Option<Self> {
+        let n = donor.num_steps;
+        if n == 0 || strength <= 0.0 {
+            return None;
+        }
+        let mut answers = vec![None; len];
+        for (i, t) in targets.clone().enumerate() {
+            if t >= len {
+                break;
+            }
+            let s = i % n;
+            let changed =
+                chords.get(t).copied().flatten() != donor_chords.get(s).copied().flatten();
+            answers[t] = Some((s, changed));
+        }
+        Some(Self {
+            lean,
+            strength,
+            answers,
+            source: Source::Donor(donor),
+        })
+    }
+
+    /// Writes the lean of step `t` into `out` (128 values) given the piano written so far,
+    /// and says whether there is one (a step that answers nothing, or answers a step not yet
+    /// written, has none).
+    pub fn lean_at(&self, written: &PianoRoll, t: usize, out: &mut [f32]) -> bool {
+        let Some(Some((s, changed))) = self.answers.get(t).copied() else {
+            return false;
+        };
+        let then = match &self.source {
+            Source::Own if s < t && s < written.num_steps => onset_bits(written, s),
+            Source::Donor(d) if s < d.num_steps => onset_bits(d, s),
+            _ => return false,
+        };
+        self.lean
+            .of(then, changed, self.strength, &mut out[..PITCHES]);
+        true
+    }
+
+    /// The steps that answer another.
+    pub fn answering(&self) -> usize {
+        self.answers.iter().filter(|a| a.is_some()).count()
+    }
+}

@@ -1,0 +1,185 @@
+//! The texture echo: where the phrase lane repeats a letter, a pianist's accompaniment of the
+//! repeat plays like its first occurrence's — not note for note, but the same rhythm in the
+//! same registers, re-voiced where the chords under it differ. [`sources`] says which step of
+//! the first occurrence each step of a repeat answers; [`EchoCounts`] counts, in the training
+//! songs' pianists, how much more likely a pitch starts at a repeat's step when something
+//! starts at the answered step (in its register; on that very pitch) than when nothing does,
+//! against the same count between bars of *different* letters of the same song (which holds
+//! what a song's texture keeps everywhere — its meter, its pianist's habits — and so what the
+//! model already plays without an echo). Their ratio is the [`EchoLean`]: evidence added to
+//! the model's onset log odds, as much as the pianists' own repeats justify.
+
+use super::{REGISTERS, onset_bits, register, register_mask};
+use crate::music::labels::{PhraseLabel, StepLabels, first_occurrence};
+use crate::music::roll::{PITCHES, PianoRoll};
+
+/// What the answered step holds for one pitch: nothing starts in its register (0), something
+/// else does (1), the pitch itself does (2).
+pub const EVIDENCE: usize = 3;
+
+/// The phrase lane of `labels` bar by bar: each bar's first step, its length in steps and its
+/// phrase (`labels.bar` numbers the bars; a bar is a run of steps with one number).
+pub fn bars(labels: &StepLabels) -> Vec<(usize, usize, Option<PhraseLabel>)> {
+    let mut out: Vec<(usize, usize, Option<PhraseLabel>)> = Vec::new();
+    for (t, &b) in labels.bar.iter().enumerate() {
+        match out.last_mut() {
+            Some((start, len, _)) if labels.bar[*start] == b => *len += 1,
+            _ => out.push((t, 1, labels.phrase[t])),
+        }
+    }
+    out
+}
+
+/// For every step of `labels`, the step of the phrase's first occurrence it answers: the same
+/// place in the same bar of the first earlier phrase with its letter
+/// ([`first_occurrence`]); `None` where the bar is no repeat or the first bar is shorter.
+pub fn sources(labels: &StepLabels) -> Vec<Option<usize>> {
+    let bars = bars(labels);
+    let lane: Vec<Option<PhraseLabel>> = bars.iter().map(|b| b.2).collect();
+    let mut out = vec![None; labels.len()];
+    for (k, &(start, len, _)) in bars.iter().enumerate() {
+        let Some(f) = first_occurrence(&lane, k) else {
+            continue;
+        };
+        let (f_start, f_len, _) = bars[f];
+        for (i, o) in out[start..start + len].iter_mut().enumerate() {
+            *o = (i < f_len).then_some(f_start + i);
+        }
+    }
+    out
+}
+
+/// Onsets counted by (whether the chord at the two steps differs, register, evidence, whether
+/// the pitch starts).
+type Table = [[[[u64; 2]; EVIDENCE]; REGISTERS]; 2];
+
+/// Counts of the pianists' onsets at answered steps, for repeats and for other letters.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EchoCounts {
+    pub repeats: Table,
+    pub others: Table,
+    /// Songs and answered steps counted.
+    pub songs: usize,
+    pub repeat_steps: u64,
+    pub other_steps: u64,
+}
+
+/// Adds the pitches of step `t` of `roll` against step `s` to `table`.
+fn count(table: &mut Table, roll: &PianoRoll, labels: &StepLabels, t: usize, s: usize) {
+    let changed = (labels.chord[t] != labels.chord[s]) as usize;
+    let (now, then) = (onset_bits(roll, t), onset_bits(roll, s));
+    for (r, cells_of) in table[changed].iter_mut().enumerate() {
+        let m = register_mask(r);
+        let (now, then) = (now & m, then & m);
+        let cells: [(usize, u128); 2] = if then == 0 {
+            [(0, m), (0, 0)]
+        } else {
+            [(1, m & !then), (2, then)]
+        };
+        for (ev, pitches) in cells {
+            let on = (now & pitches).count_ones() as u64;
+            let c = &mut cells_of[ev];
+            c[1] += on;
+            c[0] += pitches.count_ones() as u64 - on;
+        }
+    }
+}
+
+impl EchoCounts {
+    /// Adds a song: its piano `roll` under `labels` (one per step).
+    pub fn add(&mut self, roll: &PianoRoll, labels: &StepLabels) {
+        let n = roll.num_steps.min(labels.len());
+        let labels = labels.slice(0..n);
+        let src = sources(&labels);
+        for (t, s) in src.iter().enumerate() {
+            if let Some(s) = *s {
+                count(&mut self.repeats, roll, &labels, t, s);
+                self.repeat_steps += 1;
+            }
+        }
+        // Every melodic bar against each earlier melodic bar of another letter, as long.
+        let bars = bars(&labels);
+        let melodic = |b: &Option<PhraseLabel>| b.filter(|p| p.letter.is_ascii_uppercase());
+        for (k, &(start, len, phrase)) in bars.iter().enumerate() {
+            let Some(here) = melodic(&phrase) else {
+                continue;
+            };
+            for &(c_start, c_len, c_phrase) in &bars[..k] {
+                let Some(there) = melodic(&c_phrase) else {
+                    continue;
+                };
+                if there.letter == here.letter || c_len != len {
+                    continue;
+                }
+                for i in 0..len {
+                    count(&mut self.others, roll, &labels, start + i, c_start + i);
+                    self.other_steps += 1;
+                }
+            }
+        }
+        self.songs += 1;
+    }
+
+    /// The lean these counts justify beyond what another letter of the song tells.
+    pub fn lean(&self) -> EchoLean {
+        self.lean_of(true)
+    }
+
+    /// The lean the repeats justify alone (as if the model knew nothing of the song's texture
+    /// elsewhere).
+    pub fn lean_alone(&self) -> EchoLean {
+        self.lean_of(false)
+    }
+
+    fn lean_of(&self, beyond_others: bool) -> EchoLean {
+        let mut lean = [[[0f32; EVIDENCE]; REGISTERS]; 2];
+        for (c, rows) in lean.iter_mut().enumerate() {
+            for (r, row) in rows.iter_mut().enumerate() {
+                for (ev, x) in row.iter_mut().enumerate() {
+                    let others = if beyond_others {
+                        log_ratio(&self.others[c][r], ev)
+                    } else {
+                        0.0
+                    };
+                    *x = (log_ratio(&self.repeats[c][r], ev) - others) as f32;
+                }
+            }
+        }
+        EchoLean { lean }
+    }
+}
+
+/// `ln P(evidence ev | onset) − ln P(ev | no onset)` over one register's counts, with a count
+/// added to every cell (a cell never seen is no evidence either way).
+fn log_ratio(cells: &[[u64; 2]; EVIDENCE], ev: usize) -> f64 {
+    let total = |o: usize| cells.iter().map(|c| c[o] as f64 + 1.0).sum::<f64>();
+    let p = |o: usize| (cells[ev][o] as f64 + 1.0) / total(o);
+    (p(1) / p(0)).ln()
+}
+
+/// Evidence added to a pitch's onset log odds at a step that answers an earlier one, by
+/// whether the chord there differs, the pitch's register, and what the answered step holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct EchoLean {
+    pub lean: [[[f32; EVIDENCE]; REGISTERS]; 2],
+}
+
+impl EchoLean {
+    /// The lean of every pitch at a step whose answered step started `then` (bits), the chord
+    /// there the same or not, scaled by `strength` (1: as measured).
+    pub fn of(&self, then: u128, chord_changed: bool, strength: f32, out: &mut [f32]) {
+        let table = &self.lean[chord_changed as usize];
+        let masks: [u128; REGISTERS] = std::array::from_fn(register_mask);
+        for (p, o) in out.iter_mut().enumerate().take(PITCHES) {
+            let r = register(p);
+            let ev = if then & (1 << p) != 0 {
+                2
+            } else if then & masks[r] != 0 {
+                1
+            } else {
+                0
+            };
+            *o = strength * table[r][ev];
+        }
+    }
+}

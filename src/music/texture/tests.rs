@@ -1,0 +1,152 @@
+use super::echo::{EchoCounts, sources};
+use super::*;
+use crate::music::labels::PhraseLabel;
+
+/// Labels of `letters` phrases of `bars` bars each, 16 steps a bar, no chords.
+fn lane(letters: &str, bars: u16) -> StepLabels {
+    let mut phrase = Vec::new();
+    let (mut bar, mut position) = (Vec::new(), Vec::new());
+    for (index, letter) in letters.chars().enumerate() {
+        for b in 0..bars {
+            for i in 0..16 {
+                phrase.push(Some(PhraseLabel {
+                    letter,
+                    index: index as u16,
+                    bar: b,
+                    bars,
+                }));
+                bar.push((index as u16 * bars + b) as u32);
+                position.push(i);
+            }
+        }
+    }
+    let n = phrase.len();
+    StepLabels {
+        steps_per_beat: 4,
+        melody: vec![0; n],
+        chord: vec![None; n],
+        phrase,
+        bar,
+        position,
+    }
+}
+
+/// A roll whose phrase k (of `bars` bars, 16 steps each) plays `patterns[k]`: a bass note
+/// every `patterns[k]` steps.
+fn roll_of(patterns: &[usize], bars: usize) -> PianoRoll {
+    let steps = 16 * bars;
+    let mut roll = PianoRoll::new(steps * patterns.len());
+    for (k, &every) in patterns.iter().enumerate() {
+        for t in (0..steps).step_by(every) {
+            roll.set(k * steps + t, 40, true, true, 0);
+            if every == 3 {
+                roll.set(k * steps + t, 70, true, true, 0);
+            }
+        }
+    }
+    roll
+}
+
+#[test]
+fn registers_split_at_48_and_64() {
+    assert_eq!(
+        (register(47), register(48), register(63), register(64)),
+        (0, 1, 1, 2)
+    );
+    let all: u128 = (0..REGISTERS).map(register_mask).fold(0, |a, m| a | m);
+    assert_eq!(
+        all.count_ones(),
+        88,
+        "the piano's keys, each in one register"
+    );
+}
+
+#[test]
+fn segments_are_two_whole_bars_of_melodic_phrases() {
+    let mut l = lane("iAB", 3);
+    let segs = segments(&l);
+    // 3-bar phrases: one whole segment each; the intro has none.
+    assert_eq!(segs.len(), 2);
+    assert_eq!((segs[0].letter, segs[0].start, segs[0].len), ('A', 48, 32));
+    assert_eq!((segs[1].letter, segs[1].start), ('B', 96));
+    l.phrase[100] = None;
+    assert_eq!(
+        segments(&l).len(),
+        3,
+        "a gap splits a segment; the halves are not whole"
+    );
+}
+
+#[test]
+fn ils_is_above_one_only_where_a_letter_returns_as_it_was() {
+    let l = lane("ABAB", 2);
+    // A plays every 4 steps, B every 3 (bass and treble): the repeats as the first time.
+    let structured = ils(&roll_of(&[4, 3, 4, 3], 2), &l).unwrap();
+    assert!(structured.ratio() > 1.2, "{structured:?}");
+    assert_eq!(structured.same, 1.0);
+    // The same textures, but the second A plays B's and the second B A's.
+    let crossed = ils(&roll_of(&[4, 3, 3, 4], 2), &l).unwrap();
+    assert!(crossed.ratio() < 1.0, "{crossed:?}");
+    // One texture everywhere: no structure to see.
+    let flat = ils(&roll_of(&[4, 4, 4, 4], 2), &l).unwrap();
+    assert!((flat.ratio() - 1.0).abs() < 1e-9);
+    assert_eq!((flat.same_pairs, flat.all_pairs), (2, 6));
+    assert!(
+        ils(&roll_of(&[4, 3], 2), &lane("AB", 2)).is_none(),
+        "no letter returns"
+    );
+    assert!(ils(&PianoRoll::new(128), &l).is_none(), "nothing plays");
+}
+
+#[test]
+fn a_repeat_answers_the_same_place_of_its_first_occurrence() {
+    let l = lane("ABA", 2);
+    let src = sources(&l);
+    assert!(src[..64].iter().all(|s| s.is_none()));
+    assert_eq!(src[64], Some(0));
+    assert_eq!(src[64 + 21], Some(21));
+}
+
+/// A roll of `phrases` phrases of `bars` bars (16 steps each) where a few pitches start at
+/// random (one in three), phrase `k` drawing its bars from the stream `streams[k]`: phrases with
+/// the same stream play the same, bar for bar; every bar of a stream's phrase is new.
+fn random_roll(streams: &[u64], bars: usize) -> PianoRoll {
+    const PITCHES_PLAYED: [usize; 6] = [40, 43, 55, 60, 64, 72];
+    let steps = 16 * bars;
+    let mut roll = PianoRoll::new(steps * streams.len());
+    for (k, &stream) in streams.iter().enumerate() {
+        let mut x = stream.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        for t in 0..steps {
+            for p in PITCHES_PLAYED {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if x % 3 == 0 {
+                    roll.set(k * steps + t, p, true, true, 0);
+                }
+            }
+        }
+    }
+    roll
+}
+
+#[test]
+fn the_lean_is_what_the_repeats_justify_beyond_other_letters() {
+    let l = lane("ABAB", 8);
+    // Repeats as the first time, other letters unlike: a strong lean towards the same pitch,
+    // against one where nothing started then.
+    let mut counts = EchoCounts::default();
+    counts.add(&random_roll(&[1, 2, 1, 2], 8), &l);
+    assert_eq!(counts.repeat_steps, 2 * 8 * 16);
+    let lean = counts.lean().lean[0];
+    assert!(lean[0][2] > 1.0 && lean[2][2] > 1.0, "{lean:?}");
+    assert!(
+        lean[0][1] < -1.0,
+        "another pitch then: this one less likely now: {lean:?}"
+    );
+    // A song whose every phrase is new: a repeat tells nothing more than another letter.
+    let mut flat = EchoCounts::default();
+    flat.add(&random_roll(&[1, 2, 3, 4], 8), &l);
+    let lean = flat.lean().lean[0];
+    assert!(lean.iter().flatten().all(|x| x.abs() < 0.3), "{lean:?}");
+}
