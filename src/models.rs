@@ -69,6 +69,10 @@ pub struct ModelDefaults {
     /// weight (chosen on validation) that turn its probabilities into chords.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harmony: Option<crate::music::harmony::decode::HarmonyDecode>,
+    /// Step-by-step accompaniment: the texture echo's lean, counted in the training songs'
+    /// pianists and chosen on validation (`eval --texture --record`; `None`: no echo).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub texture_echo: Option<crate::music::texture::echo::EchoLean>,
 }
 
 impl ModelDefaults {

@@ -80,6 +80,11 @@ pub struct Options {
     /// is the piece that seed writes alone: the step-by-step accompaniment writes them
     /// together (one batched step for all on the CPU), the others one after another.
     pub alternatives: Option<usize>,
+    /// Step-by-step accompaniment: how strongly a phrase the lane repeats plays like its first
+    /// occurrence (the texture echo: its rhythm in each register, re-voiced to the chords
+    /// under it), as a multiple of the lean the training songs' pianists justify (`None`: 1
+    /// where the model has one; 0: not at all).
+    pub texture_echo: Option<f32>,
     /// The attention to capture while generating.
     pub watch: Option<WatchOptions>,
     /// Accompaniment: the velocity model that gives the written piano its dynamics (the
@@ -136,6 +141,7 @@ impl Default for Options {
             pitch_temperature: None,
             melody_range: None,
             alternatives: None,
+            texture_echo: None,
             watch: None,
             dynamics: None,
         }
@@ -182,6 +188,7 @@ impl Options {
             ("bars", self.bars.map(|b| b as f64)),
             ("context", self.context.map(|c| c as f64)),
             ("alternatives", self.alternatives.map(|k| k as f64)),
+            ("textureEcho", self.texture_echo.map(f64::from)),
         ];
         for (key, value) in numbers {
             let limit = limits::limit(key);
@@ -303,7 +310,7 @@ crate::tasks! {
     Melody = "melody" => melody::Melody;
 }
 
-pub use accompany::{accompaniment_attention, accompany_piece, accompany_pieces};
+pub use accompany::{ModelPlay, accompaniment_attention, accompany_piece, accompany_pieces};
 pub use continuation::{
     Continued, continuation_attention, continue_piece, continue_piece_ids, continue_pieces,
 };

@@ -146,6 +146,7 @@ export function generateOptions(s, { task, region, context }) {
     region,
     temperature: sampled ? s.temperature : null,
     echo: sampled ? s.echo ?? null : null,
+    textureEcho: accompaniment ? s.textureEcho ?? null : null,
     // A singer's range the field could not read is said before (generate.js); here: none.
     melodyRange: task === 'melody' && s.melodyRange ? pitchRange(s.melodyRange).range ?? null : null,
     density: task === 'melody' ? null : s.density ?? null,

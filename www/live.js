@@ -54,6 +54,7 @@ export class LiveTake {
         seed: s.seed,
         pianoTemperature: model.name === s.model ? s.pianoTemperature : null,
         density: s.density ?? null,
+        textureEcho: s.textureEcho ?? null,
       },
     });
     this.next = this.grid.fromStep;

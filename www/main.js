@@ -135,7 +135,7 @@ function wire() {
       save();
     });
   }
-  for (const id of ['seed', 'threshold', 'piano-temperature', 'temperature', 'echo', 'key-hold', 'density', 'alternatives', 'chord-colour', 'length', 'max-tokens', 'read-all']) {
+  for (const id of ['seed', 'threshold', 'piano-temperature', 'temperature', 'echo', 'texture-echo', 'key-hold', 'density', 'alternatives', 'chord-colour', 'length', 'max-tokens', 'read-all']) {
     $(id).addEventListener('change', save);
   }
   $('reseed').addEventListener('click', () => {

@@ -14,6 +14,7 @@ export function settings() {
     pianoTemperature: $('piano-temperature').value === '' ? null : Number($('piano-temperature').value),
     temperature: $('temperature').value === '' ? null : Number($('temperature').value),
     echo: $('echo').value === '' ? null : Number($('echo').value),
+    textureEcho: $('texture-echo').value === '' ? null : Number($('texture-echo').value),
     melodyRange: $('melody-range').value.trim() || null,
     density: $('density').value === '' ? null : Number($('density').value),
     keyHold: $('key-hold').value === '' ? null : Number($('key-hold').value),
@@ -45,6 +46,7 @@ export function applySettings(s, showModels) {
   set('piano-temperature', s.pianoTemperature);
   set('temperature', s.temperature);
   set('echo', s.echo);
+  set('texture-echo', s.textureEcho);
   set('melody-range', s.melodyRange);
   set('density', s.density);
   set('key-hold', s.keyHold);

@@ -24,6 +24,7 @@ use rand::{RngExt, SeedableRng};
 use super::GenerateError;
 use super::accompany::AccompanimentInput;
 use super::piano::{PianoSampling, draw_step};
+use super::texture::TextureEcho;
 use crate::data::beats::{BeatInputs, BeatReader, add_beat_chroma};
 use crate::data::example::write_row;
 use crate::data::features::LabelFeatures;
@@ -99,6 +100,9 @@ pub struct Live {
     rng: StdRng,
     width: usize,
     levels: Option<Vec<StructureLevel>>,
+    /// The texture echo leaning each step towards the step of the phrase's first occurrence
+    /// it answers (in the take or the piano before it).
+    pub texture: Option<TextureEcho>,
 }
 
 impl Live {
@@ -217,6 +221,7 @@ impl Live {
             rng: StdRng::seed_from_u64(sampling.seed ^ 0x11FE),
             width,
             levels,
+            texture: None,
         })
     }
 
@@ -346,7 +351,13 @@ impl Live {
             let (on, sus) = values.split_at(PITCHES);
             let piano = &mut self.input.sheet.rolls.piano;
             let rng = &mut self.rng;
-            draw_step(piano, t, on, sus, &self.sampling, None, &mut |_, _| {
+            let mut lean = [0f32; PITCHES];
+            let leaning = self
+                .texture
+                .as_ref()
+                .is_some_and(|x| x.lean_at(piano, t, &mut lean));
+            let lean = leaning.then_some(&lean[..]);
+            draw_step(piano, t, on, sus, &self.sampling, lean, &mut |_, _| {
                 rng.random::<f32>()
             });
             let onsets = (0..PITCHES).filter(|&p| piano.onset(t, p)).map(|p| p as u8);

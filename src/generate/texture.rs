@@ -108,3 +108,6 @@ impl TextureEcho {
         self.answers.iter().filter(|a| a.is_some()).count()
     }
 }
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests;

@@ -6,18 +6,40 @@ use burn::tensor::Device;
 use super::family::{Generated, Run, Studio, Written};
 use super::{ACCOMPANIMENT_TRACK, Options, Progress};
 use crate::generate::binarize::{Binarize, binarize};
+use crate::generate::texture::TextureEcho;
 use crate::generate::{
-    AccompanimentInput, GenerateError, MapFeatures, PianoSampling, accompany_batch,
+    AccompanimentInput, GenerateError, Given, MapFeatures, PianoSampling, accompany_given,
     accompany_probs, input_example, piece_input, splice, watched_pass,
 };
 use crate::model::config::Task;
 use crate::model::performer::Performer;
+use crate::models::ModelDefaults;
 use crate::music::dynamics::Context;
 use crate::music::grid::Grid;
 use crate::music::midi::Note;
 use crate::music::piece::{Piece, PieceNote, PieceTrack, TrackRole};
 use crate::music::playing::chord_tone_ratio;
 use crate::music::roll::{GENERATED_VELOCITY, PianoRoll, Role};
+use crate::music::texture::echo::EchoLean;
+
+/// How a model plays unless told otherwise: its defaults from the manifest that the
+/// accompaniment reads.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ModelPlay {
+    pub binarize: Option<Binarize>,
+    pub sampling: PianoSampling,
+    pub texture_echo: Option<EchoLean>,
+}
+
+impl ModelPlay {
+    pub fn of(defaults: &ModelDefaults) -> Self {
+        Self {
+            binarize: defaults.binarize,
+            sampling: defaults.piano_sampling(),
+            texture_echo: defaults.texture_echo,
+        }
+    }
+}
 
 /// The accompaniment task: a piano part for a piece's melody (and bridge) and lanes, the whole
 /// piece or a region's bars.
@@ -49,8 +71,7 @@ impl Studio for Accompany {
         };
         let pieces = accompany_pieces(
             run.model,
-            run.defaults.binarize,
-            run.defaults.piano_sampling(),
+            &ModelPlay::of(run.defaults),
             piece,
             &options,
             run.device,
@@ -147,8 +168,7 @@ fn accompanied(out: &Piece, options: &Options) -> String {
 /// [`accompany_pieces`] (one alternative, whatever `options` asks).
 pub async fn accompany_piece<F, Fut>(
     model: &Performer,
-    model_binarize: Option<Binarize>,
-    model_sampling: PianoSampling,
+    play: &ModelPlay,
     piece: &Piece,
     options: &Options,
     device: &Device,
@@ -162,16 +182,7 @@ where
         alternatives: None,
         ..options.clone()
     };
-    let mut pieces = accompany_pieces(
-        model,
-        model_binarize,
-        model_sampling,
-        piece,
-        &options,
-        device,
-        on_progress,
-    )
-    .await?;
+    let mut pieces = accompany_pieces(model, play, piece, &options, device, on_progress).await?;
     Ok(pieces.swap_remove(0))
 }
 
@@ -181,8 +192,7 @@ where
 /// alternative and streams the first one's notes.
 pub async fn accompany_pieces<F, Fut>(
     model: &Performer,
-    model_binarize: Option<Binarize>,
-    model_sampling: PianoSampling,
+    play: &ModelPlay,
     piece: &Piece,
     options: &Options,
     device: &Device,
@@ -226,13 +236,22 @@ where
     let rolls = if model.config.is_autoregressive() {
         let samplings: Vec<PianoSampling> = each
             .iter()
-            .map(|o| o.piano_sampling(model_sampling))
+            .map(|o| o.piano_sampling(play.sampling))
             .collect();
-        accompany_batch(
+        let strength = options.texture_echo.unwrap_or(1.0);
+        let labels = &input.sheet.labels;
+        let texture = play
+            .texture_echo
+            .and_then(|lean| TextureEcho::repeats(lean, strength, labels));
+        let given = Given {
+            roll: given.as_ref(),
+            region: region.clone(),
+            texture: texture.as_ref(),
+        };
+        accompany_given(
             model,
             &e,
-            given.as_ref(),
-            region.clone(),
+            given,
             &samplings,
             options.chunk_steps,
             options.watch(),
@@ -251,7 +270,7 @@ where
         )
         .await?
     } else {
-        let b = options.binarize(model_binarize);
+        let b = options.binarize(play.binarize);
         let k = each.len();
         let mut rolls = Vec::with_capacity(k);
         for (i, o) in each.iter().enumerate() {

@@ -301,8 +301,7 @@ fn the_rows_give_what_their_studio_functions_give() {
     let run = run(&model, &defaults, &device);
     let direct = pollster::block_on(accompany_piece(
         &model,
-        None,
-        defaults.piano_sampling(),
+        &ModelPlay::of(&defaults),
         &piece,
         &options,
         &device,

@@ -7,9 +7,10 @@
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 
-use super::accompany::{kept_piano, roll_notes};
+use super::accompany::{ModelPlay, kept_piano, roll_notes};
 use crate::generate::live::{Live, LiveChords, LiveStep};
 use crate::generate::piece_input_with;
+use crate::generate::texture::TextureEcho;
 use crate::generate::{GenerateError, PianoSampling};
 use crate::model::performer::Performer;
 use crate::music::piece::{Piece, PieceNote, chord_cell};
@@ -29,6 +30,9 @@ pub struct LiveOptions {
     /// About this many times the onsets the model would play (the page's Density, as for a
     /// step-by-step accompaniment; `None`: as it plays).
     pub density: Option<f32>,
+    /// How strongly a phrase the lane repeats plays like its first occurrence (the Generate
+    /// panel's Texture echo; `None`: 1 where the model has a lean; 0: not at all).
+    pub texture_echo: Option<f32>,
 }
 
 impl Default for LiveOptions {
@@ -40,6 +44,7 @@ impl Default for LiveOptions {
             piano_temperature: None,
             hold_temperature: None,
             density: None,
+            texture_echo: None,
         }
     }
 }
@@ -78,7 +83,7 @@ pub struct LiveResult {
 /// harmonizer `chords`.
 pub async fn live_start(
     model: &Performer,
-    model_sampling: PianoSampling,
+    play: &ModelPlay,
     chords: Option<LiveChords<'_>>,
     piece: &Piece,
     options: &LiveOptions,
@@ -89,6 +94,7 @@ pub async fn live_start(
         ("pianoTemperature", options.piano_temperature),
         ("holdTemperature", options.hold_temperature),
         ("density", options.density),
+        ("textureEcho", options.texture_echo),
     ] {
         if let Some(v) = value
             && let Err(message) = super::limits::limit(key).check(f64::from(v))
@@ -133,6 +139,7 @@ pub async fn live_start(
         }
     })?;
     let given = kept_piano(piece, &grid);
+    let model_sampling = play.sampling;
     let sampling = PianoSampling {
         temperature: options
             .piano_temperature
@@ -155,10 +162,16 @@ pub async fn live_start(
             .map(planned_bar)
             .collect(),
     };
-    let live = Live::start(
+    let mut live = Live::start(
         model, chords, input, planned, &given, from, sampling, device,
     )
     .await?;
+    // A returning phrase plays like its first occurrence, heard in the take or written before.
+    let strength = options.texture_echo.unwrap_or(1.0);
+    let echo = play
+        .texture_echo
+        .and_then(|lean| TextureEcho::repeats(lean, strength, &live.input.sheet.labels));
+    live.texture = echo;
     Ok((live, view))
 }
 

@@ -31,8 +31,7 @@ fn accompaniment_streams_and_replaces_the_piano() {
     let mut reports = Vec::new();
     let out = pollster::block_on(accompany_piece(
         &model,
-        None,
-        PianoSampling::default(),
+        &ModelPlay::default(),
         &piece,
         &options,
         &device,
@@ -71,8 +70,7 @@ fn accompaniment_streams_and_replaces_the_piano() {
     };
     let again = pollster::block_on(accompany_piece(
         &model,
-        None,
-        PianoSampling::default(),
+        &ModelPlay::default(),
         &piece,
         &whole,
         &device,
@@ -100,8 +98,7 @@ fn regenerating_bars_rewrites_them_and_keeps_the_rest() {
         let run = |piece: &Piece, options: &Options| {
             pollster::block_on(accompany_piece(
                 &model,
-                None,
-                PianoSampling::default(),
+                &ModelPlay::default(),
                 piece,
                 options,
                 &device,
@@ -170,8 +167,7 @@ fn regenerating_bars_rewrites_them_and_keeps_the_rest() {
     };
     let err = pollster::block_on(accompany_piece(
         &model_for_errors(&device),
-        None,
-        PianoSampling::default(),
+        &ModelPlay::default(),
         &piece,
         &bad,
         &device,
@@ -308,8 +304,7 @@ fn cancelling_stops_and_says_so() {
     let mut calls = 0;
     let r = pollster::block_on(accompany_piece(
         &model,
-        None,
-        PianoSampling::default(),
+        &ModelPlay::default(),
         &piece(),
         &options,
         &device,
@@ -467,7 +462,12 @@ fn a_live_take_on_a_piece_plays_into_room_after_it_and_writes_its_chords_back() 
         ..PianoSampling::default()
     };
     let (mut live, grid) = pollster::block_on(live_start(
-        &model, sampling, chords, &piece, &options, &device,
+        &model,
+        &played(sampling),
+        chords,
+        &piece,
+        &options,
+        &device,
     ))
     .unwrap();
     assert_eq!(grid.from_step, 6 * 16);
@@ -528,7 +528,12 @@ fn a_live_take_on_a_piece_plays_into_room_after_it_and_writes_its_chords_back() 
     assert_eq!(result.cells[2].as_deref(), Some(cell.as_str()));
     // Without a harmonizer nothing is decided, and the lane is left as it is.
     let (mut plain, grid) = pollster::block_on(live_start(
-        &model, sampling, None, &piece, &options, &device,
+        &model,
+        &played(sampling),
+        None,
+        &piece,
+        &options,
+        &device,
     ))
     .unwrap();
     pollster::block_on(live_step(
@@ -546,13 +551,27 @@ fn a_live_take_on_a_piece_plays_into_room_after_it_and_writes_its_chords_back() 
         from_bar: 40,
         ..options.clone()
     };
-    let err = pollster::block_on(live_start(&model, sampling, None, &piece, &far, &device));
+    let err = pollster::block_on(live_start(
+        &model,
+        &played(sampling),
+        None,
+        &piece,
+        &far,
+        &device,
+    ));
     assert!(err.err().unwrap().to_string().contains("past the end"));
     let dense = LiveOptions {
         density: Some(-1.0),
         ..options.clone()
     };
-    let err = pollster::block_on(live_start(&model, sampling, None, &piece, &dense, &device));
+    let err = pollster::block_on(live_start(
+        &model,
+        &played(sampling),
+        None,
+        &piece,
+        &dense,
+        &device,
+    ));
     assert!(err.err().unwrap().to_string().contains("density"));
     // The Density field reaches the live piano: asked for 4 times its onsets, it strikes more
     // than asked for a quarter, on the same keys and seed.
@@ -562,7 +581,12 @@ fn a_live_take_on_a_piece_plays_into_room_after_it_and_writes_its_chords_back() 
             ..options.clone()
         };
         let (mut take, grid) = pollster::block_on(live_start(
-            &model, sampling, None, &piece, &options, &device,
+            &model,
+            &played(sampling),
+            None,
+            &piece,
+            &options,
+            &device,
         ))
         .unwrap();
         pollster::block_on(live_step(
@@ -593,8 +617,7 @@ fn a_velocity_model_gives_the_written_piano_its_dynamics_and_a_region_only_its_b
     let run = |options: &Options, piece: &Piece| {
         pollster::block_on(accompany_piece(
             &model,
-            None,
-            PianoSampling::default(),
+            &ModelPlay::default(),
             piece,
             options,
             &device,
@@ -768,8 +791,7 @@ fn the_attention_map_is_a_teacher_forced_pass_over_the_notes_shown() {
         let mut drawn = Vec::new();
         let out = pollster::block_on(accompany_piece(
             model,
-            None,
-            PianoSampling::default(),
+            &ModelPlay::default(),
             &piece(),
             &options,
             &device,
@@ -987,8 +1009,7 @@ fn alternatives_are_each_their_seed_alone() {
             let mut which = Vec::new();
             let pieces = pollster::block_on(accompany_pieces(
                 &model,
-                None,
-                PianoSampling::default(),
+                &ModelPlay::default(),
                 &piece,
                 &options,
                 &device,
@@ -1008,8 +1029,7 @@ fn alternatives_are_each_their_seed_alone() {
             for (k, p) in pieces.iter().enumerate() {
                 let alone = pollster::block_on(accompany_piece(
                     &model,
-                    None,
-                    PianoSampling::default(),
+                    &ModelPlay::default(),
                     &piece,
                     &options.alternative(k),
                     &device,
@@ -1065,4 +1085,12 @@ fn alternatives_are_each_their_seed_alone() {
         ..Options::default()
     };
     assert_eq!(last.alternative(1).seed, 0);
+}
+
+/// How a model with `sampling` and no texture echo plays.
+fn played(sampling: PianoSampling) -> ModelPlay {
+    ModelPlay {
+        sampling,
+        ..ModelPlay::default()
+    }
 }

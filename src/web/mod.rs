@@ -379,7 +379,7 @@ impl Session {
         let chords = live_chords(&harmonizer);
         let (live, grid) = studio::live_start(
             &model.model,
-            model.entry.defaults.piano_sampling(),
+            &studio::ModelPlay::of(&model.entry.defaults),
             chords,
             &piece,
             &options,

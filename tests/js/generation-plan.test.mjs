@@ -101,18 +101,21 @@ test('where a generation writes from', () => {
 
 test('the options sent to the Worker follow the settings', () => {
   const s = {
-    seed: 7, threshold: 0.4, pianoTemperature: null, temperature: 1.2, echo: 2, density: 0.5, keyHold: 0.5, bars: 8,
-    maxTokens: 256, readAll: false, layer: 1, head: 2, alternatives: 3,
+    seed: 7, threshold: 0.4, pianoTemperature: null, temperature: 1.2, echo: 2, textureEcho: 1.5, density: 0.5, keyHold: 0.5,
+    bars: 8, maxTokens: 256, readAll: false, layer: 1, head: 2, alternatives: 3,
   };
   const cont = generateOptions(s, { task: 'continuation', region: [1, 2], context: 512 });
   assert.deepEqual(cont, {
-    seed: 7, threshold: null, pianoTemperature: null, region: [1, 2], temperature: 1.2, echo: 2, melodyRange: null, density: 0.5,
+    seed: 7, threshold: null, pianoTemperature: null, region: [1, 2], temperature: 1.2, echo: 2, textureEcho: null, melodyRange: null, density: 0.5,
     key: 0.5, tokens: 256, context: 512, bars: 8, alternatives: 3, watch: { layer: 1, head: 2 },
   });
   assert.equal(generateOptions({ ...s, alternatives: null }, { task: 'accompaniment', region: null, context: 512 }).alternatives,
     null, 'one piece, written at once');
   const acc = generateOptions({ ...s, pianoTemperature: 0.9 }, { task: 'accompaniment', region: null, context: 512 });
   assert.deepEqual([acc.threshold, acc.pianoTemperature, acc.temperature], [0.4, 0.9, null], "each task's own settings");
+  assert.equal(acc.textureEcho, 1.5, "the piano's texture echo");
+  assert.equal(generateOptions({ ...s, textureEcho: undefined }, { task: 'accompaniment', region: null, context: 512 }).textureEcho,
+    null, 'settings saved before there was a texture echo: the model\'s');
   assert.equal(generateOptions({ ...s, readAll: true }, { task: 'continuation', region: null, context: 512 }).context, null,
     'reading past the window: no limit');
   assert.equal(generateOptions(s, { task: 'accompaniment', region: null, context: 512 }).context, null);

@@ -143,6 +143,12 @@ pub struct Args {
     /// once (its piano not read back) plays as it does: use --threshold there.
     #[arg(long)]
     pub density: Option<f32>,
+    /// Step-by-step accompaniment: how strongly a phrase the lane repeats plays like its first
+    /// occurrence (its rhythm in each register, re-voiced to the chords under it), as a
+    /// multiple of the lean the training songs' pianists justify (default 1 where the model's
+    /// manifest entry has one; 0: not at all).
+    #[arg(long)]
+    pub texture_echo: Option<f32>,
     /// Continuation: how strongly new bars whose chords are not planned keep the pitch classes
     /// of the music before (its last 8 bars with notes): the model's chords lean towards them,
     /// pitches it rarely plays lose odds unless they are tones of the chord in force (0: as
@@ -722,6 +728,7 @@ fn options(
         melody_range: args.range.as_deref().map(parse_range).transpose()?,
         pitch_temperature: args.pitch_temperature,
         alternatives: args.alternatives,
+        texture_echo: args.texture_echo,
         ..Options::default()
     };
     options.check().map_err(|bad| {

@@ -93,6 +93,12 @@ pub fn run_defaults(dir: &Path, task: Task) -> ModelDefaults {
         // sampling and its panels (`eval --plan`).
         echo: number("echo").filter(|_| task == Task::Melody),
         harmony: serde_json::from_value(eval["decode"].clone()).ok(),
+        // The texture echo's lean, as `eval --texture` counted and tried it.
+        texture_echo: std::fs::read_to_string(dir.join("texture.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| serde_json::from_value(v["lean"].clone()).ok())
+            .filter(|_| task == Task::Accompaniment),
     }
 }
 

@@ -20,7 +20,7 @@ use pianoformer::model::config::Task;
 use pianoformer::music::fixtures;
 use pianoformer::music::piece::Piece;
 use pianoformer::studio::{
-    Options as StudioOptions, WatchOptions, accompaniment_attention, accompany_piece,
+    ModelPlay, Options as StudioOptions, WatchOptions, accompaniment_attention, accompany_piece,
     continuation_attention, continue_piece,
 };
 
@@ -141,8 +141,7 @@ fn accompaniment_times(
         || {
             block_on(accompany_piece(
                 &acc.model,
-                acc.defaults.binarize,
-                acc.defaults.piano_sampling(),
+                &ModelPlay::of(&acc.defaults),
                 piece,
                 options,
                 device,

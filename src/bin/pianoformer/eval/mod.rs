@@ -105,7 +105,8 @@ pub struct Args {
     #[arg(long, default_value = "song")]
     pub phrase_lane: String,
     /// --plan with a shipped model: write the chosen temperature and the panel into its entry
-    /// of the manifest (what the page and `generate` then play with) instead of a file.
+    /// of the manifest (what the page and `generate` then play with) instead of a file;
+    /// --texture: the echo's lean and the panel.
     #[arg(long)]
     pub record: bool,
     /// --sample, --plan: bars of each song given as the prompt (from its first bar with a
@@ -203,9 +204,11 @@ pub struct Args {
     /// pianists justify it).
     #[arg(long, value_delimiter = ',', default_value = "0,1")]
     pub strengths: Vec<f32>,
-    /// --texture: the lean's evidence: what a repeat tells `beyond-others` (beyond what bars
-    /// of another letter of the same song tell) or `alone`.
-    #[arg(long, default_value = "beyond-others")]
+    /// --texture: the lean's evidence: what a repeat tells `alone`, or `beyond-others` (beyond
+    /// what bars of another letter of the same song tell). Chosen on the validation songs with
+    /// the default model: alone came within 0.011 of the pianists' ILS, beyond-others 0.056
+    /// short (reports/accompaniment.md, "Texture that returns").
+    #[arg(long, default_value = "alone")]
     pub lean: String,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -298,6 +301,35 @@ impl Args {
             other => Err(format!("--split is valid or test, not {other:?}")),
         }
     }
+}
+
+/// Changes the shipped model `loaded`'s manifest entry with `change` (which says what it
+/// wrote) and writes the manifest back.
+pub fn record(
+    loaded: &crate::models::Loaded,
+    change: impl FnOnce(&mut pianoformer::models::ModelEntry) -> String,
+) -> Result<(), String> {
+    let name = loaded
+        .source
+        .split_whitespace()
+        .next()
+        .ok_or("no model name")?
+        .to_string();
+    let path = crate::models::find_manifest(None)?;
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut manifest = pianoformer::models::Manifest::parse(&text).map_err(|e| e.to_string())?;
+    let entry = manifest
+        .models
+        .iter_mut()
+        .find(|m| m.name == name)
+        .ok_or_else(|| format!("--record: {name} is not a shipped model (ship the run first)"))?;
+    let what = change(entry);
+    let text = serde_json::to_string_pretty(&manifest).expect("manifest serialises");
+    std::fs::write(&path, text + "\n")
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    eprintln!("recorded {what} in {} ({name})", path.display());
+    Ok(())
 }
 
 /// The panel a flag asks for instead of the plain evaluation, if any.

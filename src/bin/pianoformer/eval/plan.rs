@@ -21,7 +21,6 @@ use pianoformer::eval::plan::{
 use pianoformer::generate::{DEFAULT_DENSITY, Sampling};
 use pianoformer::model::config::Task;
 use pianoformer::model::performer::Performer;
-use pianoformer::models::Manifest;
 
 use super::Args;
 
@@ -285,37 +284,16 @@ pub fn choose(tried: &[(f32, Vec<PlanSummary>)]) -> f32 {
 /// Writes the chosen temperature and the panel's summaries into the shipped model's manifest
 /// entry (`loaded` must be a shipped model).
 fn record(loaded: &crate::models::Loaded, result: &serde_json::Value) -> Result<(), String> {
-    let name = loaded
-        .source
-        .split_whitespace()
-        .next()
-        .ok_or("no model name")?
-        .to_string();
-    let path = crate::models::find_manifest(None)?;
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let mut manifest = Manifest::parse(&text).map_err(|e| e.to_string())?;
-    let entry = manifest
-        .models
-        .iter_mut()
-        .find(|m| m.name == name)
-        .ok_or_else(|| format!("--record: {name} is not a shipped model (ship the run first)"))?;
-    entry.defaults.temperature = result["temperature"].as_f64().map(|t| t as f32);
-    let mut plan = result.clone();
-    if let Some(obj) = plan.as_object_mut() {
-        obj.remove("samples");
-        obj.remove("model");
-    }
-    entry.metrics["plan"] = plan;
-    let text = serde_json::to_string_pretty(&manifest).expect("manifest serialises");
-    std::fs::write(&path, text + "\n")
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    eprintln!(
-        "recorded temperature {} and the panel in {} ({name})",
-        result["temperature"],
-        path.display()
-    );
-    Ok(())
+    super::record(loaded, |entry| {
+        entry.defaults.temperature = result["temperature"].as_f64().map(|t| t as f32);
+        let mut plan = result.clone();
+        if let Some(obj) = plan.as_object_mut() {
+            obj.remove("samples");
+            obj.remove("model");
+        }
+        entry.metrics["plan"] = plan;
+        format!("temperature {} and the panel", result["temperature"])
+    })
 }
 
 fn print_table(summaries: &[PlanSummary], out: &mut dyn std::io::Write) {

@@ -20,16 +20,8 @@ use pianoformer::music::texture::mean_ils;
 use super::Args;
 
 pub fn run(args: Args) -> Result<(), String> {
-    let task: Task = args.task.parse()?;
-    if task != Task::Accompaniment {
-        return Err("--texture is for accompaniment models".into());
-    }
-    if args.strengths.iter().any(|s| !(0.0..=10.0).contains(s)) {
-        return Err("--strengths must be numbers from 0 to 10".into());
-    }
-    let test = args.test_split()?;
+    let (task, test, out) = checked(&args)?;
     let spec = args.model.display().to_string();
-    let out = args.scores_path("texture.json")?;
     let device = args.pop909_device("the texture panel accompanies its annotated songs")?;
     let loaded = crate::models::load(&spec, task, None, &device)?;
     if !loaded.model.config.is_autoregressive() {
@@ -99,7 +91,58 @@ pub fn run(args: Args) -> Result<(), String> {
         "songs": songs,
         "seconds": started.elapsed().as_secs_f64(),
     });
-    super::write_scores(&out, &result)
+    finish(&args, &loaded, lean, &result, out)
+}
+
+/// The task, whether --split names the test songs, and where the scores go (`None`: into
+/// the manifest alone), the flags checked.
+fn checked(args: &Args) -> Result<(Task, bool, Option<std::path::PathBuf>), String> {
+    let task: Task = args.task.parse()?;
+    if task != Task::Accompaniment {
+        return Err("--texture is for accompaniment models".into());
+    }
+    if args.strengths.iter().any(|s| !(0.0..=10.0).contains(s)) {
+        return Err("--strengths must be numbers from 0 to 10".into());
+    }
+    let test = args.test_split()?;
+    let out = match (&args.out, args.record) {
+        (None, true) => None,
+        _ => Some(args.scores_path("texture.json")?),
+    };
+    if args.record && args.model.join("model.bpk").is_file() {
+        return Err(
+            "--record is for shipped models: a run's texture.json is read by `ship`".into(),
+        );
+    }
+    Ok((task, test, out))
+}
+
+/// The scores written where they go: into `out`, and with --record the lean and the panel
+/// into the shipped model's manifest entry.
+fn finish(
+    args: &Args,
+    loaded: &crate::models::Loaded,
+    lean: EchoLean,
+    result: &serde_json::Value,
+    out: Option<std::path::PathBuf>,
+) -> Result<(), String> {
+    if args.record {
+        let mut metrics = result.clone();
+        if let Some(obj) = metrics.as_object_mut() {
+            for key in ["songs", "model", "lean", "counts"] {
+                obj.remove(key);
+            }
+        }
+        super::record(loaded, |entry| {
+            entry.defaults.texture_echo = Some(lean);
+            entry.metrics["texture"] = metrics;
+            format!("the texture echo's lean ({}) and the panel", args.lean)
+        })?;
+    }
+    match out {
+        Some(out) => super::write_scores(&out, result),
+        None => Ok(()),
+    }
 }
 
 /// The echo's lean and what it was counted from, said.

@@ -1,0 +1,209 @@
+//! The texture echo end to end with a toy model trained here: a phrase the lane repeats plays
+//! like its first occurrence more than like another letter, and a donor's rhythm carries over
+//! to the bars it is asked for.
+
+use burn::tensor::Device;
+use pollster::block_on;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+
+use super::*;
+use crate::data::corpus::{Corpus, Piece as TrainPiece, WindowSpec};
+use crate::generate::{BatchProgress, Given, PianoSampling, accompaniment_input};
+use crate::generate::{accompany_given, input_example};
+use crate::model::config::{Conditioning, PerformerConfig, Task};
+use crate::model::pe::{PeConfig, PeKind};
+use crate::model::performer::Performer;
+use crate::music::fixtures;
+use crate::music::phrases::Segment as Phrase;
+use crate::music::texture::echo::EchoCounts;
+use crate::music::texture::{Segment, rhythm, similarity};
+use crate::train::step::{Schedule, Trainer};
+
+/// A tiny step-by-step accompaniment model trained briefly on the fixture songs.
+fn trained() -> (Performer, Device) {
+    let device = Device::flex().autodiff();
+    let corpus = Corpus {
+        pieces: [0u8, 5]
+            .iter()
+            .map(|&k| TrainPiece::from_song(format!("key {k}"), &fixtures::song(k, 8)).unwrap())
+            .collect(),
+    };
+    let config = PerformerConfig::tiny(Task::Accompaniment, 0, PeConfig::new(PeKind::SineSpe))
+        .with_inputs(Some(Conditioning::AUTOREGRESSIVE));
+    let spec = WindowSpec {
+        len: 64,
+        max_shift: 0,
+        ..WindowSpec::for_model(&config, 64)
+    };
+    let model = Performer::new(&config, 1, &device).unwrap();
+    let schedule = Schedule {
+        peak_lr: 1e-2,
+        warmup: 5,
+        total: 60,
+        final_ratio: 0.1,
+    };
+    let mut trainer = Trainer::new(model, schedule, 1.0, 7);
+    let mut rng = StdRng::seed_from_u64(3);
+    for _ in 0..60 {
+        let batch = corpus.sample(Task::Accompaniment, &spec, 4, &mut rng);
+        block_on(trainer.train_step(&batch)).unwrap();
+    }
+    (trainer.model.clone(), device)
+}
+
+/// 2-bar segments of 16-step bars from bar `bar`.
+fn seg(bar: usize) -> Segment {
+    Segment {
+        phrase: 0,
+        letter: 'A',
+        number: 0,
+        start: bar * 16,
+        len: 32,
+    }
+}
+
+/// Mean rhythm similarity of the 2-bar segments of bars `a..a + n` and `b..b + n` of `roll`.
+fn alike(roll: &PianoRoll, a: usize, b: usize, n: usize) -> f64 {
+    let sims: Vec<f64> = (0..n / 2)
+        .map(|k| {
+            let (x, y) = (rhythm(roll, &seg(a + 2 * k)), rhythm(roll, &seg(b + 2 * k)));
+            similarity(&x, &y).unwrap_or(0.0)
+        })
+        .collect();
+    sims.iter().sum::<f64>() / sims.len() as f64
+}
+
+/// The fixture song of 12 bars under the phrase lane A B A, four bars each.
+fn aba() -> crate::generate::AccompanimentInput {
+    let phrases = ["A", "B", "A"]
+        .iter()
+        .enumerate()
+        .map(|(i, l)| Phrase {
+            start_bar: 4 * i,
+            bars: 4,
+            letter: l.chars().next().unwrap(),
+        })
+        .collect();
+    accompaniment_input(&fixtures::song(0, 12), None, Some(phrases)).unwrap()
+}
+
+/// The lean as the shipped one is counted (the pianist's repeats alone), from the fixture's
+/// pianist under A B A.
+fn aba_lean() -> crate::music::texture::echo::EchoLean {
+    let input = aba();
+    let mut counts = EchoCounts::default();
+    counts.add(&input.sheet.rolls.piano, &input.sheet.labels);
+    counts.lean_alone()
+}
+
+#[test]
+fn a_repeated_letter_plays_like_its_first_occurrence_more_than_another_letter() {
+    let (model, device) = trained();
+    let input = aba();
+    let labels = &input.sheet.labels;
+    let e = input_example(&model, &input);
+    let lean = aba_lean();
+    let echo = TextureEcho::repeats(lean, 1.0, labels).expect("the second A repeats");
+    assert_eq!(
+        echo.answering(),
+        4 * 16,
+        "every step of the second A answers the first"
+    );
+    let samplings: Vec<PianoSampling> = (0..6)
+        .map(|seed| PianoSampling {
+            seed,
+            ..PianoSampling::default()
+        })
+        .collect();
+    let quiet = |_: BatchProgress<'_>| async { true };
+    let write = |texture: Option<&TextureEcho>| {
+        let given = Given {
+            roll: None,
+            region: 0..e.len,
+            texture,
+        };
+        block_on(accompany_given(
+            &model, &e, given, &samplings, e.len, None, &device, quiet,
+        ))
+        .unwrap()
+    };
+    let (echoed, plain) = (write(Some(&echo)), write(None));
+    let mean = |rolls: &[PianoRoll], b: usize| {
+        rolls.iter().map(|r| alike(r, 8, b, 4)).sum::<f64>() / rolls.len() as f64
+    };
+    let (first, other) = (mean(&echoed, 0), mean(&echoed, 4));
+    assert!(
+        first > other + 0.05,
+        "the second A like the first A {first:.3}, like B {other:.3}"
+    );
+    assert!(
+        first > mean(&plain, 0) + 0.05,
+        "the echo brings the first A back: {first:.3} against {:.3} without",
+        mean(&plain, 0)
+    );
+    // Where nothing repeats, the echo changes nothing: the first A and B are as without it.
+    for (a, b) in echoed.iter().zip(&plain) {
+        for t in 0..8 * 16 {
+            for p in 0..PITCHES {
+                assert_eq!(a.onset(t, p), b.onset(t, p), "step {t}, pitch {p}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_donor_brings_its_rhythm_to_the_bars_it_is_asked_for() {
+    let (model, device) = trained();
+    let input = accompaniment_input(&fixtures::song(0, 8), None, None).unwrap();
+    let e = input_example(&model, &input);
+    // A donor unlike the fixture's pianist: off-beat eighths in the middle register, a bass
+    // on every beat. Counted as its own repeat, so the lean trusts it fully.
+    let mut donor = PianoRoll::new(32);
+    for t in 0..32 {
+        if t % 4 == 2 {
+            donor.set(t, 55, true, true, 0);
+        }
+        if t % 4 == 0 {
+            donor.set(t, 40, true, true, 0);
+        }
+    }
+    let lean = aba_lean();
+    let chords = &input.sheet.labels.chord;
+    let texture = TextureEcho::donor(lean, 1.0, e.len, 64..128, chords, donor.clone(), chords)
+        .expect("a donor");
+    let quiet = |_: BatchProgress<'_>| async { true };
+    let write = |texture: Option<&TextureEcho>| {
+        let given = Given {
+            roll: None,
+            region: 0..e.len,
+            texture,
+        };
+        block_on(accompany_given(
+            &model,
+            &e,
+            given,
+            &[PianoSampling::default()],
+            e.len,
+            None,
+            &device,
+            quiet,
+        ))
+        .unwrap()
+        .remove(0)
+    };
+    let (with, without) = (write(Some(&texture)), write(None));
+    let to_donor = |roll: &PianoRoll| {
+        let d = rhythm(&donor, &seg(0));
+        (0..2)
+            .map(|k| similarity(&rhythm(roll, &seg(4 + 2 * k)), &d).unwrap_or(0.0))
+            .sum::<f64>()
+            / 2.0
+    };
+    assert!(
+        to_donor(&with) > to_donor(&without) + 0.1,
+        "bars 5-8 like the donor: {:.3} with it, {:.3} without",
+        to_donor(&with),
+        to_donor(&without)
+    );
+}
