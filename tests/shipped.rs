@@ -512,3 +512,115 @@ fn the_default_melody_follows_a_substituted_progression() {
         );
     }
 }
+
+/// The default accompaniment ships the texture echo's lean, and plays it where the phrase lane
+/// repeats a letter: the bars before the repeat are as without it, the repeat differs and
+/// plays more like its first occurrence.
+#[test]
+fn the_default_accompaniment_echoes_a_repeated_phrase() {
+    use pianoformer::music::midi::{Note, Song, TempoChange, Track, read_midi, write_midi};
+    let manifest = models_dir().join("manifest.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let parsed = pianoformer::models::Manifest::parse(&text).unwrap();
+    let default = parsed
+        .models
+        .iter()
+        .find(|m| m.task == pianoformer::model::config::Task::Accompaniment && m.default)
+        .expect("a default accompaniment");
+    let lean = default
+        .defaults
+        .texture_echo
+        .expect("the default ships a lean")
+        .lean;
+    for by_chord in lean {
+        for register in by_chord {
+            assert!(register[2] > 0.0 && register[0] < 0.0, "{lean:?}");
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("pianoformer-echo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Twelve bars of a melody on C, G, Am, F chord tones, a different tune in bars 5-8.
+    let mut notes = Vec::new();
+    for bar in 0..12u64 {
+        let root = [60u8, 67, 69, 65][bar as usize % 4];
+        let steps: &[u8] = if (4..8).contains(&bar) {
+            &[7, 4]
+        } else {
+            &[0, 4, 7, 12]
+        };
+        let len = 1920 / steps.len() as u64;
+        for (k, i) in steps.iter().enumerate() {
+            let start = bar * 1920 + k as u64 * len;
+            notes.push(Note {
+                pitch: root + i,
+                velocity: 90,
+                start,
+                end: start + len,
+                channel: 0,
+            });
+        }
+    }
+    let song = Song {
+        ppq: 480,
+        tempos: vec![TempoChange {
+            tick: 0,
+            micros_per_quarter: 500_000,
+        }],
+        time_signatures: vec![],
+        key_signatures: vec![],
+        tracks: vec![Track {
+            name: "MELODY".into(),
+            program: Some(0),
+            notes,
+            ..Default::default()
+        }],
+    };
+    let prompt = dir.join("aba.mid");
+    std::fs::write(&prompt, write_midi(&song)).unwrap();
+    let piano = |echo: &str| {
+        let out_file = dir.join(format!("echo-{echo}.mid"));
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_pianoformer"))
+            .args(["generate", "--task", "accompaniment", "--manifest"])
+            .arg(&manifest)
+            .arg(&prompt)
+            .arg("-o")
+            .arg(&out_file)
+            .args(["--phrases", "A4B4A4", "--seed", "5", "--texture-echo", echo])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        let made = read_midi(&std::fs::read(&out_file).unwrap()).unwrap();
+        let piano = made.tracks.iter().find(|t| t.name == "PIANO").unwrap();
+        piano.notes.clone()
+    };
+    let (plain, echoed) = (piano("0"), piano("2"));
+    let before = |notes: &[Note]| -> Vec<(u8, u64)> {
+        notes
+            .iter()
+            .filter(|n| n.start < 8 * 1920)
+            .map(|n| (n.pitch, n.start))
+            .collect()
+    };
+    assert_eq!(
+        before(&plain),
+        before(&echoed),
+        "nothing repeats before bar 9"
+    );
+    // Onsets per (register, sixteenth of a 4-bar phrase) in bars `from..from + 4`.
+    let onsets = |notes: &[Note], from: u64| -> std::collections::BTreeSet<(u8, u64)> {
+        let register = |p: u8| (p >= 48) as u8 + (p >= 64) as u8;
+        notes
+            .iter()
+            .filter(|n| (from * 1920..(from + 4) * 1920).contains(&n.start))
+            .map(|n| (register(n.pitch), (n.start - from * 1920) / 120))
+            .collect()
+    };
+    let shared = |notes: &[Note]| onsets(notes, 0).intersection(&onsets(notes, 8)).count();
+    assert!(
+        shared(&echoed) > shared(&plain),
+        "the second A shares {} of the first A's onsets with the echo, {} without",
+        shared(&echoed),
+        shared(&plain)
+    );
+}

@@ -28,6 +28,7 @@ use crate::music::chords::Chord;
 use crate::music::labels::StepLabels;
 use crate::music::playing::{chord_tone_ratio, onsets_per_beat, restrike_rate, sounding_per_step};
 use crate::music::roll::{PITCHES, PianoRoll};
+use crate::music::texture::ils;
 
 /// Bars by which the label-following test moves each song's progression.
 pub const SHIFT_BARS: usize = 2;
@@ -52,6 +53,10 @@ pub struct SongResult {
     pub changed_beats: usize,
     /// Whether the piano written for the substituted chords differs from the first one.
     pub output_changed: bool,
+    /// ILS under the annotated phrases (`music::texture`; `None` where no letter returns),
+    /// the model's as sampled (no texture echo: `eval --texture` plays it) and the pianist's.
+    pub ils: Option<f64>,
+    pub real_ils: Option<f64>,
 }
 
 /// `labels` with their chords moved `shift` steps later inside `range`, cyclically.
@@ -148,6 +153,7 @@ pub async fn song_result(
     let given = beat_chords(&shifted, range.clone());
     let (followed, changed_beats) = followed_ratio(&other, &given, &chords, spb);
     let steps = range.len();
+    let annotated = piece.sheet.labels.slice(range.clone());
     Ok(SongResult {
         name: piece.name.clone(),
         steps,
@@ -162,6 +168,8 @@ pub async fn song_result(
         followed,
         changed_beats,
         output_changed: other != roll,
+        ils: ils(&roll, &annotated).map(|i| i.ratio()),
+        real_ils: ils(&real, &annotated).map(|i| i.ratio()),
     })
 }
 
@@ -271,6 +279,9 @@ pub struct Panel {
     pub real_restrikes: f64,
     /// `restrikes / real_restrikes`.
     pub restrike_ratio: f64,
+    /// Mean ILS over the songs where a letter returns, the model's and the pianists'.
+    pub ils: f64,
+    pub real_ils: f64,
 }
 
 fn mean(values: impl Iterator<Item = f64>) -> f64 {
@@ -307,6 +318,8 @@ impl Panel {
             restrikes,
             real_restrikes,
             restrike_ratio: restrikes / real_restrikes,
+            ils: mean(results.iter().filter_map(|r| r.ils)),
+            real_ils: mean(results.iter().filter_map(|r| r.real_ils)),
         }
     }
 }

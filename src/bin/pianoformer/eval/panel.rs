@@ -30,7 +30,8 @@ pub fn run(
     eprintln!(
         "test songs ({}): chord tones {:.3} (real piano {:.3}); substituted chords followed \
          {:.3}, outputs changed in {:.0} %; density {:.2}x the real pianist's, sounding notes \
-         {:.2}x; re-strikes {:.3} (real {:.3}, {:.2}x) ({:.0} s)",
+         {:.2}x; re-strikes {:.3} (real {:.3}, {:.2}x); ILS {:.3} (real {:.3}; without the \
+         texture echo: eval --texture plays it) ({:.0} s)",
         panel.songs,
         panel.chord_tones,
         panel.real_chord_tones,
@@ -41,6 +42,8 @@ pub fn run(
         panel.restrikes,
         panel.real_restrikes,
         panel.restrike_ratio,
+        panel.ils,
+        panel.real_ils,
         started.elapsed().as_secs_f64()
     );
     let mut lengths = serde_json::Map::new();
