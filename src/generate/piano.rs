@@ -417,6 +417,9 @@ where
     if samplings.is_empty() {
         return Ok(Vec::new());
     }
+    // An echo whose answering steps all lie outside the region leans nothing: left out, so
+    // the region is written as without it (fused on a GPU).
+    let texture = texture.filter(|x| x.answers_in(region.clone()));
     let steps_of = |region: Range<usize>| {
         Steps::new(model, e, given, region).map(|mut s| {
             s.texture = texture;

@@ -15,6 +15,7 @@ use crate::music::texture::onset_bits;
 
 /// Where the answered steps are read.
 #[derive(Clone, Debug, PartialEq)]
+#[allow(clippy::large_enum_variant)]
 enum Source {
     /// The piano being written (a repeat answers its phrase's first occurrence, written or
     /// given before it).
@@ -52,9 +53,10 @@ impl TextureEcho {
     }
 
     /// Steps `targets` of an example of `len` steps (chords `chords`, one per step) answering
-    /// the donor's piano `donor` (chords `donor_chords`, one per step) from its start, bar by
-    /// bar: the donor's steps cycled over the targets, `bar_len` steps a bar (a target bar
-    /// longer than the donor's bars reads nothing past their end).
+    /// the donor's piano `donor` (chords `donor_chords`, one per step): the donor's steps
+    /// cycled over the targets from its first step (whole bars onto whole bars where both start
+    /// on a bar line and share a meter). Not yet offered by the page or the CLI (issue 69,
+    /// "texture you choose"): tests only so far.
     pub fn donor(
         lean: EchoLean,
         strength: f32,
@@ -90,9 +92,25 @@ impl TextureEcho {
     /// and says whether there is one (a step that answers nothing, or answers a step not yet
     /// written, has none).
     pub fn lean_at(&self, written: &PianoRoll, t: usize, out: &mut [f32]) -> bool {
-        let Some(Some((s, changed))) = self.answers.get(t).copied() else {
+        self.lean_with(written, None, t, out)
+    }
+
+    /// [`Self::lean_at`] with the chords as they stand now (one per step; a live take decides
+    /// its open beats' chords as it goes, after the echo was set up): whether the chord under
+    /// a repeat differs from its first occurrence's is read from them.
+    pub fn lean_with(
+        &self,
+        written: &PianoRoll,
+        chords: Option<&[Option<Chord>]>,
+        t: usize,
+        out: &mut [f32],
+    ) -> bool {
+        let Some(Some((s, mut changed))) = self.answers.get(t).copied() else {
             return false;
         };
+        if let (Source::Own, Some(chords)) = (&self.source, chords) {
+            changed = chords.get(t) != chords.get(s);
+        }
         let then = match &self.source {
             Source::Own if s < t && s < written.num_steps => onset_bits(written, s),
             Source::Donor(d) if s < d.num_steps => onset_bits(d, s),
@@ -106,6 +124,13 @@ impl TextureEcho {
     /// The steps that answer another.
     pub fn answering(&self) -> usize {
         self.answers.iter().filter(|a| a.is_some()).count()
+    }
+
+    /// Whether any step of `steps` answers another (elsewhere the echo leans nothing).
+    pub fn answers_in(&self, steps: std::ops::Range<usize>) -> bool {
+        steps
+            .into_iter()
+            .any(|t| matches!(self.answers.get(t), Some(Some(_))))
     }
 }
 

@@ -57,13 +57,25 @@ pub struct Segment {
     pub len: usize,
 }
 
-/// The 2-bar segments of the melodic phrases of `labels`, in order.
+/// The 2-bar segments of the melodic phrases of `labels`, in order: runs of steps of one
+/// phrase's bars 2k and 2k + 1 that hold both whole (from the first bar's first step to the
+/// second's last; a gap in the lane, or labels that start or end mid-segment, leave a part
+/// that is not counted).
 pub fn segments(labels: &StepLabels) -> Vec<Segment> {
     let mut out: Vec<Segment> = Vec::new();
+    let n = labels.phrase.len();
+    // A run: its phrase, its segment number, its first step.
     let mut open: Option<(PhraseLabel, u16, usize)> = None;
+    let whole = |p: &PhraseLabel, number: u16, start: usize, end: usize| {
+        let starts = labels.position.get(start) == Some(&0)
+            && labels.phrase[start].is_some_and(|q| q.bar == number * SEGMENT_BARS);
+        let ends = end == n || labels.position.get(end) == Some(&0);
+        let both = labels.phrase[end - 1].is_some_and(|q| q.bar == number * SEGMENT_BARS + 1);
+        starts && ends && both && (number + 1) * SEGMENT_BARS <= p.bars
+    };
     let mut close = |open: &mut Option<(PhraseLabel, u16, usize)>, end: usize| {
         if let Some((p, number, start)) = open.take()
-            && (number + 1) * SEGMENT_BARS <= p.bars
+            && whole(&p, number, start, end)
         {
             out.push(Segment {
                 phrase: p.index,
@@ -85,7 +97,7 @@ pub fn segments(labels: &StepLabels) -> Vec<Segment> {
             open = here.map(|(p, m)| (p, m, t));
         }
     }
-    close(&mut open, labels.phrase.len());
+    close(&mut open, n);
     out
 }
 

@@ -32,7 +32,8 @@ pub fn bars(labels: &StepLabels) -> Vec<(usize, usize, Option<PhraseLabel>)> {
 
 /// For every step of `labels`, the step of the phrase's first occurrence it answers: the same
 /// place in the same bar of the first earlier phrase with its letter
-/// ([`first_occurrence`]); `None` where the bar is no repeat or the first bar is shorter.
+/// ([`first_occurrence`]); `None` where the bar is no repeat or the two bars differ in length
+/// (a pickup, another meter: their places do not line up).
 pub fn sources(labels: &StepLabels) -> Vec<Option<usize>> {
     let bars = bars(labels);
     let lane: Vec<Option<PhraseLabel>> = bars.iter().map(|b| b.2).collect();
@@ -42,12 +43,18 @@ pub fn sources(labels: &StepLabels) -> Vec<Option<usize>> {
             continue;
         };
         let (f_start, f_len, _) = bars[f];
+        if f_len != len {
+            continue;
+        }
         for (i, o) in out[start..start + len].iter_mut().enumerate() {
-            *o = (i < f_len).then_some(f_start + i);
+            *o = Some(f_start + i);
         }
     }
     out
 }
+
+/// Each register's keys as bits.
+static MASKS: std::sync::OnceLock<[u128; REGISTERS]> = std::sync::OnceLock::new();
 
 /// Onsets counted by (whether the chord at the two steps differs, register, evidence, whether
 /// the pitch starts).
@@ -64,12 +71,13 @@ pub struct EchoCounts {
     pub other_steps: u64,
 }
 
-/// Adds the pitches of step `t` of `roll` against step `s` to `table`.
-fn count(table: &mut Table, roll: &PianoRoll, labels: &StepLabels, t: usize, s: usize) {
+/// Adds the pitches of step `t` against step `s` to `table` (`bits`: each step's onsets).
+fn count(table: &mut Table, bits: &[u128], labels: &StepLabels, t: usize, s: usize) {
     let changed = (labels.chord[t] != labels.chord[s]) as usize;
-    let (now, then) = (onset_bits(roll, t), onset_bits(roll, s));
+    let (now, then) = (bits[t], bits[s]);
+    let masks = *MASKS.get_or_init(|| std::array::from_fn(register_mask));
     for (r, cells_of) in table[changed].iter_mut().enumerate() {
-        let m = register_mask(r);
+        let m = masks[r];
         let (now, then) = (now & m, then & m);
         let cells: [(usize, u128); 2] = if then == 0 {
             [(0, m), (0, 0)]
@@ -91,9 +99,10 @@ impl EchoCounts {
         let n = roll.num_steps.min(labels.len());
         let labels = labels.slice(0..n);
         let src = sources(&labels);
+        let bits: Vec<u128> = (0..n).map(|t| onset_bits(roll, t)).collect();
         for (t, s) in src.iter().enumerate() {
             if let Some(s) = *s {
-                count(&mut self.repeats, roll, &labels, t, s);
+                count(&mut self.repeats, &bits, &labels, t, s);
                 self.repeat_steps += 1;
             }
         }
@@ -112,7 +121,7 @@ impl EchoCounts {
                     continue;
                 }
                 for i in 0..len {
-                    count(&mut self.others, roll, &labels, start + i, c_start + i);
+                    count(&mut self.others, &bits, &labels, start + i, c_start + i);
                     self.other_steps += 1;
                 }
             }

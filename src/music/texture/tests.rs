@@ -72,8 +72,14 @@ fn segments_are_two_whole_bars_of_melodic_phrases() {
     l.phrase[100] = None;
     assert_eq!(
         segments(&l).len(),
-        3,
-        "a gap splits a segment; the halves are not whole"
+        1,
+        "a gap splits B's segment; neither half is whole"
+    );
+    let from_mid_a = l.slice(50..l.len());
+    assert_eq!(
+        segments(&from_mid_a).len(),
+        0,
+        "labels from mid-segment: A's is not whole"
     );
 }
 
