@@ -207,3 +207,65 @@ fn a_donor_brings_its_rhythm_to_the_bars_it_is_asked_for() {
         to_donor(&without)
     );
 }
+
+#[test]
+fn a_rewritten_repeat_answers_the_kept_first_occurrence() {
+    let (model, device) = trained();
+    let input = aba();
+    let e = input_example(&model, &input);
+    let echo = TextureEcho::repeats(aba_lean(), 1.0, &input.sheet.labels).unwrap();
+    let quiet = |_: BatchProgress<'_>| async { true };
+    let sampling = [PianoSampling {
+        seed: 11,
+        ..PianoSampling::default()
+    }];
+    let whole = |texture: Option<&TextureEcho>| {
+        let given = Given {
+            roll: None,
+            region: 0..e.len,
+            texture,
+        };
+        block_on(accompany_given(
+            &model, &e, given, &sampling, e.len, None, &device, quiet,
+        ))
+        .unwrap()
+        .remove(0)
+    };
+    let kept = whole(None);
+    // Bars 9-12 (the second A) rewritten with the echo; the rest kept as it was.
+    let rewrite = |roll: &PianoRoll, region: std::ops::Range<usize>| {
+        let given = Given {
+            roll: Some(roll),
+            region,
+            texture: Some(&echo),
+        };
+        block_on(accompany_given(
+            &model, &e, given, &sampling, e.len, None, &device, quiet,
+        ))
+        .unwrap()
+        .remove(0)
+    };
+    let again = rewrite(&kept, 128..192);
+    for t in 0..128 {
+        for p in 0..PITCHES {
+            assert_eq!(again.onset(t, p), kept.onset(t, p), "step {t} kept");
+        }
+    }
+    assert!(
+        alike(&again, 8, 0, 4) > alike(&kept, 8, 0, 4),
+        "the rewritten A like the kept first A: {:.3}, before {:.3}",
+        alike(&again, 8, 0, 4),
+        alike(&kept, 8, 0, 4)
+    );
+    // Rewriting the first A leaves the repeat as it was (nothing in the region answers).
+    let first = rewrite(&kept, 0..64);
+    for t in 128..192 {
+        for p in 0..PITCHES {
+            assert_eq!(
+                first.onset(t, p),
+                kept.onset(t, p),
+                "step {t} of the repeat kept"
+            );
+        }
+    }
+}
