@@ -57,7 +57,7 @@ pub struct HarmonySong {
 }
 
 /// A song of `piece`'s rolls (MELODY, BRIDGE, and PIANO when `piano`), quantised to its grid.
-fn song_of(piece: &Piece, piano: bool) -> Song {
+pub(crate) fn song_of(piece: &Piece, piano: bool) -> Song {
     let mut rolls = piece.sheet.rolls.clone();
     if !piano {
         rolls.piano = PianoRoll::new(rolls.num_steps());

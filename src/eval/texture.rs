@@ -9,17 +9,17 @@
 use burn::tensor::Device;
 use serde::Serialize;
 
-use super::harmony::HarmonySong;
+use super::harmony::{HarmonySong, song_of};
 use super::target_roll;
 use crate::data::corpus::{Corpus, Piece, WindowSpec};
 use crate::data::example;
 use crate::generate::texture::TextureEcho;
 use crate::generate::{BatchProgress, GenerateError, Given, PianoSampling, accompany_given};
 use crate::model::performer::Performer;
-use crate::music::labels::StepLabels;
+use crate::music::labels::{PhraseLabel, StepLabels, detect_structure};
 use crate::music::playing::{chord_tone_ratio, onsets_per_beat};
 use crate::music::roll::PianoRoll;
-use crate::music::texture::echo::{EchoCounts, EchoLean};
+use crate::music::texture::echo::{EchoCounts, EchoLean, bars};
 use crate::music::texture::{Ils, ils};
 
 /// The echo counts of the pianists of `train`'s songs that have an accompaniment, over their
@@ -58,10 +58,62 @@ pub struct Played {
     pub density: Option<f64>,
 }
 
+/// How far a detected phrase lane agrees with the annotated one, bar by bar: phrase
+/// boundaries (a bar that starts a phrase in both) and same-letter pairs (two bars of two
+/// different melodic phrases with one letter: what the echo joins), each as precision and
+/// recall of the detected against the annotated.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Agreement {
+    pub boundary_precision: Option<f64>,
+    pub boundary_recall: Option<f64>,
+    pub pair_precision: Option<f64>,
+    pub pair_recall: Option<f64>,
+}
+
+/// The agreement of `detected` with `annotated` (one label per step of the same steps).
+pub fn agreement(annotated: &StepLabels, detected: &StepLabels) -> Agreement {
+    let lane =
+        |l: &StepLabels| -> Vec<Option<PhraseLabel>> { bars(l).into_iter().map(|b| b.2).collect() };
+    let (a, d) = (lane(annotated), lane(detected));
+    let n = a.len().min(d.len());
+    let starts = |l: &[Option<PhraseLabel>], k: usize| {
+        k > 0 && matches!((l[k - 1], l[k]), (Some(x), Some(y)) if x.index != y.index)
+    };
+    let ratio = |hit: usize, of: usize| (of > 0).then(|| hit as f64 / of as f64);
+    let (mut both, mut in_a, mut in_d) = (0, 0, 0);
+    for k in 0..n {
+        let (x, y) = (starts(&a, k), starts(&d, k));
+        both += (x && y) as usize;
+        in_a += x as usize;
+        in_d += y as usize;
+    }
+    let melodic = |p: Option<PhraseLabel>| p.filter(|p| p.letter.is_ascii_uppercase());
+    let same = |l: &[Option<PhraseLabel>], i: usize, j: usize| matches!((melodic(l[i]), melodic(l[j])), (Some(x), Some(y)) if x.index != y.index && x.letter == y.letter);
+    let (mut pairs_both, mut pairs_a, mut pairs_d) = (0, 0, 0);
+    for i in 0..n {
+        for j in i + 1..n {
+            let (x, y) = (same(&a, i, j), same(&d, i, j));
+            pairs_both += (x && y) as usize;
+            pairs_a += x as usize;
+            pairs_d += y as usize;
+        }
+    }
+    Agreement {
+        boundary_precision: ratio(both, in_d),
+        boundary_recall: ratio(both, in_a),
+        pair_precision: ratio(pairs_both, pairs_d),
+        pair_recall: ratio(pairs_both, pairs_a),
+    }
+}
+
 /// A song's texture figures.
 #[derive(Clone, Debug, Serialize)]
 pub struct TextureSong {
     pub name: String,
+    /// The detector's phrases against the annotated ones: from the melody alone (what a
+    /// dropped melody-only file gets) and from the whole arrangement.
+    pub detector_melody: Agreement,
+    pub detector_full: Agreement,
     pub pianist: Played,
     /// The annotated lanes, each echo strength tried (0: no echo).
     pub annotated: Vec<(f32, Played)>,
@@ -132,12 +184,76 @@ pub async fn texture_song(
         let roll = accompany_with_echo(model, piece, &annotated, sampling, lean, s, device).await?;
         tried.push((s, score(&roll)));
     }
-    let detected = HarmonySong::new(piece).detected_labels.slice(range);
+    let detected = HarmonySong::new(piece).detected_labels.slice(range.clone());
     let roll = accompany_with_echo(model, piece, &detected, sampling, lean, 1.0, device).await?;
+    let grid = &piece.sheet.grid;
+    let full = detect_structure(&song_of(piece, true), grid);
+    let full = StepLabels::new(
+        grid,
+        &piece.sheet.rolls.melody,
+        &piece.sheet.labels.beat_chords(),
+        &full.phrases,
+    )
+    .slice(range);
     Ok(TextureSong {
         name: piece.name.clone(),
+        detector_melody: agreement(&annotated, &detected),
+        detector_full: agreement(&annotated, &full),
         pianist: score(&real),
         annotated: tried,
         detected: score(&roll),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Labels of phrases `letters`, each `bars` bars of 4 steps.
+    fn lane(letters: &str, bars: u16) -> StepLabels {
+        let mut l = StepLabels {
+            steps_per_beat: 1,
+            melody: Vec::new(),
+            chord: Vec::new(),
+            phrase: Vec::new(),
+            bar: Vec::new(),
+            position: Vec::new(),
+        };
+        for (index, letter) in letters.chars().enumerate() {
+            for b in 0..bars {
+                for i in 0..4 {
+                    l.melody.push(0);
+                    l.chord.push(None);
+                    let (index, bar) = (index as u16, b);
+                    l.phrase.push(Some(PhraseLabel {
+                        letter,
+                        index,
+                        bar,
+                        bars,
+                    }));
+                    l.bar.push((index * bars + b) as u32);
+                    l.position.push(i);
+                }
+            }
+        }
+        l
+    }
+
+    #[test]
+    fn the_detector_is_scored_on_boundaries_and_same_letter_pairs() {
+        let human = lane("AABA", 2);
+        let same = agreement(&human, &human);
+        assert_eq!(same.boundary_precision, Some(1.0));
+        assert_eq!(same.pair_recall, Some(1.0));
+        // Twice as many phrases, each a letter of its own: every boundary found (and as many
+        // more), no pair the echo would join.
+        let split = agreement(&human, &lane("ABCDEFGH", 1));
+        assert_eq!(split.boundary_recall, Some(1.0));
+        assert!((split.boundary_precision.unwrap() - 3.0 / 7.0).abs() < 1e-9);
+        assert_eq!(split.pair_precision, None, "no pair detected");
+        assert_eq!(split.pair_recall, Some(0.0));
+        // One phrase over everything: no boundary, no pair.
+        let one = agreement(&human, &lane("A", 8));
+        assert_eq!((one.boundary_recall, one.pair_recall), (Some(0.0), Some(0.0)));
+    }
 }

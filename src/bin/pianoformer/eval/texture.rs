@@ -226,6 +226,28 @@ fn report(
     }
     let detected = summary(&|s| &s.detected);
     line("detected phrases, echo 1", &detected);
+    for (name, pick) in [
+        (
+            "melody alone",
+            (|s: &TextureSong| s.detector_melody) as fn(&TextureSong) -> _,
+        ),
+        ("whole arrangement", |s: &TextureSong| s.detector_full),
+    ] {
+        let mean = |f: fn(&pianoformer::eval::texture::Agreement) -> Option<f64>| {
+            let v: Vec<f64> = songs.iter().filter_map(|s| f(&pick(s))).collect();
+            fmt(&serde_json::json!(
+                (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+            ))
+        };
+        println!(
+            "  the detector from the {name}: boundaries precision {} recall {}; same-letter \
+             pairs precision {} recall {}",
+            mean(|a| a.boundary_precision),
+            mean(|a| a.boundary_recall),
+            mean(|a| a.pair_precision),
+            mean(|a| a.pair_recall)
+        );
+    }
     (pianist, by_strength, detected)
 }
 
