@@ -254,6 +254,9 @@ mod tests {
         assert_eq!(split.pair_recall, Some(0.0));
         // One phrase over everything: no boundary, no pair.
         let one = agreement(&human, &lane("A", 8));
-        assert_eq!((one.boundary_recall, one.pair_recall), (Some(0.0), Some(0.0)));
+        assert_eq!(
+            (one.boundary_recall, one.pair_recall),
+            (Some(0.0), Some(0.0))
+        );
     }
 }
