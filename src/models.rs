@@ -73,6 +73,11 @@ pub struct ModelDefaults {
     /// pianists and chosen on validation (`eval --texture --record`; `None`: no echo).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub texture_echo: Option<crate::music::texture::echo::EchoLean>,
+    /// Step-by-step accompaniment: the strength the lean plays at when a person asks for none,
+    /// chosen on validation (`None`: 1, the lean as measured). A model that reads the reference
+    /// lane already answers a repeat itself, and needs less.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub texture_strength: Option<f32>,
 }
 
 impl ModelDefaults {

@@ -3,7 +3,8 @@
 # project's own CLI on POP909. Re-running it skips finished runs and resumes interrupted ones.
 #
 #   tools/train-models.sh [accompaniment|continuation|continuation-long|accompaniment-long|
-#                          accompaniment-ar|accompaniment-live|accompaniment-encodings|paper-tiny|
+#                          accompaniment-ar|accompaniment-live|accompaniment-reference|
+#                          accompaniment-encodings|paper-tiny|
 #                          paper-tiny-relu|harmonizer|melody|all]
 #   (default: all)
 #
@@ -156,6 +157,21 @@ if [ "$what" = accompaniment-live ]; then
   evaluate "$name" accompaniment --bars 16,64 --per-song 2 --hold-temperatures 1.0,0.7,0.5,0.35
   [ "$RUNS/$name/live.json" -nt "$RUNS/$name/eval.json" ] ||
     "$BIN" eval --task accompaniment --live --model "$RUNS/$name" --data "$POP909" 2>>"$RUNS/$name/stderr.log"
+fi
+
+# Issue 69: the default with the reference lane (reports/accompaniment.md, "the reference
+# lane"): started from the shipped accompaniment-ar's weights (the lane's weights at zero) and
+# trained REF_STEPS more (default 1200, about 40 minutes on one thread), then its panel, and
+# the texture panel on validation, which chooses the echo's strength the model plays with.
+# Ship it with `pianoformer ship runs/acc-ref-sinespe --name accompaniment-reference --default`.
+if [ "$what" = accompaniment-reference ]; then
+  name=acc-ref-sinespe
+  train "$name" accompaniment "${REF_STEPS:-1200}" --init accompaniment-ar --conditioning reference \
+    --seed 0 --window 256 --batch 16 --warmup 100 --lr 0.0005 --eval-every 300 --checkpoint-every 100
+  evaluate "$name" accompaniment --bars 16,64 --per-song 2 --temperatures 1.0 --hold-temperatures 0.7
+  [ "$RUNS/$name/texture.json" -nt "$RUNS/$name/eval.json" ] ||
+    "$BIN" eval --task accompaniment --texture --model "$RUNS/$name" --data "$POP909" --split valid \
+      --strengths 0,0.25,0.5,0.75 2>>"$RUNS/$name/stderr.log"
 fi
 
 # Issue 33: the default's setting (lanes and the previous piano step as inputs, step-by-step

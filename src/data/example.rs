@@ -11,6 +11,7 @@ use crate::model::config::{ACCOMPANIMENT_INPUTS, Conditioning, PerformerConfig};
 use crate::model::pe::StructureLevel;
 use crate::music::labels::StepLabels;
 use crate::music::roll::{MultiRoll, PITCHES, PianoRoll};
+use crate::music::texture::echo::sources;
 
 /// What a window of the accompaniment task looks like.
 #[derive(Clone, Debug, PartialEq)]
@@ -66,6 +67,39 @@ fn planes(roll: &PianoRoll, step: usize, transpose: i32, out: &mut [f32]) {
     }
 }
 
+/// Values per step of the reference lane: the answered step's onset and sustain (2·128), then
+/// whether there is an answered step and whether the chord under the two differs.
+pub const REFERENCE_INPUTS: usize = 2 * PITCHES + 2;
+
+/// The reference lane of one step into `out` ([`REFERENCE_INPUTS`] values): `piano`'s step
+/// `answer.0` (the piano being written, or a donor's), transposed, and the two flags; zeros
+/// where the step answers none.
+pub fn reference_row(
+    piano: &PianoRoll,
+    answer: Option<(usize, bool)>,
+    transpose: i32,
+    out: &mut [f32],
+) {
+    out[..REFERENCE_INPUTS].fill(0.0);
+    if let Some((s, changed)) = answer
+        && s < piano.num_steps
+    {
+        planes(piano, s, transpose, &mut out[..2 * PITCHES]);
+        out[2 * PITCHES] = 1.0;
+        out[2 * PITCHES + 1] = changed as u8 as f32;
+    }
+}
+
+/// Every step's answered step of `labels` (a whole song's lanes: the first occurrence may lie
+/// before any window) and whether the chord under the two differs, for the reference lane.
+pub fn answers(labels: &StepLabels) -> Vec<Option<(usize, bool)>> {
+    sources(labels)
+        .into_iter()
+        .enumerate()
+        .map(|(t, s)| s.map(|s| (s, labels.chord[t] != labels.chord[s])))
+        .collect()
+}
+
 /// Labels transposed by `semitones`: melody pitches (rests stay rests) and chord roots move.
 pub fn transpose_labels(labels: &StepLabels, semitones: i32) -> StepLabels {
     let mut out = labels.clone();
@@ -104,13 +138,23 @@ pub fn example(
     let mut inputs = vec![0f32; len * width];
     let mut targets = vec![0f32; len * 2 * PITCHES];
     let window = transpose_labels(&labels.slice(start..start + len), transpose);
+    let answers = conditioning
+        .filter(|c| c.reference)
+        .map(|_| answers(labels));
     for t in 0..len {
         let s = start + t;
         if s >= rolls.num_steps() {
             break;
         }
         let row = &mut inputs[t * width..(t + 1) * width];
-        write_row(rolls, &window, t, s, transpose, conditioning, row);
+        let answer = answers.as_ref().and_then(|a| a.get(s).copied().flatten());
+        let at = RowAt {
+            t,
+            s,
+            transpose,
+            answer,
+        };
+        write_row(rolls, &window, at, conditioning, row);
         planes(
             &rolls.piano,
             s,
@@ -127,6 +171,29 @@ pub fn example(
     }
 }
 
+/// Which row [`write_row`] writes: step `s` of the song, step `t` of the lanes' window,
+/// transposed by `transpose`; `answer` is the step the reference lane reads (and whether the
+/// chord differs there), for a model that reads one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowAt {
+    pub t: usize,
+    pub s: usize,
+    pub transpose: i32,
+    pub answer: Option<(usize, bool)>,
+}
+
+impl RowAt {
+    /// Step `t` of a whole song, untransposed, answering `answer`.
+    pub fn song(t: usize, answer: Option<(usize, bool)>) -> Self {
+        Self {
+            t,
+            s: t,
+            transpose: 0,
+            answer,
+        }
+    }
+}
+
 /// Step `s`'s inputs (a whole row: melody and bridge planes, then what `conditioning` adds)
 /// into `row`, transposed; the lanes are read at step `t` of `window` (the labels as the
 /// window or the whole song, already transposed). What training, generation and live playing
@@ -134,12 +201,16 @@ pub fn example(
 pub fn write_row(
     rolls: &MultiRoll,
     window: &StepLabels,
-    t: usize,
-    s: usize,
-    transpose: i32,
+    at: RowAt,
     conditioning: Option<Conditioning>,
     row: &mut [f32],
 ) {
+    let RowAt {
+        t,
+        s,
+        transpose,
+        answer,
+    } = at;
     let lag = conditioning.map_or(0, |c| c.melody_lag as usize);
     if s >= lag {
         planes(&rolls.melody, s - lag, transpose, &mut row[..2 * PITCHES]);
@@ -156,13 +227,20 @@ pub fn write_row(
             window.write_features(t, &mut row[at..at + LABEL_FEATURES]);
             at += LABEL_FEATURES;
         }
-        if c.piano && s > 0 {
-            planes(
-                &rolls.piano,
-                s - 1,
-                transpose,
-                &mut row[at..at + 2 * PITCHES],
-            );
+        if c.piano {
+            if s > 0 {
+                planes(
+                    &rolls.piano,
+                    s - 1,
+                    transpose,
+                    &mut row[at..at + 2 * PITCHES],
+                );
+            }
+            at += 2 * PITCHES;
+        }
+        if c.reference {
+            let out = &mut row[at..at + REFERENCE_INPUTS];
+            reference_row(&rolls.piano, answer.filter(|a| a.0 < s), transpose, out);
         }
     }
 }
@@ -301,5 +379,59 @@ mod tests {
         assert_eq!(t.chord[0].unwrap().root, 11);
         assert_eq!(crop_starts(0..40, 16, 16), vec![0, 16]);
         assert_eq!(crop_starts(8..12, 16, 16), vec![8]);
+    }
+
+    #[test]
+    fn the_reference_lane_reads_the_first_occurrence_of_a_repeat() {
+        // A1 B1 A1, 16 steps a bar: the pianist plays C3 at bar 0's step 3 and E3 at bar 1's.
+        let grid = Grid::quarters(480, 12 * 480, 4);
+        let piano = [note(48, 3 * 120, 120), note(52, 16 * 120 + 3 * 120, 120)];
+        let rolls = MultiRoll::from_tracks([(Role::Piano, &piano[..])], &grid);
+        let chords: Vec<_> = (0..12)
+            .map(|b| {
+                Some(Chord {
+                    root: if b < 8 { 0 } else { 7 },
+                    quality: Quality::Maj,
+                })
+            })
+            .collect();
+        let phrases: Vec<_> = "ABA"
+            .chars()
+            .enumerate()
+            .map(|(k, letter)| crate::music::phrases::Segment {
+                start_bar: k,
+                bars: 1,
+                letter,
+            })
+            .collect();
+        let labels = StepLabels::new(&grid, &rolls.melody, &chords, &phrases);
+        let spec = WindowSpec {
+            len: 16,
+            max_shift: 0,
+            levels: vec![],
+            conditioning: Some(Conditioning::REFERENCE),
+            beats: BeatInputs::default(),
+        };
+        let width = 512 + LABEL_FEATURES + 256 + REFERENCE_INPUTS;
+        let at = 512 + LABEL_FEATURES + 256;
+        assert_eq!(Conditioning::REFERENCE.reference_offset(), Some(at));
+        // The window of the second A (bar 2), transposed up 2: its step 3 reads C3 + 2 at
+        // bar 0's step 3, and the chord under the two differs (G against C).
+        let e = example(&rolls, &labels, &spec, 32, 2);
+        assert_eq!(e.inputs.len(), 16 * width);
+        let row = |t: usize| &e.inputs[t * width + at..(t + 1) * width];
+        assert_eq!(row(3)[50], 1.0, "the first A's onset, transposed");
+        assert_eq!(row(3)[128 + 50], 1.0, "and its sustain");
+        assert_eq!(row(3)[48], 0.0);
+        assert!(row(2)[..256].iter().all(|&v| v == 0.0));
+        assert_eq!(row(0)[256], 1.0, "a step that answers");
+        assert_eq!(row(0)[257], 1.0, "under another chord");
+        // B answers nothing: its lane is silent, whatever it plays.
+        let b = example(&rolls, &labels, &spec, 16, 0);
+        assert!((0..16).all(|t| {
+            b.inputs[t * width + at..(t + 1) * width]
+                .iter()
+                .all(|&v| v == 0.0)
+        }));
     }
 }

@@ -5,6 +5,7 @@
 
 pub use super::beats::BEAT_FEATURES;
 use super::beats::BeatInputs;
+pub use super::example::REFERENCE_INPUTS;
 pub use super::features::LABEL_FEATURES;
 pub use super::melody::{MELODY_CLASSES, MELODY_INPUTS};
 use crate::model::config::{
@@ -17,7 +18,18 @@ use crate::music::tokens::VOCAB_SIZE;
 impl Conditioning {
     /// Extra input features per step.
     pub fn extra_inputs(self) -> usize {
-        self.labels as usize * LABEL_FEATURES + self.piano as usize * ACCOMPANIMENT_OUTPUTS
+        self.labels as usize * LABEL_FEATURES
+            + self.piano as usize * ACCOMPANIMENT_OUTPUTS
+            + self.reference as usize * REFERENCE_INPUTS
+    }
+
+    /// Where the reference lane starts in a row, if the model reads one.
+    pub fn reference_offset(self) -> Option<usize> {
+        self.reference.then(|| {
+            ACCOMPANIMENT_INPUTS
+                + self.labels as usize * LABEL_FEATURES
+                + self.piano as usize * ACCOMPANIMENT_OUTPUTS
+        })
     }
 }
 

@@ -22,6 +22,7 @@ use super::target_roll;
 use crate::data::corpus::{Piece, WindowSpec};
 use crate::data::example;
 use crate::generate::piano::sample_whole;
+use crate::generate::texture::Answers;
 use crate::generate::{BatchProgress, GenerateError, PianoSampling, accompany_batch};
 use crate::model::performer::Performer;
 use crate::music::chords::Chord;
@@ -110,7 +111,8 @@ pub async fn sample_with_lanes(
     let range = piece.range.clone();
     let spec = WindowSpec::for_model(&model.config, range.len());
     let e = example(&piece.sheet.rolls, labels, &spec, range.start, 0);
-    let roll = sample_whole(model, &e, sampling, device).await?;
+    let reference = Answers::repeats(&labels.slice(range));
+    let roll = sample_whole(model, &e, reference.as_ref(), sampling, device).await?;
     Ok((roll, target_roll(&e)))
 }
 

@@ -75,8 +75,9 @@ pub fn sample_excerpt(
     sampling: PianoSampling,
     device: &Device,
 ) -> Result<Scored, String> {
+    // An excerpt's lanes are not at hand here: a reference lane stays silent.
     let roll = pollster::block_on(crate::generate::piano::sample_whole(
-        model, e, sampling, device,
+        model, e, None, sampling, device,
     ))
     .map_err(|e| e.to_string())?;
     let target = target_roll(e);

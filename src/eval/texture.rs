@@ -13,7 +13,7 @@ use super::harmony::{HarmonySong, song_of};
 use super::target_roll;
 use crate::data::corpus::{Corpus, Piece, WindowSpec};
 use crate::data::example;
-use crate::generate::texture::TextureEcho;
+use crate::generate::texture::{Answers, TextureEcho};
 use crate::generate::{BatchProgress, GenerateError, Given, PianoSampling, accompany_given};
 use crate::model::performer::Performer;
 use crate::music::labels::{PhraseLabel, StepLabels, detect_structure};
@@ -140,11 +140,15 @@ pub async fn accompany_with_echo(
         full.phrase[t] = lanes.phrase[i];
     }
     let e = example(&piece.sheet.rolls, &full, &spec, range.start, 0);
-    let texture = TextureEcho::repeats(lean, strength, lanes);
+    let answers = Answers::repeats(lanes);
+    let texture = answers
+        .clone()
+        .and_then(|a| TextureEcho::new(lean, strength, a));
     let given = Given {
         roll: None,
         region: 0..e.len,
         texture: texture.as_ref(),
+        reference: answers.as_ref(),
     };
     let quiet = |_: BatchProgress<'_>| async { true };
     let mut rolls =

@@ -26,7 +26,7 @@ use super::accompany::AccompanimentInput;
 use super::piano::{PianoSampling, draw_step};
 use super::texture::TextureEcho;
 use crate::data::beats::{BeatInputs, BeatReader, add_beat_chroma};
-use crate::data::example::write_row;
+use crate::data::example::{RowAt, write_row};
 use crate::data::features::LabelFeatures;
 use crate::model::config::Task;
 use crate::model::pe::StructureLevel;
@@ -34,8 +34,9 @@ use crate::model::performer::{Inputs, Performer, State, StepInput};
 use crate::music::chords::Chord;
 use crate::music::harmony::decode::{HarmonyDecode, causal_step, log_softmax_rows};
 use crate::music::harmony::{BeatPlaces, CHORD_CLASSES, chord_class, class_chord};
-use crate::music::labels::sounding_pitch;
+use crate::music::labels::{StepLabels, sounding_pitch};
 use crate::music::roll::{PITCHES, PianoRoll};
+use crate::music::texture::echo::sources;
 
 /// A causal harmonizer and how its probabilities become chords.
 #[derive(Clone, Copy)]
@@ -103,6 +104,16 @@ pub struct Live {
     /// The texture echo leaning each step towards the step of the phrase's first occurrence
     /// it answers (in the take or the piano before it).
     pub texture: Option<TextureEcho>,
+    /// For a model that reads the reference lane: the step each step answers (the phrase
+    /// lane's repeats, fixed for the take); empty otherwise.
+    answered: Vec<Option<usize>>,
+}
+
+/// Step `t`'s answered step in `answered` and whether the chord under the two differs in
+/// `labels` as they stand (a take decides its open beats' chords as it goes).
+fn answer_at(answered: &[Option<usize>], labels: &StepLabels, t: usize) -> Option<(usize, bool)> {
+    let s = answered.get(t).copied().flatten()?;
+    Some((s, labels.chord.get(t) != labels.chord.get(s)))
 }
 
 impl Live {
@@ -183,19 +194,17 @@ impl Live {
         let mut state = model
             .start(sampling.seed, false, device)
             .stepping(&stepping);
+        let answered = match c.conditioning {
+            Some(cond) if cond.reference => sources(&input.sheet.labels),
+            _ => Vec::new(),
+        };
         // What comes before the take is known: one parallel pass reads it.
         if from > 0 {
             let mut x = vec![0f32; from * width];
+            let labels = &input.sheet.labels;
             for (t, row) in x.chunks_mut(width).enumerate() {
-                write_row(
-                    &input.sheet.rolls,
-                    &input.sheet.labels,
-                    t,
-                    t,
-                    0,
-                    c.conditioning,
-                    row,
-                );
+                let at = RowAt::song(t, answer_at(&answered, labels, t));
+                write_row(&input.sheet.rolls, labels, at, c.conditioning, row);
             }
             let inputs = Tensor::<3>::from_data(TensorData::new(x, vec![1, from, width]), device);
             let coords = levels.as_ref().map(|l| {
@@ -222,6 +231,7 @@ impl Live {
             width,
             levels,
             texture: None,
+            answered,
         })
     }
 
@@ -326,15 +336,9 @@ impl Live {
                     sounding_pitch(&self.input.sheet.rolls.melody, s);
             }
             let mut row = vec![0f32; self.width];
-            write_row(
-                &self.input.sheet.rolls,
-                &self.input.sheet.labels,
-                t,
-                t,
-                0,
-                conditioning,
-                &mut row,
-            );
+            let labels = &self.input.sheet.labels;
+            let at = RowAt::song(t, answer_at(&self.answered, labels, t));
+            write_row(&self.input.sheet.rolls, labels, at, conditioning, &mut row);
             let coords = self.levels.as_ref().map(|l| {
                 let mut c = Vec::new();
                 self.input.sheet.labels.write_coordinates(t, l, &mut c);

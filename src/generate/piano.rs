@@ -17,11 +17,12 @@ use burn::tensor::{Device, Tensor, TensorData};
 #[cfg(feature = "gpu")]
 use super::fused;
 pub use super::sample::{PianoSampling, uniform};
-use super::texture::TextureEcho;
+use super::texture::{Answers, TextureEcho};
 use super::{AttentionRows, GenerateError, Watch, read_f32, watched_rows};
 use crate::data::Example;
+use crate::data::example::REFERENCE_INPUTS;
 use crate::data::features::LABEL_FEATURES;
-use crate::model::config::{ACCOMPANIMENT_INPUTS, Task};
+use crate::model::config::{ACCOMPANIMENT_INPUTS, Conditioning, Task};
 #[cfg(feature = "gpu")]
 use crate::model::performer::captured_row;
 use crate::model::performer::{Inputs, Performer, State, StepInput};
@@ -131,6 +132,10 @@ struct Steps<'a> {
     roll: PianoRoll,
     /// The texture echo, if any (drawn on the CPU: the fused steps take none).
     texture: Option<&'a TextureEcho>,
+    /// Where the reference lane goes in a row, for a model that reads one, and what each step
+    /// answers (`None`: nothing, the lane stays silent).
+    reference_at: Option<usize>,
+    answers: Option<&'a Answers>,
 }
 
 impl<'a> Steps<'a> {
@@ -171,7 +176,39 @@ impl<'a> Steps<'a> {
             region,
             roll,
             texture: None,
+            reference_at: model
+                .config
+                .conditioning
+                .and_then(Conditioning::reference_offset),
+            answers: None,
         })
+    }
+
+    /// `given`'s steps for `model` over `region`, with its echo and what its steps answer.
+    fn of(model: &Performer, e: &'a Example, given: &Given<'a>) -> Result<Self, GenerateError> {
+        let mut steps = Self::new(model, e, given.roll, given.region.clone())?;
+        steps.texture = given.texture;
+        steps.answers = given.reference;
+        Ok(steps)
+    }
+
+    /// Whether the model reads, in `region`, a reference lane that answers something (each
+    /// alternative's own piano, so the fused steps of several cannot share rows).
+    fn references(&self) -> bool {
+        self.reference_at.is_some()
+            && self
+                .answers
+                .is_some_and(|a| a.answers_in(self.region.clone()))
+    }
+
+    /// Where a fused chunk from `t` to `end` must stop so that every step in it reads a
+    /// reference lane already written when the chunk starts.
+    #[cfg(feature = "gpu")]
+    fn fused_end(&self, t: usize, end: usize) -> usize {
+        match (self.reference_at, self.answers) {
+            (Some(_), Some(a)) => (t + 1..end).find(|&u| a.reads_from(u, t)).unwrap_or(end),
+            _ => end,
+        }
     }
 
     /// Inputs of steps `range` [len, width], with the previous piano step taken from `roll`,
@@ -186,6 +223,13 @@ impl<'a> Steps<'a> {
                 for p in 0..PITCHES {
                     row[p] = roll.onset(t - 1, p) as u8 as f32;
                     row[PITCHES + p] = roll.sustain(t - 1, p) as u8 as f32;
+                }
+            }
+            if let Some(at) = self.reference_at {
+                let out = &mut x[i * width + at..i * width + at + REFERENCE_INPUTS];
+                match self.answers {
+                    Some(a) => a.write_reference(roll, t, out),
+                    None => out.fill(0.0),
                 }
             }
         }
@@ -364,11 +408,7 @@ where
     F: FnMut(BatchProgress<'_>) -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let piano = Given {
-        roll: given,
-        region,
-        texture: None,
-    };
+    let piano = Given::plain(given, region);
     accompany_given(
         model,
         e,
@@ -389,6 +429,20 @@ pub struct Given<'a> {
     pub roll: Option<&'a PianoRoll>,
     pub region: Range<usize>,
     pub texture: Option<&'a TextureEcho>,
+    /// What each step answers, for a model that reads the reference lane (others ignore it).
+    pub reference: Option<&'a Answers>,
+}
+
+impl<'a> Given<'a> {
+    /// `region` of `roll` (`None`: silence) with no echo and no reference.
+    pub fn plain(roll: Option<&'a PianoRoll>, region: Range<usize>) -> Self {
+        Self {
+            roll,
+            region,
+            texture: None,
+            reference: None,
+        }
+    }
 }
 
 /// [`accompany_batch`] from `given`, its texture echo leaning every alternative's steps
@@ -409,43 +463,29 @@ where
     F: FnMut(BatchProgress<'_>) -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let Given {
-        roll: given,
-        region,
-        texture,
-    } = given;
     if samplings.is_empty() {
         return Ok(Vec::new());
     }
     // An echo whose answering steps all lie outside the region leans nothing: left out, so
     // the region is written as without it (fused on a GPU).
-    let texture = texture.filter(|x| x.answers_in(region.clone()));
-    let steps_of = |region: Range<usize>| {
-        Steps::new(model, e, given, region).map(|mut s| {
-            s.texture = texture;
-            s
-        })
+    let given = Given {
+        texture: given.texture.filter(|x| x.answers_in(given.region.clone())),
+        ..given
     };
+    let texture = given.texture;
+    let steps_of = || Steps::of(model, e, &given);
     if let [one] = samplings {
         // One sequence: as `accompany_steps` writes it (fused on a GPU).
-        let roll = one_sequence(
-            model,
-            steps_of(region)?,
-            *one,
-            report_every,
-            watch,
-            device,
-            |p| {
-                let logits = [p.logits.to_vec()];
-                on_progress(BatchProgress {
-                    done: p.done,
-                    total: p.total,
-                    rolls: std::slice::from_ref(p.roll),
-                    logits: &logits,
-                    attention: p.attention,
-                })
-            },
-        )
+        let roll = one_sequence(model, steps_of()?, *one, report_every, watch, device, |p| {
+            let logits = [p.logits.to_vec()];
+            on_progress(BatchProgress {
+                done: p.done,
+                total: p.total,
+                rolls: std::slice::from_ref(p.roll),
+                logits: &logits,
+                attention: p.attention,
+            })
+        })
         .await?;
         return Ok(vec![roll]);
     }
@@ -457,9 +497,14 @@ where
     }
     let stepping = model.stepping(device).await?;
     #[cfg(feature = "gpu")]
-    if stepping.decoder.is_none() && samplings.len() > 1 && fused::enabled() && texture.is_none() {
+    if stepping.decoder.is_none()
+        && samplings.len() > 1
+        && fused::enabled()
+        && texture.is_none()
+        && !steps_of()?.references()
+    {
         // On a GPU: every alternative in the same fused dispatches, one workgroup each.
-        let steps = steps_of(region.clone())?;
+        let steps = steps_of()?;
         let mut states = Vec::with_capacity(samplings.len());
         for (k, s) in samplings.iter().enumerate() {
             let watch = watch.filter(|_| k == 0);
@@ -473,11 +518,6 @@ where
     }
     if stepping.decoder.is_none() && samplings.len() > 1 {
         // Steps through tensors one alternative at a time (a GPU where the kernel declines).
-        let given = Given {
-            roll: given,
-            region,
-            texture,
-        };
         return one_after_another(
             model,
             e,
@@ -490,7 +530,7 @@ where
         )
         .await;
     }
-    let steps = steps_of(region)?;
+    let steps = steps_of()?;
     let mut states = Vec::with_capacity(samplings.len());
     for (k, s) in samplings.iter().enumerate() {
         let watch = watch.filter(|_| k == 0);
@@ -531,8 +571,7 @@ where
     let mut logits = vec![Vec::new(); k];
     for (i, s) in samplings.iter().enumerate() {
         let watch = watch.filter(|_| i == 0);
-        let mut steps = Steps::new(model, e, given.roll, given.region.clone())?;
-        steps.texture = given.texture;
+        let steps = Steps::of(model, e, &given)?;
         let roll = one_sequence(model, steps, *s, report_every, watch, device, |p| {
             let mut so_far = rolls.clone();
             so_far.push(p.roll.clone());
@@ -663,7 +702,7 @@ where
     let mut t = region.start;
     while t < region.end {
         let due = region.start + ((t - region.start) / report_every + 1) * report_every;
-        let end = (t + fused::CHUNK).min(due).min(region.end);
+        let end = steps.fused_end(t, (t + fused::CHUNK).min(due).min(region.end));
         // Every stream's rows are the same but for the piano planes, which the kernel fills.
         let (x, _) = steps.values(t..end, &rolls[0]);
         let xs = vec![x.as_slice(); k];
@@ -710,26 +749,22 @@ where
     Ok(Ok(rolls))
 }
 
-/// The piano part of the whole of `e`, sampled step by step with no progress reports.
+/// The piano part of the whole of `e`, sampled step by step with no progress reports, its
+/// reference lane (for a model that reads one) answering `reference`.
 pub async fn sample_whole(
     model: &Performer,
     e: &Example,
+    reference: Option<&Answers>,
     sampling: PianoSampling,
     device: &Device,
 ) -> Result<PianoRoll, GenerateError> {
     let quiet = |_: PianoProgress<'_>| async { true };
-    accompany_steps(
-        model,
-        e,
-        None,
-        0..e.len,
-        sampling,
-        e.len,
-        None,
-        device,
-        quiet,
-    )
-    .await
+    let given = Given {
+        reference,
+        ..Given::plain(None, 0..e.len)
+    };
+    let steps = Steps::of(model, e, &given)?;
+    one_sequence(model, steps, sampling, e.len, None, device, quiet).await
 }
 
 /// The watched head's rows of the steps since the last report (taken out of `watched`), each

@@ -7,10 +7,11 @@
 //! then, not the pitch). The model still chooses the notes; the lean is added after the
 //! temperature, so its effect on the odds is the same at any.
 
+use crate::data::example::{answers, reference_row};
 use crate::music::chords::Chord;
 use crate::music::labels::StepLabels;
 use crate::music::roll::{PITCHES, PianoRoll};
-use crate::music::texture::echo::{EchoLean, sources};
+use crate::music::texture::echo::EchoLean;
 use crate::music::texture::onset_bits;
 
 /// Where the answered steps are read.
@@ -24,29 +25,22 @@ enum Source {
     Donor(PianoRoll),
 }
 
-/// The texture echo of one accompaniment: what each step answers, and how strongly.
+/// What each step of an accompaniment answers: the step of a phrase's first occurrence (in
+/// the piano being written) or of a donor's bars, and whether the chord under the two
+/// differs. The texture echo leans by it; a model with the reference lane reads it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct TextureEcho {
-    lean: EchoLean,
-    strength: f32,
+pub struct Answers {
     /// Per step of the example: the step it answers and whether the chord there differs.
     answers: Vec<Option<(usize, bool)>>,
     source: Source,
 }
 
-impl TextureEcho {
+impl Answers {
     /// The phrase lane's repeats of `labels` (one per step of the example) answering their
-    /// first occurrences, at `strength` times `lean` (1: as measured); `None` where no letter
-    /// returns or the strength is 0.
-    pub fn repeats(lean: EchoLean, strength: f32, labels: &StepLabels) -> Option<Self> {
-        let answers: Vec<_> = sources(labels)
-            .into_iter()
-            .enumerate()
-            .map(|(t, s)| s.map(|s| (s, labels.chord[t] != labels.chord[s])))
-            .collect();
-        (strength > 0.0 && answers.iter().any(Option::is_some)).then_some(Self {
-            lean,
-            strength,
+    /// first occurrences; `None` where no letter returns.
+    pub fn repeats(labels: &StepLabels) -> Option<Self> {
+        let answers = answers(labels);
+        answers.iter().any(Option::is_some).then_some(Self {
             answers,
             source: Source::Own,
         })
@@ -54,12 +48,8 @@ impl TextureEcho {
 
     /// Steps `targets` of an example of `len` steps (chords `chords`, one per step) answering
     /// the donor's piano `donor` (chords `donor_chords`, one per step): the donor's steps
-    /// cycled over the targets from its first step (whole bars onto whole bars where both start
-    /// on a bar line and share a meter). Not yet offered by the page or the CLI (issue 69,
-    /// "texture you choose"): tests only so far.
+    /// cycled over the targets from its first step; `None` for an empty donor.
     pub fn donor(
-        lean: EchoLean,
-        strength: f32,
         len: usize,
         targets: std::ops::Range<usize>,
         chords: &[Option<Chord>],
@@ -67,7 +57,7 @@ impl TextureEcho {
         donor_chords: &[Option<Chord>],
     ) -> Option<Self> {
         let n = donor.num_steps;
-        if n == 0 || strength <= 0.0 {
+        if n == 0 {
             return None;
         }
         let mut answers = vec![None; len];
@@ -81,11 +71,109 @@ impl TextureEcho {
             answers[t] = Some((s, changed));
         }
         Some(Self {
-            lean,
-            strength,
             answers,
             source: Source::Donor(donor),
         })
+    }
+
+    /// Step `t`'s answer: the roll it reads (`written`, or the donor), the step there and
+    /// whether the chord differs (read from `chords` as they stand now when given and the
+    /// answer is in the piano being written); `None` where it answers nothing, or a step not
+    /// yet written.
+    fn at<'r>(
+        &'r self,
+        written: &'r PianoRoll,
+        chords: Option<&[Option<Chord>]>,
+        t: usize,
+    ) -> Option<(&'r PianoRoll, usize, bool)> {
+        let (s, mut changed) = self.answers.get(t).copied().flatten()?;
+        match &self.source {
+            Source::Own if s < t && s < written.num_steps => {
+                if let Some(chords) = chords {
+                    changed = chords.get(t) != chords.get(s);
+                }
+                Some((written, s, changed))
+            }
+            Source::Donor(d) if s < d.num_steps => Some((d, s, changed)),
+            _ => None,
+        }
+    }
+
+    /// Writes step `t`'s reference lane into `out` ([`crate::data::example::REFERENCE_INPUTS`] values) given the
+    /// piano written so far (zeros where it answers nothing yet).
+    pub fn write_reference(&self, written: &PianoRoll, t: usize, out: &mut [f32]) {
+        match self.at(written, None, t) {
+            Some((roll, s, changed)) => reference_row(roll, Some((s, changed)), 0, out),
+            None => reference_row(written, None, 0, out),
+        }
+    }
+
+    /// Whether step `t` reads its answer from the piano being written at or after `from`
+    /// (a step the model has not written when `t`'s chunk starts at `from`).
+    pub fn reads_from(&self, t: usize, from: usize) -> bool {
+        matches!(
+            (&self.source, self.answers.get(t).copied().flatten()),
+            (Source::Own, Some((s, _))) if s >= from
+        )
+    }
+
+    /// The steps that answer another.
+    pub fn answering(&self) -> usize {
+        self.answers.iter().filter(|a| a.is_some()).count()
+    }
+
+    /// Whether any step of `steps` answers another.
+    pub fn answers_in(&self, steps: std::ops::Range<usize>) -> bool {
+        steps
+            .into_iter()
+            .any(|t| matches!(self.answers.get(t), Some(Some(_))))
+    }
+}
+
+/// The texture echo of one accompaniment: what each step answers, and how strongly.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TextureEcho {
+    lean: EchoLean,
+    strength: f32,
+    answers: Answers,
+}
+
+impl TextureEcho {
+    /// The echo of `answers` at `strength` times `lean` (1: as measured); `None` at strength 0.
+    pub fn new(lean: EchoLean, strength: f32, answers: Answers) -> Option<Self> {
+        (strength > 0.0).then_some(Self {
+            lean,
+            strength,
+            answers,
+        })
+    }
+
+    /// The phrase lane's repeats of `labels` (one per step of the example) answering their
+    /// first occurrences, at `strength` times `lean` (1: as measured); `None` where no letter
+    /// returns or the strength is 0.
+    pub fn repeats(lean: EchoLean, strength: f32, labels: &StepLabels) -> Option<Self> {
+        Self::new(lean, strength, Answers::repeats(labels)?)
+    }
+
+    /// Steps `targets` answering the donor's piano `donor` ([`Answers::donor`]) at `strength`
+    /// times `lean`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn donor(
+        lean: EchoLean,
+        strength: f32,
+        len: usize,
+        targets: std::ops::Range<usize>,
+        chords: &[Option<Chord>],
+        donor: PianoRoll,
+        donor_chords: &[Option<Chord>],
+    ) -> Option<Self> {
+        let answers = Answers::donor(len, targets, chords, donor, donor_chords)?;
+        Self::new(lean, strength, answers)
+    }
+
+    /// What it answers.
+    pub fn answers(&self) -> &Answers {
+        &self.answers
     }
 
     /// Writes the lean of step `t` into `out` (128 values) given the piano written so far,
@@ -105,32 +193,26 @@ impl TextureEcho {
         t: usize,
         out: &mut [f32],
     ) -> bool {
-        let Some(Some((s, mut changed))) = self.answers.get(t).copied() else {
+        let Some((roll, s, changed)) = self.answers.at(written, chords, t) else {
             return false;
         };
-        if let (Source::Own, Some(chords)) = (&self.source, chords) {
-            changed = chords.get(t) != chords.get(s);
-        }
-        let then = match &self.source {
-            Source::Own if s < t && s < written.num_steps => onset_bits(written, s),
-            Source::Donor(d) if s < d.num_steps => onset_bits(d, s),
-            _ => return false,
-        };
-        self.lean
-            .of(then, changed, self.strength, &mut out[..PITCHES]);
+        self.lean.of(
+            onset_bits(roll, s),
+            changed,
+            self.strength,
+            &mut out[..PITCHES],
+        );
         true
     }
 
     /// The steps that answer another.
     pub fn answering(&self) -> usize {
-        self.answers.iter().filter(|a| a.is_some()).count()
+        self.answers.answering()
     }
 
     /// Whether any step of `steps` answers another (elsewhere the echo leans nothing).
     pub fn answers_in(&self, steps: std::ops::Range<usize>) -> bool {
-        steps
-            .into_iter()
-            .any(|t| matches!(self.answers.get(t), Some(Some(_))))
+        self.answers.answers_in(steps)
     }
 }
 

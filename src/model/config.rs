@@ -79,10 +79,20 @@ pub struct Conditioning {
     /// notes before the player's note at that sixteenth is heard.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub melody_lag: u8,
+    /// The reference lane: at a step of a phrase the lane repeats, the piano of the step it
+    /// answers in the phrase's first occurrence (or in a donor's bars), onset and sustain
+    /// (2 × 128), and two flags (there is one; the chord under the two differs). The model
+    /// learns from the training songs' own repeats how literally a pianist returns to it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub reference: bool,
 }
 
 fn is_zero(v: &u8) -> bool {
     *v == 0
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
 }
 
 impl Conditioning {
@@ -91,6 +101,7 @@ impl Conditioning {
         labels: true,
         piano: true,
         melody_lag: 0,
+        reference: false,
     };
 
     /// As [`Conditioning::AUTOREGRESSIVE`], reading the melody `lag` steps late (live playing).
@@ -100,6 +111,12 @@ impl Conditioning {
             ..Self::AUTOREGRESSIVE
         }
     }
+
+    /// As [`Conditioning::AUTOREGRESSIVE`], with the reference lane.
+    pub const REFERENCE: Conditioning = Conditioning {
+        reference: true,
+        ..Self::AUTOREGRESSIVE
+    };
 }
 
 #[derive(Config, Debug, PartialEq)]

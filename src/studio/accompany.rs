@@ -6,7 +6,7 @@ use burn::tensor::Device;
 use super::family::{Generated, Run, Studio, Written};
 use super::{ACCOMPANIMENT_TRACK, Options, Progress};
 use crate::generate::binarize::{Binarize, binarize};
-use crate::generate::texture::TextureEcho;
+use crate::generate::texture::{Answers, TextureEcho};
 use crate::generate::{
     AccompanimentInput, GenerateError, Given, MapFeatures, PianoSampling, accompany_given,
     accompany_probs, input_example, piece_input, splice, watched_pass,
@@ -24,11 +24,24 @@ use crate::music::texture::echo::EchoLean;
 
 /// How a model plays unless told otherwise: its defaults from the manifest that the
 /// accompaniment reads.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct ModelPlay {
     pub binarize: Option<Binarize>,
     pub sampling: PianoSampling,
     pub texture_echo: Option<EchoLean>,
+    /// The echo's strength when the options ask for none (the model's, chosen on validation).
+    pub texture_strength: f32,
+}
+
+impl Default for ModelPlay {
+    fn default() -> Self {
+        Self {
+            binarize: None,
+            sampling: PianoSampling::default(),
+            texture_echo: None,
+            texture_strength: 1.0,
+        }
+    }
 }
 
 impl ModelPlay {
@@ -37,6 +50,7 @@ impl ModelPlay {
             binarize: defaults.binarize,
             sampling: defaults.piano_sampling(),
             texture_echo: defaults.texture_echo,
+            texture_strength: defaults.texture_strength.unwrap_or(1.0),
         }
     }
 }
@@ -238,15 +252,18 @@ where
             .iter()
             .map(|o| o.piano_sampling(play.sampling))
             .collect();
-        let strength = options.texture_echo.unwrap_or(1.0);
+        let strength = options.texture_echo.unwrap_or(play.texture_strength);
         let labels = &input.sheet.labels;
+        let answers = Answers::repeats(labels);
         let texture = play
             .texture_echo
-            .and_then(|lean| TextureEcho::repeats(lean, strength, labels));
+            .zip(answers.clone())
+            .and_then(|(lean, a)| TextureEcho::new(lean, strength, a));
         let given = Given {
             roll: given.as_ref(),
             region: region.clone(),
             texture: texture.as_ref(),
+            reference: answers.as_ref(),
         };
         accompany_given(
             model,

@@ -167,7 +167,7 @@ pub async fn live_start(
     )
     .await?;
     // A returning phrase plays like its first occurrence, heard in the take or written before.
-    let strength = options.texture_echo.unwrap_or(1.0);
+    let strength = options.texture_echo.unwrap_or(play.texture_strength);
     let echo = play
         .texture_echo
         .and_then(|lean| TextureEcho::repeats(lean, strength, &live.input.sheet.labels));

@@ -212,3 +212,60 @@ fn the_positional_encoding_learns_at_its_own_rate() {
         "the head moved {head1} then {head10}"
     );
 }
+
+/// A trained model given the reference lane (`Performer::with_more_inputs`) trains on: its
+/// loss stays finite step after step and the new inputs' weights, zero at first, move.
+#[test]
+fn a_model_given_the_reference_lane_trains_on() {
+    let device = Device::flex().autodiff();
+    let (grid, rolls, labels) = song(0, 8);
+    let beats: Vec<_> = (0..grid.num_beats())
+        .map(|b| labels.chord[b * grid.steps_per_beat])
+        .collect();
+    let phrases = [0, 4].map(|start_bar| Segment {
+        start_bar,
+        bars: 4,
+        letter: 'A',
+    });
+    let labels = StepLabels::new(&grid, &rolls.melody, &beats, &phrases);
+    let pe = PeConfig::new(PeKind::SineSpe).with_gate(true);
+    let config = PerformerConfig::tiny(Task::Accompaniment, 0, pe)
+        .with_inputs(Some(Conditioning::AUTOREGRESSIVE));
+    let old = Performer::new(&config, 1, &device).unwrap();
+    let wide = old
+        .with_more_inputs(&config.clone().with_inputs(Some(Conditioning::REFERENCE)))
+        .unwrap();
+    let spec = WindowSpec {
+        len: 64,
+        max_shift: 0,
+        ..WindowSpec::for_model(&wide.config, 64)
+    };
+    let trained_on = config.input_dim;
+    let rows = |m: &Performer| -> f32 {
+        let w = m.input.as_ref().unwrap().weight.val();
+        let [n, _] = w.dims();
+        let added = w.narrow(0, trained_on, n - trained_on);
+        block_on(added.abs().sum().into_scalar_async()).unwrap()
+    };
+    assert_eq!(rows(&wide), 0.0);
+    let schedule = Schedule {
+        peak_lr: 3e-3,
+        warmup: 2,
+        total: 10,
+        final_ratio: 0.1,
+    };
+    let mut trainer = Trainer::new(wide, schedule, 1.0, 7);
+    let starts = crop_starts(64..rolls.num_steps(), 64, 16);
+    let mut rng = StdRng::seed_from_u64(3);
+    for _ in 0..10 {
+        let batch = (0..2)
+            .map(|_| random_example(&rolls, &labels, &spec, &starts, &mut rng))
+            .collect();
+        let loss = block_on(trainer.train_step(&Batch::Rolls(batch))).unwrap();
+        assert!(loss.is_finite());
+    }
+    assert!(
+        rows(&trainer.model) > 0.0,
+        "the reference lane's weights learn"
+    );
+}

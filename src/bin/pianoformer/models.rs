@@ -84,6 +84,11 @@ pub fn run_defaults(dir: &Path, task: Task) -> ModelDefaults {
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_default();
     let number = |key: &str| eval[key].as_f64().map(|v| v as f32);
+    let texture: serde_json::Value = std::fs::read_to_string(dir.join("texture.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    let accompaniment = task == Task::Accompaniment;
     ModelDefaults {
         binarize: serde_json::from_value(eval["binarize"].clone()).ok(),
         temperature: number("temperature").or_else(|| plan_temperature(dir)),
@@ -94,11 +99,14 @@ pub fn run_defaults(dir: &Path, task: Task) -> ModelDefaults {
         echo: number("echo").filter(|_| task == Task::Melody),
         harmony: serde_json::from_value(eval["decode"].clone()).ok(),
         // The texture echo's lean, as `eval --texture` counted and tried it.
-        texture_echo: std::fs::read_to_string(dir.join("texture.json"))
+        texture_echo: serde_json::from_value(texture["lean"].clone())
             .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .and_then(|v| serde_json::from_value(v["lean"].clone()).ok())
-            .filter(|_| task == Task::Accompaniment),
+            .filter(|_| accompaniment),
+        // And the strength it chose on validation.
+        texture_strength: texture["strength"]
+            .as_f64()
+            .map(|v| v as f32)
+            .filter(|_| accompaniment),
     }
 }
 

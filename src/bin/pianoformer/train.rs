@@ -55,7 +55,9 @@ pub struct Args {
     pub levels: Vec<String>,
     /// Accompaniment inputs besides the melody and bridge rolls: `autoregressive` (the lanes'
     /// chord, phrase and bar-position features and the piano's previous step: the product's
-    /// step-by-step accompaniment), `labels` (the lanes only, every step at once) or `none`
+    /// step-by-step accompaniment), `reference` (as autoregressive, with the reference lane:
+    /// at a repeated phrase's step, the piano of the step it answers in the phrase's first
+    /// occurrence), `labels` (the lanes only, every step at once) or `none`
     /// (the rolls only: the F-StrIPE paper's setting).
     #[arg(long, default_value = "autoregressive")]
     pub conditioning: String,
@@ -115,6 +117,12 @@ pub struct Args {
     /// Save a checkpoint every this many steps (and at the end).
     #[arg(long, default_value_t = 100)]
     pub checkpoint_every: usize,
+    /// Start from a trained model (a run's folder or a shipped model's name) instead of
+    /// fresh weights: its architecture and encoding are kept (--preset, --pe and the like are
+    /// ignored), and --conditioning may add inputs, whose weights start at zero (`--init
+    /// accompaniment-ar --conditioning reference`: the default with the reference lane).
+    #[arg(long)]
+    pub init: Option<String>,
     /// Continue the run saved in --out (its options and data path are kept; --steps may
     /// lengthen it).
     #[arg(long)]
@@ -277,18 +285,23 @@ pub fn run(args: Args) -> Result<(), String> {
             s
         }
         None => {
-            let config = model_config(&args, task)?;
             let options = run_options(&args, task);
             std::fs::create_dir_all(&out)
                 .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
-            Session::new(
-                &config,
-                options,
-                loaded.train,
-                &loaded.valid,
-                description,
-                &device,
-            )?
+            match &args.init {
+                Some(spec) => {
+                    let model = initial_model(&args, spec, task, &device)?;
+                    Session::with_model(model, options, loaded.train, &loaded.valid, description)?
+                }
+                None => Session::new(
+                    &model_config(&args, task)?,
+                    options,
+                    loaded.train,
+                    &loaded.valid,
+                    description,
+                    &device,
+                )?,
+            }
         }
     };
     let backend = backend_name(&backend.info);
@@ -303,6 +316,7 @@ pub fn run(args: Args) -> Result<(), String> {
             "data": session.data,
             "backend": backend,
             "parameters": session.trainer.model.parameters(),
+            "init": args.init,
         }))?;
         save(
             &out,
@@ -311,6 +325,26 @@ pub fn run(args: Args) -> Result<(), String> {
         )?;
     }
     train_steps(&args, &mut session, &mut log)
+}
+
+/// `--init`'s trained model, reading the inputs `--conditioning` asks for.
+fn initial_model(
+    args: &Args,
+    spec: &str,
+    task: Task,
+    device: &burn::tensor::Device,
+) -> Result<pianoformer::model::performer::Performer, String> {
+    let loaded = crate::models::load(spec, task, None, device)?;
+    let config = loaded
+        .model
+        .config
+        .clone()
+        .with_inputs(options::conditioning(args, task)?);
+    eprintln!("starting from {}", loaded.source);
+    loaded
+        .model
+        .with_more_inputs(&config)
+        .map_err(|e| format!("--init {spec}: {e}"))
 }
 
 /// The checkpoint `--resume` continues (checked against the arguments), or `None` for a new

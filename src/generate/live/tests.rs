@@ -248,6 +248,7 @@ fn what_cannot_play_live_says_so() {
         labels: true,
         piano: false,
         melody_lag: 0,
+        reference: false,
     });
     let err = |r: Result<Live, GenerateError>| r.err().expect("an error").to_string();
     let start = |m: &Performer, chords: Option<LiveChords<'_>>, from: usize| {

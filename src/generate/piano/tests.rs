@@ -348,3 +348,134 @@ fn alternatives_written_together_are_each_their_seed_alone() {
         }
     }
 }
+
+#[test]
+fn a_reference_lane_is_fed_as_training_reads_it() {
+    // A B A of two bars each: the second A's steps answer the first's. The reference lane a
+    // generation feeds (from the piano it writes) must be the one training reads from the
+    // pianist's part: teacher forcing the written piano through `example` gives the same
+    // probabilities step by step.
+    let device = Device::flex();
+    let config = PerformerConfig::tiny(
+        Task::Accompaniment,
+        0,
+        PeConfig::new(PeKind::SineSpe).with_gate(true),
+    )
+    .with_inputs(Some(Conditioning::REFERENCE));
+    let m = Performer::new(&config, 3, &device).unwrap();
+    let phrases = "ABA"
+        .chars()
+        .enumerate()
+        .map(|(i, letter)| crate::music::phrases::Segment {
+            start_bar: 2 * i,
+            bars: 2,
+            letter,
+        })
+        .collect();
+    let mut input = accompaniment_input(&song(2, 6), None, Some(phrases)).unwrap();
+    let e = input_example(&m, &input);
+    let answers = Answers::repeats(&input.sheet.labels).expect("the second A answers");
+    assert_eq!(answers.answering(), 2 * 16);
+    let sampling = PianoSampling {
+        seed: 5,
+        ..Default::default()
+    };
+    let write = |reference: Option<&Answers>| {
+        let mut probs: Vec<f32> = Vec::new();
+        let given = Given {
+            reference,
+            ..Given::plain(None, 0..e.len)
+        };
+        let rolls = block_on(accompany_given(
+            &m,
+            &e,
+            given,
+            &[sampling],
+            1,
+            None,
+            &device,
+            |p| {
+                probs.extend(p.logits[0].iter().map(|&x| sigmoid1(x)));
+                async { true }
+            },
+        ))
+        .unwrap();
+        (rolls.into_iter().next().unwrap(), probs)
+    };
+    let (roll, stepped) = write(Some(&answers));
+    input.sheet.rolls.piano = roll.clone();
+    let forced = block_on(teacher_forced_probs(
+        &m,
+        &input_example(&m, &input),
+        5,
+        &device,
+    ))
+    .unwrap();
+    assert_eq!(forced.len(), stepped.len());
+    let worst = forced
+        .iter()
+        .zip(&stepped)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    assert!(worst < 1e-4, "{worst}");
+    // Without answers the lane is silent, whatever the example held: the second A hears
+    // nothing of the first, and the first two phrases are as before.
+    let (_, silent) = write(None);
+    let per = 2 * PITCHES;
+    assert_eq!(silent[..4 * 16 * per], stepped[..4 * 16 * per]);
+    assert_ne!(silent[4 * 16 * per..], stepped[4 * 16 * per..]);
+}
+
+#[test]
+fn a_trained_model_given_the_reference_lane_plays_as_before_until_trained() {
+    let device = Device::flex();
+    let old = model(PeConfig::new(PeKind::SineSpe).with_gate(true));
+    let config = old
+        .config
+        .clone()
+        .with_inputs(Some(Conditioning::REFERENCE));
+    let phrases = "AA"
+        .chars()
+        .enumerate()
+        .map(|(i, letter)| crate::music::phrases::Segment {
+            start_bar: 2 * i,
+            bars: 2,
+            letter,
+        })
+        .collect();
+    let input = accompaniment_input(&song(1, 4), None, Some(phrases)).unwrap();
+    let before = block_on(teacher_forced_probs(
+        &old,
+        &input_example(&old, &input),
+        2,
+        &device,
+    ));
+    let wide = old.with_more_inputs(&config).unwrap();
+    assert_eq!(wide.config.input_dim, old_width() + REFERENCE_INPUTS);
+    let e = input_example(&wide, &input);
+    let width = wide.config.input_dim;
+    assert!(
+        (16 * 2..16 * 4).any(|t| e.inputs[t * width + old_width()..(t + 1) * width]
+            .iter()
+            .any(|&v| v != 0.0)),
+        "the second A's lane holds the first's piano"
+    );
+    let after = block_on(teacher_forced_probs(&wide, &e, 2, &device));
+    assert_eq!(before.unwrap(), after.unwrap());
+    // Anything else that differs is refused.
+    let other = PerformerConfig {
+        d_ff: 2 * config.d_ff,
+        ..config
+    };
+    let m = model(PeConfig::new(PeKind::SineSpe).with_gate(true));
+    let Err(err) = m.with_more_inputs(&other) else {
+        panic!("a wider feed-forward is refused")
+    };
+    let err = err.to_string();
+    assert!(err.contains("only inputs can be added"), "{err}");
+}
+
+/// Inputs per step of the step-by-step accompaniment without the reference lane.
+fn old_width() -> usize {
+    ACCOMPANIMENT_INPUTS + LABEL_FEATURES + 2 * PITCHES
+}

@@ -122,6 +122,7 @@ fn a_repeated_letter_plays_like_its_first_occurrence_more_than_another_letter() 
             roll: None,
             region: 0..e.len,
             texture,
+            reference: None,
         };
         block_on(accompany_given(
             &model, &e, given, &samplings, e.len, None, &device, quiet,
@@ -178,6 +179,7 @@ fn a_donor_brings_its_rhythm_to_the_bars_it_is_asked_for() {
             roll: None,
             region: 0..e.len,
             texture,
+            reference: None,
         };
         block_on(accompany_given(
             &model,
@@ -224,6 +226,7 @@ fn a_rewritten_repeat_answers_the_kept_first_occurrence() {
             roll: None,
             region: 0..e.len,
             texture,
+            reference: None,
         };
         block_on(accompany_given(
             &model, &e, given, &sampling, e.len, None, &device, quiet,
@@ -238,6 +241,7 @@ fn a_rewritten_repeat_answers_the_kept_first_occurrence() {
             roll: Some(roll),
             region,
             texture: Some(&echo),
+            reference: None,
         };
         block_on(accompany_given(
             &model, &e, given, &sampling, e.len, None, &device, quiet,

@@ -10,6 +10,45 @@ use crate::model::config::PerformerConfig;
 use crate::model::pe::Kernel;
 
 impl Performer {
+    /// This trained model reading `config`'s inputs: the same architecture, with more inputs
+    /// per step appended after the ones it was trained on (an accompaniment given the
+    /// reference lane). The new inputs' weights start at zero, so until training moves them
+    /// it plays as before.
+    pub fn with_more_inputs(self, config: &PerformerConfig) -> Result<Self, ModelError> {
+        let old = &self.config;
+        let same = PerformerConfig {
+            input_dim: old.input_dim,
+            conditioning: old.conditioning,
+            ..config.clone()
+        };
+        if same != *old || config.input_dim < old.input_dim {
+            return Err(ModelError::Config(format!(
+                "only inputs can be added to a trained model: it reads {} values a step and \
+                 would read {}, and nothing else may change",
+                old.input_dim, config.input_dim
+            )));
+        }
+        let Some(mut input) = self.input else {
+            return Err(ModelError::Config(
+                "this model reads tokens, not rows of inputs: none can be added".into(),
+            ));
+        };
+        let extra = config.input_dim - old.input_dim;
+        input.weight = input.weight.map(|w| {
+            let [_, d_model] = w.dims();
+            let zeros = Tensor::<2>::zeros([extra, d_model], &w.device());
+            // A leaf of its own (the old weight's graph is not the new one's), trainable.
+            let trains = w.is_autodiff();
+            let wide = Tensor::cat(vec![w, zeros], 0).detach();
+            if trains { wide.require_grad() } else { wide }
+        });
+        Ok(Self {
+            input: Some(input),
+            config: config.clone(),
+            ..self
+        })
+    }
+
     /// The weights as bytes (Burn's burnpack record). Reads every parameter synchronously:
     /// on WebGPU in the browser, move the model to the CPU first.
     pub fn to_bytes(self) -> Result<Vec<u8>, ModelError> {

@@ -64,6 +64,13 @@ pub fn run(args: Args) -> Result<(), String> {
         &device,
     )?;
     let (pianist, by_strength, detected) = report(&songs, &strengths);
+    let strength = chosen_strength(&pianist, &by_strength);
+    if let Some(s) = strength {
+        println!(
+            "  chosen: echo {s} (ILS nearest the pianists' of those with chord tones >= 0.88 \
+             and 0.8-1.25x their onsets)"
+        );
+    }
     let split = if test { "test" } else { "valid" };
     println!(
         "  ({} {split} songs, {}, temperature {}, hold {}, seed {})",
@@ -87,6 +94,7 @@ pub fn run(args: Args) -> Result<(), String> {
         "lean": lean,
         "pianist": pianist,
         "annotated": by_strength,
+        "strength": strength,
         "detected": detected,
         "songs": songs,
         "seconds": started.elapsed().as_secs_f64(),
@@ -133,8 +141,10 @@ fn finish(
                 obj.remove(key);
             }
         }
+        let strength = result["strength"].as_f64().map(|v| v as f32);
         super::record(loaded, |entry| {
             entry.defaults.texture_echo = Some(lean);
+            entry.defaults.texture_strength = strength.filter(|&s| s != 1.0);
             entry.metrics["texture"] = metrics;
             format!("the texture echo's lean ({}) and the panel", args.lean)
         })?;
@@ -250,6 +260,32 @@ fn report(
     }
     (pianist, by_strength, detected)
 }
+
+/// The strength the panel chooses: of those whose chord tones are at least
+/// [`CHORD_TONES_FLOOR`] and whose onsets are 0.8–1.25× the pianists', the one whose ILS is
+/// nearest the pianists' (a copy machine above them counts as much as a pianist who never
+/// returns below them); `None` where none qualifies.
+fn chosen_strength(pianist: &serde_json::Value, by_strength: &[serde_json::Value]) -> Option<f32> {
+    let target = pianist["ils"].as_f64()?;
+    by_strength
+        .iter()
+        .filter_map(|b| {
+            let v = &b["summary"];
+            let (ils, tones, density, strength) = (
+                v["ils"].as_f64()?,
+                v["chord_tones"].as_f64()?,
+                v["density"].as_f64()?,
+                b["strength"].as_f64()? as f32,
+            );
+            (tones >= CHORD_TONES_FLOOR && (0.8..=1.25).contains(&density))
+                .then_some(((ils - target).abs(), strength))
+        })
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, s)| s)
+}
+
+/// The issue's floor on chord tones while the texture returns.
+const CHORD_TONES_FLOOR: f64 = 0.88;
 
 fn ratio(p: &Played) -> String {
     p.ils.map_or("-".into(), |i| format!("{:.3}", i.ratio()))

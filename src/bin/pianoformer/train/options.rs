@@ -220,25 +220,30 @@ fn direction(args: &Args, task: Task) -> Result<Direction, String> {
 }
 
 /// What an accompaniment reads besides the rolls (`--conditioning`, `--melody-lag`).
-fn conditioning(args: &Args, task: Task) -> Result<Option<Conditioning>, String> {
+pub(super) fn conditioning(args: &Args, task: Task) -> Result<Option<Conditioning>, String> {
     let conditioning = match args.conditioning.as_str() {
         "autoregressive" | "ar" => Some(Conditioning::AUTOREGRESSIVE),
+        "reference" => Some(Conditioning::REFERENCE),
         "labels" => Some(Conditioning {
             labels: true,
             piano: false,
             melody_lag: 0,
+            reference: false,
         }),
         "none" => None,
         other => {
             return Err(format!(
-                "unknown conditioning `{other}`: use autoregressive, labels or none"
+                "unknown conditioning `{other}`: use autoregressive, reference, labels or none"
             ));
         }
     };
     Ok(match (conditioning, args.melody_lag) {
         (c, 0) => c,
         (Some(c), lag) if c.piano && task == Task::Accompaniment && lag <= 4 => {
-            Some(Conditioning::lagged(lag))
+            Some(Conditioning {
+                melody_lag: lag,
+                ..c
+            })
         }
         (_, lag) if lag > 4 => {
             return Err(format!("--melody-lag must be at most 4 steps, not {lag}"));
