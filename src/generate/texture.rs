@@ -155,22 +155,6 @@ impl TextureEcho {
         Self::new(lean, strength, Answers::repeats(labels)?)
     }
 
-    /// Steps `targets` answering the donor's piano `donor` ([`Answers::donor`]) at `strength`
-    /// times `lean`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn donor(
-        lean: EchoLean,
-        strength: f32,
-        len: usize,
-        targets: std::ops::Range<usize>,
-        chords: &[Option<Chord>],
-        donor: PianoRoll,
-        donor_chords: &[Option<Chord>],
-    ) -> Option<Self> {
-        let answers = Answers::donor(len, targets, chords, donor, donor_chords)?;
-        Self::new(lean, strength, answers)
-    }
-
     /// What it answers.
     pub fn answers(&self) -> &Answers {
         &self.answers

@@ -363,15 +363,7 @@ fn a_reference_lane_is_fed_as_training_reads_it() {
     )
     .with_inputs(Some(Conditioning::REFERENCE));
     let m = Performer::new(&config, 3, &device).unwrap();
-    let phrases = "ABA"
-        .chars()
-        .enumerate()
-        .map(|(i, letter)| crate::music::phrases::Segment {
-            start_bar: 2 * i,
-            bars: 2,
-            letter,
-        })
-        .collect();
+    let phrases = two_bar_phrases("ABA");
     let mut input = accompaniment_input(&song(2, 6), None, Some(phrases)).unwrap();
     let e = input_example(&m, &input);
     let answers = Answers::repeats(&input.sheet.labels).expect("the second A answers");
@@ -434,15 +426,7 @@ fn a_trained_model_given_the_reference_lane_plays_as_before_until_trained() {
         .config
         .clone()
         .with_inputs(Some(Conditioning::REFERENCE));
-    let phrases = "AA"
-        .chars()
-        .enumerate()
-        .map(|(i, letter)| crate::music::phrases::Segment {
-            start_bar: 2 * i,
-            bars: 2,
-            letter,
-        })
-        .collect();
+    let phrases = two_bar_phrases("AA");
     let input = accompaniment_input(&song(1, 4), None, Some(phrases)).unwrap();
     let before = block_on(teacher_forced_probs(
         &old,
@@ -478,4 +462,17 @@ fn a_trained_model_given_the_reference_lane_plays_as_before_until_trained() {
 /// Inputs per step of the step-by-step accompaniment without the reference lane.
 fn old_width() -> usize {
     ACCOMPANIMENT_INPUTS + LABEL_FEATURES + 2 * PITCHES
+}
+
+/// Phrases of two bars each, one per letter of `letters`.
+fn two_bar_phrases(letters: &str) -> Vec<crate::music::phrases::Segment> {
+    letters
+        .chars()
+        .enumerate()
+        .map(|(i, letter)| crate::music::phrases::Segment {
+            start_bar: 2 * i,
+            bars: 2,
+            letter,
+        })
+        .collect()
 }

@@ -171,7 +171,8 @@ fn a_donor_brings_its_rhythm_to_the_bars_it_is_asked_for() {
     }
     let lean = aba_lean();
     let chords = &input.sheet.labels.chord;
-    let texture = TextureEcho::donor(lean, 1.0, e.len, 64..128, chords, donor.clone(), chords)
+    let texture = Answers::donor(e.len, 64..128, chords, donor.clone(), chords)
+        .and_then(|a| TextureEcho::new(lean, 1.0, a))
         .expect("a donor");
     let quiet = |_: BatchProgress<'_>| async { true };
     let write = |texture: Option<&TextureEcho>| {
