@@ -13,7 +13,7 @@
 import { fetchModel } from './www/store.js';
 import { SAMPLES } from './www/audio.js';
 
-export const VERSION = 19;
+export const VERSION = 20;
 export const SHELL_CACHE = `pianoformer-shell-v${VERSION}`;
 
 /** What the page cannot start without, relative to this worker. */
@@ -52,6 +52,7 @@ export const SHELL_FILES = [
   'www/options.js',
   'settings/options.json',
   'settings/chords.json',
+  'settings/textures.json',
   'www/page-store.js',
   'www/page-text.js',
   'www/page.js',
@@ -72,6 +73,7 @@ export const SHELL_FILES = [
   'www/sound.js',
   'www/sharing.js',
   'www/store.js',
+  'www/texture.js',
   'www/tune-files.js',
   'www/tune-mine.js',
   'www/tune-state.js',

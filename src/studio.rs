@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::generate::binarize::Binarize;
 use crate::generate::{AttentionRows, GenerateError, Length, PianoSampling, Sampling, Watch};
 use crate::music::piece::PieceNote;
+use crate::music::texture::donor::Donor;
 
 /// Name of the track an accompaniment is written to.
 pub const ACCOMPANIMENT_TRACK: &str = "PIANO";
@@ -85,6 +86,11 @@ pub struct Options {
     /// under it), as a multiple of the lean the training songs' pianists justify (`None`: 1
     /// where the model has one; 0: not at all).
     pub texture_echo: Option<f32>,
+    /// Step-by-step accompaniment: a texture to play like, a gallery texture or bars a person
+    /// chose ([`Donor`]): the bars written (the region's, else every bar) cycle through its bars,
+    /// its rhythm in its registers over their own chords and melody, at the texture echo's
+    /// strength. `None`: a phrase the lane repeats plays like its first occurrence.
+    pub texture: Option<Donor>,
     /// The attention to capture while generating.
     pub watch: Option<WatchOptions>,
     /// Accompaniment: the velocity model that gives the written piano its dynamics (the
@@ -142,6 +148,7 @@ impl Default for Options {
             melody_range: None,
             alternatives: None,
             texture_echo: None,
+            texture: None,
             watch: None,
             dynamics: None,
         }
@@ -207,6 +214,12 @@ impl Options {
             return Err(BadOption {
                 field: "region",
                 message: "choose at least one bar to regenerate".into(),
+            });
+        }
+        if let Some(Err(message)) = self.texture.as_ref().map(Donor::check) {
+            return Err(BadOption {
+                field: "texture",
+                message,
             });
         }
         Ok(())

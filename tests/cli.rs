@@ -366,6 +366,130 @@ fn generate_rewrites_only_the_bars_asked_for() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `--texture NAME` and `--texture-from FILE:BARS` play the bars written like a gallery texture
+/// or like bars of a file's piano part: the rest of the piece kept, every mistake refused in
+/// words before anything is written.
+#[test]
+fn generate_plays_like_a_texture_chosen_by_name_or_by_bars() {
+    use pianoformer::music::fixtures;
+    use pianoformer::music::midi::{read_midi, write_midi};
+    let dir = std::env::temp_dir().join(format!("pianoformer-cli-texture-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let song = fixtures::song(2, 8);
+    std::fs::write(dir.join("eight.mid"), write_midi(&song)).unwrap();
+    std::fs::write(dir.join("melody.mid"), {
+        let mut m = song.clone();
+        m.tracks.retain(|t| t.name == "MELODY");
+        write_midi(&m)
+    })
+    .unwrap();
+    let generate = |args: &[&str]| {
+        pianoformer()
+            .current_dir(&dir)
+            .args(["generate", "eight.mid", "-o", "out.mid", "--seed", "3"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let piano = |bytes: &[u8]| -> Vec<(u8, u64)> {
+        let s = read_midi(bytes).unwrap();
+        let mut v: Vec<_> = s
+            .tracks
+            .iter()
+            .filter(|t| t.name != "MELODY")
+            .flat_map(|t| t.notes.iter().map(|n| (n.pitch, n.start)))
+            .collect();
+        v.sort();
+        v
+    };
+    let plain = generate(&["--task", "accompaniment", "--bars", "5-8"]);
+    assert!(
+        plain.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    let plain = piano(&std::fs::read(dir.join("out.mid")).unwrap());
+    for args in [
+        ["--texture", "arpeggio"],
+        ["--texture-from", "eight.mid:1-2"],
+    ] {
+        std::fs::remove_file(dir.join("out.mid")).ok();
+        let out = generate(&[&["--task", "accompaniment", "--bars", "5-8"][..], &args].concat());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {err}");
+        let made = piano(&std::fs::read(dir.join("out.mid")).unwrap());
+        assert!(!made.is_empty(), "{args:?}");
+        assert_ne!(made, plain, "{args:?}: the texture changed what was played");
+    }
+    for (args, says) in [
+        (
+            vec!["--task", "accompaniment", "--texture", "waltz"],
+            "the gallery has ballad, arpeggio",
+        ),
+        (
+            vec!["--task", "accompaniment", "--texture-from", "eight.mid"],
+            "give a file and its bars",
+        ),
+        (
+            vec!["--task", "accompaniment", "--texture-from", "eight.mid:3"],
+            "FIRST-LAST",
+        ),
+        (
+            vec![
+                "--task",
+                "accompaniment",
+                "--texture-from",
+                "missing.mid:1-2",
+            ],
+            "--texture-from missing.mid",
+        ),
+        (
+            vec![
+                "--task",
+                "accompaniment",
+                "--texture-from",
+                "eight.mid:7-12",
+            ],
+            "not in the piece (8 bars)",
+        ),
+        (
+            vec![
+                "--task",
+                "accompaniment",
+                "--texture-from",
+                "melody.mid:1-2",
+            ],
+            "hold no piano notes",
+        ),
+        (
+            vec!["--task", "continuation", "--texture", "block"],
+            "for an accompaniment",
+        ),
+        (
+            vec![
+                "--task",
+                "accompaniment",
+                "--model",
+                "accompaniment-sinespe",
+                "--texture",
+                "block",
+            ],
+            "cannot play like a texture",
+        ),
+    ] {
+        std::fs::remove_file(dir.join("out.mid")).ok();
+        let out = generate(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(says),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(!dir.join("out.mid").exists(), "{args:?} wrote a file");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// `--chords` is a chord chart as the page's chord dialog reads it (bars separated by `|`,
 /// chords sharing a bar by spaces): the command line's old form without bar lines is refused in
 /// words before anything loads; a chart reaching past the music plans a continuation's new

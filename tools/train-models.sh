@@ -180,6 +180,7 @@ fi
 # the background and re-run the same command to resume it (a session at a time).
 ENC_STEPS=${ENC_STEPS:-6000}
 ACC_ENC=(
+  "acc-ar-nope|--pe none"
   "acc-ar-convspe|--pe conv_spe --gated"
   "acc-ar-fstripe|--pe fstripe --gated --levels melody,chord,phrase,position"
 )

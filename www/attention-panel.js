@@ -5,7 +5,7 @@
 import { $, status } from './page.js';
 import { on as onStore, store } from './page-store.js';
 import { call, cancelCall } from './worker-client.js';
-import { drawTemplate, meanTemplate } from './attention.js';
+import { drawTemplate, meanTemplate, phraseMarks } from './attention.js';
 import { attention } from './attention-view.js';
 import { command } from './commands.js';
 import { noTemplateText } from './page-text.js';
@@ -51,6 +51,7 @@ export async function refreshAttention() {
   const s = settings();
   attention.reset(1);
   attention.setLabel(`Attention of layer ${s.layer + 1}, head ${s.head + 1}`);
+  attention.setMarks(s.task === 'accompaniment' ? phraseMarks(store.piece) : null);
   const options = { seed: s.seed, threshold: s.threshold, watch: { layer: s.layer, head: s.head } };
   let mine = null;
   let rows = 0;

@@ -2,7 +2,13 @@
 //
 // The map is the lower-triangular matrix A[i][j] (query position i attends key position j <= i),
 // drawn like the figures of the SPE paper and filled in row by row while a model generates.
-// Storage stays at display resolution: at most 512 x 512 bins, each holding the largest weight of
+// Each weight is drawn against uniform attention (row i spreads 1 / (i + 1) over its keys): the
+// ratio (i + 1) A[i][j] on a diverging log scale, blue below uniform, red above, grey where a
+// row attends as evenly as uniform would. A row's structure so shows whatever its length: a
+// raw map of a linear-attention model reads as a flat triangle, its weights all near 1 / (i + 1).
+// With the piece's bar lines and phrase letters on both axes (`setMarks`), a person sees
+// whether the second A looks at the first.
+// Storage stays at display resolution: at most 512 x 512 bins, each holding the largest ratio of
 // the positions it covers (max-pooling keeps a sharp attention peak visible, where averaging
 // would wash it out). A bin covers a power-of-two number of positions, so when the sequence
 // grows past the bins the existing bins merge 2 x 2 exactly, without the raw rows.
@@ -10,14 +16,9 @@
 // here touches the DOM until an AttentionMap is constructed or drawTemplate is called.
 
 export const MAX_BINS = 512;
-const DECADES = 3; // a row shows weights down to 1/1000 of its largest
+const OCTAVES = 3; // the ratio scale runs from 1/8 of uniform to 8 times it
 const FONT = '11px system-ui, -apple-system, "Segoe UI", sans-serif';
 const THEME = { text: '#e8e6e3', muted: '#9aa0aa', line: '#2b2f38', empty: '#0b0c0f', triangle: '#191c22' };
-// matplotlib's viridis at 0, 0.1, ..., 1; the lookup table interpolates between them.
-const VIRIDIS = [
-  [68, 1, 84], [72, 36, 117], [65, 68, 135], [53, 95, 141], [42, 120, 142], [33, 145, 140],
-  [34, 168, 132], [68, 191, 112], [122, 209, 81], [189, 223, 38], [253, 231, 37],
-];
 
 const clamp = (x, lo, hi) => Math.min(hi, Math.max(lo, x));
 
@@ -31,7 +32,7 @@ export function binLayout(length, maxBins = MAX_BINS) {
   return { shift, per: 2 ** shift, bins: Math.max(1, Math.ceil(length / 2 ** shift)) };
 }
 
-/** Empty bins for `length` positions: data[bi * bins + bj] is the max weight of the block. */
+/** Empty bins for `length` positions: data[bi * bins + bj] is the block's largest ratio to uniform. */
 export function createBins(length, maxBins = MAX_BINS) {
   const layout = binLayout(length, maxBins);
   return {
@@ -65,10 +66,11 @@ export function copyBins(state) {
 }
 
 /**
- * Max-pools query rows into `state`: `rows` holds rows.length / keyCount consecutive rows from
- * query position `startRow`, each `keyCount` weights over keys 0..keyCount-1 (keys past a row's
- * own position are ignored: the map is causal). Rows at or past state.length are dropped (grow
- * first). Returns the range [firstBinRow, lastBinRow] it touched, or null.
+ * Max-pools query rows into `state` as ratios to uniform attention: `rows` holds rows.length /
+ * keyCount consecutive rows from query position `startRow`, each `keyCount` weights over keys
+ * 0..keyCount-1 (keys past a row's own position are ignored: the map is causal); row i's weight
+ * w is kept as (i + 1) w. Rows at or past state.length are dropped (grow first). Returns the
+ * range [firstBinRow, lastBinRow] it touched, or null.
  */
 export function binRows(state, startRow, rows, keyCount) {
   const count = keyCount > 0 ? Math.floor(rows.length / keyCount) : 0;
@@ -84,7 +86,7 @@ export function binRows(state, startRow, rows, keyCount) {
     const offset = r * keyCount;
     const end = Math.min(keyCount, i + 1);
     for (let j = 0; j < end; j++) {
-      const v = rows[offset + j];
+      const v = rows[offset + j] * (i + 1);
       const k = base + (j >> shift);
       if (v > data[k]) data[k] = v; // NaN never compares greater: a bad weight is skipped
     }
@@ -95,28 +97,37 @@ export function binRows(state, startRow, rows, keyCount) {
   return first < 0 ? null : [first, last];
 }
 
-/** Colour level 0..1 of weight `v` in a row whose largest weight is `rowMax` (log scale). */
-export function weightLevel(v, rowMax, decades = DECADES) {
-  if (!(v > 0) || !(rowMax > 0)) return 0;
-  return clamp(1 + Math.log10(v / rowMax) / decades, 0, 1);
+/** Colour level 0..1 of a ratio to uniform attention: 0.5 uniform, 0 at 1/8 of it or less, 1 at 8 times or more. */
+export function ratioLevel(ratio, octaves = OCTAVES) {
+  if (!(ratio > 0)) return 0;
+  return clamp(0.5 + Math.log2(ratio) / (2 * octaves), 0, 1);
 }
 
-/** Viridis colour of `t` in 0..1 as [r, g, b]. */
-export function viridis(t) {
-  const x = clamp(Number.isFinite(t) ? t : 0, 0, 1) * (VIRIDIS.length - 1);
-  const i = Math.min(VIRIDIS.length - 2, Math.floor(x));
+// A diverging scale (ColorBrewer's RdBu, reversed): blue below uniform, grey at it, red above.
+const DIVERGING = [
+  [33, 102, 172], [67, 147, 195], [146, 197, 222], [209, 229, 240], [200, 200, 200],
+  [253, 219, 199], [244, 165, 130], [214, 96, 77], [178, 24, 43],
+];
+
+/** The diverging colour of `t` in 0..1 as [r, g, b]. */
+export function diverging(t) {
+  const x = clamp(Number.isFinite(t) ? t : 0, 0, 1) * (DIVERGING.length - 1);
+  const i = Math.min(DIVERGING.length - 2, Math.floor(x));
   const f = x - i;
-  return VIRIDIS[i].map((c, k) => Math.round(c + (VIRIDIS[i + 1][k] - c) * f));
+  return DIVERGING[i].map((c, k) => Math.round(c + (DIVERGING[i + 1][k] - c) * f));
 }
 
-/** 256 viridis colours, r g b after each other. */
-function viridisTable() {
+/** 256 colours of `scale` (the diverging one by default), r g b after each other. */
+export function colourTable(scale = diverging) {
   const lut = new Uint8Array(256 * 3);
-  for (let i = 0; i < 256; i++) lut.set(viridis(i / 255), i * 3);
+  for (let i = 0; i < 256; i++) lut.set(scale(i / 255), i * 3);
   return lut;
 }
 
-/** Writes bin row `bi` of `state` as RGBA into `rgba` (bins wide): normalised by the row's max. */
+/**
+ * Writes bin row `bi` of `state` as RGBA into `rgba` (bins wide), each ratio to uniform on the
+ * fixed [`ratioLevel`] scale; returns the row's largest ratio.
+ */
 export function colourRow(state, bi, rgba, lut) {
   const { bins, data } = state;
   const base = bi * bins;
@@ -128,7 +139,7 @@ export function colourRow(state, bi, rgba, lut) {
       rgba[p + 3] = 0; // above the diagonal, or not generated yet: the background shows
       continue;
     }
-    const c = Math.round(weightLevel(data[base + bj], max) * 255) * 3;
+    const c = Math.round(ratioLevel(data[base + bj]) * 255) * 3;
     rgba[p] = lut[c];
     rgba[p + 1] = lut[c + 1];
     rgba[p + 2] = lut[c + 2];
@@ -238,7 +249,8 @@ export class AttentionMap {
   constructor(canvas) {
     this.canvas = canvas;
     this.label = 'Attention';
-    this._lut = viridisTable();
+    this._lut = colourTable();
+    this.marks = null;
     this._image = document.createElement('canvas');
     this._frame = 0;
     canvas.setAttribute('role', 'img');
@@ -306,6 +318,15 @@ export class AttentionMap {
     this._schedule();
   }
 
+  /**
+   * The bar lines and phrase letters drawn on both axes (`phraseMarks`: [{at, bar, letter}],
+   * positions from 0), or null for none (a map over tokens, not steps).
+   */
+  setMarks(marks) {
+    this.marks = Array.isArray(marks) && marks.length ? marks : null;
+    this._schedule();
+  }
+
   /** Names the map for screen readers, e.g. 'Attention of layer 2, head 1'. */
   setLabel(text) {
     this.label = text;
@@ -332,7 +353,10 @@ export class AttentionMap {
   }
 
   _describe() {
-    this.canvas.setAttribute('aria-label', `${this.label} over ${this.state.length} positions`);
+    this.canvas.setAttribute(
+      'aria-label',
+      `${this.label} over ${this.state.length} positions, each weight against uniform attention (blue below, red above)`,
+    );
   }
 
   /** A fresh bins x bins image; every written row needs colouring again. */
@@ -382,11 +406,52 @@ export class AttentionMap {
     const span = (side * bins * per) / length; // the last bin may reach past the last position
     ctx.drawImage(this._image, 0, 0, bins, bins, plot.x, plot.y, span, span);
     ctx.restore();
-    const ticks = niceTicks(0, length - 1, Math.max(2, Math.floor(side / 60)));
     const at = (t) => ((t + 0.5) / length) * side;
-    axisTicks(ctx, plot, ticks, at, false);
-    axisTicks(ctx, plot, ticks, at, true);
-    axisLabels(ctx, plot, 'key position', 'query position');
+    if (this.marks) {
+      drawMarks(ctx, plot, this.marks, (t) => (t / length) * side);
+      axisLabels(ctx, plot, 'key (bars; phrase letters)', 'query');
+    } else {
+      const ticks = niceTicks(0, length - 1, Math.max(2, Math.floor(side / 60)));
+      axisTicks(ctx, plot, ticks, at, false);
+      axisTicks(ctx, plot, ticks, at, true);
+      axisLabels(ctx, plot, 'key position', 'query position');
+    }
+  }
+}
+
+/**
+ * Bar lines and phrase letters over a map of `piece`'s steps (`stepsPerQuarter` a quarter note,
+ * as the models' grid: 4): [{at, bar, letter}] for every bar from its first step, `letter` set
+ * where a phrase of the phrase lane starts. null for a piece without bars.
+ */
+export function phraseMarks(piece, stepsPerQuarter = 4) {
+  if (!piece?.bars?.length || !(piece.ppq > 0)) return null;
+  const marks = piece.bars.map((tick, bar) => ({ at: Math.round((tick * stepsPerQuarter) / piece.ppq), bar, letter: null }));
+  let bar = 0;
+  for (const [letter, bars] of piece.phrases ?? []) {
+    if (marks[bar]) marks[bar].letter = letter;
+    bar += bars;
+  }
+  return marks;
+}
+
+/** Bar lines (faint) and phrase starts (with their letters) across the map, on both axes. */
+function drawMarks(ctx, plot, marks, offset) {
+  ctx.font = FONT;
+  for (const m of marks) {
+    const o = offset(m.at);
+    if (!(o >= 0 && o <= plot.w)) continue;
+    ctx.fillStyle = m.letter ? 'rgba(232, 230, 227, 0.55)' : 'rgba(232, 230, 227, 0.16)';
+    ctx.fillRect(plot.x + o, plot.y + o, 1, plot.h - o); // the key's bar line, below the diagonal
+    ctx.fillRect(plot.x, plot.y + o, o, 1); // the query's, left of it
+    if (!m.letter) continue;
+    ctx.fillStyle = THEME.text;
+    ctx.textAlign = 'left';
+    ctx.textBaseline = 'top';
+    ctx.fillText(m.letter, plot.x + o + 2, plot.y + plot.h + 5);
+    ctx.textAlign = 'right';
+    ctx.textBaseline = 'top';
+    ctx.fillText(m.letter, plot.x - 6, plot.y + o + 1);
   }
 }
 

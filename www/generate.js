@@ -22,6 +22,7 @@ import {
 import { currentEntry, dynamicsText, ensureModel } from './model-loader.js';
 import { endJob, remember, setPiece, startJob, store, showDraft } from './page-store.js';
 import { attention } from './attention-view.js';
+import { phraseMarks } from './attention.js';
 import { command, run } from './commands.js';
 import { withPageMarks } from './piece.js';
 import { pitchRange } from './labels.js';
@@ -80,6 +81,8 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
   notice('');
   attention.reset(1);
   attention.setLabel(`Attention of layer ${s.layer + 1}, head ${s.head + 1}`);
+  // An accompaniment attends over the piece's steps: its bars and phrases on the map's axes.
+  attention.setMarks(task === 'accompaniment' ? phraseMarks(before) : null);
   // The piece as it is being written: the previous result's tracks give way to a live one.
   const ticks = regionTicks(before, region);
   const { live, track } = draftPiece(before, task, ticks);

@@ -4,6 +4,7 @@
 // tests/js/generation-plan.test.mjs checks them under Node.
 import { clonePiece } from './piece.js';
 import { pitchRange } from './labels.js';
+import { textureOf } from './texture.js';
 
 /** The bars `[from, to)` under the tick range `range` ([fromTick, toTick]), or null. */
 export function barsUnder(bars, range) {
@@ -147,6 +148,8 @@ export function generateOptions(s, { task, region, context }) {
     temperature: sampled ? s.temperature : null,
     echo: sampled ? s.echo ?? null : null,
     textureEcho: accompaniment ? s.textureEcho ?? null : null,
+    // A texture to play like (texture.js): a gallery entry or bars chosen; null: the song's own.
+    texture: accompaniment ? textureOf(s) : null,
     // A singer's range the field could not read is said before (generate.js); here: none.
     melodyRange: task === 'melody' && s.melodyRange ? pitchRange(s.melodyRange).range ?? null : null,
     density: task === 'melody' ? null : s.density ?? null,

@@ -27,6 +27,7 @@ import { wirePlanSong } from './plan-song.js';
 import { wireAlternatives } from './alternatives.js';
 import { generate, cancel } from './generate.js';
 import { applySettings, settings } from './settings.js';
+import { chosenText, fillTextureMenu, setChosenTexture } from './texture.js';
 import { applyLimits } from './options.js';
 import { compare, showCompared } from './compare-panel.js';
 import { attention, followAttention, refreshAttention, showTemplate } from './attention-panel.js';
@@ -38,6 +39,7 @@ import { command } from './commands.js';
 import { clearModelCache, flushWork, loadWork, clearWork, workPending } from './store.js';
 
 status.attentionBlank = () => attention.isBlank();
+status.attentionMarks = () => attention.marks;
 status.wasmBytes = () => call('memory');
 // States tests wait for instead of times: a change still to be saved, the lanes' refill.
 status.workPending = workPending;
@@ -135,7 +137,7 @@ function wire() {
       save();
     });
   }
-  for (const id of ['seed', 'threshold', 'piano-temperature', 'temperature', 'echo', 'texture-echo', 'key-hold', 'density', 'alternatives', 'chord-colour', 'length', 'max-tokens', 'read-all']) {
+  for (const id of ['seed', 'threshold', 'piano-temperature', 'temperature', 'echo', 'texture-echo', 'texture', 'key-hold', 'density', 'alternatives', 'chord-colour', 'length', 'max-tokens', 'read-all']) {
     $(id).addEventListener('change', save);
   }
   $('reseed').addEventListener('click', () => {
@@ -147,6 +149,8 @@ function wire() {
     const region = selectedBars();
     if (region) generate({ region });
   });
+  fillTextureMenu($('texture'), '');
+  $('use-texture').addEventListener('click', useTexture);
   $('compare').addEventListener('click', compare);
   $('compare-model').addEventListener('change', (e) => {
     e.target.dataset.picked = e.target.value;
@@ -308,3 +312,18 @@ start().finally(() => {
   startedUp = true;
   whenReady();
 });
+
+/** "Use as texture": the selected bars of the piano part become the Texture menu's choice. */
+async function useTexture() {
+  const bars = selectedBars();
+  if (!bars || !store.piece) return;
+  try {
+    const donor = await call('textureFrom', { piece: store.piece, from: bars[0], to: bars[1] });
+    setChosenTexture(donor);
+    fillTextureMenu($('texture'), 'chosen');
+    $('gen-status').textContent = chosenText(donor);
+    save();
+  } catch (e) {
+    $('gen-status').textContent = `Those bars cannot be the texture: ${e?.message ?? e}`;
+  }
+}

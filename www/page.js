@@ -32,6 +32,7 @@ export const status = {
     return store.piece;
   },
   attentionBlank: null,
+  attentionMarks: null,
   // Every map drawn without generating (attention-panel.js): {model, rows, ms}.
   attentionMaps: [],
   // The Worker's wasm memory in bytes (it only grows: the peak so far).

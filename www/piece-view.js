@@ -134,6 +134,7 @@ export function updateButtons() {
   $('suggest-chords').disabled = !has || busy || !status.backend || !harmonizerEntry(store.manifest);
   $('regen-bars').disabled = $('generate').disabled || !selectedBars()
     || ({ accompaniment: !hasPiano(store.piece), melody: false }[settings().task] ?? !hasNotes(store.piece));
+  $('use-texture').disabled = !has || busy || !selectedBars() || !hasPiano(store.piece);
   $('cancel').disabled = !busy;
   $('compare').disabled = !has || busy || !status.backend || !$('compare-model').value;
   emit('buttons');

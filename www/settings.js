@@ -3,6 +3,7 @@
 // of the panels that read them (it imports no panel).
 import { $ } from './page.js';
 import { limitOf } from './options.js';
+import { chosenTexture, fillTextureMenu, setChosenTexture } from './texture.js';
 
 /** The panel's settings (also what is saved with the piece and put in a share link). */
 export function settings() {
@@ -15,6 +16,8 @@ export function settings() {
     temperature: $('temperature').value === '' ? null : Number($('temperature').value),
     echo: $('echo').value === '' ? null : Number($('echo').value),
     textureEcho: $('texture-echo').value === '' ? null : Number($('texture-echo').value),
+    texture: $('texture').value || null,
+    textureDonor: $('texture').value === 'chosen' ? chosenTexture() : null,
     melodyRange: $('melody-range').value.trim() || null,
     density: $('density').value === '' ? null : Number($('density').value),
     keyHold: $('key-hold').value === '' ? null : Number($('key-hold').value),
@@ -47,6 +50,8 @@ export function applySettings(s, showModels) {
   set('temperature', s.temperature);
   set('echo', s.echo);
   set('texture-echo', s.textureEcho);
+  if (s.textureDonor) setChosenTexture(s.textureDonor);
+  fillTextureMenu($('texture'), s.texture ?? '');
   set('melody-range', s.melodyRange);
   set('density', s.density);
   set('key-hold', s.keyHold);

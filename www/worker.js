@@ -5,7 +5,7 @@
 // dispatch here (the requests, their cancellation, the fine-tuning run in progress).
 //
 // In:  {type: 'init', backend: 'auto' | 'gpu' | 'cpu', drill?, fused?}
-//      {type: 'call', id, method, args}   methods: readMidi, writeMidi, exampleMidi, checkPiece, memory,
+//      {type: 'call', id, method, args}   methods: readMidi, writeMidi, exampleMidi, checkPiece, textureFrom, memory,
 //                                          loadModel, hasModel, unloadModel, generate, attention,
 //                                          harmonize, liveStart, liveStep, liveStop,
 //                                          template; fine-tuning: tuneInspect, tuneStart,
@@ -25,7 +25,7 @@
 import { Backends, turns } from './backends.js';
 
 // Requests that need no session (the wasm's plain functions).
-const FREE = new Set(['readMidi', 'readMusicXml', 'writeMusicXml', 'writeMidi', 'exampleMidi', 'checkPiece', 'planPiece', 'memory', 'tuneInspect', 'packModel', 'unpackModel']);
+const FREE = new Set(['readMidi', 'readMusicXml', 'writeMusicXml', 'writeMidi', 'exampleMidi', 'checkPiece', 'planPiece', 'textureFrom', 'memory', 'tuneInspect', 'packModel', 'unpackModel']);
 
 // The browser compiles wasm in two tiers: a function runs first as quickly compiled baseline
 // code and is optimised once it has run for a while. The harmonizer's first call on a long
@@ -109,6 +109,7 @@ class Requests {
       // Bytes of the wasm's linear memory (it only grows: the peak so far).
       memory: () => b.memory?.buffer.byteLength ?? null,
       checkPiece: ({ piece }) => b.wasm.checkPiece(JSON.stringify(piece)),
+      textureFrom: ({ piece, from, to }) => JSON.parse(b.wasm.textureFrom(JSON.stringify(piece), from, to)),
       planPiece: ({ bars, numerator = 4, denominator = 4, bpm = 100 }) =>
         JSON.parse(b.wasm.planPiece(bars, numerator, denominator, bpm)),
       loadModel: async ({ entry, bytes }) => {

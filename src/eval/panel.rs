@@ -84,7 +84,7 @@ fn beat_chords(labels: &StepLabels, range: std::ops::Range<usize>) -> Vec<Option
 
 /// The chord-tone share of `piano`'s onsets against `given`, only on the beats where `given`
 /// differs from `original`.
-fn followed_ratio(
+pub(crate) fn followed_ratio(
     piano: &PianoRoll,
     given: &[Option<Chord>],
     original: &[Option<Chord>],

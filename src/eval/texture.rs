@@ -117,7 +117,7 @@ pub struct TextureSong {
     pub pianist: Played,
     /// The annotated lanes, each echo strength tried (0: no echo).
     pub annotated: Vec<(f32, Played)>,
-    /// The detected phrases (annotated chords), the echo at strength 1.
+    /// The detected phrases (annotated chords), the echo at the model's strength.
     pub detected: Played,
 }
 
@@ -132,6 +132,32 @@ pub async fn accompany_with_echo(
     strength: f32,
     device: &Device,
 ) -> Result<PianoRoll, GenerateError> {
+    let answers = Answers::repeats(lanes);
+    let echo = Some((lean, strength));
+    accompany_answering(
+        model,
+        piece,
+        lanes,
+        answers.as_ref(),
+        echo,
+        sampling,
+        device,
+    )
+    .await
+}
+
+/// Accompanies steps `piece.range` under `lanes` (one label per step of the range), each step
+/// answering what `answers` says (the model's reference lane reads it), the echo `echo`
+/// (lean, strength) leaning towards it.
+pub async fn accompany_answering(
+    model: &Performer,
+    piece: &Piece,
+    lanes: &StepLabels,
+    answers: Option<&Answers>,
+    echo: Option<(EchoLean, f32)>,
+    sampling: PianoSampling,
+    device: &Device,
+) -> Result<PianoRoll, GenerateError> {
     let range = piece.range.clone();
     let spec = WindowSpec::for_model(&model.config, range.len());
     let mut full = piece.sheet.labels.clone();
@@ -140,15 +166,14 @@ pub async fn accompany_with_echo(
         full.phrase[t] = lanes.phrase[i];
     }
     let e = example(&piece.sheet.rolls, &full, &spec, range.start, 0);
-    let answers = Answers::repeats(lanes);
-    let texture = answers
-        .clone()
-        .and_then(|a| TextureEcho::new(lean, strength, a));
+    let texture = echo
+        .zip(answers.cloned())
+        .and_then(|((lean, strength), a)| TextureEcho::new(lean, strength, a));
     let given = Given {
         roll: None,
         region: 0..e.len,
         texture: texture.as_ref(),
-        reference: answers.as_ref(),
+        reference: answers,
     };
     let quiet = |_: BatchProgress<'_>| async { true };
     let mut rolls =
@@ -163,6 +188,7 @@ pub async fn texture_song(
     sampling: PianoSampling,
     lean: EchoLean,
     strengths: &[f32],
+    detected_strength: f32,
     device: &Device,
 ) -> Result<TextureSong, GenerateError> {
     let range = piece.range.clone();
@@ -189,7 +215,16 @@ pub async fn texture_song(
         tried.push((s, score(&roll)));
     }
     let detected = HarmonySong::new(piece).detected_labels.slice(range.clone());
-    let roll = accompany_with_echo(model, piece, &detected, sampling, lean, 1.0, device).await?;
+    let roll = accompany_with_echo(
+        model,
+        piece,
+        &detected,
+        sampling,
+        lean,
+        detected_strength,
+        device,
+    )
+    .await?;
     let grid = &piece.sheet.grid;
     let full = detect_structure(&song_of(piece, true), grid);
     let full = StepLabels::new(

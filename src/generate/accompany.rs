@@ -17,6 +17,7 @@ use crate::music::grid::Grid;
 use crate::music::labels::{StepLabels, detect_structure};
 use crate::music::midi::{Note, Song};
 use crate::music::phrases::Segment;
+pub use crate::music::piece::spread;
 use crate::music::piece::{Piece, TrackRole};
 use crate::music::roll::{MultiRoll, PITCHES, PianoRoll, Role};
 use crate::music::tokens::STEPS_PER_BEAT;
@@ -211,18 +212,6 @@ pub fn lay_cells(chords: &mut [Option<Chord>], grid: &Grid, cells: &[Vec<Option<
             }
         }
     }
-}
-
-/// The chords of one bar cell over its `beats`: `n` chords take `beats / n` beats each (the
-/// last one what is left); an empty cell is "no chord".
-pub fn spread(cell: &[Option<Chord>], beats: usize) -> Vec<Option<Chord>> {
-    if cell.is_empty() {
-        return vec![None; beats];
-    }
-    let each = (beats / cell.len()).max(1);
-    (0..beats)
-        .map(|b| cell[(b / each).min(cell.len() - 1)])
-        .collect()
 }
 
 /// The model's input for the whole of `input`.

@@ -4,14 +4,18 @@
 //! [`EchoLean`] measured on the training songs' pianists (`music::texture::echo`): more where
 //! the answered step started that pitch or something in its register, less where it was
 //! silent there, re-voiced where the chord under the two differs (the lean trusts the register
-//! then, not the pitch). The model still chooses the notes; the lean is added after the
+//! then, not the pitch). A donor comes from another song, in another key: its notes are
+//! re-voiced to the target's chords before anything reads them (`music::texture::donor::revoice`),
+//! so the lean trusts their pitches as it does a repeat's over the same chord. The model still
+//! chooses the notes; the lean is added after the
 //! temperature, so its effect on the odds is the same at any.
 
 use crate::data::example::{answers, reference_row};
 use crate::music::chords::Chord;
 use crate::music::labels::StepLabels;
 use crate::music::roll::{PITCHES, PianoRoll};
-use crate::music::texture::echo::EchoLean;
+use crate::music::texture::donor::{Donor, revoice};
+use crate::music::texture::echo::{EchoLean, bars};
 use crate::music::texture::onset_bits;
 
 /// Where the answered steps are read.
@@ -21,7 +25,8 @@ enum Source {
     /// The piano being written (a repeat answers its phrase's first occurrence, written or
     /// given before it).
     Own,
-    /// A donor's piano part (the bars a person chose as the texture).
+    /// A donor's piano part (the bars a person chose as the texture), laid over the steps
+    /// that answer it and re-voiced to their chords.
     Donor(PianoRoll),
 }
 
@@ -46,33 +51,50 @@ impl Answers {
         })
     }
 
-    /// Steps `targets` of an example of `len` steps (chords `chords`, one per step) answering
-    /// the donor's piano `donor` (chords `donor_chords`, one per step): the donor's steps
-    /// cycled over the targets from its first step; `None` for an empty donor.
+    /// The bars of `labels` (one label per step of the example) that overlap `targets`
+    /// answering `donor`'s bars, cycled from its first: step `i` of a target bar answers step
+    /// `i` of its donor bar (none past the donor bar's end: a bar of another meter answers as
+    /// far as the two line up). The donor's notes are laid over the targets re-voiced to the
+    /// chords under them ([`revoice`]: its rhythm and registers, their harmony), so a step
+    /// answers the same chord where both steps have one; where either has none the donor's
+    /// pitches stay as they were, and the chords count as differing. `None` for a donor
+    /// without steps or targets without bars.
     pub fn donor(
-        len: usize,
+        labels: &StepLabels,
         targets: std::ops::Range<usize>,
-        chords: &[Option<Chord>],
-        donor: PianoRoll,
-        donor_chords: &[Option<Chord>],
+        donor: &Donor,
     ) -> Option<Self> {
-        let n = donor.num_steps;
-        if n == 0 {
-            return None;
-        }
-        let mut answers = vec![None; len];
-        for (i, t) in targets.clone().enumerate() {
-            if t >= len {
+        let roll = donor.roll();
+        let chords = donor.step_chords().unwrap_or_default();
+        let starts = donor.bar_starts();
+        let mut answers = vec![None; labels.len()];
+        let mut laid = PianoRoll::new(labels.len());
+        let target_bars = bars(labels)
+            .into_iter()
+            .filter(|&(start, len, _)| start < targets.end && start + len > targets.start);
+        for (k, (start, len, _)) in target_bars.enumerate() {
+            let b = k % starts.len().max(1);
+            let (Some(&from), Some(&d_len)) = (starts.get(b), donor.bars.get(b)) else {
                 break;
+            };
+            for i in 0..len.min(d_len) {
+                let (t, s) = (start + i, from + i);
+                if !targets.contains(&t) {
+                    continue;
+                }
+                let here = labels.chord.get(t).copied().flatten();
+                let there = chords.get(s).copied().flatten();
+                for p in (0..PITCHES).filter(|&p| roll.sustain(s, p) || roll.onset(s, p)) {
+                    let q = revoice(p as u8, there, here) as usize;
+                    laid.set(t, q, laid.onset(t, q) || roll.onset(s, p), true, 0);
+                }
+                let revoiced = here.is_some() && there.is_some();
+                answers[t] = Some((t, !revoiced && here != there));
             }
-            let s = i % n;
-            let changed =
-                chords.get(t).copied().flatten() != donor_chords.get(s).copied().flatten();
-            answers[t] = Some((s, changed));
         }
-        Some(Self {
+        answers.iter().any(Option::is_some).then_some(Self {
             answers,
-            source: Source::Donor(donor),
+            source: Source::Donor(laid),
         })
     }
 
@@ -120,6 +142,15 @@ impl Answers {
     /// The steps that answer another.
     pub fn answering(&self) -> usize {
         self.answers.iter().filter(|a| a.is_some()).count()
+    }
+
+    /// A donor laid over the example, re-voiced to its chords (nothing where no step answers
+    /// it); `None` for the phrase lane's repeats.
+    pub fn laid(&self) -> Option<&PianoRoll> {
+        match &self.source {
+            Source::Donor(laid) => Some(laid),
+            Source::Own => None,
+        }
     }
 
     /// Whether any step of `steps` answers another.

@@ -304,6 +304,32 @@ impl Piece {
         Grid::for_song(&self.song_with(|t| t.name.clone(), keep), STEPS_PER_BEAT)
     }
 
+    /// The piano part on `grid`: the generated track's notes (what a model wrote), else the
+    /// pianist's.
+    pub fn piano_roll(&self, grid: &Grid) -> super::roll::PianoRoll {
+        let of = |role: TrackRole| {
+            self.tracks
+                .iter()
+                .filter(move |t| t.role == role)
+                .flat_map(|t| t.notes.iter())
+                .map(|&(pitch, start, end, velocity)| Note {
+                    pitch: pitch.min(127),
+                    velocity: velocity.clamp(1, 127),
+                    start,
+                    end: end.max(start + 1),
+                    channel: Role::Piano.channel(),
+                })
+                .collect::<Vec<_>>()
+        };
+        let generated = of(TrackRole::Generated);
+        let notes = if generated.is_empty() {
+            of(TrackRole::Piano)
+        } else {
+            generated
+        };
+        super::roll::PianoRoll::from_notes(&notes, grid)
+    }
+
     /// The grid of every track over every bar, planned bars past the music included (their
     /// meter the piece's last).
     pub fn plan_grid(&self) -> Grid {
@@ -531,6 +557,18 @@ pub fn chord_chart(text: &str) -> Result<Vec<String>, String> {
             }
             Ok(symbols.join(" "))
         })
+        .collect()
+}
+
+/// The chords of one bar cell over its `beats`: `n` chords take `beats / n` beats each (the
+/// last one what is left); an empty cell is "no chord".
+pub fn spread(cell: &[Option<Chord>], beats: usize) -> Vec<Option<Chord>> {
+    if cell.is_empty() {
+        return vec![None; beats];
+    }
+    let each = (beats / cell.len()).max(1);
+    (0..beats)
+        .map(|b| cell[(b / each).min(cell.len() - 1)])
         .collect()
 }
 

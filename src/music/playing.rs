@@ -87,10 +87,52 @@ pub fn restrike_rate(piano: &PianoRoll, steps_per_beat: usize) -> Option<f64> {
     (groups > 0).then(|| again as f64 / groups as f64)
 }
 
+/// How a piano part sits against the melody: of its onsets struck while the melody sounds
+/// (`melody`: the melody pitch at each step, 0 for a rest), the share on the melody's very
+/// pitch (`doubled`) and the share above it (`crossed`). `None` without such onsets.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct AgainstMelody {
+    pub doubled: f64,
+    pub crossed: f64,
+}
+
+pub fn against_melody(piano: &PianoRoll, melody: &[u8]) -> Option<AgainstMelody> {
+    let (mut all, mut doubled, mut crossed) = (0usize, 0usize, 0usize);
+    for (s, &m) in melody.iter().enumerate().take(piano.num_steps) {
+        if m == 0 {
+            continue;
+        }
+        for p in 0..PITCHES {
+            if piano.onset(s, p) {
+                all += 1;
+                doubled += (p == m as usize) as usize;
+                crossed += (p > m as usize) as usize;
+            }
+        }
+    }
+    (all > 0).then(|| AgainstMelody {
+        doubled: doubled as f64 / all as f64,
+        crossed: crossed as f64 / all as f64,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::music::chords::Quality;
+
+    #[test]
+    fn a_piano_on_and_above_the_melody_is_counted() {
+        let mut roll = PianoRoll::new(4);
+        strike(&mut roll, 0, &[48, 60, 64]); // two under the melody's 64, one on it
+        strike(&mut roll, 1, &[72]); // above the melody's 64
+        strike(&mut roll, 3, &[80]); // the melody rests: not counted
+        let melody = [64, 64, 64, 0];
+        let a = against_melody(&roll, &melody).unwrap();
+        assert_eq!(a.doubled, 0.25);
+        assert_eq!(a.crossed, 0.25);
+        assert_eq!(against_melody(&PianoRoll::new(4), &melody), None);
+    }
 
     fn strike(roll: &mut PianoRoll, step: usize, pitches: &[usize]) {
         for &p in pitches {

@@ -200,7 +200,9 @@ pub fn mean_ils(songs: impl IntoIterator<Item = Option<Ils>>) -> (Option<f64>, u
     ((n > 0).then(|| ratios.iter().sum::<f64>() / n as f64), n)
 }
 
+pub mod donor;
 pub mod echo;
+pub mod gallery;
 
 #[cfg(test)]
 mod tests;

@@ -253,8 +253,7 @@ where
             .map(|o| o.piano_sampling(play.sampling))
             .collect();
         let strength = options.texture_echo.unwrap_or(play.texture_strength);
-        let labels = &input.sheet.labels;
-        let answers = Answers::repeats(labels);
+        let answers = answers_for(model, play, &input, region.clone(), options)?;
         let texture = play
             .texture_echo
             .zip(answers.clone())
@@ -287,6 +286,9 @@ where
         )
         .await?
     } else {
+        if options.texture.is_some() {
+            return Err(no_texture());
+        }
         let b = options.binarize(play.binarize);
         let k = each.len();
         let mut rolls = Vec::with_capacity(k);
@@ -318,6 +320,39 @@ where
         .zip(&each)
         .map(|(roll, o)| with_piano(piece, &input, roll, region.clone(), o))
         .collect())
+}
+
+/// What each step of an accompaniment of `input` answers: the donor's bars over `region` when
+/// `options` chose a texture, else the phrase lane's repeats.
+fn answers_for(
+    model: &Performer,
+    play: &ModelPlay,
+    input: &AccompanimentInput,
+    region: std::ops::Range<usize>,
+    options: &Options,
+) -> Result<Option<Answers>, GenerateError> {
+    let labels = &input.sheet.labels;
+    let Some(donor) = &options.texture else {
+        return Ok(Answers::repeats(labels));
+    };
+    if play.texture_echo.is_none() && !model.config.conditioning.is_some_and(|c| c.reference) {
+        return Err(no_texture());
+    }
+    Answers::donor(labels, region, donor)
+        .map(Some)
+        .ok_or_else(|| {
+            GenerateError::Read(format!(
+                "the texture \"{}\" has no bar to lend the bars asked for",
+                donor.name
+            ))
+        })
+}
+
+/// A texture asked of a model that cannot follow one, in words.
+fn no_texture() -> GenerateError {
+    GenerateError::Read(
+        "this model cannot play like a texture: choose a model that writes step by step (the default does)".into(),
+    )
 }
 
 /// `piece` with `roll` as its piano (replacing its piano and generated tracks), the steps of
@@ -392,28 +427,7 @@ where
 
 /// The piano a "regenerate these bars" keeps: the generated track's, else the pianist's.
 pub(super) fn kept_piano(piece: &Piece, grid: &Grid) -> PianoRoll {
-    let of = |role: TrackRole| {
-        piece
-            .tracks
-            .iter()
-            .filter(move |t| t.role == role)
-            .flat_map(|t| t.notes.iter())
-            .map(|&(pitch, start, end, velocity)| Note {
-                pitch: pitch.min(127),
-                velocity: velocity.clamp(1, 127),
-                start,
-                end: end.max(start + 1),
-                channel: Role::Piano.channel(),
-            })
-            .collect::<Vec<_>>()
-    };
-    let generated = of(TrackRole::Generated);
-    let notes = if generated.is_empty() {
-        of(TrackRole::Piano)
-    } else {
-        generated
-    };
-    PianoRoll::from_notes(&notes, grid)
+    piece.piano_roll(grid)
 }
 
 pub(super) fn roll_notes(roll: &PianoRoll, grid: &Grid) -> Vec<PieceNote> {

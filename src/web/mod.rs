@@ -88,6 +88,17 @@ pub fn check_piece(piece: &str) -> Result<(), JsError> {
     parse_piece(piece).map(|_| ())
 }
 
+/// Bars `from..to` (from 0, the end excluded) of a piece's piano part (JSON: its generated
+/// track, else the pianist's) as a texture to play like ("Use as texture"): the texture's
+/// JSON, or what keeps them from being one, in words.
+#[wasm_bindgen(js_name = textureFrom)]
+pub fn texture_from(piece: &str, from: usize, to: usize) -> Result<String, JsError> {
+    let piece = parse_piece(piece)?;
+    let donor = crate::music::texture::donor::Donor::from_piece(&piece, from..to)
+        .map_err(|e| JsError::new(&e))?;
+    serde_json::to_string(&donor).map_err(to_js)
+}
+
 /// The bundled example: a MIDI file of `bars` bars written by the project's own code (a melody
 /// on a I–V–vi–IV progression in `key`, with a piano part).
 #[wasm_bindgen(js_name = exampleMidi)]

@@ -3,7 +3,9 @@
 // the same notes for the same piece, model, seed and settings (the page's defaults on both
 // sides): on the first 16 bars of three POP909 test songs (cut by the project's own MIDI code),
 // an accompaniment of the whole piece, an 8-bar continuation after it, and a continuation of
-// bars 5–8 only ("Regenerate these bars" / `--bars 5-8`); and on one song's melody alone, whose
+// bars 5–8 only ("Regenerate these bars" / `--bars 5-8`), bars 9–12 played like bars 1–4 ("Use
+// as texture" / `--texture-from`) and the whole piece like the gallery's arpeggio (`--texture`);
+// and on one song's melody alone, whose
 // chord lane the harmonizer fills on both sides first. Skips, saying so, without POP909.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -93,11 +95,23 @@ async function undone(page) {
   await page.waitForFunction(() => window.pianoformer.piece.tracks.every((t) => t.role !== 'generated'));
 }
 
+/** Selects `count` bars from bar `from` (from 0) in the chord lane. */
+async function selectBars(page, from, count) {
+  await page.focus('canvas[aria-label^="Chord lane"]');
+  await page.keyboard.press('Home');
+  for (let i = 0; i < from; i++) await page.keyboard.press('ArrowRight');
+  for (let i = 0; i < count - 1; i++) await page.keyboard.press('Shift+ArrowRight');
+}
+
 test('the page and the CLI write the same notes', { skip: missing ?? false, timeout: 6 * SLOW }, async () => {
   const { browser, page, log } = await launch({ webgpu: false, url: `${base}?backend=cpu` });
   try {
     await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: SLOW });
     const cases = SONGS.map((id) => ({ id, keep: undefined, tasks: ['accompaniment', 'continuation', 'region'] }));
+    // Texture you choose: bars 1-4 of the pianist's part "Use as texture", then bars 9-12
+    // regenerated like them (`--texture-from FILE:1-4 --bars 9-12`); a gallery texture over
+    // the whole piece (`--texture arpeggio`).
+    cases[0].tasks.push('texture', 'gallery');
     cases.push({ id: SONGS[0], keep: (t) => t.role === 'melody', tasks: ['accompaniment'], melody: true });
     for (const { id, keep, tasks, melody } of cases) {
       const name = `${id}${melody ? '-melody' : ''}.mid`;
@@ -110,7 +124,8 @@ test('the page and the CLI write the same notes', { skip: missing ?? false, time
         await page.waitForFunction(() => window.pianoformer.piece.chordSource === 'harmonizer', null, { timeout: SLOW });
       }
       for (const task of tasks) {
-        await page.selectOption('#task', task === 'region' ? 'continuation' : task);
+        const accompanies = ['texture', 'gallery'].includes(task);
+        await page.selectOption('#task', task === 'region' ? 'continuation' : accompanies ? 'accompaniment' : task);
         let shown;
         let made;
         if (task === 'region') {
@@ -123,6 +138,20 @@ test('the page and the CLI write the same notes', { skip: missing ?? false, time
           shown = await generated(page, log, '#regen-bars');
           assert.deepEqual((await page.evaluate(() => window.pianoformer.generations.at(-1))).region, [4, 8]);
           made = cli(file, 'continuation', ['--bars', '5-8']);
+        } else if (task === 'texture') {
+          await selectBars(page, 0, 4);
+          await page.waitForFunction(() => !document.getElementById('use-texture').disabled);
+          await page.click('#use-texture');
+          await page.waitForFunction(() => document.getElementById('texture').value === 'chosen');
+          await selectBars(page, 8, 4);
+          shown = await generated(page, log, '#regen-bars');
+          made = cli(file, 'accompaniment', ['--texture-from', `${file}:1-4`, '--bars', '9-12']);
+          await page.selectOption('#texture', '');
+        } else if (task === 'gallery') {
+          await page.selectOption('#texture', 'arpeggio');
+          shown = await generated(page, log);
+          made = cli(file, 'accompaniment', ['--texture', 'arpeggio']);
+          await page.selectOption('#texture', '');
         } else {
           shown = await generated(page, log);
           made = cli(file, task);

@@ -103,6 +103,10 @@ test('drop, accompany on WebGPU, watch attention, play, share, and a corrupt fil
       'the melody is untouched',
     );
     assert.equal(await page.evaluate(() => window.pianoformer.attentionBlank()), false, 'attention drawn');
+    // Its axes carry the piece's bars and phrase letters (each weight drawn against uniform).
+    const marks = await page.evaluate(() => window.pianoformer.attentionMarks());
+    assert.equal(marks.length, after.bars.length, 'a bar line a bar');
+    assert.deepEqual(marks.filter((m) => m.letter).map((m) => m.letter), after.phrases.map(([l]) => l), 'the phrase letters');
     console.log(`WebGPU accompaniment: ${run.notes} notes in ${(run.ms / 1000).toFixed(1)} s`);
     await page.screenshot({ path: join(OUT, 'playground-webgpu.png'), fullPage: true });
 

@@ -106,7 +106,7 @@ test('the options sent to the Worker follow the settings', () => {
   };
   const cont = generateOptions(s, { task: 'continuation', region: [1, 2], context: 512 });
   assert.deepEqual(cont, {
-    seed: 7, threshold: null, pianoTemperature: null, region: [1, 2], temperature: 1.2, echo: 2, textureEcho: null, melodyRange: null, density: 0.5,
+    seed: 7, threshold: null, pianoTemperature: null, region: [1, 2], temperature: 1.2, echo: 2, textureEcho: null, texture: null, melodyRange: null, density: 0.5,
     key: 0.5, tokens: 256, context: 512, bars: 8, alternatives: 3, watch: { layer: 1, head: 2 },
   });
   assert.equal(generateOptions({ ...s, alternatives: null }, { task: 'accompaniment', region: null, context: 512 }).alternatives,
@@ -116,6 +116,17 @@ test('the options sent to the Worker follow the settings', () => {
   assert.equal(acc.textureEcho, 1.5, "the piano's texture echo");
   assert.equal(generateOptions({ ...s, textureEcho: undefined }, { task: 'accompaniment', region: null, context: 512 }).textureEcho,
     null, 'settings saved before there was a texture echo: the model\'s');
+  assert.equal(acc.texture, null, "no texture chosen: the song's own");
+  const arpeggio = generateOptions({ ...s, texture: 'arpeggio' }, { task: 'accompaniment', region: null, context: 512 });
+  assert.equal(arpeggio.texture.name, 'arpeggio', 'a gallery texture is sent whole');
+  assert.ok(arpeggio.texture.notes.length > 0 && arpeggio.texture.bars.length === 4);
+  const mine = { name: 'bars 1-2 of t', bars: [16, 16], notes: [[48, 0, 4]], chords: ['C', 'Am'] };
+  assert.deepEqual(generateOptions({ ...s, texture: 'chosen', textureDonor: mine }, { task: 'accompaniment', region: [2, 4], context: 512 }).texture,
+    mine, 'the bars chosen with Use as texture');
+  assert.equal(generateOptions({ ...s, texture: 'arpeggio' }, { task: 'continuation', region: null, context: 512 }).texture, null,
+    'a continuation plays no texture');
+  assert.equal(generateOptions({ ...s, texture: 'waltz' }, { task: 'accompaniment', region: null, context: 512 }).texture, null,
+    'a name the gallery no longer has: the song\'s own');
   assert.equal(generateOptions({ ...s, readAll: true }, { task: 'continuation', region: null, context: 512 }).context, null,
     'reading past the window: no limit');
   assert.equal(generateOptions(s, { task: 'accompaniment', region: null, context: 512 }).context, null);

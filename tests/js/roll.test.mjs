@@ -7,7 +7,7 @@ import {
   beatTicks, snapToBeat, barSpan, beatSpan, phraseRuns, phraseColour, labelStep, pitchName, rollSummary,
 } from '../../www/roll.js';
 import {
-  MAX_BINS, binLayout, createBins, growBins, binRows, weightLevel, viridis, colourRow, niceTicks,
+  MAX_BINS, binLayout, createBins, growBins, binRows, ratioLevel, diverging, colourTable, colourRow, phraseMarks, niceTicks,
 } from '../../www/attention.js';
 
 const PPQ = 480;
@@ -172,7 +172,7 @@ function pooled(dense, length, per) {
   for (let i = 0; i < length; i++) {
     for (let j = 0; j <= i; j++) {
       const k = Math.floor(i / per) * bins + Math.floor(j / per);
-      out[k] = Math.max(out[k], Math.fround(dense(i, j)));
+      out[k] = Math.max(out[k], Math.fround(dense(i, j)) * (i + 1));
     }
   }
   return out;
@@ -217,12 +217,13 @@ test('binning ignores keys past the query (causal) and rows past the length', ()
   const state = createBins(4);
   const rows = new Float32Array([0.5, 9, 9, 9, 0.25, 0.75, 9, 9]); // keys past i must not land
   assert.deepEqual(binRows(state, 0, rows, 4), [0, 1]);
-  assert.deepEqual([...state.data], [0.5, 0, 0, 0, 0.25, 0.75, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+  // Each weight against uniform attention: row 0 has one key (uniform 1), row 1 two (1/2).
+  assert.deepEqual([...state.data], [0.5, 0, 0, 0, 0.5, 1.5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
   assert.equal(binRows(state, 4, new Float32Array(4).fill(1), 4), null);
   assert.equal(binRows(state, 0, new Float32Array(3), 4), null, 'an incomplete row is not a row');
   const nan = createBins(2);
   binRows(nan, 0, new Float32Array([NaN, 0, 0.5, NaN]), 2);
-  assert.deepEqual([...nan.data], [0, 0, 0.5, 0]);
+  assert.deepEqual([...nan.data], [0, 0, 1, 0]);
 });
 
 test('growing past 512 positions re-pools exactly what direct binning gives', () => {
@@ -238,27 +239,51 @@ test('growing past 512 positions re-pools exactly what direct binning gives', ()
   assert.equal(growBins(state2, 10), state2, 'never shrinks');
 });
 
-test('colours: log scale per row, transparent above the diagonal and in unwritten rows', () => {
-  assert.equal(weightLevel(1, 1), 1);
-  assert.ok(Math.abs(weightLevel(0.01, 1) - 1 / 3) < 1e-12);
-  assert.equal(weightLevel(1e-6, 1), 0);
-  assert.equal(weightLevel(0, 1), 0);
-  assert.equal(weightLevel(0.5, 0), 0);
-  assert.deepEqual(viridis(0), [68, 1, 84]);
-  assert.deepEqual(viridis(1), [253, 231, 37]);
-  assert.deepEqual(viridis(NaN), [68, 1, 84]);
+test('colours: each weight against uniform on a fixed log scale, transparent above the diagonal and in unwritten rows', () => {
+  assert.equal(ratioLevel(1), 0.5, 'uniform is the middle');
+  assert.equal(ratioLevel(8), 1);
+  assert.equal(ratioLevel(100), 1);
+  assert.equal(ratioLevel(1 / 8), 0);
+  assert.ok(Math.abs(ratioLevel(2) - (0.5 + 1 / 6)) < 1e-12);
+  assert.equal(ratioLevel(0), 0);
+  assert.equal(ratioLevel(NaN), 0);
+  assert.deepEqual(diverging(0), [33, 102, 172], 'blue below');
+  assert.deepEqual(diverging(0.5), [200, 200, 200], 'grey at uniform');
+  assert.deepEqual(diverging(1), [178, 24, 43], 'red above');
+  assert.deepEqual(diverging(NaN), [33, 102, 172]);
   const state = createBins(3);
-  binRows(state, 0, new Float32Array([1e-9, 0, 0, 0.002, 0.001, 0]), 3);
+  // Row 1 (two keys): 0.002 and 0.998, 1/250 and 2x uniform. Row 0 holds one key: uniform.
+  binRows(state, 0, new Float32Array([1, 0, 0, 0.002, 0.998, 0]), 3);
   const rgba = new Uint8ClampedArray(3 * 3 * 4);
-  const lut = new Uint8Array(256 * 3);
-  for (let i = 0; i < 256; i++) lut.set(viridis(i / 255), i * 3);
-  assert.equal(colourRow(state, 1, rgba, lut), Math.fround(0.002));
+  const lut = colourTable();
+  assert.ok(Math.abs(colourRow(state, 1, rgba, lut) - 1.996) < 1e-6, 'the row\'s largest ratio');
   const px = (bi, bj) => [...rgba.slice((bi * 3 + bj) * 4, (bi * 3 + bj) * 4 + 4)];
-  assert.deepEqual(px(1, 0), [253, 231, 37, 255], 'the row max is the top colour, however small');
-  assert.equal(px(1, 1)[3], 255);
+  assert.deepEqual(px(1, 0), [...diverging(0), 255], 'far below uniform: the blue end');
+  const twice = diverging(Math.round(ratioLevel(1.996) * 255) / 255);
+  assert.deepEqual(px(1, 1), [...twice, 255]);
   assert.equal(px(1, 2)[3], 0, 'above the diagonal');
+  colourRow(state, 0, rgba, lut);
+  assert.deepEqual(px(0, 0), [...diverging(128 / 255), 255], 'one key: uniform, the middle');
   colourRow(state, 2, rgba, lut);
   assert.equal(px(2, 0)[3], 0, 'a row not generated yet');
+  // A row that attends evenly reads uniform however long it is: the raw weight shrinks with
+  // the row, the ratio does not.
+  const long = createBins(400);
+  binRows(long, 399, new Float32Array(400).fill(1 / 400), 400);
+  assert.ok(Math.abs(long.data[399 * 400] - 1) < 1e-6);
+});
+
+test('bar lines and phrase letters: the piece\'s bars in steps, a letter where a phrase starts', () => {
+  const piece = { ppq: 480, bars: [0, 1920, 3840, 5760, 7200], phrases: [['A', 2], ['B', 1], ['A', 2]] };
+  assert.deepEqual(phraseMarks(piece), [
+    { at: 0, bar: 0, letter: 'A' },
+    { at: 16, bar: 1, letter: null },
+    { at: 32, bar: 2, letter: 'B' },
+    { at: 48, bar: 3, letter: 'A' },
+    { at: 60, bar: 4, letter: null },
+  ]);
+  assert.equal(phraseMarks({ ppq: 480, bars: [], phrases: [] }), null);
+  assert.equal(phraseMarks(null), null);
 });
 
 test('nice ticks', () => {

@@ -159,6 +159,18 @@ test('the lanes set by hand and the velocities drawn in the roll round-trip', as
   assert.deepEqual([back.piece.chordsSet, back.piece.phrasesSet], [[0, 3], true]);
 });
 
+test('the texture chosen (a gallery name, or the bars taken with Use as texture) round-trips', async () => {
+  const donor = {
+    name: 'bars 9-12 of song.mid', bars: [16, 16, 16, 16], chords: ['C', 'Am', 'F', 'G C'],
+    notes: Array.from({ length: 64 }, (_, i) => [36 + (i % 24), i, 1 + (i % 3)]),
+  };
+  for (const settings of [{ texture: 'arpeggio', textureDonor: null }, { texture: 'chosen', textureDonor: donor }]) {
+    const shared = { piece: realisticPiece(3), model: 'm', seed: 4, task: 'accompaniment', settings };
+    const back = await decodeShare(await encodeShare(shared));
+    assert.deepEqual(back.settings, settings);
+  }
+});
+
 test('flipped characters give the "damaged" error', async () => {
   const fragment = await encodeShare({ piece: realisticPiece(3), ...extras });
   const body = fragment.length - 3;

@@ -18,6 +18,7 @@ use pianoformer::music::harmony::ChordSource;
 use pianoformer::music::musicxml::{ScoreKind, is_musicxml, read_piece, write_musicxml, write_mxl};
 use pianoformer::music::piece::{MAX_BARS, Piece, TrackRole, chord_chart};
 use pianoformer::music::pop909::parse_phrases;
+use pianoformer::music::texture::donor::{self, Donor};
 use pianoformer::studio::{
     Family, HarmonizeOptions, HarmonyCache, Kept, Options, Run, TaskKind, Written, harmonize_piece,
     needs_harmonizer,
@@ -149,6 +150,17 @@ pub struct Args {
     /// manifest entry has one; 0: not at all).
     #[arg(long)]
     pub texture_echo: Option<f32>,
+    /// Step-by-step accompaniment: play like bars of a piano part, `FILE:BARS` (a MIDI or
+    /// MusicXML file, its bars counted from 1: `song.mid:9-12`; its generated or pianist's
+    /// track): the bars written (--bars A-B, else every bar) cycle through them, their rhythm
+    /// in their registers over the written bars' own chords and melody, at --texture-echo's
+    /// strength.
+    #[arg(long, value_name = "FILE:BARS", conflicts_with = "texture")]
+    pub texture_from: Option<String>,
+    /// Step-by-step accompaniment: play like a named texture of the gallery
+    /// (settings/textures.json: ballad, arpeggio, block, stride, syncopated), as --texture-from.
+    #[arg(long, value_name = "NAME")]
+    pub texture: Option<String>,
     /// Continuation: how strongly new bars whose chords are not planned keep the pitch classes
     /// of the music before (its last 8 bars with notes): the model's chords lean towards them,
     /// pitches it rarely plays lose odds unless they are tones of the chord in force (0: as
@@ -538,6 +550,15 @@ fn choose_melody(piece: &mut Piece, spec: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A MusicXML score or a MIDI file (by its bytes and name) as a piece.
+fn read_any(bytes: &[u8], name: &str) -> Result<Piece, String> {
+    if is_musicxml(bytes, name) {
+        read_piece(bytes, name).map_err(|e| e.to_string())
+    } else {
+        Piece::from_midi(bytes, name).map_err(|e| e.to_string())
+    }
+}
+
 /// The file as the page opens it ([`Piece::from_midi`]: the melody track, chords and phrases
 /// detected), with the lanes the command line gives set as a person sets them in the page:
 /// `--phrases` and `--chords` from the first bar, planning bars past the music where they reach
@@ -554,12 +575,7 @@ fn open(
     let name = path
         .file_name()
         .map_or_else(|| "prompt.mid".into(), |n| n.to_string_lossy().to_string());
-    let read = if is_musicxml(bytes, &name) {
-        read_piece(bytes, &name)
-    } else {
-        Piece::from_midi(bytes, &name)
-    };
-    let mut piece = read.map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut piece = read_any(bytes, &name).map_err(|e| format!("{}: {e}", path.display()))?;
     if let Some(spec) = &args.melody_track {
         choose_melody(&mut piece, spec)?;
     }
@@ -729,17 +745,51 @@ fn options(
         pitch_temperature: args.pitch_temperature,
         alternatives: args.alternatives,
         texture_echo: args.texture_echo,
+        texture: texture(args, loaded)?,
         ..Options::default()
     };
     options.check().map_err(|bad| {
         // Each setting's flag is written beside its range (settings/options.json).
         let flag = match bad.field {
             "region" => "--bars",
+            "texture" if args.texture.is_some() => "--texture",
+            "texture" => "--texture-from",
             key => limits::limit(key).flag.as_str(),
         };
         format!("{flag}: {bad}")
     })?;
     Ok(options)
+}
+
+/// The texture `--texture` names (the gallery's) or `--texture-from` reads.
+fn texture(args: &Args, loaded: &crate::models::Loaded) -> Result<Option<Donor>, String> {
+    if args.texture.is_none() && args.texture_from.is_none() {
+        return Ok(None);
+    }
+    if loaded.model.config.task != Task::Accompaniment {
+        return Err("--texture and --texture-from are for an accompaniment".into());
+    }
+    if let Some(name) = &args.texture {
+        return donor::named(name).cloned().map(Some);
+    }
+    let spec = args.texture_from.as_deref().unwrap_or_default();
+    let (file, bars) = spec.rsplit_once(':').ok_or_else(|| {
+        format!("--texture-from {spec:?}: give a file and its bars, as song.mid:9-12")
+    })?;
+    let Ok(Bars::Region([from, to])) = parse_bars(bars) else {
+        return Err(format!(
+            "--texture-from {spec:?}: give the bars as FIRST-LAST, counting from 1 (song.mid:9-12)"
+        ));
+    };
+    let path = Path::new(file);
+    let bytes = std::fs::read(path).map_err(|e| format!("--texture-from {file}: {e}"))?;
+    let name = path
+        .file_name()
+        .map_or_else(|| file.to_string(), |n| n.to_string_lossy().to_string());
+    let piece = read_any(&bytes, &name).map_err(|e| format!("--texture-from {file}: {e}"))?;
+    Donor::from_piece(&piece, from..to)
+        .map(Some)
+        .map_err(|e| format!("--texture-from {file}: {e}"))
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The native command line: `check` (the compute backend), `inspect` (a MIDI file), `train`,
 //! `eval`, `report`, `generate` (every task of the studio's table), `ship`, `dynamics` (the
-//! velocity model) and `bench`. Each command lives in its own file;
+//! velocity model), `textures` (the gallery) and `bench`. Each command lives in its own file;
 //! errors reach the user as one plain sentence.
 
 // Thin: parse, call the library, print (the threshold, 80 lines, is in clippy.toml).
@@ -47,6 +47,8 @@ mod inspect;
 mod models;
 #[cfg(not(target_arch = "wasm32"))]
 mod ship;
+#[cfg(not(target_arch = "wasm32"))]
+mod textures;
 #[cfg(not(target_arch = "wasm32"))]
 mod train;
 
@@ -141,6 +143,9 @@ mod cli {
         /// Fit the velocity model on POP909's pianists, choose its spread on validation,
         /// score it on the test songs and ship it (www/models/dynamics.json and the manifest).
         Dynamics(crate::dynamics::Args),
+        /// Find the gallery's named textures (ballad, arpeggio, block, stride, syncopated) in
+        /// POP909's training songs by rule and write settings/textures.json.
+        Textures(crate::textures::Args),
         /// Show what a MIDI file holds: tracks, tempo map, key, time signature, chords per bar.
         Inspect {
             /// The .mid file.
@@ -172,6 +177,7 @@ mod cli {
             } => crate::inspect::run(&file, json, &harmonizer, suggest),
             Command::Train(args) => crate::train::run(args),
             Command::Dynamics(args) => crate::dynamics::run(args),
+            Command::Textures(args) => crate::textures::run(args),
             Command::Eval(args) => crate::eval::run(args),
             Command::Report {
                 runs,

@@ -16,6 +16,8 @@ use crate::model::pe::{PeConfig, PeKind};
 use crate::model::performer::Performer;
 use crate::music::fixtures;
 use crate::music::phrases::Segment as Phrase;
+use crate::music::piece::chord_cell;
+use crate::music::texture::donor::Donor;
 use crate::music::texture::echo::EchoCounts;
 use crate::music::texture::{Segment, rhythm, similarity};
 use crate::train::step::{Schedule, Trainer};
@@ -159,21 +161,39 @@ fn a_donor_brings_its_rhythm_to_the_bars_it_is_asked_for() {
     let input = accompaniment_input(&fixtures::song(0, 8), None, None).unwrap();
     let e = input_example(&model, &input);
     // A donor unlike the fixture's pianist: off-beat eighths in the middle register, a bass
-    // on every beat. Counted as its own repeat, so the lean trusts it fully.
-    let mut donor = PianoRoll::new(32);
+    // on every beat, over the chords of bars 5-6 (so bars 5-6 answer it with the chords the
+    // same, bars 7-8 with them as they fall).
+    let mut notes = Vec::new();
     for t in 0..32 {
         if t % 4 == 2 {
-            donor.set(t, 55, true, true, 0);
+            notes.push((55, t, 2));
         }
         if t % 4 == 0 {
-            donor.set(t, 40, true, true, 0);
+            notes.push((40, t, 1));
         }
     }
+    let spb = crate::music::tokens::STEPS_PER_BEAT;
+    let beats = 16 / spb;
+    let donor_spec = Donor {
+        name: "off-beats".into(),
+        bars: vec![16, 16],
+        notes,
+        chords: (4..6)
+            .map(|b| chord_cell(&input.chords[b * beats..(b + 1) * beats]))
+            .collect(),
+        source: None,
+    };
+    donor_spec.check().unwrap();
+    let donor = donor_spec.roll();
     let lean = aba_lean();
-    let chords = &input.sheet.labels.chord;
-    let texture = Answers::donor(e.len, 64..128, chords, donor.clone(), chords)
+    let texture = Answers::donor(&input.sheet.labels, 64..128, &donor_spec)
         .and_then(|a| TextureEcho::new(lean, 1.0, a))
         .expect("a donor");
+    assert_eq!(
+        texture.answering(),
+        64,
+        "bars 5-8 answer the donor, no other"
+    );
     let quiet = |_: BatchProgress<'_>| async { true };
     let write = |texture: Option<&TextureEcho>| {
         let given = Given {

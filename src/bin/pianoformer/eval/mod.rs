@@ -8,6 +8,7 @@
 
 // The eval modes, each its own file; they share this module's Args and helpers (super::).
 pub mod alternatives;
+pub mod donor;
 pub mod harmony;
 pub mod live;
 pub mod melody;
@@ -200,6 +201,13 @@ pub struct Args {
     /// shipped model, with --out).
     #[arg(long)]
     pub texture: bool,
+    /// --texture: the donor panel instead — every song of --split accompanied as asked to play
+    /// like each texture of the gallery (settings/textures.json) at each of --strengths, over
+    /// its annotated chords and a substituted progression: its onsets' likeness to the donor
+    /// beside the pianists' same-letter likeness, chord tones, the melody doubled and crossed;
+    /// into donors.json.
+    #[arg(long, requires = "texture")]
+    pub donors: bool,
     /// --texture: the echo strengths tried (0: none; 1: the lean as the training songs'
     /// pianists justify it).
     #[arg(long, value_delimiter = ',', default_value = "0,1")]
@@ -342,6 +350,8 @@ fn panel_of(args: &Args) -> Option<fn(Args) -> Result<(), String>> {
         Some(live::run)
     } else if args.alternatives.is_some() {
         Some(alternatives::run)
+    } else if args.texture && args.donors {
+        Some(donor::run)
     } else if args.texture {
         Some(texture::run)
     } else if args.sample {

@@ -2,7 +2,7 @@
 //! song's form (`pianoformer::eval::texture`). The texture echo's lean is counted in the
 //! training songs' pianists and printed; every song of --split is then accompanied with the
 //! annotated lanes at each of --strengths (0: no echo; 1: the lean as measured), and with the
-//! phrases detected in its melody alone at 1, each scored by ILS against the annotated phrases
+//! phrases detected in its melody alone at the model's strength, each scored by ILS against the annotated phrases
 //! beside the pianist's, with chord tones and density. Into texture.json.
 
 use std::time::Instant;
@@ -54,16 +54,11 @@ pub fn run(args: Args) -> Result<(), String> {
     let mut sampling = loaded.defaults.piano_sampling();
     sampling.seed = args.seed;
     let strengths = args.strengths.clone();
-    let songs = accompany_all(
-        &pieces,
-        &args,
-        &loaded.model,
-        sampling,
-        lean,
-        &strengths,
-        &device,
-    )?;
-    let (pianist, by_strength, detected) = report(&songs, &strengths);
+    // The default path plays at the model's own strength (the manifest's, else 1).
+    let own = loaded.defaults.texture_strength.unwrap_or(1.0);
+    let (model, tried) = (&loaded.model, (&strengths[..], own));
+    let songs = accompany_all(&pieces, &args, model, sampling, lean, tried, &device)?;
+    let (pianist, by_strength, detected) = report(&songs, &strengths, own);
     let strength = chosen_strength(&pianist, &by_strength);
     if let Some(s) = strength {
         println!(
@@ -96,6 +91,7 @@ pub fn run(args: Args) -> Result<(), String> {
         "annotated": by_strength,
         "strength": strength,
         "detected": detected,
+        "detected_strength": own,
         "songs": songs,
         "seconds": started.elapsed().as_secs_f64(),
     });
@@ -168,20 +164,21 @@ fn say_lean(counts: &EchoCounts, lean: &EchoLean) {
 }
 
 /// Every song of `pieces` played as the panel plays it, said as it comes.
-#[allow(clippy::too_many_arguments)]
 fn accompany_all(
     pieces: &[&Piece],
     args: &Args,
     model: &Performer,
     sampling: PianoSampling,
     lean: EchoLean,
-    strengths: &[f32],
+    (strengths, detected): (&[f32], f32),
     device: &Device,
 ) -> Result<Vec<TextureSong>, String> {
     let started = Instant::now();
     super::panel::par_map(pieces, args.threads(), model, |m, p| {
-        let r = pollster::block_on(texture_song(m, p, sampling, lean, strengths, device))
-            .map_err(|e| format!("{}: {e}", p.name))?;
+        let r = pollster::block_on(texture_song(
+            m, p, sampling, lean, strengths, detected, device,
+        ))
+        .map_err(|e| format!("{}: {e}", p.name))?;
         eprintln!(
             "{}: ILS pianist {}, {}; detected {} ({:.0} s)",
             p.name,
@@ -203,6 +200,7 @@ fn accompany_all(
 fn report(
     songs: &[TextureSong],
     strengths: &[f32],
+    detected_strength: f32,
 ) -> (serde_json::Value, Vec<serde_json::Value>, serde_json::Value) {
     let summary = |pick: &dyn Fn(&TextureSong) -> &Played| {
         let (ils, n) = mean_ils(songs.iter().map(|s| pick(s).ils));
@@ -235,7 +233,10 @@ fn report(
         by_strength.push(serde_json::json!({"strength": s, "summary": v}));
     }
     let detected = summary(&|s| &s.detected);
-    line("detected phrases, echo 1", &detected);
+    line(
+        &format!("detected phrases, echo {detected_strength}"),
+        &detected,
+    );
     for (name, pick) in [
         (
             "melody alone",
