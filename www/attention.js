@@ -8,9 +8,10 @@
 // raw map of a linear-attention model reads as a flat triangle, its weights all near 1 / (i + 1).
 // With the piece's bar lines and phrase letters on both axes (`setMarks`), a person sees
 // whether the second A looks at the first.
-// Storage stays at display resolution: at most 512 x 512 bins, each holding the largest ratio of
-// the positions it covers (max-pooling keeps a sharp attention peak visible, where averaging
-// would wash it out). A bin covers a power-of-two number of positions, so when the sequence
+// Storage stays at display resolution: at most 512 x 512 bins, each holding the mean ratio of the
+// positions it covers (the block's share of attention against uniform's: a mean of ratios that
+// hover about 1 stays about 1, where their maximum would read every block as above uniform; a
+// sharp peak still shows, a key 50 times uniform in a 4 x 4 block makes it 3 times). A bin covers a power-of-two number of positions, so when the sequence
 // grows past the bins the existing bins merge 2 x 2 exactly, without the raw rows.
 // The binning and scales are pure functions, tested in Node (tests/js/roll.test.mjs); nothing
 // here touches the DOM until an AttentionMap is constructed or drawTemplate is called.
@@ -32,17 +33,18 @@ export function binLayout(length, maxBins = MAX_BINS) {
   return { shift, per: 2 ** shift, bins: Math.max(1, Math.ceil(length / 2 ** shift)) };
 }
 
-/** Empty bins for `length` positions: data[bi * bins + bj] is the block's largest ratio to uniform. */
+/** Empty bins for `length` positions: data[bi * bins + bj] / count[...] is the block's mean ratio to uniform. */
 export function createBins(length, maxBins = MAX_BINS) {
   const layout = binLayout(length, maxBins);
   return {
     length, maxBins, ...layout,
     data: new Float32Array(layout.bins * layout.bins),
+    count: new Float32Array(layout.bins * layout.bins),
     written: new Uint8Array(layout.bins), // bin rows that have received at least one query row
   };
 }
 
-/** Bins for `newLength` positions holding what `state` holds (max-pooled again if coarser). */
+/** Bins for `newLength` positions holding what `state` holds (pooled again if coarser). */
 export function growBins(state, newLength) {
   if (newLength <= state.length) return state;
   const next = createBins(newLength, state.maxBins);
@@ -52,9 +54,9 @@ export function growBins(state, newLength) {
     const ni = bi >> merge;
     next.written[ni] = 1;
     for (let bj = 0; bj <= bi; bj++) {
-      const v = state.data[bi * state.bins + bj];
       const k = ni * next.bins + (bj >> merge);
-      if (v > next.data[k]) next.data[k] = v;
+      next.data[k] += state.data[bi * state.bins + bj];
+      next.count[k] += state.count[bi * state.bins + bj];
     }
   }
   return next;
@@ -62,11 +64,11 @@ export function growBins(state, newLength) {
 
 /** A copy of `state` that later writes to either leave the other alone. */
 export function copyBins(state) {
-  return { ...state, data: state.data.slice(), written: state.written.slice() };
+  return { ...state, data: state.data.slice(), count: state.count.slice(), written: state.written.slice() };
 }
 
 /**
- * Max-pools query rows into `state` as ratios to uniform attention: `rows` holds rows.length /
+ * Pools query rows into `state` as ratios to uniform attention: `rows` holds rows.length /
  * keyCount consecutive rows from query position `startRow`, each `keyCount` weights over keys
  * 0..keyCount-1 (keys past a row's own position are ignored: the map is causal); row i's weight
  * w is kept as (i + 1) w. Rows at or past state.length are dropped (grow first). Returns the
@@ -74,7 +76,7 @@ export function copyBins(state) {
  */
 export function binRows(state, startRow, rows, keyCount) {
   const count = keyCount > 0 ? Math.floor(rows.length / keyCount) : 0;
-  const { shift, bins, data, written } = state;
+  const { shift, bins, data, count: counts, written } = state;
   let first = -1;
   let last = -1;
   for (let r = 0; r < count; r++) {
@@ -88,7 +90,9 @@ export function binRows(state, startRow, rows, keyCount) {
     for (let j = 0; j < end; j++) {
       const v = rows[offset + j] * (i + 1);
       const k = base + (j >> shift);
-      if (v > data[k]) data[k] = v; // NaN never compares greater: a bad weight is skipped
+      if (!Number.isFinite(v)) continue; // a bad weight is skipped
+      data[k] += v;
+      counts[k] += 1;
     }
     written[bi] = 1;
     if (first < 0) first = bi;
@@ -126,20 +130,21 @@ export function colourTable(scale = diverging) {
 
 /**
  * Writes bin row `bi` of `state` as RGBA into `rgba` (bins wide), each ratio to uniform on the
- * fixed [`ratioLevel`] scale; returns the row's largest ratio.
+ * fixed [`ratioLevel`] scale; returns the row's largest (mean) ratio.
  */
 export function colourRow(state, bi, rgba, lut) {
-  const { bins, data } = state;
+  const { bins } = state;
   const base = bi * bins;
+  const mean = (k) => (state.count[k] > 0 ? state.data[k] / state.count[k] : 0);
   let max = 0;
-  for (let bj = 0; bj <= bi; bj++) if (data[base + bj] > max) max = data[base + bj];
+  for (let bj = 0; bj <= bi; bj++) max = Math.max(max, mean(base + bj));
   for (let bj = 0; bj < bins; bj++) {
     const p = (base + bj) * 4;
     if (bj > bi || !state.written[bi]) {
       rgba[p + 3] = 0; // above the diagonal, or not generated yet: the background shows
       continue;
     }
-    const c = Math.round(ratioLevel(data[base + bj]) * 255) * 3;
+    const c = Math.round(ratioLevel(mean(base + bj)) * 255) * 3;
     rgba[p] = lut[c];
     rgba[p + 1] = lut[c + 1];
     rgba[p + 2] = lut[c + 2];
@@ -438,10 +443,13 @@ export function phraseMarks(piece, stepsPerQuarter = 4) {
 /** Bar lines (faint) and phrase starts (with their letters) across the map, on both axes. */
 function drawMarks(ctx, plot, marks, offset) {
   ctx.font = FONT;
+  // Bar lines closer than 8 px would hide the map: then the phrases' alone.
+  const bars = marks.length > 1 && (offset(marks.at(-1).at) - offset(marks[0].at)) / (marks.length - 1) >= 8;
   for (const m of marks) {
     const o = offset(m.at);
-    if (!(o >= 0 && o <= plot.w)) continue;
-    ctx.fillStyle = m.letter ? 'rgba(232, 230, 227, 0.55)' : 'rgba(232, 230, 227, 0.16)';
+    if (!(o >= 0 && o <= plot.w) || (!m.letter && !bars)) continue;
+    // Dark lines over the map's light middle: a phrase's start strong, a bar's faint.
+    ctx.fillStyle = m.letter ? 'rgba(12, 13, 16, 0.85)' : 'rgba(12, 13, 16, 0.3)';
     ctx.fillRect(plot.x + o, plot.y + o, 1, plot.h - o); // the key's bar line, below the diagonal
     ctx.fillRect(plot.x, plot.y + o, o, 1); // the query's, left of it
     if (!m.letter) continue;

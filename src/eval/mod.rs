@@ -7,6 +7,7 @@
 //! at 2N, 3N, 4N (the SPE paper's Figure 3). `panel` samples whole songs and measures how
 //! they are played; `melody` measures a melody, written or a song's own; `sampled` continues real prompts and compares the music with the song's.
 
+#[cfg(not(target_arch = "wasm32"))]
 pub mod donor;
 pub mod harmony;
 pub mod live;

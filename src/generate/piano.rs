@@ -194,6 +194,7 @@ impl<'a> Steps<'a> {
 
     /// Whether the model reads, in `region`, a reference lane that answers something (each
     /// alternative's own piano, so the fused steps of several cannot share rows).
+    #[cfg(feature = "gpu")]
     fn references(&self) -> bool {
         self.reference_at.is_some()
             && self
@@ -472,7 +473,6 @@ where
         texture: given.texture.filter(|x| x.answers_in(given.region.clone())),
         ..given
     };
-    let texture = given.texture;
     let steps_of = || Steps::of(model, e, &given);
     if let [one] = samplings {
         // One sequence: as `accompany_steps` writes it (fused on a GPU).
@@ -500,7 +500,7 @@ where
     if stepping.decoder.is_none()
         && samplings.len() > 1
         && fused::enabled()
-        && texture.is_none()
+        && given.texture.is_none()
         && !steps_of()?.references()
     {
         // On a GPU: every alternative in the same fused dispatches, one workgroup each.
