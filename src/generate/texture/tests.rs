@@ -234,7 +234,12 @@ fn a_donor_brings_its_rhythm_to_the_bars_it_is_asked_for() {
     );
     // Its notes re-voiced to bars 5-8's own chords: the rhythm changes, the harmony stays.
     let tones = |roll: &PianoRoll| {
-        let bars = crate::eval::texture::steps_of(roll, 64..128);
+        let mut bars = PianoRoll::new(64);
+        for t in 0..64 {
+            for p in (0..128).filter(|&p| roll.onset(64 + t, p)) {
+                bars.set(t, p, true, true, 0);
+            }
+        }
         crate::music::playing::chord_tone_ratio(&bars, &input.chords[4 * beats..8 * beats], spb)
             .unwrap_or(0.0)
     };
