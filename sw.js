@@ -13,7 +13,7 @@
 import { fetchModel } from './www/store.js';
 import { SAMPLES } from './www/audio.js';
 
-export const VERSION = 20;
+export const VERSION = 21;
 export const SHELL_CACHE = `pianoformer-shell-v${VERSION}`;
 
 /** What the page cannot start without, relative to this worker. */
@@ -74,6 +74,7 @@ export const SHELL_FILES = [
   'www/sharing.js',
   'www/store.js',
   'www/texture.js',
+  'www/pedal.js',
   'www/tune-files.js',
   'www/tune-mine.js',
   'www/tune-state.js',

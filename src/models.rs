@@ -99,9 +99,14 @@ pub struct Manifest {
     /// The velocity model for the piano the models write (`music::dynamics`), if shipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dynamics: Option<DynamicsEntry>,
+    /// The learnt sustain pedal for the piano the models write (`music::pedal::model`), if
+    /// shipped (the same kind of entry as the velocity model's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pedal: Option<DynamicsEntry>,
 }
 
-/// The shipped velocity model (`pianoformer dynamics`): a JSON file beside the weights.
+/// A shipped side model fitted by its own command — the velocity model (`pianoformer
+/// dynamics`) or the pedal (`pianoformer pedal`): a JSON file beside the weights.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DynamicsEntry {
     pub name: String,
@@ -120,16 +125,30 @@ pub struct DynamicsEntry {
 impl DynamicsEntry {
     /// The model, read from `dir` (the manifest's folder) and checked against the entry.
     pub fn load(&self, dir: &std::path::Path) -> Result<crate::music::dynamics::Dynamics, String> {
+        crate::music::dynamics::Dynamics::from_json(&self.checked_text(dir)?)
+    }
+
+    /// The pedal model, read from `dir` and checked against the entry.
+    pub fn load_pedal(
+        &self,
+        dir: &std::path::Path,
+    ) -> Result<crate::music::pedal::model::PedalModel, String> {
+        crate::music::pedal::model::PedalModel::from_json(&self.checked_text(dir)?)
+    }
+
+    /// The entry's file as text, refused when it is not the file the entry describes.
+    fn checked_text(&self, dir: &std::path::Path) -> Result<String, String> {
         let path = dir.join(&self.file);
         let bytes =
             std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         if bytes.len() != self.bytes || crate::model::sha256_hex(&bytes) != self.sha256 {
             return Err(format!(
-                "{} is not the dynamics model the manifest describes (size or checksum)",
-                path.display()
+                "{} is not the {} model the manifest describes (size or checksum)",
+                path.display(),
+                self.name
             ));
         }
-        crate::music::dynamics::Dynamics::from_json(&String::from_utf8_lossy(&bytes))
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 }
 
@@ -483,6 +502,7 @@ mod tests {
         let manifest = Manifest {
             models: vec![good.clone()],
             dynamics: None,
+            pedal: None,
         };
         // The velocity model's entry survives a manifest's round trip (`ship` rewrites it), and
         // a manifest without one stays without.

@@ -97,6 +97,26 @@ pub struct Options {
     /// Session's or the CLI's, never read from JSON); without one every note has one velocity.
     #[serde(skip)]
     pub dynamics: Option<std::rc::Rc<crate::music::dynamics::Dynamics>>,
+    /// Accompaniment: the sustain pedal of the bars written ([`PedalMode`]; learnt by
+    /// default).
+    pub pedal: PedalMode,
+    /// The learnt pedal (the Session's or the CLI's, never read from JSON); without one a
+    /// learnt pedal writes none.
+    #[serde(skip)]
+    pub pedal_model: Option<std::rc::Rc<crate::music::pedal::model::PedalModel>>,
+}
+
+/// The sustain pedal of the bars a model writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PedalMode {
+    /// The pedal model's, over the bars written (the rest keep theirs).
+    #[default]
+    Learnt,
+    /// The pedal as the piano part already had it (a file's pianist; none for new bars).
+    Played,
+    /// None over the bars written.
+    Off,
 }
 
 /// A setting out of its range: which one (`field`, its name in the JSON of [`Options`]) and
@@ -151,6 +171,8 @@ impl Default for Options {
             texture: None,
             watch: None,
             dynamics: None,
+            pedal: PedalMode::Learnt,
+            pedal_model: None,
         }
     }
 }
@@ -323,7 +345,9 @@ crate::tasks! {
     Melody = "melody" => melody::Melody;
 }
 
-pub use accompany::{ModelPlay, accompaniment_attention, accompany_piece, accompany_pieces};
+pub use accompany::{
+    ModelPlay, accompaniment_attention, accompany_piece, accompany_pieces, repedal,
+};
 pub use continuation::{
     Continued, continuation_attention, continue_piece, continue_piece_ids, continue_pieces,
 };

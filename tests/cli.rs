@@ -40,7 +40,12 @@ fn an_unknown_backend_is_a_plain_error() {
 
 /// A MIDI file made by the project's own writer: | C | G | in 4/4, one bar each.
 fn two_bar_song() -> Vec<u8> {
-    use pianoformer::music::midi::{Note, Song, TempoChange, Track, write_midi};
+    two_bar_song_pedalled(Vec::new())
+}
+
+/// [`two_bar_song`] with its piano's `pedal` events (tick, controller, value).
+fn two_bar_song_pedalled(pedal: Vec<(u64, u8, u8)>) -> Vec<u8> {
+    use pianoformer::music::midi::{Note, Pedal, Song, TempoChange, Track, write_midi};
     let triad = |root: u8, bar: u64| {
         [0u8, 4, 7].map(|i| Note {
             pitch: 48 + root + i,
@@ -61,6 +66,15 @@ fn two_bar_song() -> Vec<u8> {
         time_signatures: vec![],
         key_signatures: vec![],
         tracks: vec![Track {
+            pedal: pedal
+                .into_iter()
+                .map(|(tick, controller, value)| Pedal {
+                    tick,
+                    controller,
+                    value,
+                    channel: 0,
+                })
+                .collect(),
             name: "Piano".into(),
             program: Some(0),
             notes,
@@ -95,6 +109,41 @@ fn inspect_shows_tracks_and_chords() {
     );
     let text = pianoformer().arg("inspect").arg(&file).output().unwrap();
     assert!(String::from_utf8_lossy(&text.stdout).contains("tempo 120.0 bpm"));
+    assert!(
+        s["tracks"][0]["pedal"].is_null(),
+        "no pedal, no pedal figures"
+    );
+    // The pianist's pedal: down over the first bar, then from the second bar's fourth beat.
+    let pedalled = dir.join("pedalled.mid");
+    let pedal = vec![(0, 64, 127), (1920, 64, 0), (3400, 64, 100), (3840, 64, 0)];
+    std::fs::write(&pedalled, two_bar_song_pedalled(pedal)).unwrap();
+    let out = pianoformer()
+        .arg("inspect")
+        .arg(&pedalled)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = &s["tracks"][0]["pedal"];
+    assert_eq!(
+        (p["events"].as_u64(), p["presses"].as_u64()),
+        (Some(4), Some(2)),
+        "{p}"
+    );
+    assert!(
+        (p["share_down"].as_f64().unwrap() - 2360.0 / 3840.0).abs() < 1e-9,
+        "{p}"
+    );
+    let text = pianoformer()
+        .arg("inspect")
+        .arg(&pedalled)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("pedal: down 61 % of the time, 1.00 presses a bar"),
+        "{text}"
+    );
 
     let bad = dir.join("not-midi.mid");
     std::fs::write(&bad, b"hello, I am a text file").unwrap();

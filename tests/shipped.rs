@@ -188,6 +188,7 @@ fn the_default_models_accompany_and_continue_a_song() {
         time_signatures: vec![],
         key_signatures: vec![],
         tracks: vec![Track {
+            pedal: Vec::new(),
             name: "MELODY".into(),
             program: Some(0),
             notes,
@@ -569,6 +570,7 @@ fn the_default_accompaniment_echoes_a_repeated_phrase() {
         time_signatures: vec![],
         key_signatures: vec![],
         tracks: vec![Track {
+            pedal: Vec::new(),
             name: "MELODY".into(),
             program: Some(0),
             notes,

@@ -2,6 +2,7 @@
 // gain of a velocity, the notes of a piece as timed events, where a sample's sound starts, and
 // the WAV encoder. No Web Audio here: audio.js and audio-voices.js play with these, and
 // tests/js/audio.test.mjs checks them under Node.
+import { downSpans, soundingEnds } from './pedal.js';
 import { secondsAt } from './piece.js';
 
 /** The 30 samples, low to high: `name` is the file in www/samples/ without `.mp3`. */
@@ -37,11 +38,17 @@ export function velocityGain(velocity) {
 /**
  * The notes of `piece` starting in [fromTick, toTick), as seconds after `fromTick` at the tempo
  * scale `tempo`, sorted by time. Notes are cut at `toTick`; `toTick` = Infinity means the end of
- * the piece (`piece.endTick` or the last note's end, whichever is later).
+ * the piece (`piece.endTick` or the last note's end, whichever is later). With `pedal` (the
+ * default) a note lasts as long as it sounds under its track's sustain pedal (pedal.js): held
+ * past its release while the pedal is down, until the lift or its next strike; the pedal spans
+ * are cut at `toTick` too.
  * → { fromTick, endTick, start (s of fromTick), length (s to endTick), tail (s until the last
  *     release has faded), events: [{ time, duration, pitch, velocity, group }] }
  */
-export function noteEvents(piece, { fromTick = 0, toTick = Infinity, tempo = 1 } = {}) {
+export function noteEvents(
+  piece,
+  { fromTick = 0, toTick = Infinity, tempo = 1, pedal = true } = {},
+) {
   if (!(tempo > 0 && Number.isFinite(tempo))) {
     throw new RangeError(`The tempo scale must be a positive number, not ${tempo}.`);
   }
@@ -56,10 +63,14 @@ export function noteEvents(piece, { fromTick = 0, toTick = Infinity, tempo = 1 }
   let tail = length;
   for (const track of piece.tracks) {
     const group = groupOf(track.role);
-    for (const [pitch, on, off, velocity] of track.notes) {
+    const ends =
+      pedal && track.pedal?.length
+        ? soundingEnds(track.notes, downSpans(track.pedal, endTick))
+        : track.notes.map((n) => n[2]);
+    for (const [i, [pitch, on, , velocity]] of track.notes.entries()) {
       if (on < fromTick || on >= endTick || !(velocity > 0)) continue;
       const time = secondsAt(piece, on, tempo) - start;
-      const stop = secondsAt(piece, Math.min(off, endTick), tempo) - start;
+      const stop = secondsAt(piece, Math.min(ends[i], endTick), tempo) - start;
       const duration = Math.max(MIN_NOTE, stop - time);
       events.push({ time, duration, pitch, velocity, group });
       tail = Math.max(tail, time + duration + RELEASE);

@@ -49,6 +49,8 @@ export class Piano {
   #session = null; // the playback in progress
   #mute = { melody: false, accompaniment: false };
   #held = new Map(); // pitch → the voice of a key held live
+  #sustain = false; // a keyboard's sustain pedal is down
+  #sustained = new Set(); // keys released under it, still sounding
   #live = new Map(); // pitch → the voice of a live piano note (a live take's accompaniment)
 
   /** `baseUrl`: the folder holding A0.mp3 … C8.mp3 (a URL or a string, relative to the page). */
@@ -74,13 +76,38 @@ export class Piano {
     if (!this.#samples) return false;
     const ctx = this.#context();
     if (ctx.state !== 'running') ctx.resume().catch(() => {});
-    this.noteOff(pitch);
+    this.#release(pitch); // a key struck again under the pedal re-strikes
+    this.#sustained.delete(pitch);
     this.#held.set(pitch, attackVoice(ctx, this.#samples, this.#output, pitch, velocity, ctx.currentTime));
     return true;
   }
 
-  /** Releases a key held by `noteOn`. */
+  /** Releases a key held by `noteOn` (under the sustain pedal, when the pedal lifts). */
   noteOff(pitch) {
+    if (this.#sustain && this.#held.has(pitch)) {
+      this.#sustained.add(pitch);
+      return;
+    }
+    this.#release(pitch);
+  }
+
+  /**
+   * The sustain pedal of the keys played live (a keyboard's controller 64): while `down`,
+   * released keys keep sounding; lifting it releases them.
+   */
+  setSustain(down) {
+    this.#sustain = Boolean(down);
+    if (this.#sustain) return;
+    for (const pitch of this.#sustained) this.#release(pitch);
+    this.#sustained.clear();
+  }
+
+  /** The live keys still sounding (held or under the pedal), for tests. */
+  get sounding() {
+    return this.#held.size;
+  }
+
+  #release(pitch) {
     const voice = this.#held.get(pitch);
     if (!voice) return;
     this.#held.delete(pitch);
@@ -209,15 +236,19 @@ export class Piano {
    * Plays `piece` from `fromTick` to `toTick` (Infinity: its end), `tempo` times as fast as
    * written, looping over that range if `loop` until `stop`. `mute` ({ melody, accompaniment },
    * either may be left out) replaces the current mute state. `onEnd()` is called when playback
-   * stops by itself (never after `stop` or another `play`). Stops any playback in progress.
+   * stops by itself (never after `stop` or another `play`). `pedal` (default true) holds notes
+   * under their track's sustain pedal (pedal.js). Stops any playback in progress.
    * The notes are read once, here: edits to `piece` are heard from the next `play`.
    * Throws if the samples are not loaded yet.
    */
-  play(piece, { fromTick = 0, toTick = Infinity, loop = false, tempo = 1, mute, onEnd } = {}) {
+  play(
+    piece,
+    { fromTick = 0, toTick = Infinity, loop = false, tempo = 1, mute, onEnd, pedal = true } = {},
+  ) {
     if (!this.#samples) {
       throw new Error('The piano samples are not loaded yet (await load() first).');
     }
-    const plan = noteEvents(piece, { fromTick, toTick, tempo });
+    const plan = noteEvents(piece, { fromTick, toTick, tempo, pedal });
     this.stop();
     if (mute) this.#mute = { ...this.#mute, ...mute };
     const ctx = this.#context();
@@ -308,11 +339,15 @@ export class Piano {
   /**
    * Renders the whole `piece` offline, `tempo` times as fast as written, without the muted
    * groups (default: the current mute state), into a 16-bit stereo WAV including the last
-   * release. Loads the samples if needed. Refuses pieces longer than 20 minutes.
+   * release, with the tracks' sustain pedal unless `pedal` is false. Loads the samples if
+   * needed. Refuses pieces longer than 20 minutes.
    */
-  async renderWav(piece, { tempo = 1, mute = this.#mute, sampleRate = 44100 } = {}) {
+  async renderWav(
+    piece,
+    { tempo = 1, mute = this.#mute, sampleRate = 44100, pedal = true } = {},
+  ) {
     await this.load();
-    const plan = noteEvents(piece, { tempo });
+    const plan = noteEvents(piece, { tempo, pedal });
     if (plan.length > MAX_RENDER_SECONDS) {
       throw new Error(
         `The piece lasts ${Math.round(plan.length / 60)} minutes at this tempo; ` +

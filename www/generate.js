@@ -19,7 +19,7 @@ import {
   contextOf, regionTicks, draftPiece, writesFrom, generateOptions, unflattenNotes, notesWritten,
   progressText, progressShare, doneText,
 } from './generation-plan.js';
-import { currentEntry, dynamicsText, ensureModel } from './model-loader.js';
+import { currentEntry, dynamicsText, ensureModel, pedalText } from './model-loader.js';
 import { endJob, remember, setPiece, startJob, store, showDraft } from './page-store.js';
 import { attention } from './attention-view.js';
 import { phraseMarks } from './attention.js';
@@ -94,10 +94,11 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
     const options = generateOptions(s, { task, region, context: contextOf(entry, store.manifest) });
     const from = writesFrom(before, task, ticks);
     const dynamics = task === 'accompaniment' && $('dynamics').checked ? await dynamicsText() : '';
+    const pedal = task === 'accompaniment' && options.pedal === 'learnt' ? await pedalText() : '';
     $('gen-status').textContent = `Running ${entry.name} on ${status.backend?.kind === 'gpu' ? 'WebGPU' : 'the CPU'}…`;
     const result = await call(
       'generate',
-      { task, model: entry.name, piece: before, options, dynamics },
+      { task, model: entry.name, piece: before, options, dynamics, pedal },
       {
         onProgress: (p) => {
           if (p.started) {

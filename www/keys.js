@@ -38,6 +38,15 @@ export function noteMessage(data) {
 }
 
 /**
+ * A MIDI message as a sustain pedal move: the value (0–127; 64 and up is down) of controller
+ * 64 on any channel, null for anything else.
+ */
+export function pedalMessage(data) {
+  if (!data || data.length < 3) return null;
+  return (data[0] & 0xf0) === 0xb0 && (data[1] & 0x7f) === 64 ? data[2] & 0x7f : null;
+}
+
+/**
  * One take: notes played from `startTick` of `piece` onwards, timed in milliseconds from
  * `startMs` (the moment `startTick` sounds), quantised to `grid` ticks (0: not quantised).
  */
@@ -49,6 +58,31 @@ export class Take {
     this.grid = grid;
     this.held = new Map(); // pitch → { startMs, velocity }
     this.done = []; // [pitch, startMs, endMs, velocity]
+    this.pedals = []; // [ms, value]: the sustain pedal's moves
+  }
+
+  /** The sustain pedal moved to `value` at `ms`. */
+  pedal(value, ms) {
+    this.pedals.push([ms, value]);
+  }
+
+  /**
+   * The sustain pedal of the take as a track's pedal, `[tick, 64, value]` in order, as of
+   * `endMs` (ticks as played, not quantised): a pedal already down when the take began is
+   * pressed at its start, and one still down at `endMs` lifts there.
+   */
+  pedalEvents(endMs) {
+    const out = [];
+    let down = false;
+    for (const [ms, value] of this.pedals) {
+      const tick = Math.max(this.startTick, Math.round(this.#tick(ms)));
+      if (ms > endMs) break;
+      if (tick === this.startTick && out.length && out.at(-1)[0] === tick) out.pop();
+      out.push([tick, 64, value]);
+      down = value >= 64;
+    }
+    if (down) out.push([Math.max(out.at(-1)[0], Math.round(this.#tick(endMs))), 64, 0]);
+    return out;
   }
 
   on(pitch, velocity, ms) {
@@ -97,10 +131,11 @@ export class Take {
 
 /**
  * `piece` with `notes` recorded into its melody between `fromTick` and `toTick`: the melody's
- * notes starting there are replaced (a new MELODY track when there is none), the bars grow to
- * hold the last note, and the prompt covers the recorded music. Returns a new piece.
+ * notes starting there are replaced (a new MELODY track when there is none), and so is its
+ * pedal there by the take's `pedal` ([tick, 64, value], from `Take.pedalEvents`); the bars grow
+ * to hold the last note, and the prompt covers the recorded music. Returns a new piece.
  */
-export function recordInto(piece, notes, fromTick, toTick) {
+export function recordInto(piece, notes, fromTick, toTick, pedal = []) {
   const next = clonePiece(piece);
   let melody = next.tracks.find((t) => t.role === 'melody');
   if (!melody) {
@@ -111,6 +146,10 @@ export function recordInto(piece, notes, fromTick, toTick) {
     .filter((n) => n[1] < fromTick || n[1] >= toTick)
     .concat(notes.map((n) => [...n]))
     .sort((a, b) => a[1] - b[1] || a[0] - b[0]);
+  if (pedal.length || melody.pedal?.length) {
+    const outside = (melody.pedal ?? []).filter((e) => e[0] < fromTick || e[0] > toTick);
+    melody.pedal = outside.concat(pedal.map((e) => [...e])).sort((a, b) => a[0] - b[0]);
+  }
   const end = Math.max(next.endTick ?? 0, ...notes.map((n) => n[2]));
   next.endTick = end;
   let bars = next.bars.length;

@@ -15,10 +15,11 @@
 // generation-plan.js, labels.js and roll-geometry.js. None does anything when it is imported
 // beyond making its own view objects: everything starts from start() below.
 import { $, status, t0, params, preference, setState, showError, notice } from './page.js';
-import { store, forgetLoaded } from './page-store.js';
+import { store, forgetLoaded, setPiece } from './page-store.js';
+import { withPageMarks } from './piece.js';
 import { call, drill, startWorker, setWorkerHandlers, workerBackend } from './worker-client.js';
 import { showBackend, showCheck, showCached, showRace, keepOffline } from './backend-card.js';
-import { loadManifest, showModels, showModelAbout, currentEntry, ensureModel, prefetchModel } from './models.js';
+import { loadManifest, showModels, showModelAbout, currentEntry, ensureModel, pedalText, prefetchModel } from './models.js';
 import {
   roll, setPiece, updateButtons, save, undo, redo, openFile, openExample, selectedBars, setEditing, newPiece, lanesRefill,
 } from './piece-view.js';
@@ -151,6 +152,7 @@ function wire() {
   });
   fillTextureMenu($('texture'), '');
   $('use-texture').addEventListener('click', useTexture);
+  $('repedal').addEventListener('click', repedalBars);
   $('compare').addEventListener('click', compare);
   $('compare-model').addEventListener('change', (e) => {
     e.target.dataset.picked = e.target.value;
@@ -164,6 +166,10 @@ function wire() {
     $('tempo-value').textContent = `${$('tempo').value} %`;
   });
   $('tempo').addEventListener('change', () => {
+    save();
+    if (piano.playing) startPlayback();
+  });
+  $('pedal').addEventListener('change', () => {
     save();
     if (piano.playing) startPlayback();
   });
@@ -314,6 +320,21 @@ start().finally(() => {
 });
 
 /** "Use as texture": the selected bars of the piano part become the Texture menu's choice. */
+/** "Pedal these bars": the piano part's pedal over the selected bars, learnt again (one Undo). */
+async function repedalBars() {
+  const bars = selectedBars();
+  if (!bars || !store.piece) return;
+  try {
+    const pedal = await pedalText();
+    if (!pedal) throw new Error('the page has no pedal model');
+    const next = await call('repedal', { piece: store.piece, from: bars[0], to: bars[1], pedal });
+    setPiece(withPageMarks(next, store.piece), { keepView: true });
+    $('gen-status').textContent = `Pedalled bars ${bars[0] + 1}–${bars[1]} again; Undo (Ctrl+Z) takes it back.`;
+  } catch (e) {
+    $('gen-status').textContent = `Those bars could not be pedalled: ${e?.message ?? e}`;
+  }
+}
+
 async function useTexture() {
   const bars = selectedBars();
   if (!bars || !store.piece) return;

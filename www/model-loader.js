@@ -29,26 +29,44 @@ export function prefetchModel(entry) {
   });
 }
 
-let dynamics = null; // the velocity model's JSON, once fetched ('' when there is none)
+// The side models' JSON, once fetched ('' when there is none): the velocity model, the pedal.
+const sideTexts = { dynamics: null, pedal: null };
+const sideFailures = {
+  dynamics: 'The piano will play at one velocity: the dynamics model could not be loaded',
+  pedal: 'The written piano will have no pedal: the pedal model could not be loaded',
+};
+
+/** The side model `kind` the manifest ships, fetched and checked once ('' when none). */
+async function sideText(kind) {
+  if (sideTexts[kind] !== null) return sideTexts[kind];
+  const entry = store[kind];
+  if (!entry) return (sideTexts[kind] = '');
+  try {
+    const { bytes } = await fetchModel(entry);
+    sideTexts[kind] = new TextDecoder().decode(bytes);
+    status[kind] = entry.name;
+  } catch (e) {
+    sideTexts[kind] = '';
+    notice(`${sideFailures[kind]} (${e.message}).`);
+  }
+  return sideTexts[kind];
+}
 
 /**
  * The velocity model the manifest ships (written accompaniments get their dynamics from it),
  * fetched and checked once; '' when there is none or it could not be had (the piano then
  * plays at one velocity, and the page says why once).
  */
-export async function dynamicsText() {
-  if (dynamics !== null) return dynamics;
-  const entry = store.dynamics;
-  if (!entry) return (dynamics = '');
-  try {
-    const { bytes } = await fetchModel(entry);
-    dynamics = new TextDecoder().decode(bytes);
-    status.dynamics = entry.name;
-  } catch (e) {
-    dynamics = '';
-    notice(`The piano will play at one velocity: the dynamics model could not be loaded (${e.message}).`);
-  }
-  return dynamics;
+export function dynamicsText() {
+  return sideText('dynamics');
+}
+
+/**
+ * The pedal model the manifest ships (written accompaniments get their learnt sustain pedal
+ * from it), fetched and checked once; '' when there is none or it could not be had.
+ */
+export function pedalText() {
+  return sideText('pedal');
 }
 
 /** Lists the chosen task's models, choosing `selected` (else the default) and its settings. */

@@ -10,14 +10,15 @@ import { command } from './commands.js';
 import { emit } from './events.js';
 import { currentEntry } from './model-loader.js';
 
-export { currentEntry, dynamicsText, ensureModel, entryNamed, prefetchModel } from './model-loader.js';
+export { currentEntry, dynamicsText, ensureModel, entryNamed, pedalText, prefetchModel } from './model-loader.js';
 
 export async function loadManifest() {
   try {
     const response = await fetch(new URL('./models/manifest.json', import.meta.url), { cache: 'no-cache' });
     if (!response.ok) throw new Error(`the server answered ${response.status}`);
     const manifest = await response.json();
-    setModels(manifest.models ?? [], manifest.dynamics ?? null); // the menus follow ('models')
+    // The menus follow ('models').
+    setModels(manifest.models ?? [], manifest.dynamics ?? null, manifest.pedal ?? null);
   } catch (e) {
     showError(`The list of models could not be loaded (${e.message}); generation is unavailable.`);
     showModels();

@@ -49,6 +49,7 @@ const redoStack = []; // pieces Undo took back, the last undone first; a new edi
 
 let manifest = []; // the models' entries: the manifest's, then the person's own
 let dynamics = null; // the manifest's velocity model, or null
+let pedal = null; // the manifest's pedal model, or null
 const loaded = new Set(); // the names of the models loaded in the current Worker
 let comparison = null; // the Comparison on show (compare.js), or null
 let loop = null; // the roll's loop selection [fromTick, toTick), or null
@@ -60,6 +61,9 @@ export const store = {
   },
   get dynamics() {
     return dynamics;
+  },
+  get pedal() {
+    return pedal;
   },
   /** Whether the current Worker has the model called `name` loaded. */
   isLoaded(name) {
@@ -139,10 +143,14 @@ export function redo() {
   return true;
 }
 
-/** The manifest's models and velocity model (as the page opens), telling 'models' listeners. */
-export function setModels(models, velocity = null) {
+/**
+ * The manifest's models, velocity model and pedal model (as the page opens), telling 'models'
+ * listeners.
+ */
+export function setModels(models, velocity = null, pedalModel = null) {
   manifest = [...models];
   dynamics = velocity;
+  pedal = pedalModel;
   emit('models', { manifest });
 }
 

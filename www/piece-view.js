@@ -54,6 +54,7 @@ command('roll-generating', (range) => {
 // e2e test draws and drags with the mouse there.
 status.rollPoint = (tick, pitch) => roll.clientPoint(tick, pitch);
 status.velocityPoint = (tick, velocity) => roll.clientPoint(tick, null, velocity);
+status.pedalPoint = (tick) => roll.pedalPoint(tick);
 status.selectedNotes = () => roll.selectedNotes();
 
 export { remember, setPiece };
@@ -135,6 +136,7 @@ export function updateButtons() {
   $('regen-bars').disabled = $('generate').disabled || !selectedBars()
     || ({ accompaniment: !hasPiano(store.piece), melody: false }[settings().task] ?? !hasNotes(store.piece));
   $('use-texture').disabled = !has || busy || !selectedBars() || !hasPiano(store.piece);
+  $('repedal').disabled = !has || busy || !status.backend || !selectedBars() || !hasPiano(store.piece) || !store.pedal;
   $('cancel').disabled = !busy;
   $('compare').disabled = !has || busy || !status.backend || !$('compare-model').value;
   emit('buttons');

@@ -13,7 +13,9 @@
 //   tracks: [{ name, role, program, notes: [[pitch, start, end, velocity], ...] }],
 //        role: 'melody' | 'bridge' | 'piano' | 'generated' | 'other'
 //        (melody and bridge are the model's input; piano is an accompaniment, generated the
-//        notes a model wrote; notes sorted by start); optional channel (0-based, 9 = drums)
+//        notes a model wrote; notes sorted by start); optional channel (0-based, 9 = drums);
+//        optional pedal: [[tick, controller, value], ...] in tick order (64 sustain, down
+//        from 64; 66 sostenuto; 67 soft; pedal.js)
 //   chords: ['C', 'Am', 'G7', '', ...],         one per bar ('' = no chord), bars.length long
 //   phrases: [['i', 4], ['A', 8], ['A', 8]],    phrases in order from bar 0: letter and bars,
 //                                               covering bars.length (upper case: melodic

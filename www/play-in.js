@@ -4,7 +4,7 @@
 import { $, status, showError, notice } from './page.js';
 import { call } from './worker-client.js';
 import { noteCount, barAt, secondsAt, fitPhrases } from './piece.js';
-import { Take, computerKeyPitch, emptyPiece, noteMessage, recordInto } from './keys.js';
+import { Take, computerKeyPitch, emptyPiece, noteMessage, pedalMessage, recordInto } from './keys.js';
 import { START_DELAY } from './audio.js';
 import { piano } from './sound.js';
 import { run } from './commands.js';
@@ -39,6 +39,13 @@ function keyOn(pitch, velocity, ms = performance.now()) {
 function eventMs(event) {
   const now = performance.now();
   return event.timeStamp > 0 && event.timeStamp <= now && now - event.timeStamp < 1000 ? event.timeStamp : now;
+}
+
+/** A keyboard's sustain pedal moved to `value`: heard at once, recorded when a take is running. */
+function pedalMove(value, ms = performance.now()) {
+  piano.setSustain(value >= 64);
+  keys.take?.take.pedal(value, ms);
+  status.pedalMoves = (status.pedalMoves ?? 0) + 1;
 }
 
 function keyOff(pitch, ms = performance.now()) {
@@ -85,6 +92,11 @@ async function connectMidi() {
   const listen = () => {
     for (const input of keys.midi.inputs.values()) {
       input.onmidimessage = (event) => {
+        const pedal = pedalMessage(event.data);
+        if (pedal !== null) {
+          pedalMove(pedal, eventMs(event));
+          return;
+        }
         const m = noteMessage(event.data);
         if (!m) return;
         if (m.on) keyOn(m.pitch, m.velocity, eventMs(event));
@@ -200,7 +212,7 @@ async function stopRecording() {
     notice('Nothing was played: the piece is as it was.');
     return;
   }
-  let next = recordInto(piece, notes, fromTick, Math.max(...notes.map((n) => n[2])));
+  let next = recordInto(piece, notes, fromTick, Math.max(...notes.map((n) => n[2])), take.pedalEvents(endMs));
   if (fresh) {
     // A new piece: its chords and phrases detected from what was played, as for a file (the
     // whole bars kept: the importer would cut the last one at the last note).

@@ -26,6 +26,11 @@ export function mutes() {
   return { melody: $('mute-melody').checked, accompaniment: $('mute-accompaniment').checked };
 }
 
+/** Whether the sampler plays the tracks' sustain pedal (the Sustain pedal box). */
+export function pedalOn() {
+  return $('pedal').checked;
+}
+
 /** Moves the playhead to `tick` (playback, if on, goes on from there). */
 export function seek(tick) {
   playhead = tick;
@@ -61,6 +66,7 @@ export async function startPlayback(piece = store.piece) {
       loop,
       tempo: Number($('tempo').value) / 100,
       mute: mutes(),
+      pedal: pedalOn(),
       onEnd: () => {
         playhead = 0;
         stopPlayback();
@@ -101,6 +107,7 @@ export async function exportWav() {
     const blob = await piano.renderWav(store.piece, {
       tempo: Number($('tempo').value) / 100,
       mute: mutes(),
+      pedal: pedalOn(),
     });
     download(blob, exportName(store.piece, 'wav'));
     $('play-status').textContent = `WAV: ${(blob.size / 1e6).toFixed(1)} MB.`;

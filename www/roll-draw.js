@@ -2,9 +2,10 @@
 // lanes and the roll itself, for the visible ticks only. A PianoRoll (roll.js) owns one
 // RollDrawing, given the roll itself: it reads the roll's state (piece, zoom, scroll, pitch
 // range, selection, playhead, the editor's selection) and changes none of it.
+import { downSpans, pedalTrack } from './pedal.js';
 import { barAt, barEnd, barLength } from './piece.js';
 import {
-  ROLE_COLOURS, GUTTER, RULER_H, CHORD_H, PHRASE_H, LANES_H, VELOCITY_H, FONT, THEME, BLACK_KEYS, clamp,
+  ROLE_COLOURS, GUTTER, RULER_H, CHORD_H, PHRASE_H, LANES_H, VELOCITY_H, PEDAL_H, FONT, THEME, BLACK_KEYS, clamp,
   tickToX, visibleNotes, beatTicks, phraseColour, labelStep, pitchName,
 } from './roll-geometry.js';
 
@@ -59,6 +60,7 @@ export class RollDrawing {
     this._drawPhrases(v);
     this._drawRoll(v);
     this._drawVelocities(v);
+    this._drawPedal(v);
   }
 
   _visibleBars(v) {
@@ -145,7 +147,7 @@ export class RollDrawing {
   }
 
   _drawGutter(v) {
-    const ctx = sizeCanvas(this.roll.gutter, GUTTER, LANES_H + this.roll.rollHeight + VELOCITY_H, v.dpr);
+    const ctx = sizeCanvas(this.roll.gutter, GUTTER, LANES_H + this.roll.rollHeight + VELOCITY_H + PEDAL_H, v.dpr);
     ctx.fillStyle = THEME.panel;
     ctx.fillRect(0, 0, GUTTER, LANES_H);
     ctx.font = `10px ${FONT}`;
@@ -160,6 +162,10 @@ export class RollDrawing {
     ctx.fillStyle = THEME.muted;
     ctx.font = `10px ${FONT}`;
     ctx.fillText('Velocity', 4, LANES_H + this.roll.rollHeight + VELOCITY_H / 2);
+    ctx.fillStyle = THEME.panel;
+    ctx.fillRect(0, LANES_H + this.roll.rollHeight + VELOCITY_H, GUTTER, PEDAL_H);
+    ctx.fillStyle = THEME.muted;
+    ctx.fillText('Pedal', 4, LANES_H + this.roll.rollHeight + VELOCITY_H + PEDAL_H / 2);
   }
 
   _drawKeyboard(ctx, top) {
@@ -390,6 +396,31 @@ export class RollDrawing {
       ctx.fill(path);
       ctx.fillStyle = '#ffffff';
       ctx.fill(chosen);
+    }
+  }
+
+  /**
+   * The pedal lane: the sustain pedal of the piano part (pedal.js's `pedalTrack`) as bars where
+   * it is down, in its track's colour; half-pedal values below 64 (up) are not drawn.
+   */
+  _drawPedal(v) {
+    const h = PEDAL_H;
+    const ctx = sizeCanvas(this.roll.pedalLane, v.w, h, v.dpr);
+    ctx.fillStyle = THEME.panel;
+    ctx.fillRect(0, 0, v.w, h);
+    ctx.fillStyle = THEME.line;
+    ctx.fillRect(0, 0, v.w, 1);
+    const p = this.roll.piece;
+    const index = pedalTrack(p);
+    if (index < 0) return;
+    const track = p.tracks[index];
+    const spans = downSpans(track.pedal, Math.max(this.roll.endTick, v.t1));
+    ctx.fillStyle = this.roll.colours[ROLE_COLOURS[track.role] ? track.role : 'other'];
+    for (const [a, b] of spans) {
+      if (b < v.t0 || a > v.t1) continue;
+      const x = Math.round(tickToX(a, v.px, v.x0));
+      const w = Math.max(1, Math.round(tickToX(b, v.px, v.x0)) - x - 1);
+      ctx.fillRect(x, 3, w, h - 5);
     }
   }
 

@@ -7,7 +7,8 @@
 // quantise grid); on a note selects it (Shift adds or removes) and a drag moves the selection
 // (time and pitch), or from the note's last few pixels changes its length; Shift and a drag on
 // empty roll selects the notes in a box. In the velocity lane a drag sets a note's velocity
-// (every selected note's, when it is one of them).
+// (every selected note's, when it is one of them). In the pedal lane a drag draws a span of the
+// piano part's sustain pedal (on the quantise grid) and a click on a span lifts it.
 // Keyboard (the roll focused): N draws a note at the playhead; [ and ] select the previous or
 // next note (Shift adds); arrows move (Shift with Up/Down: an octave); Shift with Left/Right
 // shortens or lengthens; Delete removes; + and − change velocity; Ctrl+A selects every note;
@@ -19,6 +20,7 @@ import {
   touchedBars, DEFAULT_VELOCITY,
 } from './note-edit.js';
 import { barAt } from './piece.js';
+import { drawPedal, liftPedalAt, pedalTrack } from './pedal.js';
 import { DRAG_PX, clamp, tickToX } from './roll-geometry.js';
 
 const EDGE_PX = 6; // a press this close to a note's end changes its length
@@ -101,6 +103,11 @@ export class NoteEditor {
     e.preventDefault();
     this.roll.roll.focus({ preventScroll: true });
     const tick = this.roll.tickAtClient(e.clientX);
+    if (kind === 'pedal') {
+      const at = snapNearest(Math.max(0, tick), this.grid());
+      this.drag = { mode: 'pedal', base: p, startX: e.clientX, tick, at, moved: false, track: pedalTrack(p) };
+      return;
+    }
     if (kind === 'velocity') {
       const note = this._noteNearX(e.clientX);
       if (!note) return;
@@ -152,6 +159,15 @@ export class NoteEditor {
       this._velocityAt(e.clientY);
       return;
     }
+    if (d.mode === 'pedal') {
+      if (!d.moved && Math.abs(e.clientX - d.startX) < DRAG_PX) return;
+      d.moved = true;
+      this.roll.edgeScroll(e.clientX);
+      const to = snapNearest(Math.max(0, this.roll.tickAtClient(e.clientX)), this.grid());
+      this.roll.piece = drawPedal(d.base, d.track, d.at, to);
+      this.roll.update();
+      return;
+    }
     if (!d.moved && Math.abs(e.clientX - d.startX) < DRAG_PX && this._pitchAt(e.clientY) === d.pitch) return;
     d.moved = true;
     this.roll.edgeScroll(e.clientX);
@@ -180,6 +196,14 @@ export class NoteEditor {
     if (!d) return;
     this.drag = null;
     this.box = null;
+    if (d.mode === 'pedal') {
+      // A drag drew a span; a click on a span lifts it. One Undo either way.
+      const result = d.moved ? this.roll.piece : liftPedalAt(d.base, d.track, d.tick);
+      this.roll.piece = d.base;
+      if (result === d.base) this.roll.update();
+      else this.roll.callbacks.onEdit?.(result, { touched: null });
+      return;
+    }
     const edited = this.roll.piece !== d.base;
     const before = d.mode === 'velocity' ? d.targets : d.selection ?? new Set();
     if (edited) {

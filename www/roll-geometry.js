@@ -21,6 +21,7 @@ export const PHRASE_H = 22;
 export const ROLL_H = 288;
 export const LANES_H = RULER_H + CHORD_H + PHRASE_H;
 export const VELOCITY_H = 40; // the velocity lane under the roll
+export const PEDAL_H = 14; // the pedal lane under it
 export const MIN_BAR_PX = 56; // the opening zoom keeps a chord symbol readable
 export const MAX_QUARTER_PX = 480;
 export const END_PAD = 12; // room after the last bar so its line and the playhead stay visible

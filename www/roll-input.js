@@ -62,11 +62,11 @@ export class RollInput {
 
   pointerDown(e, kind) {
     this.roll.settle();
-    if ((kind === 'roll' || kind === 'velocity') && this.roll.editor.on) {
+    if ((kind === 'roll' || kind === 'velocity' || kind === 'pedal') && this.roll.editor.on) {
       if (this.roll.piece && e.button === 0) this.roll.editor.down(e, kind);
       return;
     }
-    if (kind === 'velocity') return;
+    if (kind === 'velocity' || kind === 'pedal') return;
     if (!this.roll.piece || e.button !== 0 || (kind !== 'roll' && !this.roll.piece.bars.length)) return;
     let mode = 'bars';
     if (kind === 'roll') mode = e.shiftKey ? 'beats' : e.pointerType === 'mouse' ? 'pan' : 'click';

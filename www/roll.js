@@ -13,7 +13,7 @@
 // constructed.
 import { barEnd, barLength } from './piece.js';
 import {
-  ROLE_COLOURS, DRAW_ORDER, ROLL_H, LANES_H, VELOCITY_H, GUTTER, MIN_BAR_PX, MAX_QUARTER_PX, END_PAD, clamp,
+  ROLE_COLOURS, DRAW_ORDER, ROLL_H, LANES_H, VELOCITY_H, PEDAL_H, GUTTER, MIN_BAR_PX, MAX_QUARTER_PX, END_PAD, clamp,
   zoomAround, pieceEndTick, fitPitchRange, noteIndex, phraseRuns, phraseAt, rollSummary, tickToX, xToTick,
 } from './roll-geometry.js';
 import { RollDrawing, element, readColours } from './roll-draw.js';
@@ -113,6 +113,7 @@ export class PianoRoll {
     if (!on) this.editor.selection = new Set();
     this.roll.style.cursor = on ? 'crosshair' : '';
     this.velocityLane.style.cursor = on ? 'ns-resize' : '';
+    this.pedalLane.style.cursor = on ? 'col-resize' : '';
     this.schedule();
   }
 
@@ -130,6 +131,14 @@ export class PianoRoll {
     const [lo, hi] = this.range;
     const rh = this.rollHeight / (hi - lo + 1);
     return { x, y: this.roll.getBoundingClientRect().top + (hi - pitch + 0.5) * rh };
+  }
+
+  /** Client coordinates of `tick` in the pedal lane (its middle). */
+  pedalPoint(tick) {
+    this.settle();
+    const x = this.strip.getBoundingClientRect().left + tickToX(tick, this.pxPerTick, this.scroller.scrollLeft);
+    const lane = this.pedalLane.getBoundingClientRect();
+    return { x, y: lane.top + lane.height / 2 };
   }
 
   /** The notes selected for editing (note arrays of the current piece). */
@@ -215,7 +224,7 @@ export class PianoRoll {
   // --- building --------------------------------------------------------------------------------
 
   _build() {
-    const stack = LANES_H + this.rollHeight + VELOCITY_H;
+    const stack = LANES_H + this.rollHeight + VELOCITY_H + PEDAL_H;
     this.root = element('div', `display:grid;grid-template-columns:${GUTTER}px minmax(0,1fr);` +
       'user-select:none;-webkit-user-select:none;width:100%;min-width:0');
     this.gutter = element('canvas', 'display:block;border-radius:0', { 'aria-hidden': 'true' });
@@ -232,7 +241,9 @@ export class PianoRoll {
       { role: 'img', tabindex: '0', 'aria-label': 'Piano roll: no piece loaded' });
     this.velocityLane = element('canvas', 'display:block;border-radius:0;touch-action:pan-y',
       { 'aria-hidden': 'true' });
-    this.strip.append(this.ruler, this.chordLane, this.phraseLane, this.roll, this.velocityLane);
+    this.pedalLane = element('canvas', 'display:block;border-radius:0;touch-action:pan-y',
+      { 'aria-hidden': 'true' });
+    this.strip.append(this.ruler, this.chordLane, this.phraseLane, this.roll, this.velocityLane, this.pedalLane);
     this.content.append(this.strip);
     this.scroller.append(this.content);
     this.root.append(this.gutter, this.scroller);
@@ -250,7 +261,7 @@ export class PianoRoll {
   _listen() {
     const targets = [
       [this.ruler, 'ruler'], [this.chordLane, 'chord'], [this.phraseLane, 'phrase'], [this.roll, 'roll'],
-      [this.velocityLane, 'velocity'],
+      [this.velocityLane, 'velocity'], [this.pedalLane, 'pedal'],
     ];
     for (const [canvas, kind] of targets) {
       canvas.addEventListener('pointerdown', (e) => this.input.pointerDown(e, kind));

@@ -29,6 +29,8 @@ export function settings() {
     layer: Number($('att-layer').value) || 0,
     head: Number($('att-head').value) || 0,
     tempo: Number($('tempo').value) || 100,
+    pedal: $('pedal').checked,
+    writtenPedal: $('written-pedal').value,
   };
 }
 
@@ -67,5 +69,7 @@ export function applySettings(s, showModels) {
   set('att-layer', s.layer);
   set('att-head', s.head);
   set('tempo', s.tempo);
+  if (typeof s.pedal === 'boolean') $('pedal').checked = s.pedal;
+  if (['learnt', 'played', 'off'].includes(s.writtenPedal)) $('written-pedal').value = s.writtenPedal;
   $('tempo-value').textContent = `${$('tempo').value} %`;
 }

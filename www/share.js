@@ -27,6 +27,8 @@
 // encodeShare normalises note order: each track's notes come back sorted by
 // (start, pitch, end, velocity); `normalizePiece` applies the same order for comparisons.
 
+import { pedalProblem } from './pedal.js';
+
 /** The newest format this page reads and writes (see the top of this file). */
 export const SHARE_VERSION = 2;
 /** Longest fragment encodeShare makes: URLs much longer break in chat apps and some browsers. */
@@ -83,6 +85,8 @@ function shapeProblem(piece) {
     if (!isListOf(track.notes, (n) => isNumbers(n) && n.length >= 4)) {
       return `track ${i + 1} has no list of [pitch, start, end, velocity] notes`;
     }
+    const pedal = pedalProblem(track.pedal);
+    if (pedal) return `track ${i + 1}: ${pedal}`;
   }
   const PLAIN = {
     ppq: 'resolution (ticks per quarter note) is',

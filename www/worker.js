@@ -5,7 +5,7 @@
 // dispatch here (the requests, their cancellation, the fine-tuning run in progress).
 //
 // In:  {type: 'init', backend: 'auto' | 'gpu' | 'cpu', drill?, fused?}
-//      {type: 'call', id, method, args}   methods: readMidi, writeMidi, exampleMidi, checkPiece, textureFrom, memory,
+//      {type: 'call', id, method, args}   methods: readMidi, writeMidi, exampleMidi, checkPiece, textureFrom, repedal, memory,
 //                                          loadModel, hasModel, unloadModel, generate, attention,
 //                                          harmonize, liveStart, liveStep, liveStop,
 //                                          template; fine-tuning: tuneInspect, tuneStart,
@@ -110,6 +110,12 @@ class Requests {
       memory: () => b.memory?.buffer.byteLength ?? null,
       checkPiece: ({ piece }) => b.wasm.checkPiece(JSON.stringify(piece)),
       textureFrom: ({ piece, from, to }) => JSON.parse(b.wasm.textureFrom(JSON.stringify(piece), from, to)),
+      // "Pedal these bars": the learnt pedal (its JSON sent with the call) over the bars.
+      repedal: ({ piece, from, to, pedal }) =>
+        this.on('page', 'repedal', (s) => {
+          s.setPedal(pedal ?? '');
+          return JSON.parse(s.repedal(JSON.stringify(piece), from, to));
+        }),
       planPiece: ({ bars, numerator = 4, denominator = 4, bpm = 100 }) =>
         JSON.parse(b.wasm.planPiece(bars, numerator, denominator, bpm)),
       loadModel: async ({ entry, bytes }) => {
@@ -201,7 +207,7 @@ class Requests {
         return { entry: JSON.parse(out.entry), weights: out.weights };
       },
       // Every generation task (the studio's table) through the Session's one entry point.
-      generate: ({ task, model, piece, options, dynamics }, id) =>
+      generate: ({ task, model, piece, options, dynamics, pedal }, id) =>
         this.on(
           'generation',
           'generate',
@@ -209,6 +215,7 @@ class Requests {
             // The velocity model for the piano an accompaniment writes ('' : none): sent with
             // every call, so a Worker that moved backends or restarted has it too.
             s.setDynamics(dynamics ?? '');
+            s.setPedal(pedal ?? '');
             return JSON.parse(await s.generate(task, model, JSON.stringify(piece), JSON.stringify(options), this.progress(id)));
           },
           model,

@@ -225,6 +225,7 @@ mod tests {
         };
         let mut file = song.clone();
         file.tracks = vec![Track {
+            pedal: Vec::new(),
             name: "piano".into(),
             notes: song
                 .tracks
@@ -243,6 +244,7 @@ mod tests {
             channel: CHORD_CHANNEL,
         };
         file.tracks.push(Track {
+            pedal: Vec::new(),
             name: "MIDI 01".into(),
             notes: vec![chord(52), chord(55), chord(59)],
             ..song.tracks[0].clone()

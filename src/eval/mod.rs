@@ -14,6 +14,7 @@ pub mod live;
 pub mod melody;
 pub mod openings;
 pub mod panel;
+pub mod pedal;
 pub mod plan;
 pub mod report;
 pub mod sampled;

@@ -132,6 +132,7 @@ pub fn excerpt(song: &Pop909Song, place: Place, bars: usize) -> Option<Excerpt> 
             .tracks
             .iter()
             .map(|t| Track {
+                pedal: Vec::new(),
                 notes: t
                     .notes
                     .iter()

@@ -426,7 +426,7 @@ impl Fit {
 }
 
 /// Solves `a x = b` (a: n × n, row-major) by Gaussian elimination with partial pivoting.
-fn solve(mut a: Vec<f64>, mut b: Vec<f64>) -> Option<Vec<f64>> {
+pub(crate) fn solve(mut a: Vec<f64>, mut b: Vec<f64>) -> Option<Vec<f64>> {
     let n = b.len();
     for col in 0..n {
         let pivot =

@@ -334,6 +334,7 @@ mod tests {
                 .collect(),
             key_signatures: vec![],
             tracks: vec![crate::music::midi::Track {
+                pedal: Vec::new(),
                 notes: vec![note(60, 0, quarters * 480)],
                 ..Default::default()
             }],

@@ -92,6 +92,7 @@ mod tests {
 
     fn track(name: &str, notes: &[(u8, u64, u64)]) -> Track {
         Track {
+            pedal: Vec::new(),
             name: name.into(),
             notes: notes
                 .iter()

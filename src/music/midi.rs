@@ -11,11 +11,13 @@ mod song;
 mod write;
 
 pub use error::{
-    MAX_FILE_BYTES, MAX_MAP_EVENTS, MAX_NOTES, MAX_QUARTERS, MAX_SECONDS, MAX_TRACKS, MidiError,
+    MAX_FILE_BYTES, MAX_MAP_EVENTS, MAX_NOTES, MAX_PEDAL_EVENTS, MAX_QUARTERS, MAX_SECONDS,
+    MAX_TRACKS, MidiError,
 };
 pub use read::read_midi;
 pub use song::{
-    DEFAULT_MICROS_PER_QUARTER, KeySignature, Note, Song, TempoChange, TimeSignature, Track,
+    DEFAULT_MICROS_PER_QUARTER, KeySignature, Note, PEDALS, Pedal, SOFT, SOSTENUTO, SUSTAIN, Song,
+    TempoChange, TimeSignature, Track,
 };
 pub use write::write_midi;
 

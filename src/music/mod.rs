@@ -10,6 +10,7 @@ pub mod melody;
 pub mod metrics;
 pub mod midi;
 pub mod musicxml;
+pub mod pedal;
 pub mod phrases;
 pub mod piece;
 pub mod playing;

@@ -15,7 +15,10 @@ use std::io::{Cursor, Read};
 use super::chords::{Chord, Quality};
 use super::grid::Grid;
 use super::harmony::ChordSource;
-use super::midi::{KeySignature, Note, Song, TempoChange, TimeSignature, Track};
+use super::midi::{
+    KeySignature, MAX_PEDAL_EVENTS, Note, Pedal, SOFT, SOSTENUTO, SUSTAIN, Song, TempoChange,
+    TimeSignature, Track,
+};
 use super::piece::{Piece, PieceError, chord_cell};
 use super::roll::Role;
 use super::tokens::STEPS_PER_BEAT;
@@ -373,7 +376,10 @@ pub fn read_text(text: &str) -> Result<Score, MusicXmlError> {
             measures.push(reader.tick);
         }
         notes_read += reader.notes.len();
+        let mut pedal = std::mem::take(&mut reader.pedal);
+        pedal.sort_by_key(|p| p.tick);
         song.tracks.push(Track {
+            pedal,
             name,
             instrument: String::new(),
             program: None,
@@ -398,6 +404,8 @@ struct PartReader {
     tick: u64,
     position: f64,
     notes: Vec<Note>,
+    /// Pedal marks in the order read (sorted by tick when the part ends).
+    pedal: Vec<Pedal>,
     /// The start of the last note (a `<chord/>` note starts with it).
     last_start: f64,
     channel: u8,
@@ -410,6 +418,7 @@ impl PartReader {
             tick: 0,
             position: 0.0,
             notes: Vec::new(),
+            pedal: Vec::new(),
             last_start: 0.0,
             channel,
         }
@@ -462,6 +471,7 @@ impl PartReader {
                     } else {
                         child(el, "sound")
                     };
+                    self.pedal_marks(el, sound)?;
                     let tempo = sound
                         .and_then(|s| s.attribute("tempo"))
                         .and_then(|t| t.parse::<f64>().ok())
@@ -495,6 +505,73 @@ impl PartReader {
             ));
         }
         self.tick = end.round() as u64;
+        Ok(())
+    }
+
+    /// The pedal a `<direction>` (or a bare `<sound>`) marks at the current position (plus
+    /// its `<offset>`): `<pedal type="start|stop|change|resume|discontinue|sostenuto">`, else
+    /// the sound's `damper-pedal`, `sostenuto-pedal` and `soft-pedal` (`yes`, `no`, or a
+    /// percentage, kept as a half-pedal value).
+    fn pedal_marks(
+        &mut self,
+        el: roxmltree::Node,
+        sound: Option<roxmltree::Node>,
+    ) -> Result<(), String> {
+        let offset = child_number(el, "offset").map_or(0.0, |o| self.ticks(o));
+        let tick = (self.position + offset).max(0.0).round() as u64;
+        let mut push = |controller: u8, value: u8| {
+            self.pedal.push(Pedal {
+                tick,
+                controller,
+                value,
+                channel: self.channel,
+            })
+        };
+        let marks: Vec<&str> = el
+            .descendants()
+            .filter(|d| d.has_tag_name("pedal"))
+            .filter_map(|d| d.attribute("type"))
+            .collect();
+        for mark in &marks {
+            match *mark {
+                "start" | "resume" => push(SUSTAIN, 127),
+                "stop" | "discontinue" => push(SUSTAIN, 0),
+                "change" => {
+                    push(SUSTAIN, 0);
+                    push(SUSTAIN, 127);
+                }
+                "sostenuto" => push(SOSTENUTO, 127),
+                _ => {}
+            }
+        }
+        if !marks.is_empty() {
+            return Ok(());
+        }
+        for (attribute, controller) in [
+            ("damper-pedal", SUSTAIN),
+            ("sostenuto-pedal", SOSTENUTO),
+            ("soft-pedal", SOFT),
+        ] {
+            let Some(v) = sound.and_then(|s| s.attribute(attribute)) else {
+                continue;
+            };
+            let value = match v.trim() {
+                "yes" => 127,
+                "no" => 0,
+                number => match number.parse::<f64>() {
+                    Ok(p) if (0.0..=100.0).contains(&p) => (p * 1.27).round() as u8,
+                    _ => {
+                        return Err(format!(
+                            "a {attribute} of {v:?} cannot be (yes, no or 0–100)"
+                        ));
+                    }
+                },
+            };
+            push(controller, value);
+        }
+        if self.pedal.len() > MAX_PEDAL_EVENTS {
+            return Err(format!("more than {MAX_PEDAL_EVENTS} pedal marks"));
+        }
         Ok(())
     }
 

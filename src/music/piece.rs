@@ -10,7 +10,7 @@ use super::grid::Grid;
 use super::harmony::ChordSource;
 use super::labels::{PhraseLabel, bar_phrases, detect_structure};
 use super::midi::{
-    MidiError, Note, Song, TempoChange, TimeSignature, Track, read_midi, write_midi,
+    MidiError, Note, Pedal, Song, TempoChange, TimeSignature, Track, read_midi, write_midi,
 };
 use super::phrases::Segment;
 use super::roll::Role;
@@ -53,6 +53,13 @@ pub enum TrackRole {
 /// One note: pitch, start and end ticks, velocity.
 pub type PieceNote = (u8, u64, u64, u8);
 
+/// One pedal event: tick, controller (64 sustain, 66 sostenuto, 67 soft), value (0–127; 64 and
+/// up is down).
+pub type PiecePedal = (u64, u8, u8);
+
+/// Most pedal events a piece may hold (as a MIDI file: `midi::MAX_PEDAL_EVENTS`).
+pub const MAX_PEDAL_EVENTS: usize = super::midi::MAX_PEDAL_EVENTS;
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PieceTrack {
     pub name: String,
@@ -63,6 +70,9 @@ pub struct PieceTrack {
     #[serde(default)]
     pub channel: Option<u8>,
     pub notes: Vec<PieceNote>,
+    /// The track's pedal in tick order (absent in pieces and links from before it was kept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pedal: Vec<PiecePedal>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -135,6 +145,11 @@ impl Piece {
                         .notes
                         .iter()
                         .map(|n| (n.pitch, n.start, n.end, n.velocity))
+                        .collect(),
+                    pedal: t
+                        .pedal
+                        .iter()
+                        .map(|p| (p.tick, p.controller, p.value))
                         .collect(),
                 }
             })
@@ -214,6 +229,7 @@ impl Piece {
                 program: 0,
                 channel: Some(Role::Melody.channel()),
                 notes: Vec::new(),
+                pedal: Vec::new(),
             }],
             chords: vec![String::new(); bars],
             chord_source: None,
@@ -276,6 +292,35 @@ impl Piece {
         }
         if self.bars.windows(2).any(|w| w[1] <= w[0]) {
             return bad("its bars are not in order".into());
+        }
+        self.validate_pedal()
+    }
+
+    /// The pedal's part of [`Piece::validate`]: known controllers, values a controller can
+    /// take, ticks in order, no more than the limit.
+    fn validate_pedal(&self) -> Result<(), PieceError> {
+        let bad = |s: String| Err(PieceError::Invalid(s));
+        let events: usize = self.tracks.iter().map(|t| t.pedal.len()).sum();
+        if events > MAX_PEDAL_EVENTS {
+            return bad(format!(
+                "it holds {events} pedal events; pianoformer takes at most {MAX_PEDAL_EVENTS}"
+            ));
+        }
+        for t in &self.tracks {
+            if let Some(&(tick, c, v)) = t
+                .pedal
+                .iter()
+                .find(|&&(_, c, v)| !super::midi::PEDALS.contains(&c) || v > 127)
+            {
+                return bad(format!(
+                    "track '{}' has a pedal event that cannot be (controller {c}, value {v} at \
+                     tick {tick}; controllers 64, 66 and 67 take 0–127)",
+                    t.name
+                ));
+            }
+            if t.pedal.windows(2).any(|w| w[1].0 < w[0].0) {
+                return bad(format!("track '{}' has its pedal out of order", t.name));
+            }
         }
         Ok(())
     }
@@ -386,6 +431,16 @@ impl Piece {
                     .collect();
                 notes.sort_by_key(|n| (n.start, n.pitch));
                 Track {
+                    pedal: t
+                        .pedal
+                        .iter()
+                        .map(|&(tick, controller, value)| Pedal {
+                            tick,
+                            controller,
+                            value: value.min(127),
+                            channel: channel.min(15),
+                        })
+                        .collect(),
                     name: name(t),
                     instrument: String::new(),
                     program: Some(t.program.min(127)),

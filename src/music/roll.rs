@@ -237,6 +237,7 @@ impl MultiRoll {
         Role::ALL
             .into_iter()
             .map(|role| Track {
+                pedal: Vec::new(),
                 name: role.track_name().to_string(),
                 instrument: String::new(),
                 program: Some(0),

@@ -19,6 +19,31 @@ pub struct TrackSummary {
     pub lowest: u8,
     pub highest: u8,
     pub drums: bool,
+    /// The track's pedalling, when it has pedal events.
+    pub pedal: Option<super::pedal::PedalFigures>,
+}
+
+/// A track's [`PedalFigures`](super::pedal::PedalFigures) over the bars its notes span
+/// (`bar_of`: the 1-based bar of a tick).
+fn track_pedal(
+    track: &super::midi::Track,
+    ppq: u16,
+    bar_of: impl Fn(u64) -> usize,
+) -> Option<super::pedal::PedalFigures> {
+    let notes: Vec<(u8, u64, u64)> = track
+        .notes
+        .iter()
+        .map(|n| (n.pitch, n.start, n.end))
+        .collect();
+    let events: Vec<(u64, u8, u8)> = track
+        .pedal
+        .iter()
+        .map(|p| (p.tick, p.controller, p.value))
+        .collect();
+    let first = notes.iter().map(|n| n.1).min()?;
+    let last = notes.iter().map(|n| n.2).max()?;
+    let bars = bar_of(last.saturating_sub(1).max(first)) + 1 - bar_of(first);
+    super::pedal::figures(&notes, &events, ppq, bars)
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -183,6 +208,7 @@ pub fn summarize(song: &Song) -> SongSummary {
                 lowest: t.notes.iter().map(|n| n.pitch).min().unwrap_or(0),
                 highest: t.notes.iter().map(|n| n.pitch).max().unwrap_or(0),
                 drums: t.is_drums(),
+                pedal: track_pedal(t, song.ppq, |tick| bar_beat(tick).0),
             }
         })
         .collect();
@@ -288,6 +314,7 @@ mod tests {
             }],
             key_signatures: vec![],
             tracks: vec![Track {
+                pedal: Vec::new(),
                 name: "Piano".into(),
                 notes,
                 ..Default::default()

@@ -17,6 +17,8 @@ use crate::models::ModelDefaults;
 use crate::music::dynamics::Context;
 use crate::music::grid::Grid;
 use crate::music::midi::Note;
+use crate::music::pedal;
+use crate::music::pedal::model::Steps;
 use crate::music::piece::{Piece, PieceNote, PieceTrack, TrackRole};
 use crate::music::playing::chord_tone_ratio;
 use crate::music::roll::{GENERATED_VELOCITY, PianoRoll, Role};
@@ -81,6 +83,7 @@ impl Studio for Accompany {
     {
         let options = Options {
             dynamics: run.dynamics.cloned(),
+            pedal_model: run.pedal.cloned(),
             ..options.clone()
         };
         let pieces = accompany_pieces(
@@ -355,6 +358,106 @@ fn no_texture() -> GenerateError {
     )
 }
 
+/// "Pedal these bars": the piano part's sustain pedal (the generated track's, else the
+/// pianist's) over bars `[from, to)` (from 0) pedalled again by `model` from its notes and the
+/// lanes, the rest of its pedal kept as it was. Refused in words when there is no piano part
+/// or no bar to pedal.
+pub fn repedal(
+    piece: &Piece,
+    [from, to]: [usize; 2],
+    model: &crate::music::pedal::model::PedalModel,
+) -> Result<Piece, GenerateError> {
+    let index = [TrackRole::Generated, TrackRole::Piano]
+        .iter()
+        .find_map(|&role| {
+            piece
+                .tracks
+                .iter()
+                .position(|t| t.role == role && !t.notes.is_empty())
+        })
+        .ok_or_else(|| {
+            GenerateError::Read(
+                "there is no piano part to pedal: accompany the melody first".into(),
+            )
+        })?;
+    let input = piece_input(piece, piece.grid(|_| true), false)?;
+    let grid = &input.sheet.grid;
+    let bars = grid.num_bars();
+    if from >= to || from >= bars {
+        return Err(GenerateError::Read(format!(
+            "bars {}–{} are not bars of the piece ({bars} bars)",
+            from + 1,
+            to
+        )));
+    }
+    let region = grid.bar_steps(from).start..grid.bar_steps(to.min(bars) - 1).end;
+    let roll = PianoRoll::from_notes(&roll_track_notes(&piece.tracks[index]), grid);
+    let steps = Steps::new(grid, &input.sheet.labels, &roll, &input.sheet.rolls.melody);
+    let new = model.pedal(&steps, grid, region.clone());
+    let mut out = piece.clone();
+    let old = std::mem::take(&mut out.tracks[index].pedal);
+    out.tracks[index].pedal = pedal::splice(
+        &old,
+        &new,
+        grid.tick_at(region.start),
+        grid.tick_at(region.end),
+    );
+    Ok(out)
+}
+
+/// A piece track's notes as MIDI notes (for a roll of them).
+fn roll_track_notes(track: &PieceTrack) -> Vec<Note> {
+    track
+        .notes
+        .iter()
+        .map(|&(pitch, start, end, velocity)| Note {
+            pitch: pitch.min(127),
+            velocity: velocity.clamp(1, 127),
+            start,
+            end: end.max(start + 1),
+            channel: 0,
+        })
+        .collect()
+}
+
+/// The sustain pedal of the written piano `roll`: the replaced piano's (the generated track's,
+/// else the pianist's) outside `region`, and over it as [`Options::pedal`] says — the learnt
+/// pedal of the notes written, the pedal as it was, or none.
+fn written_pedal(
+    piece: &Piece,
+    input: &AccompanimentInput,
+    roll: &PianoRoll,
+    region: std::ops::Range<usize>,
+    options: &Options,
+) -> Vec<crate::music::piece::PiecePedal> {
+    let of = |role: TrackRole| {
+        piece
+            .tracks
+            .iter()
+            .find(|t| t.role == role && !t.notes.is_empty())
+    };
+    let old = of(TrackRole::Generated)
+        .or_else(|| of(TrackRole::Piano))
+        .map(|t| t.pedal.clone())
+        .unwrap_or_default();
+    let grid = &input.sheet.grid;
+    let new = match (options.pedal, &options.pedal_model) {
+        (super::PedalMode::Played, _) => return old,
+        (super::PedalMode::Learnt, Some(model)) => {
+            let sheet = &input.sheet;
+            let steps = Steps::new(grid, &sheet.labels, roll, &sheet.rolls.melody);
+            model.pedal(&steps, grid, region.clone())
+        }
+        _ => Vec::new(),
+    };
+    pedal::splice(
+        &old,
+        &new,
+        grid.tick_at(region.start),
+        grid.tick_at(region.end),
+    )
+}
+
 /// `piece` with `roll` as its piano (replacing its piano and generated tracks), the steps of
 /// `region` given the velocity model's dynamics (a kept piano keeps its own).
 fn with_piano(
@@ -367,12 +470,14 @@ fn with_piano(
     let grid = &input.sheet.grid;
     if let Some(dynamics) = &options.dynamics {
         let ctx = Context::new(grid, &input.sheet.labels, &input.sheet.rolls.melody);
-        dynamics.apply(&ctx, &mut roll, region, options.seed);
+        dynamics.apply(&ctx, &mut roll, region.clone(), options.seed);
     }
+    let pedal = written_pedal(piece, input, &roll, region, options);
     let mut out = piece.clone();
     out.tracks
         .retain(|t| !matches!(t.role, TrackRole::Piano | TrackRole::Generated));
     out.tracks.push(PieceTrack {
+        pedal,
         name: ACCOMPANIMENT_TRACK.into(),
         role: TrackRole::Generated,
         program: 0,

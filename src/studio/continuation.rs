@@ -343,6 +343,7 @@ where
             t.notes.sort_by_key(|n| (n.1, n.0));
         }
         None => out.tracks.push(PieceTrack {
+            pedal: Vec::new(),
             name: CONTINUATION_TRACK.into(),
             role: TrackRole::Generated,
             program: 0,

@@ -37,14 +37,17 @@ use crate::music::dynamics::Dynamics;
 use crate::music::piece::Piece;
 
 /// What a task runs with: the model, its own defaults (chosen on validation songs, from its
-/// manifest entry or run), the device, and the velocity model that gives written piano its
-/// dynamics (the Session's or the CLI's; `None`: one velocity).
+/// manifest entry or run), the device, and the side models that give written piano its
+/// dynamics and its pedal.
 #[derive(Clone, Copy)]
 pub struct Run<'a> {
     pub model: &'a Performer,
     pub defaults: &'a ModelDefaults,
     pub device: &'a Device,
     pub dynamics: Option<&'a Rc<Dynamics>>,
+    /// The learnt pedal for written piano (the Session's or the CLI's; `None`: no pedal where
+    /// it would be learnt).
+    pub pedal: Option<&'a Rc<crate::music::pedal::model::PedalModel>>,
 }
 
 /// What a caller keeps for one model between generations: each task's own cache

@@ -70,6 +70,7 @@ impl Studio for Bass {
             }
             let mut out = piece.clone();
             out.tracks.push(PieceTrack {
+                pedal: Vec::new(),
                 name: "BASS".into(),
                 role: TrackRole::Generated,
                 program: 32,
@@ -115,6 +116,7 @@ fn run<'a>(model: &'a Performer, defaults: &'a ModelDefaults, device: &'a Device
         defaults,
         device,
         dynamics: None,
+        pedal: None,
     }
 }
 
@@ -264,6 +266,7 @@ fn the_table_names_every_task_and_refuses_the_wrong_model_in_words() {
         defaults: &defaults,
         device: &device,
         dynamics: None,
+        pedal: None,
     };
     let chords = pollster::block_on(generate_json::<TaskKind, _, _>(
         "harmonization",
@@ -330,6 +333,7 @@ fn the_rows_give_what_their_studio_functions_give() {
         defaults: &defaults,
         device: &device,
         dynamics: None,
+        pedal: None,
     };
     let at_half = Options {
         temperature: Some(0.5),

@@ -396,6 +396,7 @@ fn with_melody(
             out.tracks.insert(
                 0,
                 PieceTrack {
+                    pedal: Vec::new(),
                     name: Role::Melody.track_name().into(),
                     role: TrackRole::Melody,
                     program: 0,

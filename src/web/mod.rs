@@ -20,6 +20,7 @@ use crate::music::dynamics::Dynamics;
 use crate::music::fixtures;
 use crate::music::harmony::decode::HarmonyDecode;
 use crate::music::midi::write_midi;
+use crate::music::pedal::model::PedalModel;
 use crate::music::piece::{Piece, PieceNote};
 use crate::studio::{self, Options, Progress};
 use crate::tune;
@@ -186,6 +187,8 @@ pub struct Session {
     live: RefCell<Option<LiveRun>>,
     /// The velocity model for written accompaniments (`setDynamics`), if the page gave one.
     dynamics: RefCell<Option<std::rc::Rc<Dynamics>>>,
+    /// The learnt pedal for written accompaniments (`setPedal`), if the page gave one.
+    pedal: RefCell<Option<std::rc::Rc<PedalModel>>>,
 }
 
 /// A live take: its state and the models it plays with (the harmonizer with its decoding).
@@ -214,6 +217,7 @@ impl Session {
             maps: RefCell::new(HashMap::new()),
             live: RefCell::new(None),
             dynamics: RefCell::new(None),
+            pedal: RefCell::new(None),
         })
     }
 
@@ -315,6 +319,35 @@ impl Session {
         Ok(())
     }
 
+    /// Gives written accompaniments the learnt sustain pedal of the model in `json` (the
+    /// manifest's `pedal` file, its checksum checked by the page), or none for `""`.
+    #[wasm_bindgen(js_name = setPedal)]
+    pub fn set_pedal(&self, json: &str) -> Result<(), JsError> {
+        let model = if json.is_empty() {
+            None
+        } else {
+            Some(std::rc::Rc::new(
+                PedalModel::from_json(json).map_err(|e| JsError::new(&e))?,
+            ))
+        };
+        *self.pedal.borrow_mut() = model;
+        Ok(())
+    }
+
+    /// "Pedal these bars": the piece (JSON) with its piano part's sustain pedal over bars
+    /// `from`..`to` (from 0, `to` excluded) pedalled again by the learnt pedal given with
+    /// `setPedal`, the rest kept. Returns the new piece (JSON).
+    #[wasm_bindgen(js_name = repedal)]
+    pub fn repedal(&self, piece: &str, from: usize, to: usize) -> Result<String, JsError> {
+        let model = self.pedal.borrow().clone().ok_or_else(|| {
+            JsError::new("no pedal model is loaded: the page ships none, or it could not be read")
+        })?;
+        let piece = parse_piece(piece)?;
+        let out = studio::repedal(&piece, [from, to], &model)
+            .map_err(|e| JsError::new(&e.to_string()))?;
+        serde_json::to_string(&out).map_err(to_js)
+    }
+
     /// True when the model `name` is loaded.
     #[wasm_bindgen(js_name = hasModel)]
     pub fn has_model(&self, name: &str) -> bool {
@@ -339,11 +372,13 @@ impl Session {
         let loaded = self.model(&name)?;
         let piece = parse_piece(&piece)?;
         let dynamics = self.dynamics.borrow().clone();
+        let pedal = self.pedal.borrow().clone();
         let run = studio::Run {
             model: &loaded.model,
             defaults: &loaded.entry.defaults,
             device: &self.backend.device,
             dynamics: dynamics.as_ref(),
+            pedal: pedal.as_ref(),
         };
         // Out of the cell while the model runs (no borrow is held across an await), then kept.
         let mut kept = self.kept.borrow_mut().remove(&name).unwrap_or_default();
@@ -471,6 +506,7 @@ impl Session {
             defaults: &loaded.entry.defaults,
             device: &self.backend.device,
             dynamics: None,
+            pedal: None,
         };
         // Out of the cell while the pass runs (another call may come meanwhile).
         let mut map = self.maps.borrow_mut().remove(&name).unwrap_or_default();

@@ -117,6 +117,9 @@ test('the options sent to the Worker follow the settings', () => {
   assert.equal(generateOptions({ ...s, textureEcho: undefined }, { task: 'accompaniment', region: null, context: 512 }).textureEcho,
     null, 'settings saved before there was a texture echo: the model\'s');
   assert.equal(acc.texture, null, "no texture chosen: the song's own");
+  assert.equal(acc.pedal, 'learnt', 'settings saved before there was a pedal: learnt');
+  assert.equal(generateOptions({ ...s, writtenPedal: 'played' }, { task: 'accompaniment', region: null, context: 512 }).pedal,
+    'played', "the pianist's pedal kept");
   const arpeggio = generateOptions({ ...s, texture: 'arpeggio' }, { task: 'accompaniment', region: null, context: 512 });
   assert.equal(arpeggio.texture.name, 'arpeggio', 'a gallery texture is sent whole');
   assert.ok(arpeggio.texture.notes.length > 0 && arpeggio.texture.bars.length === 4);

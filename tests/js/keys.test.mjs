@@ -2,7 +2,7 @@
 // a take goes into a piece (www/keys.js).
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { Take, computerKeyPitch, emptyPiece, noteMessage, recordInto } from '../../www/keys.js';
+import { Take, computerKeyPitch, emptyPiece, noteMessage, pedalMessage, recordInto } from '../../www/keys.js';
 
 test('the computer keyboard is a piano from C, an octave at a time', () => {
   assert.equal(computerKeyPitch('a'), 60);
@@ -60,4 +60,28 @@ test('a take replaces the melody where it was played, and the bars grow to hold 
   const twice = recordInto(once, [[67, 0, 240, 80]], 0, 240);
   assert.deepEqual(twice.tracks[0].notes, [[67, 0, 240, 80], [62, 3840, 5760, 90]]);
   assert.deepEqual(once.tracks[0].notes[0], [60, 0, 480, 90], 'the piece given is not changed');
+});
+
+test('a keyboard\'s sustain pedal is read, recorded in the take and kept in the melody', () => {
+  assert.equal(pedalMessage([0xb0, 64, 127]), 127);
+  assert.equal(pedalMessage([0xb3, 64, 20]), 20, 'any channel');
+  assert.equal(pedalMessage([0xb0, 7, 100]), null, 'volume is no pedal');
+  assert.equal(pedalMessage([0x90, 64, 100]), null, 'a note');
+  assert.equal(pedalMessage([0xb0, 64]), null);
+  // 120 bpm, 480 ppq: 1 ms is 0.96 ticks. The take starts at tick 1920, at 1000 ms.
+  const piece = emptyPiece({ bpm: 120 });
+  const take = new Take({ piece, startTick: 1920, startMs: 1000, grid: 120 });
+  take.pedal(127, 900); // pressed in the count-in: down from the start
+  take.on(60, 90, 1000);
+  take.off(60, 1250);
+  take.pedal(40, 1500); // a half pedal, up
+  take.pedal(127, 1600); // down again, still down when the take stops
+  const pedal = take.pedalEvents(2000);
+  assert.deepEqual(pedal, [[1920, 64, 127], [2400, 64, 40], [2496, 64, 127], [2880, 64, 0]]);
+  const next = recordInto(piece, take.notes(2000), 1920, 2400, pedal);
+  assert.deepEqual(next.tracks[0].pedal, pedal);
+  // A second take over the same bars replaces that pedal, and keeps the rest.
+  const again = recordInto(next, [[62, 4000, 4100, 80]], 3840, 4100, [[3840, 64, 127], [4100, 64, 0]]);
+  assert.deepEqual(again.tracks[0].pedal, [...pedal, [3840, 64, 127], [4100, 64, 0]]);
+  assert.equal(recordInto(piece, [[60, 0, 240, 90]], 0, 240).tracks[0].pedal, undefined, 'no pedal, no field');
 });

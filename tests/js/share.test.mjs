@@ -159,6 +159,17 @@ test('the lanes set by hand and the velocities drawn in the roll round-trip', as
   assert.deepEqual([back.piece.chordsSet, back.piece.phrasesSet], [[0, 3], true]);
 });
 
+test('a track\'s pedal round-trips, and an older link without one still opens', async () => {
+  const piece = realisticPiece(6);
+  piece.tracks[2].pedal = Array.from({ length: 300 }, (_, i) => [i * 240, 64, i % 2 ? 0 : 127 - (i % 5)]);
+  const back = await decodeShare(await encodeShare({ piece, ...extras }));
+  assert.deepEqual(back.piece.tracks[2].pedal, piece.tracks[2].pedal);
+  assert.equal(back.piece.tracks[0].pedal, undefined);
+  const older = realisticPiece(6);
+  const opened = await decodeShare(await encodeShare({ piece: older, ...extras }));
+  assert.deepEqual(normalizePiece(opened.piece), normalizePiece(older));
+});
+
 test('the texture chosen (a gallery name, or the bars taken with Use as texture) round-trips', async () => {
   const donor = {
     name: 'bars 9-12 of song.mid', bars: [16, 16, 16, 16], chords: ['C', 'Am', 'F', 'G C'],
@@ -260,6 +271,11 @@ test('a well-formed link holding the wrong shapes says it cannot be opened', asy
     open({ piece: { tracks: [] }, seed: 'x' }),
     'shape',
     /seed/,
+  );
+  await rejectsWith(
+    open({ piece: { tracks: [{ notes: [], pedal: [[0, 64, 300]] }] } }),
+    'shape',
+    /track 1: a pedal event cannot be \(controller 64, value 300/,
   );
   // The marks of lanes set by hand (roll editing keeps them) must be what they say.
   await rejectsWith(open({ piece: { tracks: [], chordsSet: ['1'] } }), 'shape', /chords set by hand/);

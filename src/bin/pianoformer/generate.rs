@@ -88,6 +88,11 @@ pub struct Args {
     /// `none` (every note at one velocity).
     #[arg(long, default_value = "default")]
     pub dynamics: String,
+    /// Accompaniment: the sustain pedal of the bars written: `learnt` (the shipped pedal
+    /// model's), `played` (the file's pianist's, none for new bars), `none`, or a JSON file
+    /// written by `pianoformer pedal`. The MIDI file written carries it (controller 64).
+    #[arg(long, default_value = "learnt")]
+    pub pedal: String,
     /// Accompaniment: note threshold (default: the one chosen on validation data; a model
     /// that writes step by step draws its notes unless a threshold is given).
     #[arg(long)]
@@ -322,7 +327,7 @@ pub fn run(args: Args) -> Result<(), String> {
     limits::limit("alternatives")
         .check(count as f64)
         .map_err(|m| format!("--alternatives {count}: {m}"))?;
-    let options = options(&args, &loaded, region, new_bars)?;
+    let mut options = options(&args, &loaded, region, new_bars)?;
     let piece = match &bytes {
         Some(bytes) => {
             let mut piece = open(&args, bytes, chart, phrases, &device)?;
@@ -336,11 +341,15 @@ pub fn run(args: Args) -> Result<(), String> {
         None => plan(&args, chart, phrases, new_bars)?,
     };
     let dynamics = crate::models::dynamics(&args.dynamics, args.manifest.as_deref())?.map(Rc::new);
+    let (pedal_mode, pedal) = crate::models::pedal(&args.pedal, args.manifest.as_deref())?;
+    let pedal = pedal.map(Rc::new);
+    options.pedal = pedal_mode;
     let run = Run {
         model: &loaded.model,
         defaults: &loaded.defaults,
         device: &device,
         dynamics: dynamics.as_ref(),
+        pedal: pedal.as_ref(),
     };
     // Every alternative at once, as the page asks for them: the task decides how they are
     // written (a step-by-step accompaniment writes them together, a step for all).

@@ -177,26 +177,7 @@ fn render(
         return Ok(text);
     }
     header(&mut out, path, &s);
-    outln!(out, "tracks:");
-    for (i, t) in s.tracks.iter().enumerate() {
-        let channels: Vec<String> = t.channels.iter().map(|c| c.to_string()).collect();
-        outln!(
-            out,
-            "  {:>2} {:<20} program {:>3}  channel {:<5} {:>6} notes  {}–{}{}",
-            i + 1,
-            if t.name.is_empty() {
-                "(unnamed)"
-            } else {
-                &t.name
-            },
-            t.program.map_or("-".to_string(), |p| p.to_string()),
-            channels.join(","),
-            t.notes,
-            note_name(t.lowest),
-            note_name(t.highest),
-            if t.drums { "  drums" } else { "" }
-        );
-    }
+    tracks(&mut out, &s);
     structure(&mut out, &s, source.as_deref());
     if suggest.is_some() {
         suggested(&mut out, &grid, &suggestions);
@@ -234,6 +215,42 @@ fn suggested(out: &mut String, grid: &Grid, suggestions: &[(Vec<Option<Chord>>, 
 }
 
 /// The file's length, meters, key and tempo.
+/// The tracks, a line each, with a line for the pedal of those that have one.
+fn tracks(out: &mut String, s: &SongSummary) {
+    outln!(out, "tracks:");
+    for (i, t) in s.tracks.iter().enumerate() {
+        let channels: Vec<String> = t.channels.iter().map(|c| c.to_string()).collect();
+        outln!(
+            out,
+            "  {:>2} {:<20} program {:>3}  channel {:<5} {:>6} notes  {}–{}{}",
+            i + 1,
+            if t.name.is_empty() {
+                "(unnamed)"
+            } else {
+                &t.name
+            },
+            t.program.map_or("-".to_string(), |p| p.to_string()),
+            channels.join(","),
+            t.notes,
+            note_name(t.lowest),
+            note_name(t.highest),
+            if t.drums { "  drums" } else { "" }
+        );
+        if let Some(p) = &t.pedal {
+            outln!(
+                out,
+                "     pedal: down {:.0} % of the time, {:.2} presses a bar; notes sound {:.1}× \
+                 as long as written (median {:.2} against {:.2} beats)",
+                100.0 * p.share_down,
+                p.presses_per_bar,
+                p.lengthening(),
+                p.sounding_beats,
+                p.written_beats
+            );
+        }
+    }
+}
+
 fn header(out: &mut String, path: &Path, s: &SongSummary) {
     let minutes = s.seconds / 60.0;
     outln!(

@@ -1,6 +1,6 @@
 //! The native command line: `check` (the compute backend), `inspect` (a MIDI file), `train`,
 //! `eval`, `report`, `generate` (every task of the studio's table), `ship`, `dynamics` (the
-//! velocity model), `textures` (the gallery) and `bench`. Each command lives in its own file;
+//! velocity model), `pedal` (the learnt sustain pedal), `textures` (the gallery) and `bench`. Each command lives in its own file;
 //! errors reach the user as one plain sentence.
 
 // Thin: parse, call the library, print (the threshold, 80 lines, is in clippy.toml).
@@ -45,6 +45,8 @@ mod generate;
 mod inspect;
 #[cfg(not(target_arch = "wasm32"))]
 mod models;
+#[cfg(not(target_arch = "wasm32"))]
+mod pedal;
 #[cfg(not(target_arch = "wasm32"))]
 mod ship;
 #[cfg(not(target_arch = "wasm32"))]
@@ -143,6 +145,10 @@ mod cli {
         /// Fit the velocity model on POP909's pianists, choose its spread on validation,
         /// score it on the test songs and ship it (www/models/dynamics.json and the manifest).
         Dynamics(crate::dynamics::Args),
+        /// Fit the sustain pedal on POP909's pianists, choose its thresholds on validation,
+        /// score it on the test songs against the pianists and the chord-change rule, and ship
+        /// it (www/models/pedal.json and the manifest).
+        Pedal(crate::pedal::Args),
         /// Find the gallery's named textures (ballad, arpeggio, block, stride, syncopated) in
         /// POP909's training songs by rule and write settings/textures.json.
         Textures(crate::textures::Args),
@@ -177,6 +183,7 @@ mod cli {
             } => crate::inspect::run(&file, json, &harmonizer, suggest),
             Command::Train(args) => crate::train::run(args),
             Command::Dynamics(args) => crate::dynamics::run(args),
+            Command::Pedal(args) => crate::pedal::run(args),
             Command::Textures(args) => crate::textures::run(args),
             Command::Eval(args) => crate::eval::run(args),
             Command::Report {

@@ -11,6 +11,8 @@ use pianoformer::model::performer::Performer;
 use pianoformer::models::{Manifest, ModelDefaults, load_entry};
 use pianoformer::music::dynamics::Dynamics;
 use pianoformer::music::harmony::decode::HarmonyDecode;
+use pianoformer::music::pedal::model::PedalModel;
+use pianoformer::studio::PedalMode;
 
 /// The shipped models' manifest, relative to the repository root.
 pub const MANIFEST: &str = "www/models/manifest.json";
@@ -220,6 +222,39 @@ pub fn dynamics(spec: &str, manifest: Option<&Path>) -> Result<Option<Dynamics>,
             Dynamics::from_json(&text)
                 .map(Some)
                 .map_err(|e| format!("{file}: {e}"))
+        }
+    }
+}
+
+/// The pedal `spec` asks for the piano written: `learnt` (the manifest's pedal model, when
+/// it ships one), `played` (the file's own pedal, none for new bars), `none`, or a JSON file
+/// written by `pianoformer pedal` (learnt with it).
+pub fn pedal(
+    spec: &str,
+    manifest: Option<&Path>,
+) -> Result<(PedalMode, Option<PedalModel>), String> {
+    match spec {
+        "none" | "off" => Ok((PedalMode::Off, None)),
+        "played" => Ok((PedalMode::Played, None)),
+        "learnt" => {
+            let Ok(path) = find_manifest(manifest) else {
+                return Ok((PedalMode::Learnt, None));
+            };
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let manifest = Manifest::parse(&text).map_err(|e| e.to_string())?;
+            let model = manifest
+                .pedal
+                .map(|entry| entry.load_pedal(path.parent().unwrap_or(Path::new("."))))
+                .transpose()?;
+            Ok((PedalMode::Learnt, model))
+        }
+        file => {
+            let text = std::fs::read_to_string(file).map_err(|e| {
+                format!("--pedal {file}: cannot read it ({e}); give `learnt`, `played`, `none` or a file written by `pianoformer pedal`")
+            })?;
+            let model = PedalModel::from_json(&text).map_err(|e| format!("{file}: {e}"))?;
+            Ok((PedalMode::Learnt, Some(model)))
         }
     }
 }

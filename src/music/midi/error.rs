@@ -11,6 +11,9 @@ pub const MAX_SECONDS: f64 = 2.0 * 60.0 * 60.0;
 pub const MAX_TRACKS: usize = 256;
 /// Longest piece accepted, in quarter notes (bounds every beat grid built on the song).
 pub const MAX_QUARTERS: u64 = 20_000;
+/// Most pedal events accepted in one file (a pianist pedalling a long piece sends a few
+/// thousand; a keyboard's continuous half-pedal some tens of thousands).
+pub const MAX_PEDAL_EVENTS: usize = 200_000;
 /// Most tempo, time-signature and key-signature events accepted, together.
 pub const MAX_MAP_EVENTS: usize = 10_000;
 
@@ -37,6 +40,11 @@ pub enum MidiError {
     TooManyNotes,
     #[error("this MIDI file lasts {0:.0} minutes; at most {max} minutes are accepted", max = MAX_SECONDS / 60.0)]
     TooLong(f64),
+    #[error(
+        "this MIDI file has more than {MAX_PEDAL_EVENTS} pedal events; thin the pedal data \
+         (for instance, quantize the controller) and open it again"
+    )]
+    TooManyPedalEvents,
     #[error("this MIDI file has no notes")]
     NoNotes,
     #[error("this MIDI file is {0} quarter notes long; at most {MAX_QUARTERS} are accepted")]

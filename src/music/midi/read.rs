@@ -6,9 +6,10 @@ use std::collections::VecDeque;
 use midly::{Format, MetaMessage, MidiMessage, Smf, Timing, TrackEvent, TrackEventKind};
 
 use super::error::{
-    MAX_FILE_BYTES, MAX_MAP_EVENTS, MAX_NOTES, MAX_QUARTERS, MAX_SECONDS, MAX_TRACKS, MidiError,
+    MAX_FILE_BYTES, MAX_MAP_EVENTS, MAX_NOTES, MAX_PEDAL_EVENTS, MAX_QUARTERS, MAX_SECONDS,
+    MAX_TRACKS, MidiError,
 };
-use super::song::{KeySignature, Note, Song, TempoChange, TimeSignature, Track};
+use super::song::{KeySignature, Note, PEDALS, Pedal, Song, TempoChange, TimeSignature, Track};
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).trim().to_string()
@@ -27,7 +28,9 @@ fn smpte_overflow(bytes: &[u8]) -> bool {
 
 /// Reads a Standard MIDI File of type 0, 1 or 2 (type 2's independent patterns are laid one
 /// after another, as they would play). Overlapping notes of one pitch on one channel are paired
-/// first-in first-out; a note still sounding at the end of its track ends there.
+/// first-in first-out; a note still sounding at the end of its track ends there. Pedal events
+/// (controllers 64, 66, 67) stay with their track; a track of pedal alone gives its events to
+/// the first track with notes on the same channel.
 pub fn read_midi(bytes: &[u8]) -> Result<Song, MidiError> {
     if bytes.is_empty() {
         return Err(MidiError::Empty);
@@ -60,9 +63,10 @@ pub fn read_midi(bytes: &[u8]) -> Result<Song, MidiError> {
     };
     let sequential = smf.header.format == Format::Sequential;
     let mut offset = 0u64; // type 2: each pattern starts where the previous one ended
-    let mut notes_seen = 0usize;
+    let mut seen = Seen::default();
+    let mut orphans: Vec<Pedal> = Vec::new();
     for events in &smf.tracks {
-        let parsed = read_track(events, offset, &mut song, &mut notes_seen)?;
+        let mut parsed = read_track(events, offset, &mut song, &mut seen)?;
         if sequential {
             offset = parsed.end_tick;
         }
@@ -71,8 +75,11 @@ pub fn read_midi(bytes: &[u8]) -> Result<Song, MidiError> {
                 .extend(split_by_channel(parsed.track, &parsed.programs));
         } else if !parsed.track.notes.is_empty() {
             song.tracks.push(parsed.track);
+        } else {
+            orphans.append(&mut parsed.track.pedal);
         }
     }
+    adopt_pedal(&mut song.tracks, orphans);
     song.tempos.sort_by_key(|t| t.tick);
     song.time_signatures.sort_by_key(|t| t.tick);
     song.key_signatures.sort_by_key(|t| t.tick);
@@ -90,6 +97,32 @@ pub fn read_midi(bytes: &[u8]) -> Result<Song, MidiError> {
     Ok(song)
 }
 
+/// What the file has given so far, against the limits.
+#[derive(Default)]
+struct Seen {
+    notes: usize,
+    pedal: usize,
+}
+
+/// Pedal events from tracks without notes, to the first track with a note on their channel
+/// (kept in tick order there).
+fn adopt_pedal(tracks: &mut [Track], orphans: Vec<Pedal>) {
+    if orphans.is_empty() {
+        return;
+    }
+    for event in orphans {
+        let home = tracks
+            .iter()
+            .position(|t| t.notes.iter().any(|n| n.channel == event.channel));
+        if let Some(home) = home {
+            tracks[home].pedal.push(event);
+        }
+    }
+    for track in tracks {
+        track.pedal.sort_by_key(|p| p.tick);
+    }
+}
+
 struct ParsedTrack {
     track: Track,
     end_tick: u64,
@@ -101,7 +134,7 @@ fn read_track(
     events: &[TrackEvent],
     offset: u64,
     song: &mut Song,
-    notes_seen: &mut usize,
+    seen: &mut Seen,
 ) -> Result<ParsedTrack, MidiError> {
     let mut track = Track::default();
     let mut programs = [None; 16];
@@ -124,8 +157,8 @@ fn read_track(
                         if slot.back().is_some_and(|&(start, _)| start == tick) {
                             continue;
                         }
-                        *notes_seen += 1;
-                        if *notes_seen > MAX_NOTES {
+                        seen.notes += 1;
+                        if seen.notes > MAX_NOTES {
                             return Err(MidiError::TooManyNotes);
                         }
                         slot.push_back((tick, vel.as_int()));
@@ -135,6 +168,20 @@ fn read_track(
                         if let Some((start, velocity)) = slot.pop_front() {
                             push_note(&mut track, key.as_int(), velocity, start, tick, ch);
                         }
+                    }
+                    MidiMessage::Controller { controller, value }
+                        if PEDALS.contains(&controller.as_int()) =>
+                    {
+                        seen.pedal += 1;
+                        if seen.pedal > MAX_PEDAL_EVENTS {
+                            return Err(MidiError::TooManyPedalEvents);
+                        }
+                        track.pedal.push(Pedal {
+                            tick,
+                            controller: controller.as_int(),
+                            value: value.as_int(),
+                            channel: ch,
+                        });
                     }
                     MidiMessage::ProgramChange { program } => {
                         track.program.get_or_insert(program.as_int());
@@ -223,6 +270,12 @@ fn split_by_channel(track: Track, programs: &[Option<u8>; 16]) -> Vec<Track> {
             },
             instrument: track.instrument.clone(),
             program: programs[ch as usize].or(track.program),
+            pedal: track
+                .pedal
+                .iter()
+                .copied()
+                .filter(|p| p.channel == ch)
+                .collect(),
             notes: track
                 .notes
                 .iter()

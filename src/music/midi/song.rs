@@ -11,6 +11,25 @@ pub struct Note {
     pub channel: u8,
 }
 
+/// The sustain pedal's MIDI controller (the damper: 64 and up is down, values between 1 and 63
+/// are kept as played, a half pedal).
+pub const SUSTAIN: u8 = 64;
+/// The sostenuto pedal's controller.
+pub const SOSTENUTO: u8 = 66;
+/// The soft pedal's (una corda) controller.
+pub const SOFT: u8 = 67;
+/// The pedals a track keeps.
+pub const PEDALS: [u8; 3] = [SUSTAIN, SOSTENUTO, SOFT];
+
+/// One pedal event: `controller` (one of [`PEDALS`]) set to `value` (0–127) at absolute `tick`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Pedal {
+    pub tick: u64,
+    pub controller: u8,
+    pub value: u8,
+    pub channel: u8,
+}
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Track {
     pub name: String,
@@ -19,6 +38,8 @@ pub struct Track {
     pub program: Option<u8>,
     /// Notes sorted by start, then pitch.
     pub notes: Vec<Note>,
+    /// Pedal events in the order played (sorted by tick; equal ticks as in the file).
+    pub pedal: Vec<Pedal>,
 }
 
 impl Track {

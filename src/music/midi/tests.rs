@@ -227,3 +227,54 @@ fn many_quarters_or_map_events_are_refused() {
         Err(MidiError::TooManyMapEvents)
     );
 }
+
+/// A track's pedal (64, 66, 67; other controllers skipped) is kept with its values; a type 1
+/// track of pedal alone gives it to the track playing on its channel; a type 0 file splits
+/// its pedal by channel; more pedal events than the limit are refused in words.
+#[test]
+fn pedal_events_are_kept_with_their_track() {
+    let notes: &[u8] = &[
+        0x00, 0x90, 60, 100, // C4 on, channel 1
+        0x00, 0xB0, 64, 127, // sustain down
+        0x00, 0xB0, 7, 100, // volume: not a pedal
+        0x83, 0x60, 0xB0, 64, 40, // 480: half pedal
+        0x00, 0x80, 60, 0, // C4 off
+        0x00, 0xB0, 67, 127, // soft pedal
+        0x00, 0xFF, 0x2F, 0x00,
+    ];
+    let pedal_only: &[u8] = &[
+        0x81, 0x70, 0xB0, 66, 127, // 240: sostenuto, channel 1
+        0x00, 0xB1, 64, 127, // channel 2: no notes there
+        0x00, 0xFF, 0x2F, 0x00,
+    ];
+    let song = read_midi(&smf_bytes(1, PPQ_480, &[notes, pedal_only])).unwrap();
+    assert_eq!(song.tracks.len(), 1);
+    let got: Vec<_> = song.tracks[0]
+        .pedal
+        .iter()
+        .map(|p| (p.tick, p.controller, p.value))
+        .collect();
+    assert_eq!(
+        got,
+        [(0, 64, 127), (240, 66, 127), (480, 64, 40), (480, 67, 127)]
+    );
+    // Type 0: one track, two channels, each its pedal.
+    let mixed: &[u8] = &[
+        0x00, 0x90, 60, 100, 0x00, 0x91, 48, 100, // C4 on ch 1, C3 on ch 2
+        0x00, 0xB1, 64, 127, // ch 2 pedal
+        0x83, 0x60, 0x80, 60, 0, 0x00, 0x81, 48, 0, 0x00, 0xB1, 64, 0, //
+        0x00, 0xFF, 0x2F, 0x00,
+    ];
+    let split = read_midi(&smf_bytes(0, PPQ_480, &[mixed])).unwrap();
+    let counts: Vec<usize> = split.tracks.iter().map(|t| t.pedal.len()).collect();
+    assert_eq!(counts, [0, 2]);
+    // Hostile: a controller stream past the limit.
+    let mut flood = vec![0x00, 0x90, 60, 100];
+    for i in 0..=MAX_PEDAL_EVENTS {
+        flood.extend([0x01, 0xB0, 64, (i % 128) as u8]);
+    }
+    flood.extend([0x00, 0x80, 60, 0, 0x00, 0xFF, 0x2F, 0x00]);
+    let err = read_midi(&smf_bytes(1, PPQ_480, &[&flood])).unwrap_err();
+    assert_eq!(err, MidiError::TooManyPedalEvents);
+    assert!(err.to_string().contains("pedal events"), "{err}");
+}

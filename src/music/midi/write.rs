@@ -1,5 +1,5 @@
 //! Writing a [`Song`] as a type 1 Standard MIDI File: a conductor track with the maps, then one
-//! named track per part on its own channel.
+//! named track per part on its own channel, with its pedal.
 
 use midly::num::{u4, u7, u15, u24, u28};
 use midly::{Format, Header, MetaMessage, MidiMessage, Smf, Timing, TrackEvent, TrackEventKind};
@@ -76,6 +76,18 @@ pub fn write_midi(song: &Song) -> Vec<u8> {
                 },
             ));
         }
+        for p in &track.pedal {
+            events.push((
+                p.tick,
+                TrackEventKind::Midi {
+                    channel,
+                    message: MidiMessage::Controller {
+                        controller: u7::new(p.controller & 0x7f),
+                        value: u7::new(p.value & 0x7f),
+                    },
+                },
+            ));
+        }
         tracks.push(to_events(events));
     }
     let mut smf = Smf::new(Header::new(
@@ -90,7 +102,8 @@ pub fn write_midi(song: &Song) -> Vec<u8> {
 }
 
 /// Absolute-tick events to delta-timed track events, note-offs before note-ons at equal ticks
-/// (so a re-struck note is not cut by its own release), closed by an end-of-track.
+/// (so a re-struck note is not cut by its own release) and pedal events between them (a lift
+/// and a press at one tick keep their order), closed by an end-of-track.
 fn to_events(mut events: Vec<(u64, TrackEventKind)>) -> Vec<TrackEvent> {
     let order = |kind: &TrackEventKind| match kind {
         TrackEventKind::Meta(_) => 0,
@@ -102,7 +115,11 @@ fn to_events(mut events: Vec<(u64, TrackEventKind)>) -> Vec<TrackEvent> {
             message: MidiMessage::NoteOff { .. },
             ..
         } => 2,
-        _ => 3,
+        TrackEventKind::Midi {
+            message: MidiMessage::Controller { .. },
+            ..
+        } => 3,
+        _ => 4,
     };
     events.sort_by_key(|(tick, kind)| (*tick, order(kind)));
     let mut out = Vec::with_capacity(events.len() + 1);
@@ -135,7 +152,7 @@ fn to_events(mut events: Vec<(u64, TrackEventKind)>) -> Vec<TrackEvent> {
 #[cfg(test)]
 mod tests {
     use super::super::read::read_midi;
-    use super::super::song::{KeySignature, Note, Song, TempoChange, TimeSignature, Track};
+    use super::super::song::{KeySignature, Note, Pedal, Song, TempoChange, TimeSignature, Track};
     use super::write_midi;
 
     #[test]
@@ -164,6 +181,7 @@ mod tests {
             }],
             tracks: vec![
                 Track {
+                    pedal: Vec::new(),
                     name: "MELODY".into(),
                     instrument: String::new(),
                     program: Some(0),
@@ -196,6 +214,18 @@ mod tests {
                         end: 1536,
                         channel: 1,
                     }],
+                    // A press, a half-pedal value, a lift and a press at one tick, the soft
+                    // pedal: kept in order, values as played.
+                    pedal: [(0, 64, 127), (384, 64, 40), (768, 64, 0), (768, 64, 127)]
+                        .into_iter()
+                        .chain([(1000, 67, 100)])
+                        .map(|(tick, controller, value)| Pedal {
+                            tick,
+                            controller,
+                            value,
+                            channel: 1,
+                        })
+                        .collect(),
                 },
             ],
         };
@@ -214,6 +244,7 @@ mod tests {
             time_signatures: vec![],
             key_signatures: vec![],
             tracks: vec![Track {
+                pedal: Vec::new(),
                 name: "gap".into(),
                 instrument: String::new(),
                 program: Some(0),

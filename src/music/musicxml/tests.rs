@@ -147,6 +147,52 @@ fn a_piece_goes_out_as_a_score_and_comes_back() {
     assert_eq!(piece.chords[1], "G7 Am");
 }
 
+/// The piano's sustain pedal goes out as pedal marks (start, stop, change where a lift and a
+/// press meet) and comes back as the same spans on the score's sixteenths; marks a notation
+/// program writes as `<sound damper-pedal>` (yes, no, a percentage) read too, and a bad one
+/// is refused in words.
+#[test]
+fn the_pedal_goes_out_as_marks_and_comes_back() {
+    let mut piece = Piece::from_song(&fixtures::song(3, 4), "fixture.mid").unwrap();
+    let piano = piece
+        .tracks
+        .iter()
+        .position(|t| t.role == TrackRole::Piano)
+        .unwrap();
+    // Down bar 1, a change at bar 2 (lift and press at one tick), up after bar 3's second beat.
+    piece.tracks[piano].pedal = vec![(0, 64, 127), (1920, 64, 0), (1920, 64, 100), (4800, 64, 0)];
+    let xml = write_musicxml(&piece, ScoreKind::Full).unwrap();
+    assert!(xml.contains("<pedal type=\"change\""), "{xml}");
+    let back = read_piece(xml.as_bytes(), "back.musicxml").unwrap();
+    let spans = |p: &Piece| {
+        let t = p.tracks.iter().find(|t| !t.pedal.is_empty()).unwrap();
+        crate::music::pedal::down_spans(&t.pedal, u64::MAX)
+            .into_iter()
+            .map(|(a, b)| (a as f64 / p.ppq as f64, b as f64 / p.ppq as f64))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(spans(&back), spans(&piece));
+    let marked = |sound: &str| {
+        format!(
+            "<score-partwise><part-list><score-part id=\"P1\"/></part-list><part id=\"P1\">\
+             <measure number=\"1\"><attributes><divisions>1</divisions></attributes>\
+             <direction><direction-type><words>Ped.</words></direction-type>{sound}</direction>\
+             <note><pitch><step>C</step><octave>4</octave></pitch><duration>4</duration></note>\
+             </measure></part></score-partwise>"
+        )
+    };
+    let read = |sound: &str| read_piece(marked(sound).as_bytes(), "p.musicxml");
+    let pedal = read("<sound damper-pedal=\"50\" soft-pedal=\"yes\"/>").unwrap();
+    assert_eq!(pedal.tracks[0].pedal, vec![(0, 64, 64), (0, 67, 127)]);
+    let err = read("<sound damper-pedal=\"lots\"/>")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("damper-pedal") && err.contains("measure 1"),
+        "{err}"
+    );
+}
+
 /// A score of `count` 4/4 measures (the first empty), each with `notes` quarter notes, one
 /// after another, or with `chord` all at once.
 fn measures(count: usize, notes: usize, chord: bool) -> Vec<u8> {

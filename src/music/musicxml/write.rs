@@ -390,6 +390,7 @@ pub fn write_musicxml(piece: &Piece, kind: ScoreKind) -> Result<String, String> 
                         .sum::<f64>()
                         / tracks.iter().map(|t| t.notes.len()).sum::<usize>().max(1) as f64;
                     let bass_clef = low > 0.0 && low < 57.0;
+                    let pedal = pedal_marks(tracks, &grid);
                     w.create_element("part")
                         .with_attribute(("id", format!("P{}", i + 1).as_str()))
                         .write_inner_content(|w| {
@@ -399,6 +400,7 @@ pub fn write_musicxml(piece: &Piece, kind: ScoreKind) -> Result<String, String> 
                                     .with_attribute(("number", (bar + 1).to_string().as_str()))
                                     .write_inner_content(|w| {
                                         measure_head(w, piece, &grid, bar, bass_clef, bpm)?;
+                                        pedal_directions(w, &pedal, steps.clone())?;
                                         for (v, line) in lines.iter().enumerate() {
                                             if v > 0 {
                                                 w.create_element("backup").write_inner_content(
@@ -428,6 +430,64 @@ pub fn write_musicxml(piece: &Piece, kind: ScoreKind) -> Result<String, String> 
     let mut w = Writer::new_with_indent(Cursor::new(Vec::new()), b' ', 2);
     write(&mut w).map_err(|e| format!("the score could not be written: {e}"))?;
     String::from_utf8(w.into_inner().into_inner()).map_err(|e| e.to_string())
+}
+
+/// Where the sustain pedal of `tracks` goes down (`start`), up (`stop`) or both at one step
+/// (`change`), in steps of `grid`, in order.
+fn pedal_marks(tracks: &[&PieceTrack], grid: &Grid) -> Vec<(usize, &'static str)> {
+    let mut marks: Vec<(usize, &'static str)> = Vec::new();
+    for track in tracks {
+        let end = track.notes.iter().map(|n| n.2).max().unwrap_or(0);
+        for (from, to) in crate::music::pedal::down_spans(&track.pedal, end) {
+            let (down, up) = (grid.step_at(from), grid.step_at(to));
+            match marks.last_mut() {
+                Some(last) if last.0 == down && last.1 == "stop" => last.1 = "change",
+                _ => marks.push((down, "start")),
+            }
+            if up > down {
+                marks.push((up, "stop"));
+            } else if let Some(last) = marks.pop() {
+                // Down for less than a step: as if never pressed.
+                if last.1 == "change" {
+                    marks.push((last.0, "stop"));
+                }
+            }
+        }
+    }
+    marks.sort_by_key(|m| m.0);
+    marks
+}
+
+/// The pedal marks that fall in `bar` (steps), each a `<direction>` below the staff at its
+/// offset from the bar's start, with the sound it makes.
+fn pedal_directions(
+    w: &mut W,
+    marks: &[(usize, &'static str)],
+    bar: std::ops::Range<usize>,
+) -> std::io::Result<()> {
+    let from = marks.partition_point(|m| m.0 < bar.start);
+    for &(step, kind) in marks[from..].iter().take_while(|m| m.0 < bar.end) {
+        w.create_element("direction")
+            .with_attribute(("placement", "below"))
+            .write_inner_content(|w| {
+                w.create_element("direction-type")
+                    .write_inner_content(|w| {
+                        w.create_element("pedal")
+                            .with_attribute(("type", kind))
+                            .with_attribute(("line", "yes"))
+                            .write_empty()?;
+                        Ok(())
+                    })?;
+                if step > bar.start {
+                    text(w, "offset", &(step - bar.start).to_string())?;
+                }
+                w.create_element("sound")
+                    .with_attribute(("damper-pedal", if kind == "stop" { "no" } else { "yes" }))
+                    .write_empty()?;
+                Ok(())
+            })?;
+    }
+    Ok(())
 }
 
 /// The first bar's attributes (divisions, key, time, clef) and tempo, and a bar whose meter

@@ -92,6 +92,60 @@ fn bad_pieces_are_refused_in_words() {
     let mut p = fixture::piece();
     p.version = 9;
     assert!(p.validate().unwrap_err().to_string().contains("version 9"));
+    // Pedal a page or a link could have got wrong.
+    let mut p = fixture::piece();
+    p.tracks[1].pedal = vec![(0, 7, 127)];
+    assert!(
+        p.validate()
+            .unwrap_err()
+            .to_string()
+            .contains("controller 7")
+    );
+    p.tracks[1].pedal = vec![(0, 64, 200)];
+    assert!(p.validate().unwrap_err().to_string().contains("value 200"));
+    p.tracks[1].pedal = vec![(10, 64, 127), (5, 64, 0)];
+    assert!(
+        p.validate()
+            .unwrap_err()
+            .to_string()
+            .contains("out of order")
+    );
+    p.tracks[1].pedal = vec![(0, 64, 0); MAX_PEDAL_EVENTS + 1];
+    assert!(
+        p.to_midi()
+            .unwrap_err()
+            .to_string()
+            .contains("pedal events")
+    );
+}
+
+/// The piano's pedal travels through the piece JSON and back out as MIDI; a piece saved before
+/// pedals were kept (no `pedal` field) still reads, as unpedalled, and writes no field.
+#[test]
+fn the_pedal_is_kept_through_json_and_midi() {
+    let mut p = fixture::piece();
+    p.tracks[1].pedal = vec![
+        (0, 64, 127),
+        (480, 64, 50),
+        (960, 64, 0),
+        (960, 64, 127),
+        (1200, 66, 127),
+    ];
+    let json = serde_json::to_string(&p).unwrap();
+    assert!(json.contains("\"pedal\":[[0,64,127]"), "{json}");
+    let back: Piece = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, p);
+    let again = Piece::from_midi(&back.to_midi().unwrap(), "x.mid").unwrap();
+    assert_eq!(again.tracks[1].pedal, p.tracks[1].pedal);
+    assert!(again.tracks[0].pedal.is_empty());
+    let old = json.replace(
+        ",\"pedal\":[[0,64,127],[480,64,50],[960,64,0],[960,64,127],[1200,66,127]]",
+        "",
+    );
+    assert!(!old.contains("pedal"));
+    let read: Piece = serde_json::from_str(&old).unwrap();
+    assert!(read.tracks.iter().all(|t| t.pedal.is_empty()));
+    assert!(!serde_json::to_string(&read).unwrap().contains("pedal"));
 }
 
 #[test]
@@ -110,6 +164,7 @@ fn refresh_keeps_planned_bars_and_labels_new_ones() {
     assert_eq!(p.prompt_bars, bars);
     let start = p.bars[bars];
     p.tracks.push(PieceTrack {
+        pedal: Vec::new(),
         name: "CONTINUATION".into(),
         role: TrackRole::Generated,
         program: 0,

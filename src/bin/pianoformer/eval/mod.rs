@@ -35,10 +35,12 @@ use pianoformer::train::session::RunState;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// accompaniment, continuation, harmonization or melody.
+    /// accompaniment, continuation, harmonization, melody, or pedal (the shipped pedal model,
+    /// or the one --model names, against the pianists and the chord-change rule).
     #[arg(long)]
     pub task: String,
-    /// The training run's folder (eval.json is written there).
+    /// The training run's folder (eval.json is written there); for `--task pedal`, the pedal
+    /// model's JSON file (`default`: www/models/pedal.json).
     #[arg(long)]
     pub model: PathBuf,
     /// The POP909 folder.
@@ -362,6 +364,14 @@ fn panel_of(args: &Args) -> Option<fn(Args) -> Result<(), String>> {
 }
 
 pub fn run(args: Args) -> Result<(), String> {
+    if args.task == "pedal" {
+        let model = if args.model.as_os_str() == "default" {
+            PathBuf::from("www/models/pedal.json")
+        } else {
+            args.model.clone()
+        };
+        return crate::pedal::eval(&args.data, &model, args.limit);
+    }
     let panel = panel_of(&args);
     if let Some(panel) = panel {
         return panel(args);

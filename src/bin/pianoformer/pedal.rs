@@ -1,0 +1,318 @@
+//! `pianoformer pedal`: fits the learnt sustain pedal (`music::pedal::model`) on the POP909
+//! training songs' pianists, chooses its thresholds (and how many steps around it reads) on
+//! the validation songs, scores it on the test songs against the pianists and the rule
+//! "change at every annotated chord change", and ships it beside the models with its figures.
+//! `eval --task pedal` scores a shipped one on the test songs again.
+
+use std::path::{Path, PathBuf};
+
+use pianoformer::eval::pedal::{PedalSong, Scored, line, load, panel, panels};
+use pianoformer::models::{DynamicsEntry, Manifest};
+use pianoformer::music::pedal::model::{Fit, PedalModel};
+use pianoformer::music::pedal::model::{pianist_steps, press_f1, press_steps};
+use pianoformer::music::pop909::Split;
+use serde_json::{Value, json};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// POP909's folder (its train, validation and test songs).
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Where the fitted model goes.
+    #[arg(long, default_value = "www/models/pedal.json")]
+    pub out: PathBuf,
+    /// The manifest whose `pedal` entry describes it (file, checksum, data, figures); `none`
+    /// leaves every manifest alone.
+    #[arg(long, default_value = "www/models/manifest.json")]
+    pub manifest: String,
+    /// Ridge on every weight but the bias.
+    #[arg(long, default_value_t = 1.0)]
+    pub lambda: f64,
+    /// Steps read on either side of a step, each tried (fitted and chosen on validation): the
+    /// bigger models the chosen one is set against.
+    #[arg(long, value_delimiter = ',', default_value = "0,2,4")]
+    pub contexts: Vec<usize>,
+    /// The first so many songs of each split (a quick look; the shipped model reads them all).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Also measure how long the notes sound under the learnt pedal in the piano an
+    /// accompaniment model writes for each test song's annotated span (its lanes the
+    /// annotations), against the pianist's: a shipped model's name, a training run's folder,
+    /// `default`, or `none` to skip.
+    #[arg(long, default_value = "default")]
+    pub accompaniment: String,
+}
+
+/// Median sounding lengths (the grid's beats) over the test songs: the pianists' notes under
+/// their own pedal, the notes `spec` writes as written and under `model`'s pedal.
+fn written_lengths(model: &PedalModel, spec: &str, args: &Args) -> Result<Value, String> {
+    use pianoformer::data::sources::{self, Parts};
+    use pianoformer::eval::panel::sample_with_lanes;
+    use pianoformer::model::config::Task;
+    use pianoformer::music::pedal::model::Steps;
+    use pianoformer::music::roll::{PITCHES, PianoRoll};
+    let parts = Parts {
+        train: false,
+        valid: false,
+        test: true,
+    };
+    let data = sources::load(&args.data, parts, args.limit)?;
+    let device = pianoformer::device::cpu().device;
+    let loaded = crate::models::load(spec, Task::Accompaniment, None, &device)?;
+    let sampling = loaded.defaults.piano_sampling();
+    let (mut pianists, mut written, mut pedalled) = (Vec::new(), Vec::new(), Vec::new());
+    let pedal_songs = load(&args.data, Split::Test, args.limit)?.0;
+    for p in data.test.pieces.iter().filter(|p| p.has_accompaniment()) {
+        let Some(song) = pedal_songs
+            .iter()
+            .find(|s| p.name == format!("pop909/{:03}", s.id))
+        else {
+            continue;
+        };
+        let (roll, _) = pollster::block_on(sample_with_lanes(
+            &loaded.model,
+            p,
+            &p.sheet.labels,
+            sampling,
+            &device,
+        ))
+        .map_err(|e| format!("{}: {e}", p.name))?;
+        let (grid, range) = (&p.sheet.grid, p.range.clone());
+        let mut full = PianoRoll::new(grid.num_steps());
+        for t in 0..roll.num_steps.min(range.len()) {
+            for pitch in 0..PITCHES {
+                let (on, sus) = (roll.onset(t, pitch), roll.sustain(t, pitch));
+                if on || sus {
+                    full.set(range.start + t, pitch, on, sus, 1);
+                }
+            }
+        }
+        let notes: Vec<(u8, u64, u64)> = full
+            .to_notes(grid, 0, 80)
+            .iter()
+            .map(|n| (n.pitch, n.start, n.end))
+            .collect();
+        if notes.is_empty() {
+            continue;
+        }
+        let steps = Steps::new(grid, &p.sheet.labels, &full, &p.sheet.rolls.melody);
+        let events = model.pedal(&steps, grid, range.clone());
+        let (from, to) = (grid.tick_at(range.start), grid.tick_at(range.end));
+        let theirs: Vec<(u8, u64, u64)> = song
+            .notes
+            .iter()
+            .copied()
+            .filter(|n| n.1 >= from && n.1 < to)
+            .collect();
+        pianists.push(pianoformer::eval::pedal::sounding_beats(
+            grid,
+            &theirs,
+            &song.pianist,
+        ));
+        written.push(pianoformer::eval::pedal::sounding_beats(grid, &notes, &[]));
+        pedalled.push(pianoformer::eval::pedal::sounding_beats(
+            grid, &notes, &events,
+        ));
+    }
+    let (p, w, l) = (median(pianists.clone()), median(written), median(pedalled));
+    println!(
+        "The piano {} wrote for {} test songs (their annotated spans): notes sound a median {w:.2} beats as written, {l:.2} under the learnt pedal; the pianists' {p:.2} under theirs ({:+.0} %)",
+        loaded.source,
+        pianists.len(),
+        100.0 * (l / p - 1.0)
+    );
+    Ok(
+        json!({ "model": loaded.source, "songs": pianists.len(), "written_beats": w, "learnt_beats": l, "pianists_beats": p }),
+    )
+}
+
+/// The press threshold with the best mean F1 on `songs`, then the down threshold whose share
+/// of time down is nearest the pianists'; each tried value's figures.
+fn choose(model: &mut PedalModel, songs: &[PedalSong]) -> Vec<Value> {
+    let scores: Vec<Vec<(f64, f64)>> = songs.iter().map(|s| model.scores(&s.steps)).collect();
+    let mut tried = Vec::new();
+    let (mut best_f1, mut best_press) = (-1.0, model.press_threshold);
+    for k in 1..=16 {
+        model.press_threshold = f64::from(k) * 0.04;
+        let f1 = songs
+            .iter()
+            .zip(&scores)
+            .filter_map(|(s, sc)| {
+                let end = s.grid.tick_at(s.range.end);
+                let wanted: Vec<usize> = press_steps(&s.grid, &s.pianist, end)
+                    .into_iter()
+                    .filter(|t| s.range.contains(t))
+                    .collect();
+                press_f1(&model.presses(sc, s.range.clone()), &wanted, 2).map(|f| f.2)
+            })
+            .sum::<f64>()
+            / songs.len().max(1) as f64;
+        tried.push(json!({ "press_threshold": model.press_threshold, "f1": f1 }));
+        if f1 > best_f1 {
+            (best_f1, best_press) = (f1, model.press_threshold);
+        }
+    }
+    model.press_threshold = best_press;
+    let pianists: Vec<Scored> = songs.iter().map(|s| s.score(&s.pianist)).collect();
+    let (mut best_off, mut best_down) = (f64::INFINITY, model.down_threshold);
+    for k in 0..=12 {
+        model.down_threshold = f64::from(k) * 0.05;
+        let scored: Vec<Scored> = songs.iter().map(|s| s.score(&s.learnt(model))).collect();
+        let p = panel(&scored, &pianists);
+        tried.push(json!({
+            "press_threshold": model.press_threshold,
+            "down_threshold": model.down_threshold,
+            "panel": p,
+        }));
+        if p.share_off < best_off {
+            (best_off, best_down) = (p.share_off, model.down_threshold);
+        }
+    }
+    model.down_threshold = best_down;
+    tried
+}
+
+/// The two scores fitted on the training songs with `context` steps either side.
+fn fitted(train: &[PedalSong], context: usize, lambda: f64) -> Result<PedalModel, String> {
+    let mut fit = Fit::new(context);
+    for s in train {
+        let (press, down) = pianist_steps(&s.grid, &s.pianist, s.grid.tick_at(s.range.end));
+        fit.add(&s.steps, s.range.clone(), &press, &down);
+    }
+    fit.solve(lambda)
+}
+
+pub fn run(args: Args) -> Result<(), String> {
+    if args.contexts.is_empty() || args.contexts.iter().any(|&c| c > 8) {
+        return Err("--contexts takes 0 to 8 steps, at least one".into());
+    }
+    let split = |s: Split| -> Result<Vec<PedalSong>, String> {
+        let (songs, none) = load(&args.data, s, args.limit)?;
+        eprintln!(
+            "{s:?}: {} songs pedalled, {none} without the pianist's pedal",
+            songs.len()
+        );
+        Ok(songs)
+    };
+    let (train, valid) = (split(Split::Train)?, split(Split::Validation)?);
+    let mut candidates = Vec::new();
+    for &context in &args.contexts {
+        let mut model = fitted(&train, context, args.lambda)?;
+        let tried = choose(&mut model, &valid);
+        let (_, _, learnt) = panels(&valid, Some(&model));
+        let learnt = learnt.expect("a model was given");
+        println!(
+            "{}",
+            line(&format!("validation, context {context}"), &learnt)
+        );
+        candidates.push((model, learnt, tried));
+    }
+    drop(train);
+    // The smallest model within 0.005 F1 of the best: bigger must pay to be chosen.
+    let best = candidates.iter().map(|c| c.1.f1).fold(f64::MIN, f64::max);
+    let chosen = candidates
+        .iter()
+        .position(|c| c.1.f1 >= best - 0.005)
+        .expect("one candidate is the best");
+    let validation: Vec<Value> = candidates
+        .iter()
+        .map(|(m, p, tried)| json!({ "context": m.context, "panel": p, "tried": tried }))
+        .collect();
+    let model = candidates.swap_remove(chosen).0;
+    println!(
+        "chosen: context {} (press threshold {:.2}, down threshold {:.2})",
+        model.context, model.press_threshold, model.down_threshold
+    );
+    let test = split(Split::Test)?;
+    let (pianists, rule, learnt) = panels(&test, Some(&model));
+    let learnt = learnt.expect("a model was given");
+    println!(
+        "Test songs ({}), presses within an eighth of the pianist's:",
+        test.len()
+    );
+    for (name, p) in [
+        ("pianists", &pianists),
+        ("rule: every chord change", &rule),
+        ("learnt", &learnt),
+    ] {
+        println!("{}", line(name, p));
+    }
+    let written = median(test.iter().map(|s| s.written_beats()).collect());
+    println!("written (no pedal): sounding {written:.2} beats");
+    let accompaniment = match args.accompaniment.as_str() {
+        "none" => Value::Null,
+        spec => written_lengths(&model, spec, &args)?,
+    };
+    let bytes = serde_json::to_vec_pretty(&model).expect("the model serialises");
+    std::fs::write(&args.out, &bytes)
+        .map_err(|e| format!("cannot write {}: {e}", args.out.display()))?;
+    println!("the model is in {}", args.out.display());
+    let metrics = json!({
+        "test": { "learnt": learnt, "rule": rule, "pianists": pianists, "written_beats": written },
+        "test_written": accompaniment,
+        "validation": validation,
+        "rule": "press threshold: best mean press F1 (within an eighth) on validation; down threshold: share of time down nearest the pianists'; context: the smallest within 0.005 F1 of the best",
+    });
+    if args.manifest != "none" {
+        write_manifest(Path::new(&args.manifest), &args, &bytes, metrics)?;
+        println!("its entry is in {}", args.manifest);
+    }
+    Ok(())
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
+
+fn write_manifest(path: &Path, args: &Args, bytes: &[u8], metrics: Value) -> Result<(), String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut manifest = Manifest::parse(&text).map_err(|e| e.to_string())?;
+    let file = args
+        .out
+        .file_name()
+        .map(|f| f.to_string_lossy().to_string())
+        .ok_or("--out names no file")?;
+    let contexts: Vec<String> = args.contexts.iter().map(|n| n.to_string()).collect();
+    manifest.pedal = Some(DynamicsEntry {
+        name: "pedal".into(),
+        file,
+        description: "The sustain pedal for the piano the models write: two least-squares scores over 23 \
+                      features of each sixteenth (the chord lane's changes, bar lines and beats, the piano's \
+                      onsets and bass, rests, the phrase), press where the first peaks, hold while the second \
+                      holds, learnt from the POP909 pianists"
+            .into(),
+        bytes: bytes.len(),
+        sha256: pianoformer::model::sha256_hex(bytes),
+        training: json!({
+            "command": format!(
+                "pianoformer pedal --data {} --out {} --lambda {} --contexts {}",
+                args.data.display(), args.out.display(), args.lambda, contexts.join(",")
+            ),
+            "split": "POP909 songs with id % 10 not in {0, 5} (0: test, 5: validation), their PIANO tracks' controller 64",
+        }),
+        metrics,
+    });
+    let out = serde_json::to_string_pretty(&manifest).expect("a manifest serialises") + "\n";
+    std::fs::write(path, out).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// `eval --task pedal`: the shipped (or given) pedal model scored on the test songs, with the
+/// pianists and the rule beside it.
+pub fn eval(data: &Path, model: &Path, limit: Option<usize>) -> Result<(), String> {
+    let text = std::fs::read_to_string(model)
+        .map_err(|e| format!("cannot read the pedal model {}: {e}", model.display()))?;
+    let model = PedalModel::from_json(&text)?;
+    let (test, none) = load(data, Split::Test, limit)?;
+    let (pianists, rule, learnt) = panels(&test, Some(&model));
+    println!(
+        "Test songs ({} pedalled, {none} without the pianist's pedal), presses within an eighth of the pianist's:",
+        test.len()
+    );
+    for (name, p) in [("pianists", &pianists), ("rule: every chord change", &rule)] {
+        println!("{}", line(name, p));
+    }
+    println!("{}", line("learnt", &learnt.expect("a model was given")));
+    Ok(())
+}

@@ -1,0 +1,93 @@
+use super::*;
+use crate::music::chords::Chord;
+use crate::music::fixtures;
+use crate::music::phrases::Segment;
+
+/// The fixture song (I–V–vi–IV a bar, block chords twice a bar) on its grid: the grid, the
+/// lanes (the progression, one 8-bar phrase) and the piano and melody rolls.
+fn fixture() -> (Grid, StepLabels, PianoRoll, PianoRoll) {
+    let song = fixtures::song(0, 8);
+    let grid = Grid::for_song(&song, 4);
+    let roll = |i: usize| PianoRoll::from_notes(&song.tracks[i].notes, &grid);
+    let (melody, piano) = (roll(0), roll(1));
+    let names = ["C", "G", "Am", "F"];
+    let beats: Vec<Option<Chord>> = (0..grid.num_beats())
+        .map(|b| Chord::parse_any(names[(b / 4) % 4]).unwrap())
+        .collect();
+    let phrases = [Segment {
+        start_bar: 0,
+        bars: 8,
+        letter: 'A',
+    }];
+    let labels = StepLabels::new(&grid, &melody, &beats, &phrases);
+    (grid, labels, piano, melody)
+}
+
+#[test]
+fn presses_are_matched_once_within_the_tolerance() {
+    assert_eq!(press_f1(&[], &[], 2), None);
+    let (p, r, f) = press_f1(&[0, 10, 21, 40], &[1, 11, 12, 24], 2).unwrap();
+    // 0↔1, 10↔11; 21 is 3 from 24 (too far) and 12 is taken by nobody.
+    assert!((p - 0.5).abs() < 1e-9 && (r - 0.5).abs() < 1e-9 && (f - 0.5).abs() < 1e-9);
+    // One press cannot answer two of the pianist's.
+    let (_, r, _) = press_f1(&[5], &[4, 6], 2).unwrap();
+    assert!((r - 0.5).abs() < 1e-9);
+    assert_eq!(press_f1(&[3], &[], 2).unwrap().2, 0.0);
+}
+
+#[test]
+fn the_rule_changes_the_pedal_at_every_chord_change() {
+    let (grid, labels, ..) = fixture();
+    let events = chord_change_rule(&grid, &labels, 0..grid.num_steps());
+    let presses = press_steps(&grid, &events, u64::MAX);
+    assert_eq!(presses, (0..8).map(|b| b * 16).collect::<Vec<_>>());
+    // Lifted at the change, pressed a 64th later; lifted at the end.
+    assert_eq!(
+        &events[..4],
+        &[(0, 64, 127), (1920, 64, 0), (1950, 64, 127), (3840, 64, 0)]
+    );
+    assert_eq!(
+        events.last(),
+        Some(&(grid.tick_at(grid.num_steps()), 64, 0))
+    );
+}
+
+/// A pianist who changes the pedal at every bar's chord and lifts in the last bar: the fit
+/// learns to press where the pianist did, and holds the pedal down as long.
+#[test]
+fn a_fitted_pedal_presses_where_the_pianist_did() {
+    let (grid, labels, piano, melody) = fixture();
+    let n = grid.num_steps();
+    let mut pianist = chord_change_rule(&grid, &labels, 0..7 * 16);
+    pianist.retain(|e| e.0 < grid.tick_at(7 * 16)); // up over the last bar
+    pianist.push((grid.tick_at(7 * 16), 64, 0));
+    let (press, down) = pianist_steps(&grid, &pianist, grid.tick_at(n));
+    assert_eq!(press.iter().filter(|&&p| p).count(), 7);
+    let steps = Steps::new(&grid, &labels, &piano, &melody);
+    assert_eq!(steps.len(), n);
+    for context in [0, 1] {
+        let mut fit = Fit::new(context);
+        fit.add(&steps, 0..n, &press, &down);
+        let model = fit.solve(1e-3).unwrap();
+        let back = PedalModel::from_json(&serde_json::to_string(&model).unwrap()).unwrap();
+        let events = model.pedal(&steps, &grid, 0..n);
+        assert_eq!(
+            back.pedal(&steps, &grid, 0..n),
+            events,
+            "the shipped JSON plays the same"
+        );
+        let found = press_steps(&grid, &events, grid.tick_at(n));
+        let wanted = press_steps(&grid, &pianist, grid.tick_at(n));
+        let (_, _, f1) = press_f1(&found, &wanted, 2).unwrap();
+        assert!(
+            f1 > 0.9,
+            "context {context}: F1 {f1}, {found:?} against {wanted:?}"
+        );
+    }
+    let bad = r#"{"features":["bias"],"context":0,"press":[1],"down":[1],"press_threshold":0.5,"down_threshold":0.5}"#;
+    assert!(
+        PedalModel::from_json(bad)
+            .unwrap_err()
+            .contains("fit it again")
+    );
+}
