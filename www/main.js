@@ -15,7 +15,7 @@
 // generation-plan.js, labels.js and roll-geometry.js. None does anything when it is imported
 // beyond making its own view objects: everything starts from start() below.
 import { $, status, t0, params, preference, setState, showError, notice } from './page.js';
-import { store, forgetLoaded, setPiece } from './page-store.js';
+import { store, forgetLoaded } from './page-store.js';
 import { withPageMarks } from './piece.js';
 import { call, drill, startWorker, setWorkerHandlers, workerBackend } from './worker-client.js';
 import { showBackend, showCheck, showCached, showRace, keepOffline } from './backend-card.js';

@@ -65,6 +65,12 @@ function trackNotes(piece, track) {
     .sort();
 }
 
+/** The pedal events of track `track` once the piece is written as MIDI and read back. */
+function trackPedal(piece, track) {
+  const back = JSON.parse(wasm.readMidi(wasm.writeMidi(JSON.stringify(piece)), 'back.mid'));
+  return back.tracks.filter((t) => t.name === track).flatMap((t) => t.pedal ?? []);
+}
+
 /** `generate` on `file` for `task` with the page's defaults (and `args`); its piece. */
 function cli(file, task, args = []) {
   const out = join(dir, `out-${task}.mid`);
@@ -160,7 +166,10 @@ test('the page and the CLI write the same notes', { skip: missing ?? false, time
         const [a, b] = [trackNotes(shown, track), trackNotes(made, track)];
         assert.ok(a.length > 0, `${name} ${task}: the page wrote notes`);
         assert.deepEqual(a, b, `${name} ${task}: the page's ${a.length} notes and the CLI's ${b.length}`);
-        console.log(`${name} ${task}: the same ${a.length} notes from the page and the CLI`);
+        // The written piano's learnt sustain pedal too (both read the manifest's pedal model).
+        const [pa, pb] = [trackPedal(shown, track), trackPedal(made, track)];
+        assert.deepEqual(pa, pb, `${name} ${task}: the page's ${pa.length} pedal events and the CLI's ${pb.length}`);
+        console.log(`${name} ${task}: the same ${a.length} notes and ${pa.length} pedal events from the page and the CLI`);
         await undone(page);
       }
     }

@@ -2,7 +2,8 @@
 // project's own MIDI writer) opens with its pedal kept, exports with the same controller 64
 // events, and the sampler's offline render (the WAV export's) keeps a note sounding after its
 // release while the pedal is down and stops it at the lift — measured on the rendered
-// samples, against the same piece with the pedal off. Needs pkg/ (make wasm), the samples
+// samples, against the same piece with the pedal off. In the pedal lane a drag draws a span
+// and a click lifts it, each one Undo. Needs pkg/ (make wasm), the samples
 // (make samples) and Chromium (make setup).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -74,6 +75,24 @@ test('a pedalled file keeps its pedal, exports it, and the WAV holds notes until
     assert.ok(off.held < 0.01 * off.attack, `without the pedal the damper stops it: ${off.held}`);
     assert.ok(on.lifted < 0.01 * on.attack, `the lift at 1 s stops it: ${on.lifted}`);
     assert.ok(on.later > 0.01 && Math.abs(on.later - off.later) < 0.2 * off.later, 'the unpedalled G4 sounds the same');
+    // The pedal lane: with Edit notes on, a drag over bar 2's first two beats draws a span on
+    // the piano, a click on it lifts it again, and each is one Undo.
+    if ((await page.getAttribute('#edit-notes', 'aria-pressed')) !== 'true') await page.click('#edit-notes');
+    const point = (tick) => page.evaluate((t) => window.pianoformer.pedalPoint(t), tick);
+    const pedalOf = () => page.evaluate(() => window.pianoformer.piece.tracks.find((t) => t.name === 'PIANO').pedal);
+    const [a, b] = [await point(1920), await point(2880)];
+    await page.mouse.move(a.x, a.y);
+    await page.mouse.down();
+    await page.mouse.move(b.x, b.y, { steps: 5 });
+    await page.mouse.up();
+    assert.deepEqual(await pedalOf(), [...PEDALLED.tracks[1].pedal, [1920, 64, 127], [2880, 64, 0]], 'a span drawn');
+    const c = await point(2400);
+    await page.mouse.click(c.x, c.y);
+    assert.deepEqual(await pedalOf(), PEDALLED.tracks[1].pedal, 'a click on it lifts it');
+    await page.click('#undo');
+    assert.deepEqual(await pedalOf(), [...PEDALLED.tracks[1].pedal, [1920, 64, 127], [2880, 64, 0]], 'Undo brings the span back');
+    await page.click('#undo');
+    assert.deepEqual(await pedalOf(), PEDALLED.tracks[1].pedal, 'and a second Undo takes the drawing back');
   } finally {
     await browser.close();
   }

@@ -4,11 +4,12 @@
 //! down here" — read what pedalling follows: the chord lane's changes (and the steps around
 //! them), bar lines and beats, the piano's onsets, its bass and whether its bass moves, what is
 //! new in its pitch classes, rests of the piano and of the melody, the phrase's first step and
-//! last bar, and how long since the last chord change. With `context` the features of the
+//! last bar, how long since the last chord change, and four products of those (a chord change
+//! on a bar line or with a bass onset, a bass onset on a bar line, a moving bass on a beat). With `context` the features of the
 //! steps around are read as well (a bigger model, to show whether it pays).
 //!
-//! Played back ([`PedalModel::pedal`]): a press at each step whose press score is a local
-//! peak above its threshold (the pedal lifted there first, then pressed a 64th later, as
+//! Played back ([`PedalModel::pedal`]): a press at each step whose press score is the peak
+//! within an eighth either side and above its threshold (the pedal lifted there first, then pressed a 64th later, as
 //! pianists change it); between presses the pedal stays down while the down score holds
 //! above its threshold, and lifts at the first step it does not. Both thresholds are chosen
 //! on validation songs (`pianoformer pedal`), not here.
@@ -22,7 +23,7 @@ use super::super::roll::{PITCHES, PianoRoll};
 use super::down_spans;
 
 /// The features of a step, in order (the fitted weights follow it, per context step).
-pub const FEATURES: [&str; 23] = [
+pub const FEATURES: [&str; 27] = [
     "bias",
     "the chord changes here",
     "the chord changes a step later",
@@ -46,6 +47,10 @@ pub const FEATURES: [&str; 23] = [
     "steps since the last bass onset (÷16, at most 1)",
     "the bar's piano onsets (÷16)",
     "share of the sounding piano notes that are tones of the chord",
+    "the chord changes here, on a bar line",
+    "the chord changes here, with a bass onset",
+    "a bass onset on a bar line",
+    "the bass pitch changes here, on a beat",
 ];
 const D: usize = FEATURES.len();
 
@@ -148,6 +153,7 @@ impl Steps {
             };
             let phrase = labels.phrase.get(s).copied().flatten();
             let flag = |b: bool| f64::from(u8::from(b));
+            let on_beat = at % spb == 0;
             rows.push([
                 1.0,
                 flag(changes(0)),
@@ -172,6 +178,10 @@ impl Steps {
                 ((s - last_bass) as f64 / 16.0).min(1.0),
                 bar_onsets[bar] as f64 / 16.0,
                 tones,
+                flag(changes(0) && at == 0),
+                flag(changes(0) && bass_here.is_some()),
+                flag(bass_here.is_some() && at == 0),
+                flag(bass_moves && on_beat),
             ]);
         }
         Self { rows }
@@ -300,6 +310,10 @@ impl Fit {
     }
 }
 
+/// A press is the highest press score within this many steps either side: an eighth at
+/// sixteenth steps (pianists do not change the pedal twice within one).
+pub const PEAK: usize = 2;
+
 /// Ticks between the lift and the new press of a change: a quarter of a step (a 64th note at
 /// sixteenth steps), so that the press stays on its step.
 fn change_lag(grid: &Grid, s: usize) -> u64 {
@@ -333,16 +347,16 @@ impl PedalModel {
             .collect()
     }
 
-    /// The steps of `range` where a press starts: local peaks of the press score at or above
-    /// its threshold.
+    /// The steps of `range` where a press starts: peaks of the press score at or above its
+    /// threshold, each the highest within [`PEAK`] steps either side (the earliest of equals).
     pub fn presses(&self, scores: &[(f64, f64)], range: std::ops::Range<usize>) -> Vec<usize> {
         let end = range.end.min(scores.len());
         (range.start..end)
             .filter(|&s| {
                 let p = scores[s].0;
                 p >= self.press_threshold
-                    && (s == 0 || scores[s - 1].0 < p)
-                    && scores.get(s + 1).is_none_or(|n| n.0 <= p)
+                    && (s.saturating_sub(PEAK)..s).all(|t| scores[t].0 < p)
+                    && (s + 1..(s + 1 + PEAK).min(scores.len())).all(|t| scores[t].0 <= p)
             })
             .collect()
     }
