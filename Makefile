@@ -82,6 +82,8 @@ CLIPPY_BUILD := RUSTC_WORKSPACE_WRAPPER="$$(command -v clippy-driver)" CLIPPY_AR
 lint:
 	cargo fmt --check
 	python3 tools/deps.py
+	@# Every page module parses as a module (a duplicate import fails here, not in the browser).
+	for f in www/*.js sw.js; do node --check --input-type=module < "$$f" || { echo "$$f does not parse"; exit 1; }; done
 	$(CLIPPY_BUILD) cargo test --no-run
 
 # The page's JavaScript modules (share links, storage, audio, roll maths) under Node.
