@@ -97,3 +97,30 @@ test('a pedalled file keeps its pedal, exports it, and the WAV holds notes until
     await browser.close();
   }
 });
+
+test('Pedal these bars pedals the selected bars with the learnt pedal, one Undo', async () => {
+  // The page's bundled example (two bars), its piano unpedalled.
+  const piece = JSON.parse(wasm.readMidi(new Uint8Array(wasm.exampleMidi()), 'example.mid'));
+  for (const t of piece.tracks) if (t.role === 'piano') t.pedal = [];
+  const { browser, page, log } = await launch({ webgpu: false, url: base });
+  try {
+    await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 240_000 });
+    await dropFile(page, wasm.writeMidi(JSON.stringify(piece)), 'example.mid');
+    await page.focus('canvas[aria-label^="Chord lane"]');
+    await page.keyboard.press('Home');
+    await page.keyboard.press('Shift+ArrowRight');
+    await page.waitForFunction(() => !document.getElementById('repedal').disabled, null, { timeout: 60_000 });
+    await page.click('#repedal');
+    await page.waitForFunction(() => /Pedalled|could not/.test(document.getElementById('gen-status').textContent), null, { timeout: 60_000 });
+    assert.match(await page.textContent('#gen-status'), /Pedalled bars 1–2/, log.join('\n'));
+    const pedal = () => page.evaluate(() => window.pianoformer.piece.tracks.find((t) => t.role === 'piano').pedal ?? []);
+    const events = await pedal();
+    // Pressed and lifted again within the two bars selected (the example's whole 2 bars of 4/4).
+    assert.ok(events.length >= 2 && events.every((e) => e[0] <= 2 * 1920), JSON.stringify(events));
+    assert.deepEqual(events.at(-1).slice(1), [64, 0], 'lifted at the end');
+    await page.click('#undo');
+    assert.deepEqual(await pedal(), [], 'Undo takes it back');
+  } finally {
+    await browser.close();
+  }
+});
