@@ -75,6 +75,22 @@ pub struct PieceTrack {
     pub pedal: Vec<PiecePedal>,
 }
 
+impl PieceTrack {
+    /// The track's notes as MIDI notes on `channel`, each made possible (pitch and velocity in
+    /// range, at least a tick long).
+    pub fn midi_notes(&self, channel: u8) -> impl Iterator<Item = Note> + '_ {
+        self.notes
+            .iter()
+            .map(move |&(pitch, start, end, velocity)| Note {
+                pitch: pitch.min(127),
+                velocity: velocity.clamp(1, 127),
+                start,
+                end: end.max(start + 1),
+                channel,
+            })
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Piece {
@@ -356,14 +372,7 @@ impl Piece {
             self.tracks
                 .iter()
                 .filter(move |t| t.role == role)
-                .flat_map(|t| t.notes.iter())
-                .map(|&(pitch, start, end, velocity)| Note {
-                    pitch: pitch.min(127),
-                    velocity: velocity.clamp(1, 127),
-                    start,
-                    end: end.max(start + 1),
-                    channel: Role::Piano.channel(),
-                })
+                .flat_map(|t| t.midi_notes(Role::Piano.channel()))
                 .collect::<Vec<_>>()
         };
         let generated = of(TrackRole::Generated);
@@ -418,17 +427,7 @@ impl Piece {
                     TrackRole::Generated => 3,
                     TrackRole::Other => 4,
                 });
-                let mut notes: Vec<Note> = t
-                    .notes
-                    .iter()
-                    .map(|&(pitch, start, end, velocity)| Note {
-                        pitch: pitch.min(127),
-                        velocity: velocity.clamp(1, 127),
-                        start,
-                        end: end.max(start + 1),
-                        channel: channel.min(15),
-                    })
-                    .collect();
+                let mut notes: Vec<Note> = t.midi_notes(channel.min(15)).collect();
                 notes.sort_by_key(|n| (n.start, n.pitch));
                 Track {
                     pedal: t

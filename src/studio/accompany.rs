@@ -380,6 +380,18 @@ pub fn repedal(
                 "there is no piano part to pedal: accompany the melody first".into(),
             )
         })?;
+    pedal_track(piece, index, [from, to], model)
+}
+
+/// `piece` with track `index`'s sustain pedal over bars `[from, to)` (from 0; `to` past the
+/// end stops at it) written by `model` from the track's notes and the lanes, the rest of its
+/// pedal kept.
+pub fn pedal_track(
+    piece: &Piece,
+    index: usize,
+    [from, to]: [usize; 2],
+    model: &crate::music::pedal::model::PedalModel,
+) -> Result<Piece, GenerateError> {
     let input = piece_input(piece, piece.grid(|_| true), false)?;
     let grid = &input.sheet.grid;
     let bars = grid.num_bars();
@@ -391,7 +403,8 @@ pub fn repedal(
         )));
     }
     let region = grid.bar_steps(from).start..grid.bar_steps(to.min(bars) - 1).end;
-    let roll = PianoRoll::from_notes(&roll_track_notes(&piece.tracks[index]), grid);
+    let notes: Vec<Note> = piece.tracks[index].midi_notes(0).collect();
+    let roll = PianoRoll::from_notes(&notes, grid);
     let steps = Steps::new(grid, &input.sheet.labels, &roll, &input.sheet.rolls.melody);
     let new = model.pedal(&steps, grid, region.clone());
     let mut out = piece.clone();
@@ -403,21 +416,6 @@ pub fn repedal(
         grid.tick_at(region.end),
     );
     Ok(out)
-}
-
-/// A piece track's notes as MIDI notes (for a roll of them).
-fn roll_track_notes(track: &PieceTrack) -> Vec<Note> {
-    track
-        .notes
-        .iter()
-        .map(|&(pitch, start, end, velocity)| Note {
-            pitch: pitch.min(127),
-            velocity: velocity.clamp(1, 127),
-            start,
-            end: end.max(start + 1),
-            channel: 0,
-        })
-        .collect()
 }
 
 /// The sustain pedal of the written piano `roll`: the replaced piano's (the generated track's,

@@ -310,6 +310,18 @@ impl Fit {
     }
 }
 
+/// A press at step `s`: when the pedal is `down`, a change (lifted at the step, pressed again a
+/// 64th later), else a press at the step.
+fn press_at(events: &mut Vec<(u64, u8, u8)>, grid: &Grid, s: usize, down: bool) {
+    let tick = grid.tick_at(s);
+    if down {
+        events.push((tick, SUSTAIN, 0));
+        events.push((tick + change_lag(grid, s), SUSTAIN, 127));
+    } else {
+        events.push((tick, SUSTAIN, 127));
+    }
+}
+
 /// A press is the highest press score within this many steps either side: an eighth at
 /// sixteenth steps (pianists do not change the pedal twice within one).
 pub const PEAK: usize = 2;
@@ -376,15 +388,7 @@ impl PedalModel {
         let mut events = Vec::new();
         let mut down = false;
         for (i, &s) in presses.iter().enumerate() {
-            let tick = grid.tick_at(s);
-            if down {
-                events.push((tick, SUSTAIN, 0));
-            }
-            events.push((
-                tick + if down { change_lag(grid, s) } else { 0 },
-                SUSTAIN,
-                127,
-            ));
+            press_at(&mut events, grid, s, down);
             down = true;
             let next = presses.get(i + 1).copied().unwrap_or(end);
             if let Some(t) = (s + 1..next).find(|&t| scores[t].1 < self.down_threshold) {
@@ -413,15 +417,7 @@ pub fn chord_change_rule(
     for s in range.start..end {
         let first = s == range.start && labels.chord[s].is_some();
         if first || chord_changes(labels, s) {
-            let tick = grid.tick_at(s);
-            if down {
-                events.push((tick, SUSTAIN, 0));
-            }
-            events.push((
-                tick + if down { change_lag(grid, s) } else { 0 },
-                SUSTAIN,
-                127,
-            ));
+            press_at(&mut events, grid, s, down);
             down = true;
         }
     }
