@@ -97,8 +97,8 @@ pub struct Options {
     /// Session's or the CLI's, never read from JSON); without one every note has one velocity.
     #[serde(skip)]
     pub dynamics: Option<std::rc::Rc<crate::music::dynamics::Dynamics>>,
-    /// Accompaniment: the sustain pedal of the bars written ([`PedalMode`]; learnt by
-    /// default).
+    /// Accompaniment and continuation: the sustain pedal of the bars written ([`PedalMode`];
+    /// learnt by default).
     pub pedal: PedalMode,
     /// The learnt pedal (the Session's or the CLI's, never read from JSON); without one a
     /// learnt pedal writes none.

@@ -94,7 +94,7 @@ export async function generate({ entry = currentEntry(), comparing = false, regi
     const options = generateOptions(s, { task, region, context: contextOf(entry, store.manifest) });
     const from = writesFrom(before, task, ticks);
     const dynamics = task === 'accompaniment' && $('dynamics').checked ? await dynamicsText() : '';
-    const pedal = task === 'accompaniment' && options.pedal === 'learnt' ? await pedalText() : '';
+    const pedal = options.pedal === 'learnt' ? await pedalText() : '';
     $('gen-status').textContent = `Running ${entry.name} on ${status.backend?.kind === 'gpu' ? 'WebGPU' : 'the CPU'}…`;
     const result = await call(
       'generate',

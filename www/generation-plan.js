@@ -150,9 +150,10 @@ export function generateOptions(s, { task, region, context }) {
     textureEcho: accompaniment ? s.textureEcho ?? null : null,
     // A texture to play like (texture.js): a gallery entry or bars chosen; null: the song's own.
     texture: accompaniment ? textureOf(s) : null,
-    // The piano's sustain pedal over the bars written: 'learnt', 'played' or 'off' (settings
-    // saved before there was one: learnt, the engine's default).
-    ...(accompaniment ? { pedal: s.writtenPedal ?? 'learnt' } : {}),
+    // The piano's sustain pedal over the bars written (an accompaniment's piano, a
+    // continuation's new bars): 'learnt', 'played' or 'off' (settings saved before there was
+    // one: learnt, the engine's default).
+    ...(accompaniment || continuation ? { pedal: s.writtenPedal ?? 'learnt' } : {}),
     // A singer's range the field could not read is said before (generate.js); here: none.
     melodyRange: task === 'melody' && s.melodyRange ? pitchRange(s.melodyRange).range ?? null : null,
     density: task === 'melody' ? null : s.density ?? null,

@@ -2,6 +2,7 @@
 // each sixteenth of a take sounds, the figures of the live meter, and the take's piano put
 // into the piece.
 import { barEnd, setBarCount } from './piece.js';
+import { splicePedal } from './pedal.js';
 
 /**
  * The models a live take plays with: `{ model, harmonizer }` manifest entries. The piano is a
@@ -81,7 +82,8 @@ export function meterText(stats) {
  * `piece` (already holding the take's melody) with a take's live piano and chords: the piano's
  * notes from `result.fromTick` on replace the generated track's there (a new PIANO track when
  * there is none, in place of the pianist's, whose notes before the take it keeps), and each bar
- * whose chords were decided live gets them in the lane.
+ * whose chords were decided live gets them in the lane; the take's pedal (`result.pedal`) is
+ * spliced over its span.
  */
 export function withLivePiano(piece, result) {
   const next = structuredClone(piece);
@@ -89,9 +91,11 @@ export function withLivePiano(piece, result) {
   if (!track) {
     // The live piano takes the pianist's place, as a generated accompaniment does; the
     // pianist's notes before the take stay, in the new track.
-    const before = next.tracks.filter((t) => t.role === 'piano').flatMap((t) => t.notes);
+    const pianist = next.tracks.filter((t) => t.role === 'piano');
+    const before = pianist.flatMap((t) => t.notes);
+    const pedal = pianist.find((t) => t.pedal?.length)?.pedal ?? [];
     next.tracks = next.tracks.filter((t) => t.role !== 'piano');
-    track = { name: 'PIANO', role: 'generated', program: 0, notes: before };
+    track = { name: 'PIANO', role: 'generated', program: 0, notes: before, ...(pedal.length ? { pedal } : {}) };
     next.tracks.push(track);
   }
   // Before the take the piano is kept (cut where the take starts), after it too (from where
@@ -106,6 +110,12 @@ export function withLivePiano(piece, result) {
   track.notes = before
     .concat(result.piano.map((n) => [...n]), after)
     .sort((a, b) => a[1] - b[1] || a[0] - b[0]);
+  // The take's pedal over its span (learnt from what it played, or none); null: as it was.
+  if (Array.isArray(result.pedal)) {
+    const pedal = splicePedal(track.pedal ?? [], result.pedal, fromTick, endTick);
+    if (pedal.length) track.pedal = pedal;
+    else delete track.pedal;
+  }
   const end = Math.max(0, ...result.piano.map((n) => n[2]));
   while (barEnd(next, next.bars.length - 1) < end) setBarCount(next, next.bars.length + 1);
   result.cells.forEach((cell, i) => {

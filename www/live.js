@@ -9,7 +9,7 @@
 import { $, status } from './page.js';
 import { store } from './page-store.js';
 import { call } from './worker-client.js';
-import { currentEntry, ensureModel } from './model-loader.js';
+import { currentEntry, ensureModel, pedalText } from './model-loader.js';
 import { secondsAt, tickAtSeconds } from './piece.js';
 import { piano } from './sound.js';
 import { settings } from './settings.js';
@@ -55,7 +55,10 @@ export class LiveTake {
         pianoTemperature: model.name === s.model ? s.pianoTemperature : null,
         density: s.density ?? null,
         textureEcho: s.textureEcho ?? null,
+        pedal: s.writtenPedal ?? 'learnt',
       },
+      // The learnt pedal the take's piano is pedalled with when it stops ('': none).
+      pedal: (s.writtenPedal ?? 'learnt') === 'learnt' ? await pedalText() : '',
     });
     this.next = this.grid.fromStep;
     this.fromSeconds = secondsAt(this.piece, this.grid.fromTick);

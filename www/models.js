@@ -38,6 +38,8 @@ export function showModels(selected) {
   const pick = models.find((m) => m.name === selected) ?? models.find((m) => m.default) ?? models[0];
   if (pick) select.value = pick.name;
   for (const el of document.querySelectorAll('.acc-only')) el.hidden = task !== 'accompaniment';
+  // The written pedal: the piano an accompaniment writes, a continuation's new bars.
+  for (const el of document.querySelectorAll('.pedal-task')) el.hidden = !['accompaniment', 'continuation'].includes(task);
   // A melody is sampled as a continuation is: its temperature and echo (class mel-too) show;
   // the piano's and the continuation's density (class not-mel) does not apply to it; the
   // singer's range (mel-only) applies to it alone.

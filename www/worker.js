@@ -132,11 +132,12 @@ class Requests {
       // A live take (play-in.js, live.js): started on a piece, then asked for each sixteenth
       // shortly before it sounds with the keys played since, then stopped. Each reply carries
       // the time the Worker spent on it (`ms`).
-      liveStart: async ({ model, harmonizer, piece, options }) =>
+      liveStart: async ({ model, harmonizer, piece, options, pedal }) =>
         JSON.parse(
-          await this.on('page', 'live', (s) =>
-            s.liveStart(model, harmonizer ?? undefined, JSON.stringify(piece), JSON.stringify(options)),
-          ),
+          await this.on('page', 'live', (s) => {
+            s.setPedal(pedal ?? '');
+            return s.liveStart(model, harmonizer ?? undefined, JSON.stringify(piece), JSON.stringify(options));
+          }),
         ),
       liveStep: async ({ events, step }) => {
         const t = performance.now();

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use burn::tensor::Device;
 
 use super::family::{Generated, Run, Studio, Tokens, Written};
-use super::{CONTINUATION_TRACK, Options, Progress};
+use super::{CONTINUATION_TRACK, Options, PedalMode, Progress};
 use crate::generate::{
     GenerateError, Length, MapFeatures, continue_tokens, cut_prompt, prompt_tokens_with,
     watched_token_pass,
@@ -15,6 +15,7 @@ use crate::model::config::Task;
 use crate::model::performer::Performer;
 use crate::music::chords::Chord;
 use crate::music::midi::Note;
+use crate::music::pedal;
 use crate::music::piece::{Piece, PieceNote, PieceTrack, TrackRole};
 use crate::music::tokens::{self, Token};
 
@@ -77,6 +78,7 @@ impl Studio for Continue {
     {
         let options = Options {
             temperature: options.temperature.or(run.defaults.temperature),
+            pedal_model: run.pedal.cloned(),
             ..options.clone()
         };
         let written = continue_pieces(run.model, piece, &options, run.device, on_progress).await?;
@@ -327,6 +329,7 @@ where
     let mut all = prompt.clone();
     all.extend_from_slice(&added);
     let notes = keep(place(piece, &all, first_bar, &prompt_notes)?);
+    let notes_from = notes.iter().map(|n| n.1).min();
     let mut out = piece.clone();
     if let Some(t) = &ticks {
         for track in &mut out.tracks {
@@ -352,11 +355,44 @@ where
         }),
     }
     out.refresh();
+    let first_new = match &region {
+        Some((from, ..)) => Some(*from),
+        None => notes_from.map(|tick| out.bars.partition_point(|&t| t <= tick).saturating_sub(1)),
+    };
+    if let Some(from) = first_new {
+        out = pedal_written(out, from, options)?;
+    }
     Ok(Continued {
         piece: out,
         prompt,
         added,
     })
+}
+
+/// The continuation track's sustain pedal from bar `from` (from 0) to the end, as
+/// [`Options::pedal`] says: the learnt pedal of the notes written, none, or (as played) what
+/// the track had.
+fn pedal_written(out: Piece, from: usize, options: &Options) -> Result<Piece, GenerateError> {
+    let Some(index) = out
+        .tracks
+        .iter()
+        .position(|t| t.role == TrackRole::Generated && t.name == CONTINUATION_TRACK)
+    else {
+        return Ok(out);
+    };
+    match (options.pedal, &options.pedal_model) {
+        (PedalMode::Learnt, Some(model)) if from + 1 < out.bars.len() => {
+            super::accompany::pedal_track(&out, index, [from, usize::MAX], model)
+        }
+        (PedalMode::Off, _) => {
+            let mut out = out;
+            let at = out.bar_tick(from);
+            let track = &mut out.tracks[index];
+            track.pedal = pedal::splice(&track.pedal, &[], at, u64::MAX);
+            Ok(out)
+        }
+        _ => Ok(out),
+    }
 }
 
 /// The watched head's attention over the whole piece as a continuation model reads it (its

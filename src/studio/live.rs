@@ -7,13 +7,15 @@
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 
+use super::PedalMode;
 use super::accompany::{ModelPlay, kept_piano, roll_notes};
 use crate::generate::live::{Live, LiveChords, LiveStep};
 use crate::generate::piece_input_with;
 use crate::generate::texture::TextureEcho;
 use crate::generate::{GenerateError, PianoSampling};
 use crate::model::performer::Performer;
-use crate::music::piece::{Piece, PieceNote, chord_cell};
+use crate::music::pedal::model::{PedalModel, Steps};
+use crate::music::piece::{Piece, PieceNote, PiecePedal, chord_cell};
 
 /// How a take starts.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -33,6 +35,9 @@ pub struct LiveOptions {
     /// How strongly a phrase the lane repeats plays like its first occurrence (the Generate
     /// panel's Texture echo; `None`: 1 where the model has a lean; 0: not at all).
     pub texture_echo: Option<f32>,
+    /// The sustain pedal of the take's piano (the Generate panel's Pedal): learnt from its
+    /// notes when the take ends, none, or the piano part's as it was.
+    pub pedal: super::PedalMode,
 }
 
 impl Default for LiveOptions {
@@ -45,6 +50,7 @@ impl Default for LiveOptions {
             hold_temperature: None,
             density: None,
             texture_echo: None,
+            pedal: super::PedalMode::Learnt,
         }
     }
 }
@@ -76,6 +82,10 @@ pub struct LiveResult {
     pub piano: Vec<PieceNote>,
     pub from_bar: usize,
     pub cells: Vec<Option<String>>,
+    /// The sustain pedal over the take's span (`from_tick` to `end_tick`; the rest of the
+    /// piano part keeps its own): the learnt pedal of the piano it played, none (empty), or
+    /// `None` to keep the part's pedal as it was.
+    pub pedal: Option<Vec<PiecePedal>>,
 }
 
 /// Starts a take on `piece` with the step-by-step accompaniment `model` (its own sampling
@@ -203,9 +213,10 @@ pub async fn live_step(
     live.decide(model, chords, step, device).await
 }
 
-/// The take's result so far: the piano from its start to the last step decided, and the
-/// chords decided live.
-pub fn live_result(live: &Live) -> LiveResult {
+/// The take's result so far: the piano from its start to the last step decided, the chords
+/// decided live, and the sustain pedal over it as `pedal` says (learnt by `model`, from the
+/// piano played, the melody heard and the chords as decided).
+pub fn live_result(live: &Live, pedal: PedalMode, model: Option<&PedalModel>) -> LiveResult {
     let grid = &live.input.sheet.grid;
     let decided = live.decided();
     let from_tick = grid.tick_at(decided.start);
@@ -216,6 +227,15 @@ pub fn live_result(live: &Live) -> LiveResult {
             roll.set(t, p, false, false, 0);
         }
     }
+    let pedal = match (pedal, model) {
+        (PedalMode::Played, _) => None,
+        (PedalMode::Learnt, Some(model)) if !decided.is_empty() => {
+            let sheet = &live.input.sheet;
+            let steps = Steps::new(grid, &sheet.labels, &roll, &sheet.rolls.melody);
+            Some(model.pedal(&steps, grid, decided.clone()))
+        }
+        _ => Some(Vec::new()),
+    };
     // A note held into the take from before it is part of what the take played from its
     // start; the rest before the take stays the piece's.
     let piano = roll_notes(&roll, grid)
@@ -254,5 +274,6 @@ pub fn live_result(live: &Live) -> LiveResult {
         piano,
         from_bar,
         cells,
+        pedal,
     }
 }

@@ -506,7 +506,30 @@ fn a_live_take_on_a_piece_plays_into_room_after_it_and_writes_its_chords_back() 
         .map(|s| s.step)
         .collect();
     assert_eq!(decided, vec![112, 116, 120, 124, 128, 132, 136]);
-    let result = live_result(&live);
+    let result = live_result(&live, PedalMode::Learnt, None);
+    assert_eq!(
+        result.pedal,
+        Some(Vec::new()),
+        "no pedal model: none over the take"
+    );
+    assert_eq!(
+        live_result(&live, PedalMode::Played, None).pedal,
+        None,
+        "as it was"
+    );
+    let pedal = crate::music::pedal::model::PedalModel::from_json(include_str!(
+        "../../www/models/pedal.json"
+    ))
+    .unwrap();
+    let pedalled = live_result(&live, PedalMode::Learnt, Some(&pedal))
+        .pedal
+        .unwrap();
+    assert!(
+        pedalled
+            .iter()
+            .all(|e| (result.from_tick..=result.end_tick).contains(&e.0)),
+        "the learnt pedal lies over the take: {pedalled:?}"
+    );
     assert_eq!(result.from_tick, grid.from_tick);
     assert_eq!(result.from_bar, 6);
     assert!(
@@ -545,7 +568,12 @@ fn a_live_take_on_a_piece_plays_into_room_after_it_and_writes_its_chords_back() 
         &device,
     ))
     .unwrap();
-    assert!(live_result(&plain).cells.iter().all(Option::is_none));
+    assert!(
+        live_result(&plain, PedalMode::Off, None)
+            .cells
+            .iter()
+            .all(Option::is_none)
+    );
     // Out of range: said in words.
     let far = LiveOptions {
         from_bar: 40,
@@ -598,7 +626,7 @@ fn a_live_take_on_a_piece_plays_into_room_after_it_and_writes_its_chords_back() 
             &device,
         ))
         .unwrap();
-        live_result(&take).piano.len()
+        live_result(&take, PedalMode::Off, None).piano.len()
     };
     let (sparse, busy) = (onsets(0.25), onsets(4.0));
     assert!(busy > sparse, "density 4: {busy} notes, 0.25: {sparse}");
@@ -1093,4 +1121,85 @@ fn played(sampling: PianoSampling) -> ModelPlay {
         sampling,
         ..ModelPlay::default()
     }
+}
+
+/// A continuation's new bars get the learnt sustain pedal by default (the shipped model),
+/// none with the pedal off, and the prompt's bars keep what they had.
+#[test]
+fn a_continuations_new_bars_are_pedalled_as_asked() {
+    let device = Device::flex();
+    let model = tiny(Task::Continuation, 2, &device);
+    let pedal = crate::music::pedal::model::PedalModel::from_json(include_str!(
+        "../../www/models/pedal.json"
+    ))
+    .unwrap();
+    let mut piece = piece();
+    let bars = piece.bars.len();
+    let len = piece.bars[1] - piece.bars[0];
+    for k in 0..4 {
+        piece.bars.push(piece.bars[bars - 1] + len * (k + 1));
+        piece.chords.push(["C", "Am", "F", "G"][k as usize].into());
+    }
+    let run = |mode: PedalMode| {
+        let options = Options {
+            tokens: Some(240),
+            bars: Some(4),
+            seed: 3,
+            pedal: mode,
+            pedal_model: Some(std::rc::Rc::new(pedal.clone())),
+            ..Options::default()
+        };
+        pollster::block_on(continue_piece(
+            &model,
+            &piece,
+            &options,
+            &device,
+            |_| async { true },
+        ))
+        .unwrap()
+    };
+    let learnt = run(PedalMode::Learnt);
+    let track = learnt.tracks.last().unwrap();
+    assert_eq!(track.name, CONTINUATION_TRACK);
+    let first = track.notes.iter().map(|n| n.1).min().unwrap();
+    let bar = learnt.bars.partition_point(|&t| t <= first) - 1;
+    // The pedal is the learnt one of the notes written, over their bars ("Pedal these bars"
+    // on them gives the same), and nothing before them.
+    let mut dry = learnt.clone();
+    dry.tracks.last_mut().unwrap().pedal.clear();
+    let index = dry.tracks.len() - 1;
+    let again = accompany::pedal_track(&dry, index, [bar, usize::MAX], &pedal).unwrap();
+    assert_eq!(track.pedal, again.tracks[index].pedal);
+    assert!(
+        track.pedal.iter().all(|e| e.0 >= learnt.bars[bar]),
+        "only the bars written: {:?} from bar {bar}",
+        track.pedal
+    );
+    // A pianist's part over the same bars is pedalled (the untrained model's notes may give
+    // the pedal no reason to go down).
+    let played: Vec<_> = piece
+        .tracks
+        .iter()
+        .find(|t| t.role == TrackRole::Piano)
+        .unwrap()
+        .notes
+        .clone();
+    dry.tracks[index].notes = played;
+    let pianist = accompany::pedal_track(&dry, index, [0, usize::MAX], &pedal).unwrap();
+    assert!(!pianist.tracks[index].pedal.is_empty());
+    assert!(
+        piece
+            .tracks
+            .iter()
+            .zip(&learnt.tracks)
+            .all(|(a, b)| a.pedal == b.pedal),
+        "the prompt's tracks keep their pedal"
+    );
+    let off = run(PedalMode::Off);
+    assert!(off.tracks.last().unwrap().pedal.is_empty());
+    assert_eq!(
+        off.tracks.last().unwrap().notes,
+        track.notes,
+        "the same notes either way"
+    );
 }

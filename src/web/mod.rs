@@ -194,6 +194,8 @@ pub struct Session {
 /// A live take: its state and the models it plays with (the harmonizer with its decoding).
 struct LiveRun {
     live: Live,
+    /// The take's pedal (its options'), written when it stops.
+    pedal: studio::PedalMode,
     model: std::rc::Rc<Loaded>,
     harmonizer: Option<(std::rc::Rc<Loaded>, HarmonyDecode)>,
 }
@@ -435,6 +437,7 @@ impl Session {
         .map_err(to_js)?;
         *self.live.borrow_mut() = Some(LiveRun {
             live,
+            pedal: options.pedal,
             model,
             harmonizer,
         });
@@ -474,8 +477,9 @@ impl Session {
         serde_json::to_string(&view).map_err(to_js)
     }
 
-    /// Ends the live take: the piano from its start and the chords decided live
-    /// ([`studio::LiveResult`], JSON).
+    /// Ends the live take: the piano from its start, the chords decided live and the pedal
+    /// over the take (learnt with the pedal given to `setPedal`, unless the take's options
+    /// said otherwise) ([`studio::LiveResult`], JSON).
     #[wasm_bindgen(js_name = liveStop)]
     pub fn live_stop(&self) -> Result<String, JsError> {
         let run = self
@@ -483,7 +487,9 @@ impl Session {
             .borrow_mut()
             .take()
             .ok_or_else(|| JsError::new("no live take is running"))?;
-        serde_json::to_string(&studio::live_result(&run.live)).map_err(to_js)
+        let model = self.pedal.borrow().clone();
+        let result = studio::live_result(&run.live, run.pedal, model.as_deref());
+        serde_json::to_string(&result).map_err(to_js)
     }
 
     /// The watched head's attention over the piece's notes as they stand, without generating

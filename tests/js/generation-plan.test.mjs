@@ -106,7 +106,7 @@ test('the options sent to the Worker follow the settings', () => {
   };
   const cont = generateOptions(s, { task: 'continuation', region: [1, 2], context: 512 });
   assert.deepEqual(cont, {
-    seed: 7, threshold: null, pianoTemperature: null, region: [1, 2], temperature: 1.2, echo: 2, textureEcho: null, texture: null, melodyRange: null, density: 0.5,
+    seed: 7, threshold: null, pianoTemperature: null, region: [1, 2], temperature: 1.2, echo: 2, textureEcho: null, texture: null, pedal: 'learnt', melodyRange: null, density: 0.5,
     key: 0.5, tokens: 256, context: 512, bars: 8, alternatives: 3, watch: { layer: 1, head: 2 },
   });
   assert.equal(generateOptions({ ...s, alternatives: null }, { task: 'accompaniment', region: null, context: 512 }).alternatives,
@@ -120,6 +120,9 @@ test('the options sent to the Worker follow the settings', () => {
   assert.equal(acc.pedal, 'learnt', 'settings saved before there was a pedal: learnt');
   assert.equal(generateOptions({ ...s, writtenPedal: 'played' }, { task: 'accompaniment', region: null, context: 512 }).pedal,
     'played', "the pianist's pedal kept");
+  assert.equal(generateOptions({ ...s, writtenPedal: 'off' }, { task: 'continuation', region: null, context: 512 }).pedal,
+    'off', "a continuation's new bars are pedalled as asked");
+  assert.equal(generateOptions(s, { task: 'melody', region: null, context: 512 }).pedal, undefined, 'a melody has no pedal');
   const arpeggio = generateOptions({ ...s, texture: 'arpeggio' }, { task: 'accompaniment', region: null, context: 512 });
   assert.equal(arpeggio.texture.name, 'arpeggio', 'a gallery texture is sent whole');
   assert.ok(arpeggio.texture.notes.length > 0 && arpeggio.texture.bars.length === 4);

@@ -92,4 +92,14 @@ test("a take's piano replaces the generated piano from its start and its chords 
   const kept = withLivePiano(played, { ...result, piano: [[52, 1920, 2400, 72]], cells: [] });
   assert.deepEqual(kept.tracks.map((t) => t.role), ['melody', 'generated']);
   assert.deepEqual(kept.tracks[1].notes, [[40, 0, 960, 80], [52, 1920, 2400, 72]]);
+  // The take's pedal: spliced over its span, the pianist's around it kept (lifted at the take's
+  // start where it was still down, pressed again at its end); none asked for lifts it over the
+  // take; null keeps it as it was.
+  played.tracks[1].pedal = [[0, 64, 127]];
+  const pedalled = withLivePiano(played, { ...result, endTick: 3840, piano: [[52, 1920, 2400, 72]], cells: [], pedal: [[1930, 64, 127], [3000, 64, 0]] });
+  assert.deepEqual(pedalled.tracks[1].pedal, [[0, 64, 127], [1920, 64, 0], [1930, 64, 127], [3000, 64, 0], [3840, 64, 127]]);
+  const dry = withLivePiano(played, { ...result, endTick: 3840, piano: [], cells: [], pedal: [] });
+  assert.deepEqual(dry.tracks[1].pedal, [[0, 64, 127], [1920, 64, 0], [3840, 64, 127]]);
+  const asWas = withLivePiano(played, { ...result, endTick: 3840, piano: [], cells: [], pedal: null });
+  assert.deepEqual(asWas.tracks[1].pedal, [[0, 64, 127]]);
 });

@@ -88,9 +88,9 @@ pub struct Args {
     /// `none` (every note at one velocity).
     #[arg(long, default_value = "default")]
     pub dynamics: String,
-    /// Accompaniment: the sustain pedal of the bars written: `learnt` (the shipped pedal
-    /// model's), `played` (the file's pianist's, none for new bars), `none`, or a JSON file
-    /// written by `pianoformer pedal`. The MIDI file written carries it (controller 64).
+    /// Accompaniment and continuation: the sustain pedal of the bars written: `learnt` (the
+    /// shipped pedal model's), `played` (the file's pianist's, none for new bars), `none`, or
+    /// a JSON file written by `pianoformer pedal`. The MIDI file written carries it (controller 64).
     #[arg(long, default_value = "learnt")]
     pub pedal: String,
     /// Accompaniment: note threshold (default: the one chosen on validation data; a model
