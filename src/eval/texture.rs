@@ -16,7 +16,7 @@ use crate::data::example;
 use crate::generate::texture::{Answers, TextureEcho};
 use crate::generate::{BatchProgress, GenerateError, Given, PianoSampling, accompany_given};
 use crate::model::performer::Performer;
-use crate::music::labels::{PhraseLabel, StepLabels, detect_structure};
+use crate::music::labels::{PhraseLabel, StepLabels, detect_structure, first_occurrence};
 use crate::music::playing::{chord_tone_ratio, onsets_per_beat};
 use crate::music::roll::PianoRoll;
 use crate::music::texture::echo::{EchoCounts, EchoLean, bars};
@@ -68,13 +68,24 @@ pub struct Agreement {
     pub boundary_recall: Option<f64>,
     pub pair_precision: Option<f64>,
     pub pair_recall: Option<f64>,
+    /// The bars that answer an earlier bar (the same bar of the first phrase with their
+    /// letter, [`first_occurrence`]: the very link the echo and the reference lane follow):
+    /// of the detected links, the share the annotations make too, and of the annotated ones,
+    /// the share detected. A lane that splits an 8-bar `A8A8` into `A4B4A4B4` joins the same
+    /// bars (answers precision and recall 1) though it has half the same-letter pairs.
+    pub answer_precision: Option<f64>,
+    pub answer_recall: Option<f64>,
 }
 
 /// The agreement of `detected` with `annotated` (one label per step of the same steps).
 pub fn agreement(annotated: &StepLabels, detected: &StepLabels) -> Agreement {
     let lane =
         |l: &StepLabels| -> Vec<Option<PhraseLabel>> { bars(l).into_iter().map(|b| b.2).collect() };
-    let (a, d) = (lane(annotated), lane(detected));
+    bar_agreement(&lane(annotated), &lane(detected))
+}
+
+/// [`agreement`] of two phrase lanes given bar by bar (one label per bar of the same bars).
+pub fn bar_agreement(a: &[Option<PhraseLabel>], d: &[Option<PhraseLabel>]) -> Agreement {
     let n = a.len().min(d.len());
     let starts = |l: &[Option<PhraseLabel>], k: usize| {
         k > 0 && matches!((l[k - 1], l[k]), (Some(x), Some(y)) if x.index != y.index)
@@ -82,7 +93,7 @@ pub fn agreement(annotated: &StepLabels, detected: &StepLabels) -> Agreement {
     let ratio = |hit: usize, of: usize| (of > 0).then(|| hit as f64 / of as f64);
     let (mut both, mut in_a, mut in_d) = (0, 0, 0);
     for k in 0..n {
-        let (x, y) = (starts(&a, k), starts(&d, k));
+        let (x, y) = (starts(a, k), starts(d, k));
         both += (x && y) as usize;
         in_a += x as usize;
         in_d += y as usize;
@@ -92,17 +103,26 @@ pub fn agreement(annotated: &StepLabels, detected: &StepLabels) -> Agreement {
     let (mut pairs_both, mut pairs_a, mut pairs_d) = (0, 0, 0);
     for i in 0..n {
         for j in i + 1..n {
-            let (x, y) = (same(&a, i, j), same(&d, i, j));
+            let (x, y) = (same(a, i, j), same(d, i, j));
             pairs_both += (x && y) as usize;
             pairs_a += x as usize;
             pairs_d += y as usize;
         }
+    }
+    let (mut links_both, mut links_a, mut links_d) = (0, 0, 0);
+    for k in 0..n {
+        let (x, y) = (first_occurrence(&a[..n], k), first_occurrence(&d[..n], k));
+        links_both += (x.is_some() && x == y) as usize;
+        links_a += x.is_some() as usize;
+        links_d += y.is_some() as usize;
     }
     Agreement {
         boundary_precision: ratio(both, in_d),
         boundary_recall: ratio(both, in_a),
         pair_precision: ratio(pairs_both, pairs_d),
         pair_recall: ratio(pairs_both, pairs_a),
+        answer_precision: ratio(links_both, links_d),
+        answer_recall: ratio(links_both, links_a),
     }
 }
 
@@ -291,6 +311,13 @@ mod tests {
         assert!((split.boundary_precision.unwrap() - 3.0 / 7.0).abs() < 1e-9);
         assert_eq!(split.pair_precision, None, "no pair detected");
         assert_eq!(split.pair_recall, Some(0.0));
+        assert_eq!(split.answer_recall, Some(0.0));
+        // Each phrase split in two, the halves' letters repeating as the phrases do: half
+        // the same-letter pairs, every answer.
+        let halves = agreement(&human, &lane("ABABCDAB", 1));
+        assert_eq!(halves.answer_recall, Some(1.0));
+        assert_eq!(halves.answer_precision, Some(1.0));
+        assert!(halves.pair_recall.unwrap() < 0.6);
         // One phrase over everything: no boundary, no pair.
         let one = agreement(&human, &lane("A", 8));
         assert_eq!(

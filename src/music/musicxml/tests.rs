@@ -283,3 +283,46 @@ fn hostile_musicxml_gets_a_sentence() {
         assert!(err.contains(says), "{says:?} in {err:?}");
     }
 }
+
+/// The phrase lanes the detector gives the OpenEWLD lead sheets (no labels to score them by):
+/// how many lead sheets get a single phrase over 12 bars or more, and the lanes' lengths.
+/// `cargo test --lib lead_sheet_phrases -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn lead_sheet_phrases() {
+    let Some(files) = openewld() else { return };
+    let (mut one, mut long, mut repeats, mut read) = (0, 0, 0, 0);
+    let mut lengths = std::collections::BTreeMap::new();
+    for f in &files {
+        let Ok(score) = read_musicxml(&std::fs::read(f).unwrap()) else {
+            continue;
+        };
+        let Ok(piece) = Piece::from_song(&score.song, "x.mxl") else {
+            continue;
+        };
+        read += 1;
+        let bars: usize = piece.phrases.iter().map(|p| p.1).sum();
+        if bars >= 12 {
+            long += 1;
+            one += (piece
+                .phrases
+                .iter()
+                .filter(|p| p.0.is_ascii_uppercase())
+                .count()
+                <= 1) as usize;
+        }
+        let letters: Vec<char> = piece.phrases.iter().map(|p| p.0).collect();
+        repeats += letters
+            .iter()
+            .enumerate()
+            .any(|(i, c)| c.is_ascii_uppercase() && letters[..i].contains(c))
+            as usize;
+        for p in &piece.phrases {
+            *lengths.entry(p.1).or_insert(0usize) += 1;
+        }
+    }
+    eprintln!(
+        "{read} lead sheets: {one} of the {long} of 12 bars or more get one melodic phrase; \
+         {repeats} have a letter that returns; phrase lengths {lengths:?}"
+    );
+}

@@ -252,11 +252,13 @@ fn report(
         };
         println!(
             "  the detector from the {name}: boundaries precision {} recall {}; same-letter \
-             pairs precision {} recall {}",
+             pairs precision {} recall {}; answers precision {} recall {}",
             mean(|a| a.boundary_precision),
             mean(|a| a.boundary_recall),
             mean(|a| a.pair_precision),
-            mean(|a| a.pair_recall)
+            mean(|a| a.pair_recall),
+            mean(|a| a.answer_precision),
+            mean(|a| a.answer_recall)
         );
     }
     (pianist, by_strength, detected)
