@@ -429,3 +429,26 @@ fn similarity_of_human_links() {
         );
     }
 }
+
+/// `PHRASE_LENGTHS` is the count of the training songs' human phrases by length.
+#[test]
+fn the_length_prior_is_the_training_songs_count() {
+    use pianoformer::music::phrases::PHRASE_LENGTHS;
+    let Some(root) = data_root() else { return };
+    let mut counts = [0u32; 16];
+    for id in song_ids(&root)
+        .into_iter()
+        .filter(|&id| Split::of(id) == Split::Train)
+    {
+        let path = pop909::song_dir(&root, id).join("structure_human_label1.txt");
+        let Ok(text) = pop909::read_text(&path) else {
+            continue;
+        };
+        for p in pop909::parse_phrases(&text).unwrap() {
+            if let Some(c) = counts.get_mut(p.bars as usize - 1) {
+                *c += 1;
+            }
+        }
+    }
+    assert_eq!(counts, PHRASE_LENGTHS);
+}
