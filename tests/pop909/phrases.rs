@@ -321,112 +321,61 @@ fn sweep_grid() -> Vec<PhraseOptions> {
     out
 }
 
+/// What bounds the detector's letters, on the training songs: the bar similarity it reads
+/// between the bars the human labels join (a repeat's bar and its first occurrence's) against
+/// bars 8 back that they do not join, and the same with each bar's melody compared at its best
+/// transposition. `cargo test --test pop909 similarity_of_human_links -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn similarity_of_human_links() {
     use pianoformer::music::labels::first_occurrence;
-    use pianoformer::music::phrases::bar_similarity;
+    use pianoformer::music::phrases::{bar_similarity, melody_samples};
     let Some(root) = data_root() else { return };
     let cases = phrase_cases(&root, Split::Train);
-    let mut linked = Vec::new();
-    let mut other = Vec::new();
-    let mut low = Vec::new();
-    let (mut tl, mut to) = (Vec::new(), Vec::new());
+    // [joined, not joined] × [bar similarity, transposed melody].
+    let mut figures: [[Vec<f32>; 2]; 2] = Default::default();
     for c in &cases {
         let s = bar_similarity(&c.melody, &c.grid, &c.melody_chords);
+        let m = melody_samples(&c.melody, &c.grid.bar_ticks());
+        let transposed = |i: usize, j: usize| {
+            let (a, b) = (&m[i], &m[j]);
+            let voiced = a.iter().zip(b).filter(|(x, y)| **x > 0 || **y > 0).count();
+            let best = (-12i32..=12)
+                .map(|d| {
+                    let same = |(x, y): (&u8, &u8)| *x > 0 && *x as i32 == *y as i32 + d;
+                    a.iter().zip(b).filter(|&p| same(p)).count()
+                })
+                .max()
+                .unwrap_or(0);
+            best as f32 / voiced.max(1) as f32
+        };
         let human = bar_phrases(&c.human);
         for k in c.start..c.end.min(human.len()) {
-            let m = pianoformer::music::phrases::melody_samples(&c.melody, &c.grid.bar_ticks());
-            let mel_t = |i: usize, j: usize| {
-                let (a, b) = (&m[i], &m[j]);
-                let voiced = a
-                    .iter()
-                    .zip(b)
-                    .filter(|(x, y)| **x > 0 || **y > 0)
-                    .count()
-                    .max(1);
-                (-12i32..=12)
-                    .map(|d| {
-                        a.iter()
-                            .zip(b)
-                            .filter(|(x, y)| **x > 0 && **x as i32 == **y as i32 + d)
-                            .count()
-                    })
-                    .max()
-                    .unwrap() as f32
-                    / voiced as f32
+            let melodic = human[k].is_some_and(|p| p.letter.is_ascii_uppercase());
+            let (kind, f) = match first_occurrence(&human, k) {
+                Some(f) => (0, f),
+                None if k >= 8 && melodic => (1, k - 8),
+                None => continue,
             };
-            if let Some(f) = first_occurrence(&human, k) {
-                tl.push(mel_t(k, f));
-            } else if k >= 8 && human[k].is_some_and(|p| p.letter.is_ascii_uppercase()) {
-                to.push(mel_t(k, k - 8));
-            }
-            if let Some(f) = first_occurrence(&human, k) {
-                linked.push(s[k][f]);
-                if s[k][f] < 0.2 {
-                    let m =
-                        pianoformer::music::phrases::melody_samples(&c.melody, &c.grid.bar_ticks());
-                    let (a, b) = (&m[k], &m[f]);
-                    let both = a.iter().zip(b).filter(|(x, y)| **x > 0 && **y > 0).count();
-                    let va = a.iter().filter(|x| **x > 0).count();
-                    let vb = b.iter().filter(|x| **x > 0).count();
-                    let best = (-12i32..=12)
-                        .map(|d| {
-                            a.iter()
-                                .zip(b)
-                                .filter(|(x, y)| **x > 0 && **x as i32 == **y as i32 + d)
-                                .count()
-                        })
-                        .max()
-                        .unwrap();
-                    let shifted = [-2i32, -1, 1, 2]
-                        .iter()
-                        .map(|&d| {
-                            (0..16)
-                                .filter(|&t| {
-                                    let u = t as i32 + d;
-                                    (0..16).contains(&u) && a[t] > 0 && a[t] == b[u as usize]
-                                })
-                                .count()
-                        })
-                        .max()
-                        .unwrap();
-                    low.push((va, vb, both, best, shifted));
-                }
-            } else if k >= 8 && human[k].is_some_and(|p| p.letter.is_ascii_uppercase()) {
-                other.push(s[k][k - 8]);
-            }
+            figures[kind][0].push(s[k][f]);
+            figures[kind][1].push(transposed(k, f));
         }
     }
-    let n = low.len() as f64;
-    type Low = (usize, usize, usize, usize, usize);
-    let frac = |f: &dyn Fn(&Low) -> bool| low.iter().filter(|x| f(x)).count() as f64 / n;
-    eprintln!(
-        "low links {}: a silent {:.2}, b silent {:.2}, voiced both nowhere {:.2}, transposed match >= 4 samples {:.2}, shifted by 1-2 sixteenths >= 4 {:.2}",
-        low.len(),
-        frac(&|x| x.0 == 0),
-        frac(&|x| x.1 == 0),
-        frac(&|x| x.2 == 0),
-        frac(&|x| x.3 >= 4),
-        frac(&|x| x.4 >= 4)
-    );
-    for (name, v) in [
-        ("linked", &mut linked),
-        ("unlinked, 8 back", &mut other),
-        ("linked, transposed melody", &mut tl),
-        ("unlinked, transposed melody", &mut to),
-    ] {
-        v.sort_by(f32::total_cmp);
-        let q = |x: f64| v[((v.len() - 1) as f64 * x) as usize];
-        eprintln!(
-            "{name}: {} bars, quantiles 10/25/50/75/90 %: {:.2} {:.2} {:.2} {:.2} {:.2}",
-            v.len(),
-            q(0.1),
-            q(0.25),
-            q(0.5),
-            q(0.75),
-            q(0.9)
-        );
+    for (kind, name) in ["joined", "not joined, 8 bars back"].iter().enumerate() {
+        for (how, what) in ["bar similarity", "transposed melody"].iter().enumerate() {
+            let v = &mut figures[kind][how];
+            v.sort_by(f32::total_cmp);
+            let q = |x: f64| v[((v.len() - 1) as f64 * x) as usize];
+            eprintln!(
+                "{name}, {what}: {} bars, quantiles 10/25/50/75/90 %: {:.2} {:.2} {:.2} {:.2} {:.2}",
+                v.len(),
+                q(0.1),
+                q(0.25),
+                q(0.5),
+                q(0.75),
+                q(0.9)
+            );
+        }
     }
 }
 
