@@ -107,13 +107,21 @@ fn similarity(samples: &[Vec<u8>], chords: &[&[Option<Chord>]]) -> Vec<Vec<f32>>
             } else {
                 same as f32 / voiced as f32
             };
+            // Chords count where either bar has one: two bars without chords are alike in
+            // their melody alone.
             let (ca, cb) = (chords[i], chords[j]);
-            let chord = if ca.is_empty() {
-                1.0
+            let heard = ca
+                .iter()
+                .zip(cb)
+                .filter(|(x, y)| x.is_some() || y.is_some());
+            let (same_chord, with_chord) = heard.fold((0usize, 0usize), |(s, n), (x, y)| {
+                (s + (x == y) as usize, n + 1)
+            });
+            s[i][j] = if with_chord == 0 {
+                mel
             } else {
-                ca.iter().zip(cb).filter(|(x, y)| x == y).count() as f32 / ca.len() as f32
+                0.6 * mel + 0.4 * same_chord as f32 / with_chord as f32
             };
-            s[i][j] = 0.6 * mel + 0.4 * chord;
             s[j][i] = s[i][j];
         }
     }
@@ -469,6 +477,29 @@ mod tests {
         let grid = Grid::quarters(480, bars * 4 * 480, 1);
         let segs = segment_phrases(&melody, &grid, &chords, PhraseOptions::default());
         assert_eq!(label_string(&segs), "i2A4A4B4A4");
+    }
+
+    /// A short lead sheet without chords (13 bars: A A B and a last note) gets its phrases and
+    /// its repeat, not one phrase over every bar.
+    #[test]
+    fn a_short_lead_sheet_gets_its_repeat() {
+        let mut melody = Vec::new();
+        for (k, shape) in [A, A, B].iter().enumerate() {
+            melody.extend(phrase(4 * k as u64, 0, shape));
+        }
+        melody.push(Note {
+            pitch: 60,
+            velocity: 80,
+            start: 48 * 480,
+            end: 51 * 480,
+            channel: 0,
+        });
+        let bars = 13;
+        let grid = Grid::quarters(480, bars * 4 * 480, 1);
+        let chords = vec![None; bars as usize * 4];
+        let segs = segment_phrases(&melody, &grid, &chords, PhraseOptions::default());
+        let lane = label_string(&segs);
+        assert!(lane.starts_with("A4A4B"), "{lane}");
     }
 
     #[test]
