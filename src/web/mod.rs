@@ -459,6 +459,7 @@ impl Session {
             live,
             model,
             harmonizer,
+            ..
         } = &mut run;
         let chords = live_chords(harmonizer);
         let steps = studio::live_step(live, &model.model, chords, &events, step, device).await;
