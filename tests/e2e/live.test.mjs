@@ -56,6 +56,12 @@ test('the piano plays along live with a melody played in, and the take goes into
     assert.ok(played.length >= first.length - 2, `the take's melody: ${played.length} of ${first.length} notes`);
     assert.ok(pianoNotes.every((n) => n[1] >= 0 && n[2] > n[1] && n[1] <= 17 * beat), 'piano notes within the take');
     assert.deepEqual(after.chords.slice(0, 4), before.chords.slice(0, 4), 'planned chords are kept');
+    // The take's piano is pedalled by the learnt pedal when it stops (the page's default), inside
+    // the take.
+    const pedal = after.tracks.find((t) => t.role === 'generated')?.pedal ?? [];
+    assert.ok(pedal.some((e) => e[1] === 64 && e[2] >= 64), `the live piano's pedal: ${JSON.stringify(pedal)}`);
+    assert.ok(pedal.every((e) => e[0] <= 17 * beat), 'pedal within the take');
+    console.log(`the live piano: ${pianoNotes.length} notes, ${pedal.length} pedal events`);
 
     // One Undo takes the take and its piano back.
     await page.click('#undo');
