@@ -15,7 +15,7 @@ use crate::music::chords::Chord;
 use crate::music::labels::StepLabels;
 use crate::music::roll::{PITCHES, PianoRoll};
 use crate::music::texture::donor::{Donor, revoice};
-use crate::music::texture::echo::{EchoLean, bars};
+use crate::music::texture::echo::{EchoLean, bars, melody_alike};
 use crate::music::texture::onset_bits;
 
 /// Where the answered steps are read.
@@ -37,6 +37,9 @@ enum Source {
 pub struct Answers {
     /// Per step of the example: the step it answers and whether the chord there differs.
     answers: Vec<Option<(usize, bool)>>,
+    /// Per step, how alike its bar sings to the answered bar (`music::texture::echo::melody_bin`);
+    /// empty where that is not known (a donor from another song, a live take not yet heard).
+    melody: Vec<Option<usize>>,
     source: Source,
 }
 
@@ -47,6 +50,7 @@ impl Answers {
         let answers = answers(labels);
         answers.iter().any(Option::is_some).then_some(Self {
             answers,
+            melody: melody_alike(labels),
             source: Source::Own,
         })
     }
@@ -94,8 +98,18 @@ impl Answers {
         }
         answers.iter().any(Option::is_some).then_some(Self {
             answers,
+            melody: Vec::new(),
             source: Source::Donor(laid),
         })
+    }
+
+    /// The same answers with the melody's likeness forgotten: for a take whose melody is
+    /// played as it goes, so that a bar's is not known when its first steps are decided.
+    pub fn unheard(self) -> Self {
+        Self {
+            melody: Vec::new(),
+            ..self
+        }
     }
 
     /// Step `t`'s answer: the roll it reads (`written`, or the donor), the step there and
@@ -186,6 +200,15 @@ impl TextureEcho {
         Self::new(lean, strength, Answers::repeats(labels)?)
     }
 
+    /// The same echo with the melody's likeness forgotten ([`Answers::unheard`]): every
+    /// step leans by the pooled lean.
+    pub fn unheard(self) -> Self {
+        Self {
+            answers: self.answers.unheard(),
+            ..self
+        }
+    }
+
     /// What it answers.
     pub fn answers(&self) -> &Answers {
         &self.answers
@@ -211,9 +234,10 @@ impl TextureEcho {
         let Some((roll, s, changed)) = self.answers.at(written, chords, t) else {
             return false;
         };
+        let melody = self.answers.melody.get(t).copied().flatten();
         self.lean.of(
             onset_bits(roll, s),
-            changed,
+            (changed, melody),
             self.strength,
             &mut out[..PITCHES],
         );

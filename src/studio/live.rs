@@ -176,11 +176,13 @@ pub async fn live_start(
         model, chords, input, planned, &given, from, sampling, device,
     )
     .await?;
-    // A returning phrase plays like its first occurrence, heard in the take or written before.
+    // A returning phrase plays like its first occurrence, heard in the take or written before;
+    // the melody of a bar is played as it goes, so the lean is the pooled one.
     let strength = options.texture_echo.unwrap_or(play.texture_strength);
     let echo = play
         .texture_echo
-        .and_then(|lean| TextureEcho::repeats(lean, strength, &live.input.sheet.labels));
+        .and_then(|lean| TextureEcho::repeats(lean, strength, &live.input.sheet.labels))
+        .map(TextureEcho::unheard);
     live.texture = echo;
     Ok((live, view))
 }

@@ -188,6 +188,7 @@ fn a_donor_brings_its_rhythm_to_the_bars_it_is_asked_for() {
     // registers).
     let lean = EchoLean {
         lean: [[[-1.5, 0.0, 5.0]; 3]; 2],
+        by_melody: None,
     };
     let texture = Answers::donor(&input.sheet.labels, 64..128, &donor_spec)
         .and_then(|a| TextureEcho::new(lean, 1.0, a))

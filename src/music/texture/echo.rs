@@ -35,20 +35,60 @@ pub fn bars(labels: &StepLabels) -> Vec<(usize, usize, Option<PhraseLabel>)> {
 /// ([`first_occurrence`]); `None` where the bar is no repeat or the two bars differ in length
 /// (a pickup, another meter: their places do not line up).
 pub fn sources(labels: &StepLabels) -> Vec<Option<usize>> {
+    let mut out = vec![None; labels.len()];
+    for (start, len, f_start) in answered_bars(labels) {
+        for (i, o) in out[start..start + len].iter_mut().enumerate() {
+            *o = Some(f_start + i);
+        }
+    }
+    out
+}
+
+/// The bars of `labels` that answer an earlier one: each bar's first step, its length and
+/// the first step of the bar it answers ([`sources`]).
+fn answered_bars(labels: &StepLabels) -> Vec<(usize, usize, usize)> {
     let bars = bars(labels);
     let lane: Vec<Option<PhraseLabel>> = bars.iter().map(|b| b.2).collect();
-    let mut out = vec![None; labels.len()];
+    let mut out = Vec::new();
     for (k, &(start, len, _)) in bars.iter().enumerate() {
         let Some(f) = first_occurrence(&lane, k) else {
             continue;
         };
         let (f_start, f_len, _) = bars[f];
-        if f_len != len {
-            continue;
+        if f_len == len {
+            out.push((start, len, f_start));
         }
-        for (i, o) in out[start..start + len].iter_mut().enumerate() {
-            *o = Some(f_start + i);
-        }
+    }
+    out
+}
+
+/// Bins of how alike a repeat's bar sings to the bar it answers: the share of the bar's steps
+/// where the same melody pitch sounds in both (or both rest) — under a half, a half to 0.8,
+/// 0.8 to all but one step, every step. A pianist returns more literally where the melody does.
+pub const MELODY_BINS: usize = 4;
+
+/// The bin of a share of steps sung alike ([`MELODY_BINS`]).
+pub fn melody_bin(alike: usize, of: usize) -> usize {
+    match (alike, of) {
+        (_, 0) => MELODY_BINS - 1,
+        (a, n) if a == n => 3,
+        (a, n) if 5 * a >= 4 * n => 2,
+        (a, n) if 2 * a >= n => 1,
+        _ => 0,
+    }
+}
+
+/// For every step of `labels` that answers another ([`sources`]), the [`melody_bin`] of its
+/// bar's melody against the answered bar's; `None` elsewhere.
+pub fn melody_alike(labels: &StepLabels) -> Vec<Option<usize>> {
+    let mut out = vec![None; labels.len()];
+    for (start, len, f_start) in answered_bars(labels) {
+        let sung = |t: usize| labels.melody.get(t).copied();
+        let alike = (0..len)
+            .filter(|&i| sung(start + i) == sung(f_start + i))
+            .count();
+        let bin = melody_bin(alike, len);
+        out[start..start + len].fill(Some(bin));
     }
     out
 }
@@ -60,15 +100,25 @@ static MASKS: std::sync::OnceLock<[u128; REGISTERS]> = std::sync::OnceLock::new(
 /// the pitch starts).
 type Table = [[[[u64; 2]; EVIDENCE]; REGISTERS]; 2];
 
+/// A lean: log odds by (whether the chord differs, register, evidence).
+pub type LeanTable = [[[f32; EVIDENCE]; REGISTERS]; 2];
+
 /// Counts of the pianists' onsets at answered steps, for repeats and for other letters.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EchoCounts {
     pub repeats: Table,
+    /// The repeats again, by how alike the repeat's bar sings to the answered one
+    /// ([`melody_bin`]).
+    #[serde(default)]
+    pub repeats_by_melody: [Table; MELODY_BINS],
     pub others: Table,
     /// Songs and answered steps counted.
     pub songs: usize,
     pub repeat_steps: u64,
     pub other_steps: u64,
+    /// Repeated steps of each [`melody_bin`].
+    #[serde(default)]
+    pub repeat_steps_by_melody: [u64; MELODY_BINS],
 }
 
 /// Adds the pitches of step `t` against step `s` to `table` (`bits`: each step's onsets).
@@ -99,11 +149,14 @@ impl EchoCounts {
         let n = roll.num_steps.min(labels.len());
         let labels = labels.slice(0..n);
         let src = sources(&labels);
+        let sung = melody_alike(&labels);
         let bits: Vec<u128> = (0..n).map(|t| onset_bits(roll, t)).collect();
-        for (t, s) in src.iter().enumerate() {
-            if let Some(s) = *s {
+        for (t, (s, bin)) in src.iter().zip(&sung).enumerate() {
+            if let (Some(s), Some(bin)) = (*s, *bin) {
                 count(&mut self.repeats, &bits, &labels, t, s);
+                count(&mut self.repeats_by_melody[bin], &bits, &labels, t, s);
                 self.repeat_steps += 1;
+                self.repeat_steps_by_melody[bin] += 1;
             }
         }
         // Every melodic bar against each earlier melodic bar of another letter, as long.
@@ -131,31 +184,45 @@ impl EchoCounts {
 
     /// The lean these counts justify beyond what another letter of the song tells.
     pub fn lean(&self) -> EchoLean {
-        self.lean_of(true)
+        EchoLean {
+            lean: lean_of(&self.repeats, Some(&self.others)),
+            by_melody: None,
+        }
     }
 
     /// The lean the repeats justify alone (as if the model knew nothing of the song's texture
     /// elsewhere).
     pub fn lean_alone(&self) -> EchoLean {
-        self.lean_of(false)
+        EchoLean {
+            lean: lean_of(&self.repeats, None),
+            by_melody: None,
+        }
     }
 
-    fn lean_of(&self, beyond_others: bool) -> EchoLean {
-        let mut lean = [[[0f32; EVIDENCE]; REGISTERS]; 2];
-        for (c, rows) in lean.iter_mut().enumerate() {
-            for (r, row) in rows.iter_mut().enumerate() {
-                for (ev, x) in row.iter_mut().enumerate() {
-                    let others = if beyond_others {
-                        log_ratio(&self.others[c][r], ev)
-                    } else {
-                        0.0
-                    };
-                    *x = (log_ratio(&self.repeats[c][r], ev) - others) as f32;
-                }
+    /// [`Self::lean_alone`], and beside it the lean of each [`melody_bin`] counted alone: a
+    /// repeat whose melody returns note for note leans by what such repeats justify.
+    pub fn lean_by_melody(&self) -> EchoLean {
+        EchoLean {
+            by_melody: Some(std::array::from_fn(|b| {
+                lean_of(&self.repeats_by_melody[b], None)
+            })),
+            ..self.lean_alone()
+        }
+    }
+}
+
+/// The lean `repeats` justify, less what `others` do.
+fn lean_of(repeats: &Table, others: Option<&Table>) -> LeanTable {
+    let mut lean = [[[0f32; EVIDENCE]; REGISTERS]; 2];
+    for (c, rows) in lean.iter_mut().enumerate() {
+        for (r, row) in rows.iter_mut().enumerate() {
+            for (ev, x) in row.iter_mut().enumerate() {
+                let others = others.map_or(0.0, |o| log_ratio(&o[c][r], ev));
+                *x = (log_ratio(&repeats[c][r], ev) - others) as f32;
             }
         }
-        EchoLean { lean }
     }
+    lean
 }
 
 /// `ln P(evidence ev | onset) − ln P(ev | no onset)` over one register's counts, with a count
@@ -170,14 +237,28 @@ fn log_ratio(cells: &[[u64; 2]; EVIDENCE], ev: usize) -> f64 {
 /// whether the chord there differs, the pitch's register, and what the answered step holds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EchoLean {
-    pub lean: [[[f32; EVIDENCE]; REGISTERS]; 2],
+    pub lean: LeanTable,
+    /// The lean by how alike the repeat's bar sings to the answered one ([`melody_bin`]),
+    /// where it was counted so; `lean` serves a step whose melody is not known (a donor, a
+    /// live take).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_melody: Option<[LeanTable; MELODY_BINS]>,
 }
 
 impl EchoLean {
     /// The lean of every pitch at a step whose answered step started `then` (bits), the chord
-    /// there the same or not, scaled by `strength` (1: as measured).
-    pub fn of(&self, then: u128, chord_changed: bool, strength: f32, out: &mut [f32]) {
-        let table = &self.lean[chord_changed as usize];
+    /// there the same or not, the melody of the two bars in bin `melody` ([`melody_bin`]; the
+    /// pooled lean when `None` or not counted by melody), scaled by `strength` (1: as
+    /// measured).
+    pub fn of(
+        &self,
+        then: u128,
+        (chord_changed, melody): (bool, Option<usize>),
+        strength: f32,
+        out: &mut [f32],
+    ) {
+        let by_melody = self.by_melody.as_ref().zip(melody).map(|(t, b)| &t[b]);
+        let table = &by_melody.unwrap_or(&self.lean)[chord_changed as usize];
         let masks: [u128; REGISTERS] = std::array::from_fn(register_mask);
         for (p, o) in out.iter_mut().enumerate().take(PITCHES) {
             let r = register(p);

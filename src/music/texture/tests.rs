@@ -1,4 +1,4 @@
-use super::echo::{EchoCounts, sources};
+use super::echo::{EchoCounts, MELODY_BINS, melody_alike, melody_bin, sources};
 use super::*;
 use crate::music::labels::PhraseLabel;
 
@@ -155,4 +155,61 @@ fn the_lean_is_what_the_repeats_justify_beyond_other_letters() {
     flat.add(&random_roll(&[1, 2, 3, 4], 8), &l);
     let lean = flat.lean().lean[0];
     assert!(lean.iter().flatten().all(|x| x.abs() < 0.3), "{lean:?}");
+}
+
+#[test]
+fn a_repeat_is_binned_by_how_alike_its_melody_sings() {
+    assert_eq!(
+        [(0, 16), (8, 16), (13, 16), (15, 16), (16, 16)].map(|(a, n)| melody_bin(a, n)),
+        [0, 1, 2, 2, 3]
+    );
+    // A A' A: the second A sings its first bar differently, the third sings as the first.
+    let mut l = lane("AAA", 2);
+    for t in 0..l.len() {
+        l.melody[t] = 60 + (t % 16) as u8;
+    }
+    for t in 32..40 {
+        l.melody[t] = 50;
+    }
+    let sung = melody_alike(&l);
+    assert!(
+        sung[..32].iter().all(Option::is_none),
+        "the first A answers nothing"
+    );
+    assert_eq!((sung[32], sung[48], sung[64]), (Some(1), Some(3), Some(3)));
+}
+
+#[test]
+fn the_lean_by_melody_is_counted_apart_for_each_bin() {
+    // A B A B A: the piano of a repeat whose melody returns note for note plays as the first
+    // time; where the melody differs (the last A, every step) it plays anew.
+    let mut l = lane("ABABA", 8);
+    for t in 0..l.len() {
+        l.melody[t] = 60 + (t % 16) as u8;
+    }
+    let last = 4 * 8 * 16;
+    for t in last..l.len() {
+        l.melody[t] = 40;
+    }
+    let mut counts = EchoCounts::default();
+    counts.add(&random_roll(&[1, 2, 1, 2, 3], 8), &l);
+    assert_eq!(counts.repeat_steps_by_melody, [128, 0, 0, 256]);
+    assert_eq!(counts.repeat_steps_by_melody.len(), MELODY_BINS);
+    let lean = counts.lean_by_melody();
+    let by = lean.by_melody.expect("counted by melody");
+    let (same, other) = (by[3][0], by[0][0]);
+    assert!(same[0][2] > 1.0, "a note for note repeat: {same:?}");
+    // Sung anew it plays anew: what was played then tells no more than that the song plays
+    // those pitches (the lean alone counts that too).
+    assert!(
+        same[0][2] > other[0][2] + 2.0,
+        "a repeat sung anew: {other:?}, as before: {same:?}"
+    );
+    // The pooled lean lies between, and serves a step whose melody is not known.
+    assert!(lean.lean[0][0][2] < same[0][2] && lean.lean[0][0][2] > other[0][2]);
+    let mut out = [0f32; 128];
+    lean.of(1 << 40, (false, None), 1.0, &mut out);
+    assert_eq!(out[40], lean.lean[0][0][2]);
+    lean.of(1 << 40, (false, Some(3)), 1.0, &mut out);
+    assert_eq!(out[40], same[0][2]);
 }

@@ -217,7 +217,8 @@ pub struct Args {
     /// --texture: the lean's evidence: what a repeat tells `alone`, or `beyond-others` (beyond
     /// what bars of another letter of the same song tell). Chosen on the validation songs with
     /// the default model: alone came within 0.011 of the pianists' ILS, beyond-others 0.056
-    /// short (reports/accompaniment.md, "Texture that returns").
+    /// short (reports/accompaniment.md, "Texture that returns"). `by-melody`: alone, counted
+    /// apart by how alike the repeat's bar sings to the bar it answers.
     #[arg(long, default_value = "alone")]
     pub lean: String,
     #[arg(long, default_value_t = 0)]

@@ -42,7 +42,12 @@ pub fn run(args: Args) -> Result<(), String> {
     let lean = match args.lean.as_str() {
         "beyond-others" => counts.lean(),
         "alone" => counts.lean_alone(),
-        other => return Err(format!("--lean is beyond-others or alone, not {other:?}")),
+        "by-melody" => counts.lean_by_melody(),
+        other => {
+            return Err(format!(
+                "--lean is alone, beyond-others or by-melody, not {other:?}"
+            ));
+        }
     };
     say_lean(&counts, &lean);
     let corpus = if test { &data.test } else { &data.valid };
@@ -161,6 +166,14 @@ fn say_lean(counts: &EchoCounts, lean: &EchoLean) {
         counts.other_steps,
         serde_json::to_string(&lean.lean).expect("json")
     );
+    if let Some(by) = &lean.by_melody {
+        for (b, (table, steps)) in by.iter().zip(counts.repeat_steps_by_melody).enumerate() {
+            eprintln!(
+                "  melody alike, bin {b} ({steps} repeated steps): {}",
+                serde_json::to_string(table).expect("json")
+            );
+        }
+    }
 }
 
 /// Every song of `pieces` played as the panel plays it, said as it comes.
