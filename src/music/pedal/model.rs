@@ -1,6 +1,6 @@
 //! The learnt pedal: where a pianist presses and lifts the sustain pedal over a written piano
-//! part, learnt from the POP909 pianists (issue 70). Two least-squares scores over the same
-//! features of each sixteenth step — one for "a press starts here", one for "the pedal is
+//! part, learnt from the POP909 pianists (issue 70). Two scores (least squares, or a logistic
+//! fit by Newton's method: [`Link`]) over the same features of each sixteenth step — one for "a press starts here", one for "the pedal is
 //! down here" — read what pedalling follows: the chord lane's changes (and the steps around
 //! them), bar lines and beats, the piano's onsets, its bass and whether its bass moves, what is
 //! new in its pitch classes, rests of the piano and of the melody, the phrase's first step and
@@ -69,6 +69,46 @@ pub struct PedalModel {
     /// held pedal lifts (chosen on validation).
     pub press_threshold: f64,
     pub down_threshold: f64,
+    /// How a score is read from its weights: their sum over the features as it stands (a
+    /// least-squares fit) or through the logistic function (a logistic fit).
+    #[serde(default, skip_serializing_if = "Link::is_linear")]
+    pub link: Link,
+}
+
+/// How the two scores were fitted, and so how they are read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Link {
+    /// Least squares on the 0/1 answer: the score is the weighted sum.
+    #[default]
+    Linear,
+    /// Maximum likelihood of a logistic model: the score is a probability.
+    Logistic,
+}
+
+impl Link {
+    fn is_linear(&self) -> bool {
+        *self == Link::Linear
+    }
+
+    /// A score from its weighted sum.
+    fn read(self, x: f64) -> f64 {
+        match self {
+            Link::Linear => x,
+            Link::Logistic => 1.0 / (1.0 + (-x).exp()),
+        }
+    }
+}
+
+impl std::str::FromStr for Link {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "linear" => Ok(Link::Linear),
+            "logistic" => Ok(Link::Logistic),
+            other => Err(format!("a fit is linear or logistic, not {other:?}")),
+        }
+    }
 }
 
 /// A song's steps as the pedal reads them: the piano part, the melody and the lanes on a grid.
@@ -233,22 +273,36 @@ pub fn pianist_steps(grid: &Grid, pedal: &[(u64, u8, u8)], end: u64) -> (Vec<boo
     (press, down)
 }
 
-/// Sums for the two least-squares fits (press and down) over the same rows.
+/// Sums for the two least-squares fits (press and down) over the same rows; for a logistic
+/// fit, the rows and answers themselves (it reads them once a round).
 pub struct Fit {
     context: usize,
+    link: Link,
     xtx: Vec<f64>,
     xty: [Vec<f64>; 2],
     n: usize,
+    rows: Vec<f32>,
+    answers: Vec<[bool; 2]>,
 }
 
+/// Rounds of Newton's method a logistic fit takes at most (it stops sooner once no weight
+/// moves by 1e-6).
+const NEWTON_ROUNDS: usize = 25;
+
+/// The largest change of any weight in one Newton round (in log odds).
+const MAX_STEP: f64 = 4.0;
+
 impl Fit {
-    pub fn new(context: usize) -> Self {
+    pub fn new(context: usize, link: Link) -> Self {
         let k = D * (2 * context + 1);
         Self {
             context,
+            link,
             xtx: vec![0.0; k * k],
             xty: [vec![0.0; k], vec![0.0; k]],
             n: 0,
+            rows: Vec::new(),
+            answers: Vec::new(),
         }
     }
 
@@ -263,6 +317,10 @@ impl Fit {
         let k = self.xty[0].len();
         for s in range.start..range.end.min(steps.len()).min(press.len()) {
             let x = steps.row(s, self.context);
+            if self.link == Link::Logistic {
+                self.rows.extend(x.iter().map(|&v| v as f32));
+                self.answers.push([press[s], down[s]]);
+            }
             for i in 0..k {
                 if x[i] == 0.0 {
                     continue;
@@ -299,14 +357,80 @@ impl Fit {
             super::super::dynamics::solve(a.clone(), b.clone())
                 .ok_or("the steps' features are degenerate")
         };
+        let (press, down) = match self.link {
+            Link::Linear => (solve(&self.xty[0])?, solve(&self.xty[1])?),
+            Link::Logistic => (self.logistic(0, lambda)?, self.logistic(1, lambda)?),
+        };
         Ok(PedalModel {
             features: FEATURES.iter().map(|s| s.to_string()).collect(),
             context: self.context,
-            press: solve(&self.xty[0])?,
-            down: solve(&self.xty[1])?,
+            press,
+            down,
             press_threshold: 0.5,
             down_threshold: 0.5,
+            link: self.link,
         })
+    }
+
+    /// The weights of answer `which` (0: press, 1: down) that maximise the logistic
+    /// likelihood less `lambda / 2` times their squares (the bias not shrunk), by Newton's
+    /// method from all zeros but the bias (the log odds of the answer over every row).
+    fn logistic(&self, which: usize, lambda: f64) -> Result<Vec<f64>, String> {
+        let k = self.xty[0].len();
+        let bias = self.context * D;
+        let yes = self.answers.iter().filter(|a| a[which]).count() as f64;
+        let n = self.answers.len() as f64;
+        let mut w = vec![0.0; k];
+        w[bias] = ((yes + 0.5) / (n - yes + 0.5)).ln();
+        for _ in 0..NEWTON_ROUNDS {
+            // The gradient and the Hessian of the penalised log likelihood.
+            let mut h = vec![0.0; k * k];
+            let mut g = vec![0.0; k];
+            let mut nz: Vec<(usize, f64)> = Vec::with_capacity(k);
+            for (x, a) in self.rows.chunks_exact(k).zip(&self.answers) {
+                let z: f64 = x.iter().zip(&w).map(|(&x, w)| f64::from(x) * w).sum();
+                let p = Link::Logistic.read(z);
+                let (r, v) = (f64::from(u8::from(a[which])) - p, p * (1.0 - p));
+                nz.clear();
+                nz.extend(
+                    (0..k)
+                        .filter(|&i| x[i] != 0.0)
+                        .map(|i| (i, f64::from(x[i]))),
+                );
+                for (a, &(i, xi)) in nz.iter().enumerate() {
+                    g[i] += xi * r;
+                    // One triangle; the other is copied below.
+                    for &(j, xj) in &nz[a..] {
+                        h[i * k + j] += v * xi * xj;
+                    }
+                }
+            }
+            for i in 0..k {
+                for j in 0..i {
+                    h[i * k + j] = h[j * k + i];
+                }
+            }
+            for i in 0..k {
+                // The bias is all but unshrunk: enough to keep the Hessian invertible where
+                // every step's probability saturates.
+                let l = if i == bias { 1e-6 * lambda } else { lambda };
+                g[i] -= l * w[i];
+                h[i * k + i] += l;
+            }
+            let step =
+                super::super::dynamics::solve(h, g).ok_or("the steps' features are degenerate")?;
+            let moved = step.iter().fold(0f64, |m, d| m.max(d.abs()));
+            // A damped step: far from the optimum a full Newton step can overshoot into
+            // saturation, where the curvature vanishes.
+            let damp = (MAX_STEP / moved).min(1.0);
+            for (w, d) in w.iter_mut().zip(step) {
+                *w += damp * d;
+            }
+            if moved < 1e-6 {
+                break;
+            }
+        }
+        Ok(w)
     }
 }
 
@@ -354,7 +478,10 @@ impl PedalModel {
             .map(|s| {
                 let x = steps.row(s, self.context);
                 let dot = |w: &[f64]| w.iter().zip(&x).map(|(a, b)| a * b).sum::<f64>();
-                (dot(&self.press), dot(&self.down))
+                (
+                    self.link.read(dot(&self.press)),
+                    self.link.read(dot(&self.down)),
+                )
             })
             .collect()
     }

@@ -65,8 +65,8 @@ fn a_fitted_pedal_presses_where_the_pianist_did() {
     assert_eq!(press.iter().filter(|&&p| p).count(), 7);
     let steps = Steps::new(&grid, &labels, &piano, &melody);
     assert_eq!(steps.len(), n);
-    for context in [0, 1] {
-        let mut fit = Fit::new(context);
+    for (context, link) in [(0, Link::Linear), (1, Link::Linear), (0, Link::Logistic)] {
+        let mut fit = Fit::new(context, link);
         fit.add(&steps, 0..n, &press, &down);
         let model = fit.solve(1e-3).unwrap();
         let back = PedalModel::from_json(&serde_json::to_string(&model).unwrap()).unwrap();
@@ -81,7 +81,7 @@ fn a_fitted_pedal_presses_where_the_pianist_did() {
         let (_, _, f1) = press_f1(&found, &wanted, 2).unwrap();
         assert!(
             f1 > 0.9,
-            "context {context}: F1 {f1}, {found:?} against {wanted:?}"
+            "context {context}, {link:?}: F1 {f1}, {found:?} against {wanted:?}"
         );
     }
     let bad = r#"{"features":["bias"],"context":0,"press":[1],"down":[1],"press_threshold":0.5,"down_threshold":0.5}"#;
