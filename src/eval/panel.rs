@@ -23,7 +23,9 @@ use crate::data::corpus::{Piece, WindowSpec};
 use crate::data::example;
 use crate::generate::piano::sample_whole;
 use crate::generate::texture::Answers;
-use crate::generate::{BatchProgress, GenerateError, PianoSampling, accompany_batch};
+use crate::generate::{
+    BatchProgress, GenerateError, Given, PianoSampling, Reports, accompany_batch,
+};
 use crate::model::performer::Performer;
 use crate::music::chords::Chord;
 use crate::music::labels::StepLabels;
@@ -211,11 +213,12 @@ pub async fn alternatives_result(
     let rolls = accompany_batch(
         model,
         &e,
-        None,
-        0..e.len,
+        Given::plain(None, 0..e.len),
         samplings,
-        e.len,
-        None,
+        Reports {
+            every: e.len,
+            watch: None,
+        },
         device,
         quiet,
     )

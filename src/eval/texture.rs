@@ -14,7 +14,9 @@ use super::target_roll;
 use crate::data::corpus::{Corpus, Piece, WindowSpec};
 use crate::data::example;
 use crate::generate::texture::{Answers, TextureEcho};
-use crate::generate::{BatchProgress, GenerateError, Given, PianoSampling, accompany_given};
+use crate::generate::{
+    BatchProgress, GenerateError, Given, PianoSampling, Reports, accompany_batch,
+};
 use crate::model::performer::Performer;
 use crate::music::labels::{PhraseLabel, StepLabels, detect_structure, first_occurrence};
 use crate::music::playing::{chord_tone_ratio, onsets_per_beat};
@@ -196,8 +198,19 @@ pub async fn accompany_answering(
         reference: answers,
     };
     let quiet = |_: BatchProgress<'_>| async { true };
-    let mut rolls =
-        accompany_given(model, &e, given, &[sampling], e.len, None, device, quiet).await?;
+    let mut rolls = accompany_batch(
+        model,
+        &e,
+        given,
+        &[sampling],
+        Reports {
+            every: e.len,
+            watch: None,
+        },
+        device,
+        quiet,
+    )
+    .await?;
     Ok(rolls.pop().expect("one roll"))
 }
 

@@ -7,7 +7,7 @@ use burn::tensor::{Device, Tensor};
 
 use super::continuation::ahead::{AheadStats, take_stats};
 use super::fused::{self, CHUNK, force, set_enabled};
-use super::piano::{PianoProgress, accompany_steps};
+use super::piano::{Given, PianoProgress, Reports, accompany_steps};
 use super::sample::{PianoSampling, Sampling};
 use super::{
     GenerateError, Length, accompaniment_input, continue_tokens, input_example, prompt_tokens,
@@ -93,11 +93,12 @@ pub async fn fused_steps(device: &Device) -> Result<Option<FusedCheck>, Generate
         let roll = accompany_steps(
             &model,
             &e,
-            None,
-            e.len.saturating_sub(CHUNK)..e.len,
+            Given::plain(None, e.len.saturating_sub(CHUNK)..e.len),
             sampling,
-            CHUNK,
-            None,
+            Reports {
+                every: CHUNK,
+                watch: None,
+            },
             device,
             quiet,
         )

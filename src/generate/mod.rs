@@ -38,7 +38,7 @@ pub use accompany::{
 pub use binarize::{Binarize, binarize};
 pub use continuation::{Length, TokenProgress, View, continue_tokens, watched_token_pass};
 pub use piano::{
-    BatchProgress, Given, PianoSampling, accompany_batch, accompany_given, accompany_steps, splice,
+    BatchProgress, Given, PianoSampling, Reports, accompany_batch, accompany_steps, splice,
 };
 pub use prompt::{cut_prompt, prompt_tokens, prompt_tokens_with};
 pub use sample::{

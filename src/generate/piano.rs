@@ -268,20 +268,35 @@ impl<'a> Steps<'a> {
     }
 }
 
+/// How a writing reports as it goes: every `every` steps (and at the end), with the
+/// attention row of the `watch`ed head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reports {
+    pub every: usize,
+    pub watch: Option<Watch>,
+}
+
+impl Reports {
+    /// Once, at the end, no head watched.
+    pub fn at_end() -> Self {
+        Self {
+            every: usize::MAX,
+            watch: None,
+        }
+    }
+}
+
 /// Writes the piano part of example `e` (its inputs: melody, bridge and lanes; the piano
-/// planes in it are ignored) a step at a time over `region`; the steps before the region
-/// keep `given`'s piano (teacher-forced in one parallel pass, so the region continues from
-/// it), and so do the steps after it. `report_every` steps, `on_progress` sees the piano so
-/// far and the watched head's attention row, and returns whether to go on.
-#[allow(clippy::too_many_arguments)]
+/// planes in it are ignored) a step at a time over `given.region`; the steps before the
+/// region keep `given`'s piano (teacher-forced in one parallel pass, so the region continues
+/// from it), and so do the steps after it. At each of `reports`, `on_progress` sees the
+/// piano so far and the watched head's attention row, and returns whether to go on.
 pub async fn accompany_steps<F, Fut>(
     model: &Performer,
     e: &Example,
-    given: Option<&PianoRoll>,
-    region: Range<usize>,
+    given: Given<'_>,
     sampling: PianoSampling,
-    report_every: usize,
-    watch: Option<Watch>,
+    reports: Reports,
     device: &Device,
     on_progress: F,
 ) -> Result<PianoRoll, GenerateError>
@@ -289,17 +304,8 @@ where
     F: FnMut(PianoProgress<'_>) -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let steps = Steps::new(model, e, given, region)?;
-    one_sequence(
-        model,
-        steps,
-        sampling,
-        report_every,
-        watch,
-        device,
-        on_progress,
-    )
-    .await
+    let steps = Steps::of(model, e, &given)?;
+    one_sequence(model, steps, sampling, reports, device, on_progress).await
 }
 
 /// [`accompany_steps`] over prepared steps (a texture echo in them drawn on the CPU).
@@ -307,8 +313,7 @@ async fn one_sequence<F, Fut>(
     model: &Performer,
     steps: Steps<'_>,
     sampling: PianoSampling,
-    report_every: usize,
-    watch: Option<Watch>,
+    reports: Reports,
     device: &Device,
     on_progress: F,
 ) -> Result<PianoRoll, GenerateError>
@@ -317,15 +322,15 @@ where
     Fut: std::future::Future<Output = bool>,
 {
     sampling.check()?;
-    if let Some(w) = watch {
+    if let Some(w) = reports.watch {
         w.check(model)?;
     }
     let stepping = model.stepping(device).await?;
-    let state = steps.prefilled(model, sampling.seed, watch, &stepping, device)?;
+    let state = steps.prefilled(model, sampling.seed, reports.watch, &stepping, device)?;
     #[cfg(feature = "gpu")]
     if fused::enabled() && steps.texture.is_none() {
         let mut on_progress = on_progress;
-        let run = (std::slice::from_ref(&sampling), report_every, watch);
+        let run = (std::slice::from_ref(&sampling), reports);
         let mut report = |p: BatchProgress<'_>| {
             on_progress(PianoProgress {
                 done: p.done,
@@ -340,13 +345,27 @@ where
             Ok(mut rolls) => Ok(rolls.pop().expect("one roll")),
             Err(mut states) => {
                 let state = states.pop().expect("one state");
-                let s = (sampling, report_every, watch);
-                one_roll(model, steps, state, s, device, on_progress).await
+                one_roll(
+                    model,
+                    steps,
+                    state,
+                    (sampling, reports),
+                    device,
+                    on_progress,
+                )
+                .await
             }
         };
     }
-    let s = (sampling, report_every, watch);
-    one_roll(model, steps, state, s, device, on_progress).await
+    one_roll(
+        model,
+        steps,
+        state,
+        (sampling, reports),
+        device,
+        on_progress,
+    )
+    .await
 }
 
 /// [`batch_steps`] for one sequence with its sampling, steps between reports and watched
@@ -355,7 +374,7 @@ async fn one_roll<F, Fut>(
     model: &Performer,
     steps: Steps<'_>,
     state: State,
-    (sampling, report_every, watch): (PianoSampling, usize, Option<Watch>),
+    (sampling, reports): (PianoSampling, Reports),
     device: &Device,
     mut on_progress: F,
 ) -> Result<PianoRoll, GenerateError>
@@ -368,8 +387,7 @@ where
         &steps,
         vec![state],
         &[sampling],
-        report_every,
-        watch,
+        reports,
         device,
         |p| {
             on_progress(PianoProgress {
@@ -383,44 +401,6 @@ where
     )
     .await?;
     Ok(rolls.pop().expect("one roll"))
-}
-
-/// Writes the piano part of example `e` over `region` as [`accompany_steps`] does, once for
-/// each of `samplings` (alternatives, each with its own seed), all advancing a step at a time
-/// together: on the CPU one batched step for all ([`Performer::step_batch`]), on a GPU with
-/// fused steps one workgroup each in the same dispatches; each roll is the one
-/// `accompany_steps` writes with that sampling alone. Where steps go through tensor ops (a GPU
-/// where the kernel declines) the alternatives are written one after the other (progress counts
-/// them all). The first
-/// alternative's attention is watched.
-#[allow(clippy::too_many_arguments)]
-pub async fn accompany_batch<F, Fut>(
-    model: &Performer,
-    e: &Example,
-    given: Option<&PianoRoll>,
-    region: Range<usize>,
-    samplings: &[PianoSampling],
-    report_every: usize,
-    watch: Option<Watch>,
-    device: &Device,
-    on_progress: F,
-) -> Result<Vec<PianoRoll>, GenerateError>
-where
-    F: FnMut(BatchProgress<'_>) -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let piano = Given::plain(given, region);
-    accompany_given(
-        model,
-        e,
-        piano,
-        samplings,
-        report_every,
-        watch,
-        device,
-        on_progress,
-    )
-    .await
 }
 
 /// The piano an accompaniment starts from: the part given (`None`: silence), the region to
@@ -446,17 +426,22 @@ impl<'a> Given<'a> {
     }
 }
 
-/// [`accompany_batch`] from `given`, its texture echo leaning every alternative's steps
-/// towards what each one wrote (or the donor held) at the steps they answer. With an echo the
-/// notes are drawn on the CPU (the fused GPU steps take no lean yet).
-#[allow(clippy::too_many_arguments)]
-pub async fn accompany_given<F, Fut>(
+/// Writes the piano part of example `e` over `given.region` as [`accompany_steps`] does,
+/// once for each of `samplings` (alternatives, each with its own seed), all advancing a step
+/// at a time together: on the CPU one batched step for all ([`Performer::step_batch`]), on a
+/// GPU with fused steps one workgroup each in the same dispatches; each roll is the one
+/// `accompany_steps` writes with that sampling alone. Where steps go through tensor ops (a
+/// GPU where the kernel declines) the alternatives are written one after the other (progress
+/// counts them all). The first alternative's attention is watched. The texture echo leans
+/// every alternative's steps towards what each one wrote (or the donor held) at the steps
+/// they answer; with an echo the notes are drawn on the CPU (the fused GPU steps take no lean
+/// yet).
+pub async fn accompany_batch<F, Fut>(
     model: &Performer,
     e: &Example,
     given: Given<'_>,
     samplings: &[PianoSampling],
-    report_every: usize,
-    watch: Option<Watch>,
+    reports: Reports,
     device: &Device,
     mut on_progress: F,
 ) -> Result<Vec<PianoRoll>, GenerateError>
@@ -476,7 +461,7 @@ where
     let steps_of = || Steps::of(model, e, &given);
     if let [one] = samplings {
         // One sequence: as `accompany_steps` writes it (fused on a GPU).
-        let roll = one_sequence(model, steps_of()?, *one, report_every, watch, device, |p| {
+        let roll = one_sequence(model, steps_of()?, *one, reports, device, |p| {
             let logits = [p.logits.to_vec()];
             on_progress(BatchProgress {
                 done: p.done,
@@ -492,6 +477,7 @@ where
     for s in samplings {
         s.check()?;
     }
+    let watch = reports.watch;
     if let Some(w) = watch {
         w.check(model)?;
     }
@@ -510,7 +496,7 @@ where
             let watch = watch.filter(|_| k == 0);
             states.push(steps.prefilled(model, s.seed, watch, &stepping, device)?);
         }
-        let run = (samplings, report_every, watch);
+        let run = (samplings, reports);
         let fused = fused_batch(model, &steps, states, run, device, &mut on_progress);
         if let Ok(rolls) = fused.await? {
             return Ok(rolls);
@@ -518,17 +504,7 @@ where
     }
     if stepping.decoder.is_none() && samplings.len() > 1 {
         // Steps through tensors one alternative at a time (a GPU where the kernel declines).
-        return one_after_another(
-            model,
-            e,
-            given,
-            samplings,
-            report_every,
-            watch,
-            device,
-            on_progress,
-        )
-        .await;
+        return one_after_another(model, e, given, samplings, reports, device, on_progress).await;
     }
     let steps = steps_of()?;
     let mut states = Vec::with_capacity(samplings.len());
@@ -541,8 +517,7 @@ where
         &steps,
         states,
         samplings,
-        report_every,
-        watch,
+        reports,
         device,
         &mut on_progress,
     )
@@ -551,14 +526,12 @@ where
 
 /// The alternatives one after the other through [`accompany_steps`] (fused on a GPU), with
 /// progress counting every alternative's steps.
-#[allow(clippy::too_many_arguments)]
 async fn one_after_another<F, Fut>(
     model: &Performer,
     e: &Example,
     given: Given<'_>,
     samplings: &[PianoSampling],
-    report_every: usize,
-    watch: Option<Watch>,
+    reports: Reports,
     device: &Device,
     mut on_progress: F,
 ) -> Result<Vec<PianoRoll>, GenerateError>
@@ -570,9 +543,12 @@ where
     let mut rolls: Vec<PianoRoll> = Vec::with_capacity(k);
     let mut logits = vec![Vec::new(); k];
     for (i, s) in samplings.iter().enumerate() {
-        let watch = watch.filter(|_| i == 0);
+        let reports = Reports {
+            watch: reports.watch.filter(|_| i == 0),
+            ..reports
+        };
         let steps = Steps::of(model, e, &given)?;
-        let roll = one_sequence(model, steps, *s, report_every, watch, device, |p| {
+        let roll = one_sequence(model, steps, *s, reports, device, |p| {
             let mut so_far = rolls.clone();
             so_far.push(p.roll.clone());
             logits[i] = p.logits.to_vec();
@@ -592,14 +568,15 @@ where
 }
 
 /// The region's steps for every state in `states` (one per sampling), a batched step each.
-#[allow(clippy::too_many_arguments)]
 async fn batch_steps<F, Fut>(
     model: &Performer,
     steps: &Steps<'_>,
     mut states: Vec<State>,
     samplings: &[PianoSampling],
-    report_every: usize,
-    watch: Option<Watch>,
+    Reports {
+        every: report_every,
+        watch,
+    }: Reports,
     device: &Device,
     mut on_progress: F,
 ) -> Result<Vec<PianoRoll>, GenerateError>
@@ -662,7 +639,13 @@ async fn fused_batch<F, Fut>(
     model: &Performer,
     steps: &Steps<'_>,
     mut states: Vec<State>,
-    (samplings, report_every, watch): (&[PianoSampling], usize, Option<Watch>),
+    (
+        samplings,
+        Reports {
+            every: report_every,
+            watch,
+        },
+    ): (&[PianoSampling], Reports),
     device: &Device,
     on_progress: &mut F,
 ) -> Result<Result<Vec<PianoRoll>, Vec<State>>, GenerateError>
@@ -764,7 +747,7 @@ pub async fn sample_whole(
         ..Given::plain(None, 0..e.len)
     };
     let steps = Steps::of(model, e, &given)?;
-    one_sequence(model, steps, sampling, e.len, None, device, quiet).await
+    one_sequence(model, steps, sampling, Reports::at_end(), device, quiet).await
 }
 
 /// The watched head's rows of the steps since the last report (taken out of `watched`), each

@@ -8,7 +8,7 @@ use super::{ACCOMPANIMENT_TRACK, Options, Progress};
 use crate::generate::binarize::{Binarize, binarize};
 use crate::generate::texture::{Answers, TextureEcho};
 use crate::generate::{
-    AccompanimentInput, GenerateError, Given, MapFeatures, PianoSampling, accompany_given,
+    AccompanimentInput, GenerateError, Given, MapFeatures, PianoSampling, Reports, accompany_batch,
     accompany_probs, input_example, piece_input, splice, watched_pass,
 };
 use crate::model::config::Task;
@@ -267,13 +267,15 @@ where
             texture: texture.as_ref(),
             reference: answers.as_ref(),
         };
-        accompany_given(
+        accompany_batch(
             model,
             &e,
             given,
             &samplings,
-            options.chunk_steps,
-            options.watch(),
+            Reports {
+                every: options.chunk_steps,
+                watch: options.watch(),
+            },
             device,
             |p| {
                 let notes = roll_notes(&p.rolls[0], grid);

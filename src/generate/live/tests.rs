@@ -7,7 +7,7 @@ use pollster::block_on;
 
 use super::*;
 use crate::generate::harmonize::tests::tiny;
-use crate::generate::{accompaniment_input, accompany_steps, input_example};
+use crate::generate::{Given, Reports, accompaniment_input, accompany_steps, input_example};
 use crate::model::config::{Conditioning, Direction, PerformerConfig};
 use crate::model::pe::{PeConfig, PeKind};
 use crate::music::fixtures::song;
@@ -89,11 +89,12 @@ fn a_model_that_hears_the_melody_a_step_late_plays_live_what_it_plays_offline() 
     let offline = block_on(accompany_steps(
         &m,
         &e,
-        Some(&given),
-        from..e.len,
+        Given::plain(Some(&given), from..e.len),
         threshold(),
-        e.len,
-        None,
+        Reports {
+            every: e.len,
+            watch: None,
+        },
         &device,
         |_| async { true },
     ))

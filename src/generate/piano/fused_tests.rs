@@ -46,11 +46,9 @@ fn watched(
     let roll = block_on(accompany_steps(
         m,
         &e,
-        None,
-        8..e.len,
+        Given::plain(None, 8..e.len),
         sampling,
-        every,
-        watch,
+        Reports { every, watch },
         device,
         |p| {
             logits.push(p.logits.to_vec());
@@ -220,7 +218,16 @@ fn fused_alternatives_are_each_their_seed_alone_on_a_native_gpu() {
     let alone = |s: PianoSampling, given: Option<&PianoRoll>, region: std::ops::Range<usize>| {
         let quiet = |_: PianoProgress<'_>| async { true };
         block_on(accompany_steps(
-            &m, &e, given, region, s, 8, None, device, quiet,
+            &m,
+            &e,
+            Given::plain(given, region),
+            s,
+            Reports {
+                every: 8,
+                watch: None,
+            },
+            device,
+            quiet,
         ))
         .unwrap()
     };
@@ -230,11 +237,12 @@ fn fused_alternatives_are_each_their_seed_alone_on_a_native_gpu() {
         let together = block_on(accompany_batch(
             &m,
             &e,
-            given,
-            region.clone(),
+            Given::plain(given, region.clone()),
             &samplings,
-            8,
-            None,
+            Reports {
+                every: 8,
+                watch: None,
+            },
             device,
             |p| {
                 assert_eq!(p.rolls.len(), 3, "together, not one after another");

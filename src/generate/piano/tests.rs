@@ -106,11 +106,12 @@ fn every_step_reaches_the_attention_map() {
     block_on(accompany_steps(
         &m,
         &e,
-        None,
-        8..e.len,
+        Given::plain(None, 8..e.len),
         PianoSampling::default(),
-        10,
-        Some(watch),
+        Reports {
+            every: 10,
+            watch: Some(watch),
+        },
         &device,
         |p| {
             reports.push(p.attention.unwrap());
@@ -163,11 +164,12 @@ fn step_by_step_agrees_with_the_teacher_forced_pass() {
         let roll = block_on(accompany_steps(
             &m,
             &e,
-            None,
-            0..e.len,
+            Given::plain(None, 0..e.len),
             sampling,
-            1,
-            None,
+            Reports {
+                every: 1,
+                watch: None,
+            },
             &device,
             |p| {
                 steps.extend(p.logits.iter().map(|&x| sigmoid1(x)));
@@ -229,11 +231,12 @@ fn the_lanes_steer_the_piano_and_a_region_keeps_the_rest() {
         block_on(accompany_steps(
             &m,
             &e,
-            given,
-            region,
+            Given::plain(given, region),
             sampling,
-            16,
-            None,
+            Reports {
+                every: 16,
+                watch: None,
+            },
             &device,
             |_| async { true },
         ))
@@ -312,7 +315,16 @@ fn alternatives_written_together_are_each_their_seed_alone() {
         let alone = |s: PianoSampling, given: Option<&PianoRoll>, region: Range<usize>| {
             let quiet = |_: PianoProgress<'_>| async { true };
             block_on(accompany_steps(
-                &m, &e, given, region, s, 16, None, &device, quiet,
+                &m,
+                &e,
+                Given::plain(given, region),
+                s,
+                Reports {
+                    every: 16,
+                    watch: None,
+                },
+                &device,
+                quiet,
             ))
             .unwrap()
         };
@@ -322,11 +334,12 @@ fn alternatives_written_together_are_each_their_seed_alone() {
             let together = block_on(accompany_batch(
                 &m,
                 &e,
-                given,
-                region.clone(),
+                Given::plain(given, region.clone()),
                 &samplings,
-                8,
-                None,
+                Reports {
+                    every: 8,
+                    watch: None,
+                },
                 &device,
                 |p| {
                     assert_eq!(p.rolls.len(), 3);
@@ -378,13 +391,15 @@ fn a_reference_lane_is_fed_as_training_reads_it() {
             reference,
             ..Given::plain(None, 0..e.len)
         };
-        let rolls = block_on(accompany_given(
+        let rolls = block_on(accompany_batch(
             &m,
             &e,
             given,
             &[sampling],
-            1,
-            None,
+            Reports {
+                every: 1,
+                watch: None,
+            },
             &device,
             |p| {
                 probs.extend(p.logits[0].iter().map(|&x| sigmoid1(x)));

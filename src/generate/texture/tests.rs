@@ -10,7 +10,7 @@ use rand::rngs::StdRng;
 use super::*;
 use crate::data::corpus::{Corpus, Piece as TrainPiece, WindowSpec};
 use crate::generate::{BatchProgress, Given, PianoSampling, accompaniment_input};
-use crate::generate::{accompany_given, input_example};
+use crate::generate::{Reports, accompany_batch, input_example};
 use crate::model::config::{Conditioning, PerformerConfig, Task};
 use crate::model::pe::{PeConfig, PeKind};
 use crate::model::performer::Performer;
@@ -125,8 +125,17 @@ fn a_repeated_letter_plays_like_its_first_occurrence_more_than_another_letter() 
             texture,
             reference: None,
         };
-        block_on(accompany_given(
-            &model, &e, given, &samplings, e.len, None, &device, quiet,
+        block_on(accompany_batch(
+            &model,
+            &e,
+            given,
+            &samplings,
+            Reports {
+                every: e.len,
+                watch: None,
+            },
+            &device,
+            quiet,
         ))
         .unwrap()
     };
@@ -206,13 +215,15 @@ fn a_donor_brings_its_rhythm_to_the_bars_it_is_asked_for() {
             texture,
             reference: None,
         };
-        block_on(accompany_given(
+        block_on(accompany_batch(
             &model,
             &e,
             given,
             &[PianoSampling::default()],
-            e.len,
-            None,
+            Reports {
+                every: e.len,
+                watch: None,
+            },
             &device,
             quiet,
         ))
@@ -270,8 +281,17 @@ fn a_rewritten_repeat_answers_the_kept_first_occurrence() {
             texture,
             reference: None,
         };
-        block_on(accompany_given(
-            &model, &e, given, &sampling, e.len, None, &device, quiet,
+        block_on(accompany_batch(
+            &model,
+            &e,
+            given,
+            &sampling,
+            Reports {
+                every: e.len,
+                watch: None,
+            },
+            &device,
+            quiet,
         ))
         .unwrap()
         .remove(0)
@@ -285,8 +305,17 @@ fn a_rewritten_repeat_answers_the_kept_first_occurrence() {
             texture: Some(&echo),
             reference: None,
         };
-        block_on(accompany_given(
-            &model, &e, given, &sampling, e.len, None, &device, quiet,
+        block_on(accompany_batch(
+            &model,
+            &e,
+            given,
+            &sampling,
+            Reports {
+                every: e.len,
+                watch: None,
+            },
+            &device,
+            quiet,
         ))
         .unwrap()
         .remove(0)

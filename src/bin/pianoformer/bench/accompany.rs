@@ -15,8 +15,8 @@ use pianoformer::data::Example;
 use pianoformer::device::{self, Preference};
 use pianoformer::generate::fused;
 use pianoformer::generate::{
-    BatchProgress, PianoSampling, accompaniment_input, accompany_batch, accompany_steps,
-    input_example,
+    BatchProgress, Given, PianoSampling, Reports, accompaniment_input, accompany_batch,
+    accompany_steps, input_example,
 };
 use pianoformer::model::config::Task;
 use pianoformer::model::performer::Performer;
@@ -156,11 +156,12 @@ fn alternatives(
         pollster::block_on(accompany_batch(
             model,
             e,
-            None,
-            0..e.len,
+            Given::plain(None, 0..e.len),
             &samplings,
-            16,
-            None,
+            Reports {
+                every: 16,
+                watch: None,
+            },
             device,
             quiet,
         ))
@@ -203,11 +204,12 @@ fn generate(
     let roll = pollster::block_on(accompany_steps(
         model,
         e,
-        None,
-        0..e.len,
+        Given::plain(None, 0..e.len),
         s,
-        16,
-        None,
+        Reports {
+            every: 16,
+            watch: None,
+        },
         device,
         |p| {
             logits.push(p.logits.to_vec());
