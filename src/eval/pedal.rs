@@ -215,8 +215,11 @@ pub struct Panel {
     pub share_off: f64,
     pub blur: f64,
     pub presses_per_bar: f64,
-    /// The median over songs of the median sounding length, in quarter notes.
+    /// The median over songs of the median sounding length, in quarter notes (it sits on
+    /// whole beats: most notes start on one and sound to a change on another).
     pub sounding_beats: f64,
+    /// The mean over songs of the median sounding length, in quarter notes.
+    pub sounding_beats_mean: f64,
 }
 
 /// The panel of `scored` (one per song) against the pianists' own `pianists`.
@@ -240,6 +243,7 @@ pub fn panel(scored: &[Scored], pianists: &[Scored]) -> Panel {
         blur: mean(|s| s.blur),
         presses_per_bar: mean(|s| s.presses_per_bar),
         sounding_beats: lengths.get(lengths.len() / 2).copied().unwrap_or(0.0),
+        sounding_beats_mean: mean(|s| s.sounding_beats),
     }
 }
 
@@ -274,7 +278,7 @@ pub fn sounding_beats(grid: &Grid, notes: &[(u8, u64, u64)], events: &[(u64, u8,
 /// One line of a panel, as `pianoformer pedal` and `eval --task pedal` print it.
 pub fn line(name: &str, p: &Panel) -> String {
     format!(
-        "{name:<28} F1 {:.3} (P {:.3}, R {:.3})  down {:.3} (off by {:.3})  blur {:.3}  presses a bar {:.2}  sounding {:.2} beats",
+        "{name:<28} F1 {:.3} (P {:.3}, R {:.3})  down {:.3} (off by {:.3})  blur {:.3}  presses a bar {:.2}  sounding {:.2} beats (mean of songs {:.2})",
         p.f1,
         p.precision,
         p.recall,
@@ -282,6 +286,7 @@ pub fn line(name: &str, p: &Panel) -> String {
         p.share_off,
         p.blur,
         p.presses_per_bar,
-        p.sounding_beats
+        p.sounding_beats,
+        p.sounding_beats_mean
     )
 }

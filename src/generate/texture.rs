@@ -15,7 +15,7 @@ use crate::music::chords::Chord;
 use crate::music::labels::StepLabels;
 use crate::music::roll::{PITCHES, PianoRoll};
 use crate::music::texture::donor::{Donor, revoice};
-use crate::music::texture::echo::{EchoLean, bars, melody_alike};
+use crate::music::texture::echo::{EchoLean, bars, latest_sources, melody_alike};
 use crate::music::texture::onset_bits;
 
 /// Where the answered steps are read.
@@ -40,6 +40,9 @@ pub struct Answers {
     /// Per step, how alike its bar sings to the answered bar (`music::texture::echo::melody_bin`);
     /// empty where that is not known (a donor from another song, a live take not yet heard).
     melody: Vec<Option<usize>>,
+    /// Per step of a repeat with a latest earlier occurrence besides the first (a third A),
+    /// the same place of that one (`music::texture::echo::latest_sources`); empty for a donor.
+    latest: Vec<Option<usize>>,
     source: Source,
 }
 
@@ -51,6 +54,7 @@ impl Answers {
         answers.iter().any(Option::is_some).then_some(Self {
             answers,
             melody: melody_alike(labels),
+            latest: latest_sources(labels),
             source: Source::Own,
         })
     }
@@ -99,6 +103,7 @@ impl Answers {
         answers.iter().any(Option::is_some).then_some(Self {
             answers,
             melody: Vec::new(),
+            latest: Vec::new(),
             source: Source::Donor(laid),
         })
     }
@@ -235,9 +240,13 @@ impl TextureEcho {
             return false;
         };
         let melody = self.answers.melody.get(t).copied().flatten();
+        let latest = self.answers.latest.get(t).copied().flatten();
+        let latest = latest
+            .filter(|&l| l < t && l < written.num_steps)
+            .map(|l| onset_bits(written, l));
         self.lean.of(
             onset_bits(roll, s),
-            (changed, melody),
+            (changed, melody, latest),
             self.strength,
             &mut out[..PITCHES],
         );

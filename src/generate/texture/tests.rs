@@ -198,6 +198,7 @@ fn a_donor_brings_its_rhythm_to_the_bars_it_is_asked_for() {
     let lean = EchoLean {
         lean: [[[-1.5, 0.0, 5.0]; 3]; 2],
         by_melody: None,
+        by_latest: None,
     };
     let texture = Answers::donor(&input.sheet.labels, 64..128, &donor_spec)
         .and_then(|a| TextureEcho::new(lean, 1.0, a))
@@ -343,4 +344,43 @@ fn a_rewritten_repeat_answers_the_kept_first_occurrence() {
             );
         }
     }
+}
+
+#[test]
+fn a_third_occurrence_leans_on_what_the_latest_before_it_played() {
+    let phrases = (0..3)
+        .map(|i| Phrase {
+            start_bar: 4 * i,
+            bars: 4,
+            letter: 'A',
+        })
+        .collect();
+    let input = accompaniment_input(&fixtures::song(0, 12), None, Some(phrases)).unwrap();
+    let labels = &input.sheet.labels;
+    // The pooled lean nothing; the joint lean says which evidence it read: 10 × the first
+    // occurrence's, + the latest's.
+    let lean = EchoLean {
+        lean: [[[0.0; 3]; 3]; 2],
+        by_melody: None,
+        by_latest: Some(std::array::from_fn(|_| {
+            std::array::from_fn(|_| {
+                std::array::from_fn(|_| {
+                    std::array::from_fn(|ef| std::array::from_fn(|el| (10 * ef + el) as f32))
+                })
+            })
+        })),
+    };
+    let echo = TextureEcho::repeats(lean, 1.0, labels).expect("A repeats");
+    // Only the second A struck the bass's E at its fourth step.
+    let mut written = PianoRoll::new(labels.len());
+    written.set(64 + 3, 40, true, true, 0);
+    let mut out = [0f32; PITCHES];
+    assert!(echo.lean_at(&written, 128 + 3, &mut out));
+    assert_eq!(
+        (out[40], out[43], out[70]),
+        (2.0, 1.0, 0.0),
+        "the third A: nothing then in the first, the pitch (another in its register) in the second"
+    );
+    assert!(echo.lean_at(&written, 64 + 3, &mut out));
+    assert_eq!(out[40], 0.0, "the second A has only the first to answer");
 }

@@ -36,7 +36,7 @@ pub fn bars(labels: &StepLabels) -> Vec<(usize, usize, Option<PhraseLabel>)> {
 /// (a pickup, another meter: their places do not line up).
 pub fn sources(labels: &StepLabels) -> Vec<Option<usize>> {
     let mut out = vec![None; labels.len()];
-    for (start, len, f_start) in answered_bars(labels) {
+    for (start, len, f_start, _) in answered_bars(labels) {
         for (i, o) in out[start..start + len].iter_mut().enumerate() {
             *o = Some(f_start + i);
         }
@@ -44,20 +44,45 @@ pub fn sources(labels: &StepLabels) -> Vec<Option<usize>> {
     out
 }
 
-/// The bars of `labels` that answer an earlier one: each bar's first step, its length and
-/// the first step of the bar it answers ([`sources`]).
-fn answered_bars(labels: &StepLabels) -> Vec<(usize, usize, usize)> {
+/// For every step of `labels` that answers a first occurrence ([`sources`]), the same place
+/// of the latest earlier occurrence of its phrase where that is not the first (the third A's
+/// second A, as long as it); `None` elsewhere (a second occurrence has only the first).
+pub fn latest_sources(labels: &StepLabels) -> Vec<Option<usize>> {
+    let mut out = vec![None; labels.len()];
+    for (start, len, _, latest) in answered_bars(labels) {
+        if let Some(l_start) = latest {
+            for (i, o) in out[start..start + len].iter_mut().enumerate() {
+                *o = Some(l_start + i);
+            }
+        }
+    }
+    out
+}
+
+/// The bars of `labels` that answer an earlier one: each bar's first step, its length, the
+/// first step of the bar it answers ([`sources`]) and of the same bar of the latest earlier
+/// occurrence when that is another, as long ([`latest_sources`]).
+fn answered_bars(labels: &StepLabels) -> Vec<(usize, usize, usize, Option<usize>)> {
     let bars = bars(labels);
     let lane: Vec<Option<PhraseLabel>> = bars.iter().map(|b| b.2).collect();
     let mut out = Vec::new();
-    for (k, &(start, len, _)) in bars.iter().enumerate() {
+    for (k, &(start, len, here)) in bars.iter().enumerate() {
         let Some(f) = first_occurrence(&lane, k) else {
             continue;
         };
         let (f_start, f_len, _) = bars[f];
-        if f_len == len {
-            out.push((start, len, f_start));
+        if f_len != len {
+            continue;
         }
+        let latest = here.and_then(|here| {
+            (f + 1..k).rev().find(|&j| {
+                lane[j].is_some_and(|p| {
+                    p.letter == here.letter && p.index < here.index && p.bar == here.bar
+                })
+            })
+        });
+        let latest = latest.filter(|&j| bars[j].1 == len).map(|j| bars[j].0);
+        out.push((start, len, f_start, latest));
     }
     out
 }
@@ -82,7 +107,7 @@ pub fn melody_bin(alike: usize, of: usize) -> usize {
 /// bar's melody against the answered bar's; `None` elsewhere.
 pub fn melody_alike(labels: &StepLabels) -> Vec<Option<usize>> {
     let mut out = vec![None; labels.len()];
-    for (start, len, f_start) in answered_bars(labels) {
+    for (start, len, f_start, _) in answered_bars(labels) {
         let sung = |t: usize| labels.melody.get(t).copied();
         let alike = (0..len)
             .filter(|&i| sung(start + i) == sung(f_start + i))
@@ -103,6 +128,15 @@ type Table = [[[[u64; 2]; EVIDENCE]; REGISTERS]; 2];
 /// A lean: log odds by (whether the chord differs, register, evidence).
 pub type LeanTable = [[[f32; EVIDENCE]; REGISTERS]; 2];
 
+/// Onsets counted by (whether the chord at the repeat and its first occurrence differs,
+/// register, what the first occurrence held, what the latest earlier occurrence held, whether
+/// the pitch starts).
+type JointTable = [[[[[u64; 2]; EVIDENCE]; EVIDENCE]; REGISTERS]; 2];
+
+/// A lean by (whether the chord differs from the first occurrence's, register, what the first
+/// occurrence held, what the latest earlier one held).
+pub type JointLean = [[[[f32; EVIDENCE]; EVIDENCE]; REGISTERS]; 2];
+
 /// Counts of the pianists' onsets at answered steps, for repeats and for other letters.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EchoCounts {
@@ -119,6 +153,49 @@ pub struct EchoCounts {
     /// Repeated steps of each [`melody_bin`].
     #[serde(default)]
     pub repeat_steps_by_melody: [u64; MELODY_BINS],
+    /// The repeats that have a latest earlier occurrence besides the first (a third A and
+    /// later: [`latest_sources`]), by melody bin and pooled over it (last), counted by what
+    /// both held.
+    #[serde(default)]
+    pub repeats_by_latest: [JointTable; MELODY_BINS + 1],
+    /// Repeated steps that have one.
+    #[serde(default)]
+    pub latest_steps: u64,
+}
+
+/// What a step whose keys are `then` holds for the pitches of register mask `m`: the pitches
+/// of each evidence ([`EVIDENCE`]: nothing in the register, another pitch in it, the pitch).
+fn evidence_groups(then: u128, m: u128) -> [u128; EVIDENCE] {
+    let then = then & m;
+    if then == 0 {
+        [m, 0, 0]
+    } else {
+        [0, m & !then, then]
+    }
+}
+
+/// Adds the pitches of step `t` against its first occurrence's step `s` and its latest
+/// earlier occurrence's step `l` to `table`.
+fn count_joint(
+    table: &mut JointTable,
+    bits: &[u128],
+    labels: &StepLabels,
+    (t, s, l): (usize, usize, usize),
+) {
+    let changed = (labels.chord[t] != labels.chord[s]) as usize;
+    let masks = *MASKS.get_or_init(|| std::array::from_fn(register_mask));
+    for (r, &m) in masks.iter().enumerate() {
+        let (first, latest) = (evidence_groups(bits[s], m), evidence_groups(bits[l], m));
+        for (ef, &f) in first.iter().enumerate() {
+            for (el, &g) in latest.iter().enumerate() {
+                let pitches = f & g;
+                let on = (bits[t] & pitches).count_ones() as u64;
+                let c = &mut table[changed][r][ef][el];
+                c[1] += on;
+                c[0] += pitches.count_ones() as u64 - on;
+            }
+        }
+    }
 }
 
 /// Adds the pitches of step `t` against step `s` to `table` (`bits`: each step's onsets).
@@ -150,8 +227,15 @@ impl EchoCounts {
         let labels = labels.slice(0..n);
         let src = sources(&labels);
         let sung = melody_alike(&labels);
+        let latest = latest_sources(&labels);
         let bits: Vec<u128> = (0..n).map(|t| onset_bits(roll, t)).collect();
         for (t, (s, bin)) in src.iter().zip(&sung).enumerate() {
+            if let (Some(s), Some(bin), Some(l)) = (*s, *bin, latest[t]) {
+                for m in [bin, MELODY_BINS] {
+                    count_joint(&mut self.repeats_by_latest[m], &bits, &labels, (t, s, l));
+                }
+                self.latest_steps += 1;
+            }
             if let (Some(s), Some(bin)) = (*s, *bin) {
                 count(&mut self.repeats, &bits, &labels, t, s);
                 count(&mut self.repeats_by_melody[bin], &bits, &labels, t, s);
@@ -187,6 +271,7 @@ impl EchoCounts {
         EchoLean {
             lean: lean_of(&self.repeats, Some(&self.others)),
             by_melody: None,
+            by_latest: None,
         }
     }
 
@@ -196,6 +281,7 @@ impl EchoCounts {
         EchoLean {
             lean: lean_of(&self.repeats, None),
             by_melody: None,
+            by_latest: None,
         }
     }
 
@@ -209,6 +295,39 @@ impl EchoCounts {
             ..self.lean_alone()
         }
     }
+
+    /// [`Self::lean_by_melody`], and beside it, for a repeat that has a latest earlier
+    /// occurrence besides the first, the lean of what both held, by melody bin and pooled
+    /// over it (last).
+    pub fn lean_by_latest(&self) -> EchoLean {
+        let joint = |table: &JointTable| -> JointLean {
+            std::array::from_fn(|c| {
+                std::array::from_fn(|r| {
+                    let cells = &table[c][r];
+                    std::array::from_fn(|ef| {
+                        std::array::from_fn(|el| joint_ratio(cells, ef, el) as f32)
+                    })
+                })
+            })
+        };
+        EchoLean {
+            by_latest: Some(std::array::from_fn(|m| joint(&self.repeats_by_latest[m]))),
+            ..self.lean_by_melody()
+        }
+    }
+}
+
+/// [`log_ratio`] over the joint evidence of the first and the latest occurrence.
+fn joint_ratio(cells: &[[[u64; 2]; EVIDENCE]; EVIDENCE], ef: usize, el: usize) -> f64 {
+    let total = |o: usize| {
+        cells
+            .iter()
+            .flatten()
+            .map(|c| c[o] as f64 + 1.0)
+            .sum::<f64>()
+    };
+    let p = |o: usize| (cells[ef][el][o] as f64 + 1.0) / total(o);
+    (p(1) / p(0)).ln()
 }
 
 /// The lean `repeats` justify, less what `others` do.
@@ -243,33 +362,51 @@ pub struct EchoLean {
     /// live take).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by_melody: Option<[LeanTable; MELODY_BINS]>,
+    /// For a repeat with a latest earlier occurrence besides the first (a third A and later),
+    /// the lean of what both held, by melody bin (the last: not known), where it was counted
+    /// so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_latest: Option<[JointLean; MELODY_BINS + 1]>,
 }
 
 impl EchoLean {
     /// The lean of every pitch at a step whose answered step started `then` (bits), the chord
     /// there the same or not, the melody of the two bars in bin `melody` ([`melody_bin`]; the
-    /// pooled lean when `None` or not counted by melody), scaled by `strength` (1: as
-    /// measured).
+    /// pooled lean when `None` or not counted by melody), the latest earlier occurrence's
+    /// step (a third A's second) having started `latest` (not read when `None` or not counted
+    /// so), scaled by `strength` (1: as measured).
     pub fn of(
         &self,
         then: u128,
-        (chord_changed, melody): (bool, Option<usize>),
+        (chord_changed, melody, latest): (bool, Option<usize>, Option<u128>),
         strength: f32,
         out: &mut [f32],
     ) {
+        let c = chord_changed as usize;
         let by_melody = self.by_melody.as_ref().zip(melody).map(|(t, b)| &t[b]);
-        let table = &by_melody.unwrap_or(&self.lean)[chord_changed as usize];
+        let table = &by_melody.unwrap_or(&self.lean)[c];
+        let joint = self.by_latest.as_ref().zip(latest).map(|(t, l)| {
+            let m = melody.unwrap_or(MELODY_BINS).min(MELODY_BINS);
+            (&t[m][c], l)
+        });
         let masks: [u128; REGISTERS] = std::array::from_fn(register_mask);
-        for (p, o) in out.iter_mut().enumerate().take(PITCHES) {
-            let r = register(p);
-            let ev = if then & (1 << p) != 0 {
+        let evidence = |bits: u128, p: usize, r: usize| {
+            if bits & (1 << p) != 0 {
                 2
-            } else if then & masks[r] != 0 {
+            } else if bits & masks[r] != 0 {
                 1
             } else {
                 0
-            };
-            *o = strength * table[r][ev];
+            }
+        };
+        for (p, o) in out.iter_mut().enumerate().take(PITCHES) {
+            let r = register(p);
+            let ev = evidence(then, p, r);
+            *o = strength
+                * match joint {
+                    Some((j, l)) => j[r][ev][evidence(l, p, r)],
+                    None => table[r][ev],
+                };
         }
     }
 }

@@ -1,4 +1,4 @@
-use super::echo::{EchoCounts, MELODY_BINS, melody_alike, melody_bin, sources};
+use super::echo::{EchoCounts, MELODY_BINS, latest_sources, melody_alike, melody_bin, sources};
 use super::*;
 use crate::music::labels::PhraseLabel;
 
@@ -208,8 +208,43 @@ fn the_lean_by_melody_is_counted_apart_for_each_bin() {
     // The pooled lean lies between, and serves a step whose melody is not known.
     assert!(lean.lean[0][0][2] < same[0][2] && lean.lean[0][0][2] > other[0][2]);
     let mut out = [0f32; 128];
-    lean.of(1 << 40, (false, None), 1.0, &mut out);
+    lean.of(1 << 40, (false, None, None), 1.0, &mut out);
     assert_eq!(out[40], lean.lean[0][0][2]);
-    lean.of(1 << 40, (false, Some(3)), 1.0, &mut out);
+    lean.of(1 << 40, (false, Some(3), None), 1.0, &mut out);
     assert_eq!(out[40], same[0][2]);
+}
+
+#[test]
+fn a_third_occurrence_also_answers_the_latest_before_it() {
+    // A B A A, two bars each: the second A answers the first alone; the third answers the
+    // first and, besides it, the second.
+    let l = lane("ABAA", 2);
+    let (first, latest) = (sources(&l), latest_sources(&l));
+    assert_eq!((first[64], latest[64]), (Some(0), None));
+    assert_eq!((first[96 + 5], latest[96 + 5]), (Some(5), Some(64 + 5)));
+    assert!(latest[..96].iter().all(Option::is_none));
+}
+
+#[test]
+fn where_the_latest_occurrence_was_played_anew_a_third_one_leans_on_both() {
+    // A A A: the second A plays anew, the third plays as the second did.
+    let l = lane("AAA", 8);
+    let mut counts = EchoCounts::default();
+    counts.add(&random_roll(&[1, 2, 2], 8), &l);
+    assert_eq!(counts.latest_steps, 128, "the third A's steps");
+    let lean = counts.lean_by_latest();
+    let by = lean.by_latest.expect("counted by the latest occurrence");
+    for m in [3, MELODY_BINS] {
+        // Same chord, bass: the pitch struck by the latest only, against by the first only.
+        let cells = by[m][0][0];
+        assert!(cells[1][2] > cells[2][1] + 2.0, "melody bin {m}: {cells:?}");
+    }
+    // Read with the latest's keys, a pitch leans by both; without them, by the first alone.
+    let mut out = [0f32; 128];
+    lean.of(1 << 40, (false, Some(3), Some(1 << 43)), 1.0, &mut out);
+    assert_eq!((out[40], out[43]), (by[3][0][0][2][1], by[3][0][0][1][2]));
+    lean.of(1 << 40, (false, None, Some(1 << 40)), 1.0, &mut out);
+    assert_eq!(out[40], by[MELODY_BINS][0][0][2][2]);
+    lean.of(1 << 40, (false, Some(3), None), 1.0, &mut out);
+    assert_eq!(out[40], lean.by_melody.expect("by melody")[3][0][0][2]);
 }

@@ -39,16 +39,7 @@ pub fn run(args: Args) -> Result<(), String> {
     let data = sources::load(&args.data, parts, args.limit)?;
     eprintln!("data: {}", data.description);
     let counts = training_counts(&data.train);
-    let lean = match args.lean.as_str() {
-        "beyond-others" => counts.lean(),
-        "alone" => counts.lean_alone(),
-        "by-melody" => counts.lean_by_melody(),
-        other => {
-            return Err(format!(
-                "--lean is alone, beyond-others or by-melody, not {other:?}"
-            ));
-        }
-    };
+    let lean = lean_of(&counts, &args.lean)?;
     say_lean(&counts, &lean);
     let corpus = if test { &data.test } else { &data.valid };
     let pieces: Vec<_> = corpus
@@ -156,6 +147,21 @@ fn finish(
     }
 }
 
+/// The lean `kind` (--lean) of `counts`.
+fn lean_of(counts: &EchoCounts, kind: &str) -> Result<EchoLean, String> {
+    Ok(match kind {
+        "beyond-others" => counts.lean(),
+        "alone" => counts.lean_alone(),
+        "by-melody" => counts.lean_by_melody(),
+        "by-latest" => counts.lean_by_latest(),
+        other => {
+            return Err(format!(
+                "--lean is alone, beyond-others, by-melody or by-latest, not {other:?}"
+            ));
+        }
+    })
+}
+
 /// The echo's lean and what it was counted from, said.
 fn say_lean(counts: &EchoCounts, lean: &EchoLean) {
     eprintln!(
@@ -173,6 +179,14 @@ fn say_lean(counts: &EchoCounts, lean: &EchoLean) {
                 serde_json::to_string(table).expect("json")
             );
         }
+    }
+    if let Some(by) = &lean.by_latest {
+        eprintln!(
+            "  a third occurrence and later ({} repeated steps), pooled over the melody, by \
+             (chord changed, register, first then, latest then): {}",
+            counts.latest_steps,
+            serde_json::to_string(&by[by.len() - 1]).expect("json")
+        );
     }
 }
 
