@@ -215,10 +215,7 @@ pub async fn alternatives_result(
         &e,
         Given::plain(None, 0..e.len),
         samplings,
-        Reports {
-            every: e.len,
-            watch: None,
-        },
+        Reports::at_end(),
         device,
         quiet,
     )

@@ -203,10 +203,7 @@ pub async fn accompany_answering(
         &e,
         given,
         &[sampling],
-        Reports {
-            every: e.len,
-            watch: None,
-        },
+        Reports::at_end(),
         device,
         quiet,
     )

@@ -327,8 +327,10 @@ where
     }
     let stepping = model.stepping(device).await?;
     let state = steps.prefilled(model, sampling.seed, reports.watch, &stepping, device)?;
+    // The fused GPU steps where they run; the steps one by one where they do not (or gave
+    // the sequence back unwritten).
     #[cfg(feature = "gpu")]
-    if fused::enabled() && steps.texture.is_none() {
+    let (state, on_progress) = if fused::enabled() && steps.texture.is_none() {
         let mut on_progress = on_progress;
         let run = (std::slice::from_ref(&sampling), reports);
         let mut report = |p: BatchProgress<'_>| {
@@ -340,23 +342,14 @@ where
                 attention: p.attention,
             })
         };
-        let fused = fused_batch(model, &steps, vec![state], run, device, &mut report);
-        return match fused.await? {
-            Ok(mut rolls) => Ok(rolls.pop().expect("one roll")),
-            Err(mut states) => {
-                let state = states.pop().expect("one state");
-                one_roll(
-                    model,
-                    steps,
-                    state,
-                    (sampling, reports),
-                    device,
-                    on_progress,
-                )
-                .await
-            }
-        };
-    }
+        let fused = fused_batch(model, &steps, vec![state], run, device, &mut report).await?;
+        match fused {
+            Ok(mut rolls) => return Ok(rolls.pop().expect("one roll")),
+            Err(mut states) => (states.pop().expect("one state"), on_progress),
+        }
+    } else {
+        (state, on_progress)
+    };
     one_roll(
         model,
         steps,

@@ -91,10 +91,7 @@ fn a_model_that_hears_the_melody_a_step_late_plays_live_what_it_plays_offline() 
         &e,
         Given::plain(Some(&given), from..e.len),
         threshold(),
-        Reports {
-            every: e.len,
-            watch: None,
-        },
+        Reports::at_end(),
         &device,
         |_| async { true },
     ))

@@ -130,10 +130,7 @@ fn a_repeated_letter_plays_like_its_first_occurrence_more_than_another_letter() 
             &e,
             given,
             &samplings,
-            Reports {
-                every: e.len,
-                watch: None,
-            },
+            Reports::at_end(),
             &device,
             quiet,
         ))
@@ -221,10 +218,7 @@ fn a_donor_brings_its_rhythm_to_the_bars_it_is_asked_for() {
             &e,
             given,
             &[PianoSampling::default()],
-            Reports {
-                every: e.len,
-                watch: None,
-            },
+            Reports::at_end(),
             &device,
             quiet,
         ))
@@ -275,10 +269,11 @@ fn a_rewritten_repeat_answers_the_kept_first_occurrence() {
         seed: 11,
         ..PianoSampling::default()
     }];
-    let whole = |texture: Option<&TextureEcho>| {
+    // The piano over `region` written (the rest kept from `roll`; all of it when `None`).
+    let write = |roll: Option<&PianoRoll>, region: std::ops::Range<usize>, texture| {
         let given = Given {
-            roll: None,
-            region: 0..e.len,
+            roll,
+            region,
             texture,
             reference: None,
         };
@@ -287,40 +282,16 @@ fn a_rewritten_repeat_answers_the_kept_first_occurrence() {
             &e,
             given,
             &sampling,
-            Reports {
-                every: e.len,
-                watch: None,
-            },
+            Reports::at_end(),
             &device,
             quiet,
         ))
         .unwrap()
         .remove(0)
     };
-    let kept = whole(None);
+    let kept = write(None, 0..e.len, None);
     // Bars 9-12 (the second A) rewritten with the echo; the rest kept as it was.
-    let rewrite = |roll: &PianoRoll, region: std::ops::Range<usize>| {
-        let given = Given {
-            roll: Some(roll),
-            region,
-            texture: Some(&echo),
-            reference: None,
-        };
-        block_on(accompany_batch(
-            &model,
-            &e,
-            given,
-            &sampling,
-            Reports {
-                every: e.len,
-                watch: None,
-            },
-            &device,
-            quiet,
-        ))
-        .unwrap()
-        .remove(0)
-    };
+    let rewrite = |roll: &PianoRoll, region| write(Some(roll), region, Some(&echo));
     let again = rewrite(&kept, 128..192);
     for t in 0..128 {
         for p in 0..PITCHES {
