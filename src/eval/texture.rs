@@ -21,7 +21,7 @@ use crate::model::performer::Performer;
 use crate::music::labels::{PhraseLabel, StepLabels, detect_structure, first_occurrence};
 use crate::music::playing::{chord_tone_ratio, onsets_per_beat};
 use crate::music::roll::PianoRoll;
-use crate::music::texture::echo::{EchoCounts, EchoLean, bars};
+use crate::music::texture::echo::{EchoCounts, EchoLean, Pasted, bars, pasted};
 use crate::music::texture::{Ils, ils};
 
 /// The echo counts of the pianists of `train`'s songs that have an accompaniment, over their
@@ -34,6 +34,54 @@ pub fn training_counts(train: &Corpus) -> EchoCounts {
         counts.add(&roll, &labels);
     }
     counts
+}
+
+/// The pianists of `corpus`'s songs that have an accompaniment, over their annotated spans (as
+/// [`training_counts`] reads them): the ILS of each song where a letter returns, and their
+/// pasted bars together. What a split's pianists are measured against.
+pub fn pianists(corpus: &Corpus) -> (Vec<f64>, Pasted) {
+    let mut all = Pasted::default();
+    let ratios = corpus
+        .pieces
+        .iter()
+        .filter(|p| p.has_accompaniment())
+        .filter_map(|p| {
+            let labels = p.sheet.labels.slice(p.range.clone());
+            let roll = steps_of(&p.sheet.rolls.piano, p.range.clone());
+            all.add(&pasted(&roll, &labels));
+            ils(&roll, &labels).map(|i| i.ratio())
+        })
+        .collect();
+    (ratios, all)
+}
+
+/// How typical a split's mean `target` is of songs like `pool`'s: the share of `draws` draws of
+/// `n` songs from `pool` (with replacement, seeded) whose mean reaches `target` (`>=` when
+/// `target` is above the pool's mean, else `<=`). `None` without songs.
+pub fn share_of_draws_reaching(
+    pool: &[f64],
+    n: usize,
+    target: f64,
+    draws: usize,
+    seed: u64,
+) -> Option<f64> {
+    use rand::{RngExt, SeedableRng};
+    if pool.is_empty() || n == 0 || draws == 0 {
+        return None;
+    }
+    let mean = pool.iter().sum::<f64>() / pool.len() as f64;
+    let above = target >= mean;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let reached = (0..draws)
+        .filter(|_| {
+            let m = (0..n)
+                .map(|_| pool[rng.random_range(0..pool.len())])
+                .sum::<f64>()
+                / n as f64;
+            if above { m >= target } else { m <= target }
+        })
+        .count();
+    Some(reached as f64 / draws as f64)
 }
 
 /// Steps `range` of `roll`.
@@ -58,6 +106,9 @@ pub struct Played {
     pub chord_tones: Option<f64>,
     /// Onsets a beat over the pianist's.
     pub density: Option<f64>,
+    /// Repeated bars that return their answered bar's rhythm exactly, against the annotated
+    /// phrases.
+    pub pasted: Pasted,
 }
 
 /// How far a detected phrase lane agrees with the annotated one, bar by bar: phrase
@@ -238,6 +289,7 @@ pub async fn texture_song(
         chord_tones: chord_tone_ratio(roll, &chords, spb),
         density: (real_density > 0.0)
             .then(|| onsets_per_beat(roll, 0..roll.num_steps, spb) / real_density),
+        pasted: pasted(roll, &annotated),
     };
     let mut tried = Vec::new();
     for &s in strengths {
@@ -306,6 +358,25 @@ mod tests {
             }
         }
         l
+    }
+
+    #[test]
+    fn a_split_is_typical_where_draws_of_the_pool_reach_its_mean() {
+        let pool: Vec<f64> = (0..100).map(|i| 1.0 + f64::from(i) / 1000.0).collect();
+        // The pool's mean (1.0495) is reached by about half the draws either way.
+        let half = share_of_draws_reaching(&pool, 20, 1.0495, 2000, 0).unwrap();
+        assert!((0.4..0.6).contains(&half), "{half}");
+        // Far above or far below the pool's every song: no draw goes as far.
+        assert_eq!(share_of_draws_reaching(&pool, 20, 1.2, 500, 0), Some(0.0));
+        assert_eq!(share_of_draws_reaching(&pool, 20, 0.9, 500, 0), Some(0.0));
+        // Below the mean, the share of draws as low.
+        let low = share_of_draws_reaching(&pool, 20, 1.04, 2000, 0).unwrap();
+        assert!((0.05..0.45).contains(&low), "{low}");
+        // A mean a little above is rarer with more songs drawn.
+        let few = share_of_draws_reaching(&pool, 5, 1.065, 4000, 1).unwrap();
+        let many = share_of_draws_reaching(&pool, 80, 1.065, 4000, 1).unwrap();
+        assert!(many < few, "{many} against {few}");
+        assert_eq!(share_of_draws_reaching(&[], 5, 1.0, 10, 0), None);
     }
 
     #[test]

@@ -357,10 +357,9 @@ impl Live {
             let piano = &mut self.input.sheet.rolls.piano;
             let rng = &mut self.rng;
             let mut lean = [0f32; PITCHES];
-            let leaning = self
-                .texture
-                .as_ref()
-                .is_some_and(|x| x.lean_with(piano, Some(chords_now), t, &mut lean));
+            let leaning = self.texture.as_ref().is_some_and(|x| {
+                x.lean_with(piano, Some(chords_now), (t, self.sampling.seed), &mut lean)
+            });
             let lean = leaning.then_some(&lean[..]);
             draw_step(piano, t, on, sus, &self.sampling, lean, &mut |_, _| {
                 rng.random::<f32>()

@@ -595,7 +595,9 @@ where
         for ((roll, out), s) in rolls.iter_mut().zip(&logits).zip(samplings) {
             let (on, sus) = out.split_at(PITCHES);
             let mut draw = |p: usize, kind: u32| uniform(s.seed, t, p, kind);
-            let leaning = steps.texture.is_some_and(|x| x.lean_at(roll, t, &mut lean));
+            let leaning = steps
+                .texture
+                .is_some_and(|x| x.lean_at(roll, t, s.seed, &mut lean));
             draw_step(roll, t, on, sus, s, leaning.then_some(&lean[..]), &mut draw);
         }
         if let Some(row) = watched_rows(&states[0], watch, t).await? {

@@ -10,13 +10,18 @@
 //! chooses the notes; the lean is added after the
 //! temperature, so its effect on the odds is the same at any.
 
+use super::sample::uniform;
 use crate::data::example::{answers, reference_row};
 use crate::music::chords::Chord;
 use crate::music::labels::StepLabels;
 use crate::music::roll::{PITCHES, PianoRoll};
 use crate::music::texture::donor::{Donor, revoice};
 use crate::music::texture::echo::{EchoLean, bars, latest_sources, melody_alike};
-use crate::music::texture::onset_bits;
+use crate::music::texture::{onset_bits, register_mask};
+
+/// The "pitch" of the draw that says whether a bar's register `r` is pasted
+/// (`uniform(seed, bar, PASTE_DRAW + r, 0)`): past every pitch's onset and hold draws.
+const PASTE_DRAW: usize = 2 * PITCHES;
 
 /// Where the answered steps are read.
 #[derive(Clone, Debug, PartialEq)]
@@ -43,6 +48,9 @@ pub struct Answers {
     /// Per step of a repeat with a latest earlier occurrence besides the first (a third A),
     /// the same place of that one (`music::texture::echo::latest_sources`); empty for a donor.
     latest: Vec<Option<usize>>,
+    /// Per step of the phrase lane's repeats, its bar's first step and length (where a
+    /// pasted or a new bar is drawn); empty for a donor.
+    bar: Vec<(usize, usize)>,
     source: Source,
 }
 
@@ -51,10 +59,15 @@ impl Answers {
     /// first occurrences; `None` where no letter returns.
     pub fn repeats(labels: &StepLabels) -> Option<Self> {
         let answers = answers(labels);
+        let bar = bars(labels)
+            .into_iter()
+            .flat_map(|(start, len, _)| std::iter::repeat_n((start, len), len))
+            .collect();
         answers.iter().any(Option::is_some).then_some(Self {
             answers,
             melody: melody_alike(labels),
             latest: latest_sources(labels),
+            bar,
             source: Source::Own,
         })
     }
@@ -104,6 +117,7 @@ impl Answers {
             answers,
             melody: Vec::new(),
             latest: Vec::new(),
+            bar: Vec::new(),
             source: Source::Donor(laid),
         })
     }
@@ -221,9 +235,10 @@ impl TextureEcho {
 
     /// Writes the lean of step `t` into `out` (128 values) given the piano written so far,
     /// and says whether there is one (a step that answers nothing, or answers a step not yet
-    /// written, has none).
-    pub fn lean_at(&self, written: &PianoRoll, t: usize, out: &mut [f32]) -> bool {
-        self.lean_with(written, None, t, out)
+    /// written, has none). `seed` is the sampling's: where the lean mixes pasted and new bars
+    /// ([`crate::music::texture::echo::PasteMix`]), it draws which each bar's register is.
+    pub fn lean_at(&self, written: &PianoRoll, t: usize, seed: u64, out: &mut [f32]) -> bool {
+        self.lean_with(written, None, (t, seed), out)
     }
 
     /// [`Self::lean_at`] with the chords as they stand now (one per step; a live take decides
@@ -233,13 +248,33 @@ impl TextureEcho {
         &self,
         written: &PianoRoll,
         chords: Option<&[Option<Chord>]>,
-        t: usize,
+        (t, seed): (usize, u64),
         out: &mut [f32],
     ) -> bool {
         let Some((roll, s, changed)) = self.answers.at(written, chords, t) else {
             return false;
         };
         let melody = self.answers.melody.get(t).copied().flatten();
+        if let (Some(mix), Some(&(start, len))) = (&self.lean.paste, self.answers.bar.get(t)) {
+            // The answered bar's first step; a register it leaves quiet is played anew.
+            let from = s - (t - start).min(s);
+            let bar: Vec<u128> = (from..(from + len).min(t))
+                .map(|u| onset_bits(roll, u))
+                .collect();
+            let pasted = std::array::from_fn(|r| {
+                let m = register_mask(r);
+                bar.iter().any(|b| b & m != 0)
+                    && uniform(seed, start, PASTE_DRAW + r, 0) < mix.share_of(melody, r)
+            });
+            mix.of(
+                onset_bits(roll, s),
+                (changed, melody),
+                pasted,
+                self.strength,
+                &mut out[..PITCHES],
+            );
+            return true;
+        }
         let latest = self.answers.latest.get(t).copied().flatten();
         let latest = latest
             .filter(|&l| l < t && l < written.num_steps)

@@ -196,6 +196,7 @@ fn a_donor_brings_its_rhythm_to_the_bars_it_is_asked_for() {
         lean: [[[-1.5, 0.0, 5.0]; 3]; 2],
         by_melody: None,
         by_latest: None,
+        paste: None,
     };
     let texture = Answers::donor(&input.sheet.labels, 64..128, &donor_spec)
         .and_then(|a| TextureEcho::new(lean, 1.0, a))
@@ -340,18 +341,70 @@ fn a_third_occurrence_leans_on_what_the_latest_before_it_played() {
                 })
             })
         })),
+        paste: None,
     };
     let echo = TextureEcho::repeats(lean, 1.0, labels).expect("A repeats");
     // Only the second A struck the bass's E at its fourth step.
     let mut written = PianoRoll::new(labels.len());
     written.set(64 + 3, 40, true, true, 0);
     let mut out = [0f32; PITCHES];
-    assert!(echo.lean_at(&written, 128 + 3, &mut out));
+    assert!(echo.lean_at(&written, 128 + 3, 0, &mut out));
     assert_eq!(
         (out[40], out[43], out[70]),
         (2.0, 1.0, 0.0),
         "the third A: nothing then in the first, the pitch (another in its register) in the second"
     );
-    assert!(echo.lean_at(&written, 64 + 3, &mut out));
+    assert!(echo.lean_at(&written, 64 + 3, 0, &mut out));
     assert_eq!(out[40], 0.0, "the second A has only the first to answer");
+}
+
+/// A mix whose pasted registers lean +1 on the pitch struck then and −1 where nothing
+/// started, and whose registers played anew lean nothing, pasted with share `share`.
+fn mix_lean(share: f32) -> EchoLean {
+    use crate::music::texture::echo::{MELODY_BINS, PasteMix};
+    let table = |v: [f32; 3]| [[v; 3]; 2];
+    EchoLean {
+        lean: [[[0.0; 3]; 3]; 2],
+        by_melody: None,
+        by_latest: None,
+        paste: Some(PasteMix {
+            share: [[share; 3]; MELODY_BINS + 1],
+            lean: [
+                [table([0.0; 3]); MELODY_BINS + 1],
+                [table([-1.0, 0.0, 1.0]); MELODY_BINS + 1],
+            ],
+        }),
+    }
+}
+
+#[test]
+fn a_repeated_bar_is_drawn_pasted_or_played_anew_register_by_register_for_the_whole_bar() {
+    let input = aba();
+    let labels = &input.sheet.labels;
+    // The first A's bass strikes E2 at every step of its first bar.
+    let mut written = PianoRoll::new(labels.len());
+    for t in 0..16 {
+        written.set(t, 40, true, true, 0);
+    }
+    let lean_of = |share: f32, t: usize, seed: u64| {
+        let echo = TextureEcho::repeats(mix_lean(share), 1.0, labels).expect("A repeats");
+        let mut out = [0f32; PITCHES];
+        assert!(echo.lean_at(&written, t, seed, &mut out));
+        out
+    };
+    // Always pasted: the pitch struck then leans +1, the bass's other keys nothing; the top,
+    // quiet then, is played anew (nothing).
+    let out = lean_of(1.0, 128 + 5, 0);
+    assert_eq!((out[40], out[41], out[80]), (1.0, 0.0, 0.0));
+    // Never pasted: nothing anywhere.
+    assert!(lean_of(0.0, 128 + 5, 0).iter().all(|&x| x == 0.0));
+    // Half the time: each seed decides the bar once, for all its steps; about half the seeds
+    // paste it.
+    let mut pasted = 0;
+    for seed in 0..200 {
+        let at: Vec<f32> = (128..144).map(|t| lean_of(0.5, t, seed)[40]).collect();
+        assert!(at.iter().all(|&x| x == at[0]), "seed {seed}: {at:?}");
+        pasted += (at[0] == 1.0) as usize;
+    }
+    assert!((70..130).contains(&pasted), "{pasted} of 200");
 }

@@ -9,6 +9,11 @@
 //! model already plays without an echo). Their ratio is the [`EchoLean`]: evidence added to
 //! the model's onset log odds, as much as the pianists' own repeats justify.
 
+mod paste;
+
+use paste::pasted_steps;
+pub use paste::{PasteMix, Pasted, pasted};
+
 use super::{REGISTERS, onset_bits, register, register_mask};
 use crate::music::labels::{PhraseLabel, StepLabels, first_occurrence};
 use crate::music::roll::{PITCHES, PianoRoll};
@@ -161,6 +166,14 @@ pub struct EchoCounts {
     /// Repeated steps that have one.
     #[serde(default)]
     pub latest_steps: u64,
+    /// The repeated bars' registers by whether they paste the answered bar's rhythm
+    /// ([`Pasted`]: not, pasted), by melody bin and pooled over it (last).
+    #[serde(default)]
+    pub pasted_bars: [[[u64; 2]; REGISTERS]; MELODY_BINS + 1],
+    /// The repeats again, apart for the registers of bars played anew (0) and pasted (1), by
+    /// melody bin and pooled (last): the two kinds of repeat a pianist plays.
+    #[serde(default)]
+    pub repeats_by_kind: [[Table; MELODY_BINS + 1]; 2],
 }
 
 /// What a step whose keys are `then` holds for the pitches of register mask `m`: the pitches
@@ -200,10 +213,24 @@ fn count_joint(
 
 /// Adds the pitches of step `t` against step `s` to `table` (`bits`: each step's onsets).
 fn count(table: &mut Table, bits: &[u128], labels: &StepLabels, t: usize, s: usize) {
+    count_in(table, bits, labels, (t, s), [true; REGISTERS]);
+}
+
+/// [`count`] for the registers `counted` names alone.
+fn count_in(
+    table: &mut Table,
+    bits: &[u128],
+    labels: &StepLabels,
+    (t, s): (usize, usize),
+    counted: [bool; REGISTERS],
+) {
     let changed = (labels.chord[t] != labels.chord[s]) as usize;
     let (now, then) = (bits[t], bits[s]);
     let masks = *MASKS.get_or_init(|| std::array::from_fn(register_mask));
     for (r, cells_of) in table[changed].iter_mut().enumerate() {
+        if !counted[r] {
+            continue;
+        }
         let m = masks[r];
         let (now, then) = (now & m, then & m);
         let cells: [(usize, u128); 2] = if then == 0 {
@@ -229,7 +256,29 @@ impl EchoCounts {
         let sung = melody_alike(&labels);
         let latest = latest_sources(&labels);
         let bits: Vec<u128> = (0..n).map(|t| onset_bits(roll, t)).collect();
+        let kinds = pasted_steps(&bits, &labels);
+        for (start, _, _, _) in answered_bars(&labels) {
+            if let (Some(bar), Some(bin)) = (kinds[start], sung[start]) {
+                for (r, k) in bar.iter().enumerate() {
+                    if let Some(k) = *k {
+                        for m in [bin, MELODY_BINS] {
+                            self.pasted_bars[m][r][k as usize] += 1;
+                        }
+                    }
+                }
+            }
+        }
         for (t, (s, bin)) in src.iter().zip(&sung).enumerate() {
+            if let (Some(s), Some(bin), Some(bar)) = (*s, *bin, kinds[t]) {
+                for k in [false, true] {
+                    // A register quiet in both bars is played anew as much as a bar can be.
+                    let counted = bar.map(|x| x.unwrap_or(false) == k);
+                    for m in [bin, MELODY_BINS] {
+                        let table = &mut self.repeats_by_kind[k as usize][m];
+                        count_in(table, &bits, &labels, (t, s), counted);
+                    }
+                }
+            }
             if let (Some(s), Some(bin), Some(l)) = (*s, *bin, latest[t]) {
                 for m in [bin, MELODY_BINS] {
                     count_joint(&mut self.repeats_by_latest[m], &bits, &labels, (t, s, l));
@@ -272,6 +321,7 @@ impl EchoCounts {
             lean: lean_of(&self.repeats, Some(&self.others)),
             by_melody: None,
             by_latest: None,
+            paste: None,
         }
     }
 
@@ -282,6 +332,7 @@ impl EchoCounts {
             lean: lean_of(&self.repeats, None),
             by_melody: None,
             by_latest: None,
+            paste: None,
         }
     }
 
@@ -293,6 +344,25 @@ impl EchoCounts {
                 lean_of(&self.repeats_by_melody[b], None)
             })),
             ..self.lean_alone()
+        }
+    }
+
+    /// The lean as a mix of the two kinds of repeat ([`PasteMix`]): how often the pianists
+    /// paste a repeated bar's register, and the lean of bars pasted and of bars played anew,
+    /// each by melody bin; the pooled leans of [`Self::lean_by_melody`] beside it.
+    pub fn lean_pasting(&self) -> EchoLean {
+        let share = std::array::from_fn(|m| {
+            std::array::from_fn(|r| {
+                let [anew, pasted] = self.pasted_bars[m][r];
+                ((pasted as f64 + 1.0) / ((anew + pasted) as f64 + 2.0)) as f32
+            })
+        });
+        let lean = std::array::from_fn(|k| {
+            std::array::from_fn(|m| lean_of(&self.repeats_by_kind[k][m], None))
+        });
+        EchoLean {
+            paste: Some(PasteMix { share, lean }),
+            ..self.lean_by_melody()
         }
     }
 
@@ -367,6 +437,21 @@ pub struct EchoLean {
     /// so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by_latest: Option<[JointLean; MELODY_BINS + 1]>,
+    /// The repeats as the pianists play them, where counted so: a bar's register pasted or
+    /// played anew, each with its own lean (in place of the others).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paste: Option<PasteMix>,
+}
+
+/// What a step that started `bits` holds for `pitch` of register `r` ([`EVIDENCE`]).
+fn evidence(bits: u128, pitch: usize, r: usize) -> usize {
+    if bits & (1 << pitch) != 0 {
+        2
+    } else if bits & MASKS.get_or_init(|| std::array::from_fn(register_mask))[r] != 0 {
+        1
+    } else {
+        0
+    }
 }
 
 impl EchoLean {
@@ -389,16 +474,6 @@ impl EchoLean {
             let m = melody.unwrap_or(MELODY_BINS).min(MELODY_BINS);
             (&t[m][c], l)
         });
-        let masks: [u128; REGISTERS] = std::array::from_fn(register_mask);
-        let evidence = |bits: u128, p: usize, r: usize| {
-            if bits & (1 << p) != 0 {
-                2
-            } else if bits & masks[r] != 0 {
-                1
-            } else {
-                0
-            }
-        };
         for (p, o) in out.iter_mut().enumerate().take(PITCHES) {
             let r = register(p);
             let ev = evidence(then, p, r);

@@ -248,3 +248,55 @@ fn where_the_latest_occurrence_was_played_anew_a_third_one_leans_on_both() {
     lean.of(1 << 40, (false, Some(3), None), 1.0, &mut out);
     assert_eq!(out[40], lean.by_melody.expect("by melody")[3][0][0][2]);
 }
+
+#[test]
+fn a_repeat_is_pasted_where_its_rhythm_returns_exactly_in_a_register() {
+    // A B A A, two bars each. Patterns by phrase: bass every 4 steps (A), every 2 (B), every
+    // 4 again (the second A pastes the first), every 3 (the third A plays anew, bass and top).
+    let l = lane("ABAA", 2);
+    let p = echo::pasted(&roll_of(&[4, 2, 4, 3], 2), &l);
+    // Against the first: the second A's two bars pasted (bass); the third A's bass differs,
+    // and its top register, quiet in the first A, counts as not pasted.
+    assert_eq!(p.first, [2, 2 + 4]);
+    // Against the latest (the second A) likewise: neither of its registers returns.
+    assert_eq!(p.latest, [0, 4]);
+    assert_eq!(echo::Pasted::share(p.first), Some(1.0 / 3.0));
+    // The same rhythm on other keys still pastes: a texture re-voiced to a new chord.
+    let mut moved = roll_of(&[4, 2, 4, 4], 2);
+    for t in (96..128).step_by(4) {
+        moved.set(t, 40, false, false, 0);
+        moved.set(t, 43, true, true, 0);
+    }
+    assert_eq!(echo::pasted(&moved, &l).first, [4, 4]);
+}
+
+#[test]
+fn the_pianists_repeats_are_counted_apart_as_pasted_or_played_anew() {
+    // A B A A as above: the second A pastes the first's bass; the third plays its bass and
+    // its top anew (the top, quiet in the first A, is not pasted). The melody is the same
+    // everywhere (bin 3).
+    let l = lane("ABAA", 2);
+    let mut counts = EchoCounts::default();
+    counts.add(&roll_of(&[4, 2, 4, 3], 2), &l);
+    for m in [3, MELODY_BINS] {
+        // Per register: [anew, pasted] bars.
+        assert_eq!(counts.pasted_bars[m], [[2, 2], [0, 0], [2, 0]], "bin {m}");
+    }
+    assert_eq!(counts.pasted_bars[0], [[0, 0]; 3]);
+    let mix = counts.lean_pasting().paste.expect("counted as a mix");
+    // The shares, a bar added to each kind: (2 + 1) / (4 + 2) for the bass, 1 / 4 for the top.
+    assert!((mix.share_of(Some(3), 0) - 0.5).abs() < 1e-6);
+    assert!((mix.share_of(None, 2) - 0.25).abs() < 1e-6);
+    // Same chord, bass. Where the bass pasted, nothing starts where nothing started then and
+    // the pitch struck then starts again; played anew (every 3 steps against every 4), the
+    // lean says far less either way.
+    let (anew, pasted) = (
+        mix.lean[0][MELODY_BINS][0][0],
+        mix.lean[1][MELODY_BINS][0][0],
+    );
+    assert!(pasted[0] < -2.0 && pasted[2] > 2.0, "pasted {pasted:?}");
+    assert!(
+        pasted[0] < anew[0] && pasted[2] > anew[2],
+        "{pasted:?} against {anew:?}"
+    );
+}

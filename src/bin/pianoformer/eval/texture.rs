@@ -10,11 +10,13 @@ use std::time::Instant;
 use burn::tensor::Device;
 use pianoformer::data::corpus::Piece;
 use pianoformer::data::sources::{self, Parts};
-use pianoformer::eval::texture::{Played, TextureSong, texture_song, training_counts};
+use pianoformer::eval::texture::{
+    Played, TextureSong, pianists, share_of_draws_reaching, texture_song, training_counts,
+};
 use pianoformer::generate::PianoSampling;
 use pianoformer::model::config::Task;
 use pianoformer::model::performer::Performer;
-use pianoformer::music::texture::echo::{EchoCounts, EchoLean};
+use pianoformer::music::texture::echo::{EchoCounts, EchoLean, MELODY_BINS, Pasted};
 use pianoformer::music::texture::mean_ils;
 
 use super::Args;
@@ -55,6 +57,7 @@ pub fn run(args: Args) -> Result<(), String> {
     let (model, tried) = (&loaded.model, (&strengths[..], own));
     let songs = accompany_all(&pieces, &args, model, sampling, lean, tried, &device)?;
     let (pianist, by_strength, detected) = report(&songs, &strengths, own);
+    let typical = typical_of_training(&data.train, &pianist, songs.len());
     let strength = chosen_strength(&pianist, &by_strength);
     if let Some(s) = strength {
         println!(
@@ -84,6 +87,7 @@ pub fn run(args: Args) -> Result<(), String> {
         "lean_kind": args.lean,
         "lean": lean,
         "pianist": pianist,
+        "pianist_typical": typical,
         "annotated": by_strength,
         "strength": strength,
         "detected": detected,
@@ -147,6 +151,50 @@ fn finish(
     }
 }
 
+/// How typical the split's pianists are of the training songs' pianists, printed: their mean
+/// ILS, and the share of 10 000 draws of as many training songs whose mean is as far from
+/// theirs, on the same side, as the split's.
+fn typical_of_training(
+    train: &pianoformer::data::corpus::Corpus,
+    pianist: &serde_json::Value,
+    songs: usize,
+) -> serde_json::Value {
+    let (pool, pasted) = pianists(train);
+    let target = pianist["ils"].as_f64();
+    let n = pianist["songs_with_ils"]
+        .as_u64()
+        .map_or(songs, |n| n as usize);
+    let mean = (!pool.is_empty()).then(|| pool.iter().sum::<f64>() / pool.len() as f64);
+    let share = target.and_then(|t| share_of_draws_reaching(&pool, n, t, 10_000, 0));
+    if let (Some(m), Some(t), Some(s)) = (mean, target, share) {
+        println!(
+            "  the training songs' pianists: ILS {m:.3} over {} songs; {:.2} % of 10 000 draws \
+             of {n} of them are as {} as this split's {t:.3}",
+            pool.len(),
+            100.0 * s,
+            if t >= m { "high" } else { "low" }
+        );
+    }
+    println!(
+        "  the training songs' pianists paste {}",
+        pasted_words(&pasted)
+    );
+    serde_json::json!({"training_ils": mean, "training_songs": pool.len(), "draws": 10_000,
+                       "share_reaching": share, "training_pasted": pasted})
+}
+
+/// `pasted`'s shares in words.
+fn pasted_words(pasted: &Pasted) -> String {
+    let share = |c: [usize; 2]| Pasted::share(c).map_or("-".into(), |s| format!("{s:.3}"));
+    format!(
+        "{} of {} repeated bars' registers (from the latest earlier occurrence {} of {})",
+        share(pasted.first),
+        pasted.first[1],
+        share(pasted.latest),
+        pasted.latest[1]
+    )
+}
+
 /// The lean `kind` (--lean) of `counts`.
 fn lean_of(counts: &EchoCounts, kind: &str) -> Result<EchoLean, String> {
     Ok(match kind {
@@ -154,9 +202,10 @@ fn lean_of(counts: &EchoCounts, kind: &str) -> Result<EchoLean, String> {
         "alone" => counts.lean_alone(),
         "by-melody" => counts.lean_by_melody(),
         "by-latest" => counts.lean_by_latest(),
+        "pasting" => counts.lean_pasting(),
         other => {
             return Err(format!(
-                "--lean is alone, beyond-others, by-melody or by-latest, not {other:?}"
+                "--lean is alone, beyond-others, by-melody, by-latest or pasting, not {other:?}"
             ));
         }
     })
@@ -187,6 +236,22 @@ fn say_lean(counts: &EchoCounts, lean: &EchoLean) {
             counts.latest_steps,
             serde_json::to_string(&by[by.len() - 1]).expect("json")
         );
+    }
+    if let Some(mix) = &lean.paste {
+        for (m, share) in mix.share.iter().enumerate() {
+            let bars: u64 = counts.pasted_bars[m].iter().flatten().sum();
+            eprintln!(
+                "  {} ({bars} bars' registers): pasted by register {share:.3?}; lean anew {}, \
+                 pasted {}",
+                if m == MELODY_BINS {
+                    "pooled".to_string()
+                } else {
+                    format!("melody bin {m}")
+                },
+                serde_json::to_string(&mix.lean[0][m]).expect("json"),
+                serde_json::to_string(&mix.lean[1][m]).expect("json")
+            );
+        }
     }
 }
 
@@ -235,21 +300,30 @@ fn report(
             let v: Vec<f64> = songs.iter().filter_map(|s| f(pick(s))).collect();
             (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
         };
+        let mut pasted = Pasted::default();
+        for s in songs {
+            pasted.add(&pick(s).pasted);
+        }
         serde_json::json!({
             "ils": ils,
             "songs_with_ils": n,
             "chord_tones": mean(&|p| p.chord_tones),
             "density": mean(&|p| p.density),
+            "pasted": Pasted::share(pasted.first),
+            "pasted_latest": Pasted::share(pasted.latest),
         })
     };
     let pianist = summary(&|s| &s.pianist);
     let line = |name: &str, v: &serde_json::Value| {
         println!(
-            "  {name:<28} ILS {} over {} songs; chord tones {}; density {}x the pianist's",
+            "  {name:<28} ILS {} over {} songs; chord tones {}; density {}x the pianist's; \
+             repeated bars pasted {} (from the latest {})",
             fmt(&v["ils"]),
             v["songs_with_ils"],
             fmt(&v["chord_tones"]),
-            fmt(&v["density"])
+            fmt(&v["density"]),
+            fmt(&v["pasted"]),
+            fmt(&v["pasted_latest"])
         );
     };
     line("the pianists", &pianist);
