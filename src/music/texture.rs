@@ -147,6 +147,11 @@ pub struct Ils {
     /// Pairs counted in each.
     pub same_pairs: usize,
     pub all_pairs: usize,
+    /// Mean similarity of two segments of one phrase, and the pairs counted (a texture a
+    /// pianist keeps through a section; not part of the ratio). `None` where no phrase has two.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub within: Option<f64>,
+    pub within_pairs: usize,
 }
 
 impl Ils {
@@ -168,15 +173,18 @@ pub fn ils(roll: &PianoRoll, labels: &StepLabels) -> Option<Ils> {
         })
         .collect();
     let (mut same, mut same_n, mut all, mut all_n) = (0f64, 0usize, 0f64, 0usize);
+    let (mut within, mut within_n) = (0f64, 0usize);
     for i in 0..segs.len() {
         for j in i + 1..segs.len() {
-            if segs[i].phrase == segs[j].phrase {
-                continue;
-            }
             let (Some(a), Some(b)) = (&vectors[i], &vectors[j]) else {
                 continue;
             };
             let Some(s) = similarity(a, b) else { continue };
+            if segs[i].phrase == segs[j].phrase {
+                within += s;
+                within_n += 1;
+                continue;
+            }
             all += s;
             all_n += 1;
             if segs[i].letter == segs[j].letter {
@@ -190,6 +198,8 @@ pub fn ils(roll: &PianoRoll, labels: &StepLabels) -> Option<Ils> {
         all: all / all_n as f64,
         same_pairs: same_n,
         all_pairs: all_n,
+        within: (within_n > 0).then(|| within / within_n as f64),
+        within_pairs: within_n,
     })
 }
 

@@ -102,6 +102,19 @@ fn ils_is_above_one_only_where_a_letter_returns_as_it_was() {
         "no letter returns"
     );
     assert!(ils(&PianoRoll::new(128), &l).is_none(), "nothing plays");
+    // Two-bar phrases have no two segments of one phrase.
+    assert_eq!((structured.within, structured.within_pairs), (None, 0));
+}
+
+#[test]
+fn a_texture_kept_through_a_phrase_is_alike_within_it() {
+    // A B A of four bars: each phrase keeps one texture, or changes it halfway.
+    let l = lane("ABA", 4);
+    let kept = ils(&roll_of(&[4, 4, 3, 3, 4, 4], 2), &l).unwrap();
+    assert_eq!((kept.within, kept.within_pairs), (Some(1.0), 3));
+    let changed = ils(&roll_of(&[4, 3, 3, 4, 4, 3], 2), &l).unwrap();
+    assert!(changed.within.unwrap() < 0.9, "{changed:?}");
+    assert_eq!(changed.within_pairs, 3);
 }
 
 #[test]

@@ -309,6 +309,7 @@ fn report(
             "songs_with_ils": n,
             "chord_tones": mean(&|p| p.chord_tones),
             "density": mean(&|p| p.density),
+            "within": mean(&|p| p.ils.and_then(|i| i.within)),
             "pasted": Pasted::share(pasted.first),
             "pasted_latest": Pasted::share(pasted.latest),
         })
@@ -316,10 +317,11 @@ fn report(
     let pianist = summary(&|s| &s.pianist);
     let line = |name: &str, v: &serde_json::Value| {
         println!(
-            "  {name:<28} ILS {} over {} songs; chord tones {}; density {}x the pianist's; \
-             repeated bars pasted {} (from the latest {})",
+            "  {name:<28} ILS {} over {} songs (segments alike within a phrase {}); chord tones \
+             {}; density {}x the pianist's; repeated bars pasted {} (from the latest {})",
             fmt(&v["ils"]),
             v["songs_with_ils"],
+            fmt(&v["within"]),
             fmt(&v["chord_tones"]),
             fmt(&v["density"]),
             fmt(&v["pasted"]),
