@@ -15,8 +15,11 @@ use crate::data::example::{answers, reference_row};
 use crate::music::chords::Chord;
 use crate::music::labels::StepLabels;
 use crate::music::roll::{PITCHES, PianoRoll};
+use crate::music::texture::REGISTERS;
 use crate::music::texture::donor::{Donor, revoice};
-use crate::music::texture::echo::{EchoLean, bars, latest_sources, melody_alike};
+use crate::music::texture::echo::{
+    EchoLean, PasteMix, bars, kept_bars, latest_sources, melody_alike,
+};
 use crate::music::texture::{onset_bits, register_mask};
 
 /// The "pitch" of the draw that says whether a bar's register `r` is pasted
@@ -51,6 +54,12 @@ pub struct Answers {
     /// Per step of the phrase lane's repeats, its bar's first step and length (where a
     /// pasted or a new bar is drawn); empty for a donor.
     bar: Vec<(usize, usize)>,
+    /// Per step of a bar of a phrase that answers no earlier phrase, the same place of the bar
+    /// before it in the phrase and whether the chord there differs
+    /// (`music::texture::echo::kept_bars`); empty for a donor.
+    kept: Vec<Option<(usize, bool)>>,
+    /// Per such step, how alike its bar sings to the bar before (empty where not known).
+    kept_melody: Vec<Option<usize>>,
     source: Source,
 }
 
@@ -63,11 +72,22 @@ impl Answers {
             .into_iter()
             .flat_map(|(start, len, _)| std::iter::repeat_n((start, len), len))
             .collect();
-        answers.iter().any(Option::is_some).then_some(Self {
+        let (mut kept, mut kept_melody) = (vec![None; labels.len()], vec![None; labels.len()]);
+        for (start, len, from, bin) in kept_bars(labels) {
+            for i in 0..len {
+                let (t, s) = (start + i, from + i);
+                kept[t] = Some((s, labels.chord[t] != labels.chord[s]));
+                kept_melody[t] = Some(bin);
+            }
+        }
+        let any = answers.iter().chain(&kept).any(Option::is_some);
+        any.then_some(Self {
             answers,
             melody: melody_alike(labels),
             latest: latest_sources(labels),
             bar,
+            kept,
+            kept_melody,
             source: Source::Own,
         })
     }
@@ -118,6 +138,8 @@ impl Answers {
             melody: Vec::new(),
             latest: Vec::new(),
             bar: Vec::new(),
+            kept: Vec::new(),
+            kept_melody: Vec::new(),
             source: Source::Donor(laid),
         })
     }
@@ -127,6 +149,7 @@ impl Answers {
     pub fn unheard(self) -> Self {
         Self {
             melody: Vec::new(),
+            kept_melody: Vec::new(),
             ..self
         }
     }
@@ -203,9 +226,11 @@ pub struct TextureEcho {
 }
 
 impl TextureEcho {
-    /// The echo of `answers` at `strength` times `lean` (1: as measured); `None` at strength 0.
+    /// The echo of `answers` at `strength` times `lean` (1: as measured); `None` at strength 0
+    /// or where it would lean nowhere.
     pub fn new(lean: EchoLean, strength: f32, answers: Answers) -> Option<Self> {
-        (strength > 0.0).then_some(Self {
+        let keeps = lean.kept.is_some() && answers.kept.iter().any(Option::is_some);
+        (strength > 0.0 && (answers.answering() > 0 || keeps)).then_some(Self {
             lean,
             strength,
             answers,
@@ -252,28 +277,12 @@ impl TextureEcho {
         out: &mut [f32],
     ) -> bool {
         let Some((roll, s, changed)) = self.answers.at(written, chords, t) else {
-            return false;
+            return self.keep_at(written, chords, (t, seed), out);
         };
         let melody = self.answers.melody.get(t).copied().flatten();
-        if let (Some(mix), Some(&(start, len))) = (&self.lean.paste, self.answers.bar.get(t)) {
-            // The answered bar's first step; a register it leaves quiet is played anew.
-            let from = s - (t - start).min(s);
-            let bar: Vec<u128> = (from..(from + len).min(t))
-                .map(|u| onset_bits(roll, u))
-                .collect();
-            let pasted = std::array::from_fn(|r| {
-                let m = register_mask(r);
-                bar.iter().any(|b| b & m != 0)
-                    && uniform(seed, start, PASTE_DRAW + r, 0) < mix.share_of(melody, r)
-            });
-            mix.of(
-                onset_bits(roll, s),
-                (changed, melody),
-                pasted,
-                self.strength,
-                &mut out[..PITCHES],
-            );
-            return true;
+        if let Some(mix) = &self.lean.paste {
+            let draw = (seed, PASTE_DRAW);
+            return self.mixed(mix, (roll, s, t), (changed, melody), draw, out);
         }
         let latest = self.answers.latest.get(t).copied().flatten();
         let latest = latest
@@ -288,14 +297,78 @@ impl TextureEcho {
         true
     }
 
+    /// The lean of step `t` of a phrase that answers no earlier one, toward the bar before it
+    /// in the phrase, where the lean keeps textures so ([`EchoLean::kept`]).
+    fn keep_at(
+        &self,
+        written: &PianoRoll,
+        chords: Option<&[Option<Chord>]>,
+        (t, seed): (usize, u64),
+        out: &mut [f32],
+    ) -> bool {
+        let kept = self.answers.kept.get(t).copied().flatten();
+        let (Some(mix), Some((s, mut changed))) = (&self.lean.kept, kept) else {
+            return false;
+        };
+        if s >= t || s >= written.num_steps {
+            return false;
+        }
+        if let Some(chords) = chords {
+            changed = chords.get(t) != chords.get(s);
+        }
+        let melody = self.answers.kept_melody.get(t).copied().flatten();
+        let draw = (seed, PASTE_DRAW + REGISTERS);
+        self.mixed(mix, (written, s, t), (changed, melody), draw, out)
+    }
+
+    /// The lean of `mix` at step `t` answering step `s` of `roll`: each register of `t`'s bar
+    /// drawn pasted or played anew once for the bar (`draw`: the seed and the draws' first
+    /// "pitch"); a register the answered bar leaves quiet is played anew.
+    fn mixed(
+        &self,
+        mix: &PasteMix,
+        (roll, s, t): (&PianoRoll, usize, usize),
+        (changed, melody): (bool, Option<usize>),
+        (seed, first): (u64, usize),
+        out: &mut [f32],
+    ) -> bool {
+        let Some(&(start, len)) = self.answers.bar.get(t) else {
+            return false;
+        };
+        let from = s - (t - start).min(s);
+        let bar: Vec<u128> = (from..(from + len).min(t))
+            .map(|u| onset_bits(roll, u))
+            .collect();
+        let pasted = std::array::from_fn(|r| {
+            let m = register_mask(r);
+            bar.iter().any(|b| b & m != 0)
+                && uniform(seed, start, first + r, 0) < mix.share_of(melody, r)
+        });
+        mix.of(
+            onset_bits(roll, s),
+            (changed, melody),
+            pasted,
+            self.strength,
+            &mut out[..PITCHES],
+        );
+        true
+    }
+
     /// The steps that answer another.
     pub fn answering(&self) -> usize {
         self.answers.answering()
     }
 
-    /// Whether any step of `steps` answers another (elsewhere the echo leans nothing).
+    /// Whether any step of `steps` answers another, or keeps the texture of the bar before
+    /// where the lean keeps textures (elsewhere the echo leans nothing).
     pub fn answers_in(&self, steps: std::ops::Range<usize>) -> bool {
-        self.answers.answers_in(steps)
+        let keeps = || {
+            self.lean.kept.is_some()
+                && steps
+                    .clone()
+                    .any(|t| matches!(self.answers.kept.get(t), Some(Some(_))))
+        };
+        self.answers.answers_in(steps.clone()) || keeps()
     }
 }
 

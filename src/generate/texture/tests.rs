@@ -197,6 +197,7 @@ fn a_donor_brings_its_rhythm_to_the_bars_it_is_asked_for() {
         by_melody: None,
         by_latest: None,
         paste: None,
+        kept: None,
     };
     let texture = Answers::donor(&input.sheet.labels, 64..128, &donor_spec)
         .and_then(|a| TextureEcho::new(lean, 1.0, a))
@@ -342,6 +343,7 @@ fn a_third_occurrence_leans_on_what_the_latest_before_it_played() {
             })
         })),
         paste: None,
+        kept: None,
     };
     let echo = TextureEcho::repeats(lean, 1.0, labels).expect("A repeats");
     // Only the second A struck the bass's E at its fourth step.
@@ -374,6 +376,7 @@ fn mix_lean(share: f32) -> EchoLean {
                 [table([-1.0, 0.0, 1.0]); MELODY_BINS + 1],
             ],
         }),
+        kept: None,
     }
 }
 
@@ -407,4 +410,43 @@ fn a_repeated_bar_is_drawn_pasted_or_played_anew_register_by_register_for_the_wh
         pasted += (at[0] == 1.0) as usize;
     }
     assert!((70..130).contains(&pasted), "{pasted} of 200");
+}
+
+#[test]
+fn a_bar_of_a_first_occurrence_keeps_the_texture_of_the_bar_before() {
+    let input = aba();
+    let labels = &input.sheet.labels;
+    // The first A's bass strikes E2 at every step of its first bar.
+    let mut written = PianoRoll::new(labels.len());
+    for t in 0..16 {
+        written.set(t, 40, true, true, 0);
+    }
+    let keeping = |share: f32| EchoLean {
+        paste: None,
+        kept: mix_lean(share).paste,
+        ..mix_lean(share)
+    };
+    let lean_at = |lean: EchoLean, t: usize| {
+        let echo = TextureEcho::repeats(lean, 1.0, labels).expect("A repeats");
+        let mut out = [0f32; PITCHES];
+        echo.lean_at(&written, t, 0, &mut out).then_some(out)
+    };
+    // The second bar of the first A, kept: the bass's E2 again.
+    let out = lean_at(keeping(1.0), 16 + 5).expect("it keeps the bar before");
+    assert_eq!((out[40], out[41]), (1.0, 0.0));
+    // The first bar of a phrase keeps nothing, and a lean without the kept mix leans only
+    // where the lane repeats.
+    assert!(lean_at(keeping(1.0), 5).is_none());
+    assert!(lean_at(mix_lean(1.0), 16 + 5).is_none());
+    // A song whose letters never return still keeps its textures.
+    let phrases = vec![Phrase {
+        start_bar: 0,
+        bars: 12,
+        letter: 'A',
+    }];
+    let one = accompaniment_input(&fixtures::song(0, 12), None, Some(phrases)).unwrap();
+    let echo = TextureEcho::repeats(keeping(1.0), 1.0, &one.sheet.labels).expect("it keeps");
+    assert_eq!(echo.answering(), 0);
+    assert!(echo.answers_in(16..32) && !echo.answers_in(0..16));
+    assert!(TextureEcho::repeats(mix_lean(1.0), 1.0, &one.sheet.labels).is_none());
 }

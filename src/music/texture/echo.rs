@@ -11,8 +11,7 @@
 
 mod paste;
 
-use paste::pasted_steps;
-pub use paste::{PasteMix, Pasted, pasted};
+pub use paste::{KindCounts, PasteMix, Pasted, kept_bars, pasted};
 
 use super::{REGISTERS, onset_bits, register, register_mask};
 use crate::music::labels::{PhraseLabel, StepLabels, first_occurrence};
@@ -166,14 +165,14 @@ pub struct EchoCounts {
     /// Repeated steps that have one.
     #[serde(default)]
     pub latest_steps: u64,
-    /// The repeated bars' registers by whether they paste the answered bar's rhythm
-    /// ([`Pasted`]: not, pasted), by melody bin and pooled over it (last).
+    /// The repeated bars by whether each register pastes the answered bar's rhythm
+    /// ([`Pasted`]): the two kinds of repeat a pianist plays.
     #[serde(default)]
-    pub pasted_bars: [[[u64; 2]; REGISTERS]; MELODY_BINS + 1],
-    /// The repeats again, apart for the registers of bars played anew (0) and pasted (1), by
-    /// melody bin and pooled (last): the two kinds of repeat a pianist plays.
+    pub repeat_kinds: KindCounts,
+    /// The bars of a phrase that answer no earlier phrase, against the bar before them in the
+    /// phrase ([`kept_bars`]), by the same two kinds: a texture kept through a section.
     #[serde(default)]
-    pub repeats_by_kind: [[Table; MELODY_BINS + 1]; 2],
+    pub kept_kinds: KindCounts,
 }
 
 /// What a step whose keys are `then` holds for the pitches of register mask `m`: the pitches
@@ -256,29 +255,13 @@ impl EchoCounts {
         let sung = melody_alike(&labels);
         let latest = latest_sources(&labels);
         let bits: Vec<u128> = (0..n).map(|t| onset_bits(roll, t)).collect();
-        let kinds = pasted_steps(&bits, &labels);
-        for (start, _, _, _) in answered_bars(&labels) {
-            if let (Some(bar), Some(bin)) = (kinds[start], sung[start]) {
-                for (r, k) in bar.iter().enumerate() {
-                    if let Some(k) = *k {
-                        for m in [bin, MELODY_BINS] {
-                            self.pasted_bars[m][r][k as usize] += 1;
-                        }
-                    }
-                }
-            }
-        }
+        let repeated: Vec<_> = answered_bars(&labels)
+            .into_iter()
+            .filter_map(|(start, len, from, _)| Some((start, len, from, sung[start]?)))
+            .collect();
+        self.repeat_kinds.add(&bits, &labels, &repeated);
+        self.kept_kinds.add(&bits, &labels, &kept_bars(&labels));
         for (t, (s, bin)) in src.iter().zip(&sung).enumerate() {
-            if let (Some(s), Some(bin), Some(bar)) = (*s, *bin, kinds[t]) {
-                for k in [false, true] {
-                    // A register quiet in both bars is played anew as much as a bar can be.
-                    let counted = bar.map(|x| x.unwrap_or(false) == k);
-                    for m in [bin, MELODY_BINS] {
-                        let table = &mut self.repeats_by_kind[k as usize][m];
-                        count_in(table, &bits, &labels, (t, s), counted);
-                    }
-                }
-            }
             if let (Some(s), Some(bin), Some(l)) = (*s, *bin, latest[t]) {
                 for m in [bin, MELODY_BINS] {
                     count_joint(&mut self.repeats_by_latest[m], &bits, &labels, (t, s, l));
@@ -322,6 +305,7 @@ impl EchoCounts {
             by_melody: None,
             by_latest: None,
             paste: None,
+            kept: None,
         }
     }
 
@@ -333,6 +317,7 @@ impl EchoCounts {
             by_melody: None,
             by_latest: None,
             paste: None,
+            kept: None,
         }
     }
 
@@ -351,18 +336,19 @@ impl EchoCounts {
     /// paste a repeated bar's register, and the lean of bars pasted and of bars played anew,
     /// each by melody bin; the pooled leans of [`Self::lean_by_melody`] beside it.
     pub fn lean_pasting(&self) -> EchoLean {
-        let share = std::array::from_fn(|m| {
-            std::array::from_fn(|r| {
-                let [anew, pasted] = self.pasted_bars[m][r];
-                ((pasted as f64 + 1.0) / ((anew + pasted) as f64 + 2.0)) as f32
-            })
-        });
-        let lean = std::array::from_fn(|k| {
-            std::array::from_fn(|m| lean_of(&self.repeats_by_kind[k][m], None))
-        });
         EchoLean {
-            paste: Some(PasteMix { share, lean }),
+            paste: Some(self.repeat_kinds.mix()),
             ..self.lean_by_melody()
+        }
+    }
+
+    /// [`Self::lean_pasting`], and beside it the same mix for the bars of a phrase that answer
+    /// no earlier phrase, against the bar before them ([`kept_bars`]): a texture kept, or
+    /// changed, through a section as the pianists keep theirs.
+    pub fn lean_keeping(&self) -> EchoLean {
+        EchoLean {
+            kept: Some(self.kept_kinds.mix()),
+            ..self.lean_pasting()
         }
     }
 
@@ -441,6 +427,10 @@ pub struct EchoLean {
     /// played anew, each with its own lean (in place of the others).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paste: Option<PasteMix>,
+    /// The same mix for a bar of a phrase that answers no earlier phrase, against the bar
+    /// before it in the phrase ([`kept_bars`]), where counted so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<PasteMix>,
 }
 
 /// What a step that started `bits` holds for `pitch` of register `r` ([`EVIDENCE`]).

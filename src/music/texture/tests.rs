@@ -293,9 +293,13 @@ fn the_pianists_repeats_are_counted_apart_as_pasted_or_played_anew() {
     counts.add(&roll_of(&[4, 2, 4, 3], 2), &l);
     for m in [3, MELODY_BINS] {
         // Per register: [anew, pasted] bars.
-        assert_eq!(counts.pasted_bars[m], [[2, 2], [0, 0], [2, 0]], "bin {m}");
+        assert_eq!(
+            counts.repeat_kinds.bars[m],
+            [[2, 2], [0, 0], [2, 0]],
+            "bin {m}"
+        );
     }
-    assert_eq!(counts.pasted_bars[0], [[0, 0]; 3]);
+    assert_eq!(counts.repeat_kinds.bars[0], [[0, 0]; 3]);
     let mix = counts.lean_pasting().paste.expect("counted as a mix");
     // The shares, a bar added to each kind: (2 + 1) / (4 + 2) for the bass, 1 / 4 for the top.
     assert!((mix.share_of(Some(3), 0) - 0.5).abs() < 1e-6);
@@ -312,4 +316,19 @@ fn the_pianists_repeats_are_counted_apart_as_pasted_or_played_anew() {
         pasted[0] < anew[0] && pasted[2] > anew[2],
         "{pasted:?} against {anew:?}"
     );
+}
+
+#[test]
+fn a_bar_that_answers_no_earlier_phrase_is_counted_against_the_bar_before_it() {
+    // A B A, two bars each: the first A's and B's second bars answer their first bars; the
+    // second A answers the first A (a repeat), and B's first bar follows another phrase.
+    let l = lane("ABA", 2);
+    assert_eq!(echo::kept_bars(&l), vec![(16, 16, 0, 3), (48, 16, 32, 3)]);
+    let mut counts = EchoCounts::default();
+    counts.add(&roll_of(&[4, 3, 4], 2), &l);
+    // The first A keeps its bass (a note every 4 steps, the same in each 16-step bar); B's
+    // every 3 steps falls elsewhere in its second bar, in the bass and the top.
+    assert_eq!(counts.kept_kinds.bars[3], [[1, 1], [0, 0], [1, 0]]);
+    let lean = counts.lean_keeping();
+    assert!(lean.kept.is_some() && lean.paste.is_some());
 }

@@ -218,14 +218,17 @@ pub struct Args {
     /// what bars of another letter of the same song tell), `by-melody` (alone, counted apart
     /// by how alike the repeat's bar sings to the bar it answers), `by-latest` (by melody,
     /// and where a phrase returns a third time or more, by what its first and its latest
-    /// earlier occurrences both held), or `pasting` (each repeated bar's register drawn
+    /// earlier occurrences both held), `pasting` (each repeated bar's register drawn
     /// pasted or played anew, as often as the pianists paste, each kind with its own lean by
-    /// melody). Chosen on the validation songs with the default
-    /// model, three seeds: pasting came within 0.000–0.018 of the pianists' ILS and pasted
-    /// their share of repeated bars (0.526–0.565 against 0.545), by-latest 0.000–0.021 (pasting
-    /// 0.361), by-melody 0.007–0.023, alone 0.010–0.024, beyond-others 0.056 short
-    /// (reports/accompaniment.md, "Texture that returns").
-    #[arg(long, default_value = "pasting")]
+    /// melody), or `keeping` (pasting, and a bar of a phrase heard for the first time drawn
+    /// pasted from the bar before or played anew, as the pianists keep a texture through a
+    /// section). Chosen on the validation songs with the default model, three seeds: by-latest
+    /// came within 0.000–0.021 of the pianists' ILS, by-melody 0.007–0.023, alone
+    /// 0.010–0.024, beyond-others 0.056 short. pasting came within 0.000–0.018 and pastes the
+    /// pianists' share of repeated bars (0.526–0.565 against 0.545; by-latest 0.361), but is
+    /// not the default: a continuation written after its accompaniment followed a planned
+    /// chord less on the page (reports/accompaniment.md, "Repeats pasted or played anew").
+    #[arg(long, default_value = "by-latest")]
     pub lean: String,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,

@@ -203,9 +203,11 @@ fn lean_of(counts: &EchoCounts, kind: &str) -> Result<EchoLean, String> {
         "by-melody" => counts.lean_by_melody(),
         "by-latest" => counts.lean_by_latest(),
         "pasting" => counts.lean_pasting(),
+        "keeping" => counts.lean_keeping(),
         other => {
             return Err(format!(
-                "--lean is alone, beyond-others, by-melody, by-latest or pasting, not {other:?}"
+                "--lean is alone, beyond-others, by-melody, by-latest, pasting or keeping, not \
+                 {other:?}"
             ));
         }
     })
@@ -237,12 +239,17 @@ fn say_lean(counts: &EchoCounts, lean: &EchoLean) {
             serde_json::to_string(&by[by.len() - 1]).expect("json")
         );
     }
-    if let Some(mix) = &lean.paste {
+    let mixes = [
+        ("repeats", &lean.paste, &counts.repeat_kinds),
+        ("kept from the bar before", &lean.kept, &counts.kept_kinds),
+    ];
+    for (what, mix, kinds) in mixes {
+        let Some(mix) = mix else { continue };
         for (m, share) in mix.share.iter().enumerate() {
-            let bars: u64 = counts.pasted_bars[m].iter().flatten().sum();
+            let bars: u64 = kinds.bars[m].iter().flatten().sum();
             eprintln!(
-                "  {} ({bars} bars' registers): pasted by register {share:.3?}; lean anew {}, \
-                 pasted {}",
+                "  {what}, {} ({bars} bars' registers): pasted by register {share:.3?}; lean \
+                 anew {}, pasted {}",
                 if m == MELODY_BINS {
                     "pooled".to_string()
                 } else {

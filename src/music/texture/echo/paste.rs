@@ -3,7 +3,10 @@
 //! part pastes; [`PasteMix`] is the echo's lean as a mix of the two, counted in the training
 //! songs' pianists ([`super::EchoCounts::lean_pasting`]).
 
-use super::{LeanTable, MASKS, MELODY_BINS, answered_bars, evidence};
+use super::{
+    LeanTable, MASKS, MELODY_BINS, Table, answered_bars, bars, count_in, evidence, lean_of,
+    melody_bin,
+};
 use crate::music::labels::StepLabels;
 use crate::music::roll::{PITCHES, PianoRoll};
 use crate::music::texture::{REGISTERS, onset_bits, register, register_mask};
@@ -62,6 +65,31 @@ pub fn pasted(roll: &PianoRoll, labels: &StepLabels) -> Pasted {
     out
 }
 
+/// The bars of a melodic phrase (A, B, …) that answer no earlier phrase (`answered_bars`),
+/// each against the bar before it in the same phrase where that is as long: each bar's first
+/// step, its length, the first step of the bar before, and the [`super::melody_bin`] of the two.
+pub fn kept_bars(labels: &StepLabels) -> Vec<(usize, usize, usize, usize)> {
+    let bars = bars(labels);
+    let repeated: std::collections::HashSet<usize> =
+        answered_bars(labels).into_iter().map(|b| b.0).collect();
+    let sung = |t: usize| labels.melody.get(t).copied();
+    bars.windows(2)
+        .filter_map(|w| {
+            let ((from, f_len, before), (start, len, here)) = (w[0], w[1]);
+            let (before, here) = (before?, here?);
+            let same_phrase = here.letter.is_ascii_uppercase()
+                && before.index == here.index
+                && before.bar + 1 == here.bar;
+            (same_phrase && f_len == len && !repeated.contains(&start)).then(|| {
+                let alike = (0..len)
+                    .filter(|&i| sung(start + i) == sung(from + i))
+                    .count();
+                (start, len, from, melody_bin(alike, len))
+            })
+        })
+        .collect()
+}
+
 /// Whether a bar whose steps start `now` (bits) plays the rhythm of one that started `was`
 /// in the register of mask `m`; `None` where the register is quiet in both.
 fn pasted_in(now: &[u128], was: &[u128], m: u128) -> Option<bool> {
@@ -75,20 +103,64 @@ fn pasted_in(now: &[u128], was: &[u128], m: u128) -> Option<bool> {
     )
 }
 
-/// For every step of `labels` that answers a first occurrence ([`sources`]), per register
-/// whether its bar pastes the answered bar's rhythm there ([`Pasted`]; `None`: quiet in both).
-pub(super) fn pasted_steps(
-    bits: &[u128],
-    labels: &StepLabels,
-) -> Vec<Option<[Option<bool>; REGISTERS]>> {
-    let masks = *MASKS.get_or_init(|| std::array::from_fn(register_mask));
-    let mut out = vec![None; labels.len()];
-    for (start, len, f_start, _) in answered_bars(labels) {
-        let (now, was) = (&bits[start..start + len], &bits[f_start..f_start + len]);
-        let bar = std::array::from_fn(|r| pasted_in(now, was, masks[r]));
-        out[start..start + len].fill(Some(bar));
+/// Bars counted by kind ([`PasteMix`]): a bar's register pasted from the bar it answers or
+/// played anew, by melody bin and pooled over it (last).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct KindCounts {
+    /// The bars' registers counted, by melody bin and register: [played anew, pasted].
+    pub bars: [[[u64; 2]; REGISTERS]; MELODY_BINS + 1],
+    /// The pitches of their steps against the answered steps, apart for the registers played
+    /// anew (0, with those quiet in both) and pasted (1).
+    pub by_kind: [[Table; MELODY_BINS + 1]; 2],
+}
+
+impl KindCounts {
+    /// Adds the bars `answered` of a song whose steps start `bits` under `labels`: each bar's
+    /// first step, its length, the first step of the bar it answers, and its melody bin.
+    pub(super) fn add(
+        &mut self,
+        bits: &[u128],
+        labels: &StepLabels,
+        answered: &[(usize, usize, usize, usize)],
+    ) {
+        let masks = *MASKS.get_or_init(|| std::array::from_fn(register_mask));
+        for &(start, len, from, bin) in answered {
+            let (now, was) = (&bits[start..start + len], &bits[from..from + len]);
+            let bar: [Option<bool>; REGISTERS] =
+                std::array::from_fn(|r| pasted_in(now, was, masks[r]));
+            for (r, k) in bar.iter().enumerate() {
+                if let Some(k) = *k {
+                    for m in [bin, MELODY_BINS] {
+                        self.bars[m][r][k as usize] += 1;
+                    }
+                }
+            }
+            for k in [false, true] {
+                // A register quiet in both bars is played anew as much as a bar can be.
+                let counted = bar.map(|x| x.unwrap_or(false) == k);
+                for i in 0..len {
+                    for m in [bin, MELODY_BINS] {
+                        let table = &mut self.by_kind[k as usize][m];
+                        count_in(table, bits, labels, (start + i, from + i), counted);
+                    }
+                }
+            }
+        }
     }
-    out
+
+    /// The mix these counts justify: the share pasted (a bar added to each kind) and the
+    /// lean of each kind, counted alone.
+    pub fn mix(&self) -> PasteMix {
+        let share = std::array::from_fn(|m| {
+            std::array::from_fn(|r| {
+                let [anew, pasted] = self.bars[m][r];
+                ((pasted as f64 + 1.0) / ((anew + pasted) as f64 + 2.0)) as f32
+            })
+        });
+        let lean =
+            std::array::from_fn(|k| std::array::from_fn(|m| lean_of(&self.by_kind[k][m], None)));
+        PasteMix { share, lean }
+    }
 }
 
 /// The two kinds of repeat ([`Pasted`]), counted in the training songs' pianists: a repeated
