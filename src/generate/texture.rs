@@ -51,8 +51,8 @@ pub struct Answers {
     /// Per step of a repeat with a latest earlier occurrence besides the first (a third A),
     /// the same place of that one (`music::texture::echo::latest_sources`); empty for a donor.
     latest: Vec<Option<usize>>,
-    /// Per step of the phrase lane's repeats, its bar's first step and length (where a
-    /// pasted or a new bar is drawn); empty for a donor.
+    /// Per step, its bar's first step and length (a bar is drawn pasted or played anew
+    /// once); empty for a donor.
     bar: Vec<(usize, usize)>,
     /// Per step of a bar of a phrase that answers no earlier phrase, the same place of the bar
     /// before it in the phrase and whether the chord there differs
@@ -177,6 +177,20 @@ impl Answers {
         }
     }
 
+    /// Step `t`'s step in the bar before it, in a phrase heard for the first time (`kept`), and
+    /// whether the chord differs (read from `chords` when given); `None` where it keeps
+    /// nothing or that step is not yet written.
+    fn kept_at(
+        &self,
+        written: &PianoRoll,
+        chords: Option<&[Option<Chord>]>,
+        t: usize,
+    ) -> Option<(usize, bool)> {
+        let (s, changed) = self.kept.get(t).copied().flatten()?;
+        let changed = chords.map_or(changed, |chords| chords.get(t) != chords.get(s));
+        (s < t && s < written.num_steps).then_some((s, changed))
+    }
+
     /// Writes step `t`'s reference lane into `out` ([`crate::data::example::REFERENCE_INPUTS`] values) given the
     /// piano written so far (zeros where it answers nothing yet).
     pub fn write_reference(&self, written: &PianoRoll, t: usize, out: &mut [f32]) {
@@ -277,7 +291,15 @@ impl TextureEcho {
         out: &mut [f32],
     ) -> bool {
         let Some((roll, s, changed)) = self.answers.at(written, chords, t) else {
-            return self.keep_at(written, chords, (t, seed), out);
+            // A bar of a phrase heard for the first time keeps the bar before, where the lean
+            // keeps textures so ([`EchoLean::kept`]).
+            let kept = self.answers.kept_at(written, chords, t);
+            let (Some(mix), Some((s, changed))) = (&self.lean.kept, kept) else {
+                return false;
+            };
+            let melody = self.answers.kept_melody.get(t).copied().flatten();
+            let draw = (seed, PASTE_DRAW + REGISTERS);
+            return self.mixed(mix, (written, s, t), (changed, melody), draw, out);
         };
         let melody = self.answers.melody.get(t).copied().flatten();
         if let Some(mix) = &self.lean.paste {
@@ -295,30 +317,6 @@ impl TextureEcho {
             &mut out[..PITCHES],
         );
         true
-    }
-
-    /// The lean of step `t` of a phrase that answers no earlier one, toward the bar before it
-    /// in the phrase, where the lean keeps textures so ([`EchoLean::kept`]).
-    fn keep_at(
-        &self,
-        written: &PianoRoll,
-        chords: Option<&[Option<Chord>]>,
-        (t, seed): (usize, u64),
-        out: &mut [f32],
-    ) -> bool {
-        let kept = self.answers.kept.get(t).copied().flatten();
-        let (Some(mix), Some((s, mut changed))) = (&self.lean.kept, kept) else {
-            return false;
-        };
-        if s >= t || s >= written.num_steps {
-            return false;
-        }
-        if let Some(chords) = chords {
-            changed = chords.get(t) != chords.get(s);
-        }
-        let melody = self.answers.kept_melody.get(t).copied().flatten();
-        let draw = (seed, PASTE_DRAW + REGISTERS);
-        self.mixed(mix, (written, s, t), (changed, melody), draw, out)
     }
 
     /// The lean of `mix` at step `t` answering step `s` of `roll`: each register of `t`'s bar
