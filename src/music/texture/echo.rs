@@ -9,6 +9,7 @@
 //! model already plays without an echo). Their ratio is the [`EchoLean`]: evidence added to
 //! the model's onset log odds, as much as the pianists' own repeats justify.
 
+mod beyond;
 mod paste;
 
 pub use paste::{KindCounts, PasteMix, Pasted, kept_bars, pasted};

@@ -230,6 +230,11 @@ pub struct Args {
     /// chord less on the page (reports/accompaniment.md, "Repeats pasted or played anew").
     #[arg(long, default_value = "by-latest")]
     pub lean: String,
+    /// --texture: take from the lean what the model already plays: the same counts taken of
+    /// its own accompaniments (no echo) of this many training songs under their lanes
+    /// (`music::texture::echo::beyond`; 0: the pianists' lean as it stands).
+    #[arg(long, default_value_t = 0)]
+    pub beyond_model: usize,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     #[arg(long, default_value = "cpu")]

@@ -11,13 +11,14 @@ use burn::tensor::Device;
 use pianoformer::data::corpus::Piece;
 use pianoformer::data::sources::{self, Parts};
 use pianoformer::eval::texture::{
-    Played, TextureSong, pianists, share_of_draws_reaching, texture_song, training_counts,
+    Played, TextureSong, accompany_with_echo, pianists, share_of_draws_reaching, steps_of,
+    texture_song, training_counts,
 };
 use pianoformer::generate::PianoSampling;
 use pianoformer::model::config::Task;
 use pianoformer::model::performer::Performer;
 use pianoformer::music::texture::echo::{EchoCounts, EchoLean, MELODY_BINS, Pasted};
-use pianoformer::music::texture::mean_ils;
+use pianoformer::music::texture::{Ils, ils, mean_ils};
 
 use super::Args;
 
@@ -41,16 +42,20 @@ pub fn run(args: Args) -> Result<(), String> {
     let data = sources::load(&args.data, parts, args.limit)?;
     eprintln!("data: {}", data.description);
     let counts = training_counts(&data.train);
-    let lean = lean_of(&counts, &args.lean)?;
-    say_lean(&counts, &lean);
+    let mut sampling = loaded.defaults.piano_sampling();
+    sampling.seed = args.seed;
+    let (lean, model_counts) = the_lean(
+        &args,
+        &counts,
+        (&data.train, &loaded.model, &device),
+        sampling,
+    )?;
     let corpus = if test { &data.test } else { &data.valid };
     let pieces: Vec<_> = corpus
         .pieces
         .iter()
         .filter(|p| p.has_accompaniment() && p.has_harmony())
         .collect();
-    let mut sampling = loaded.defaults.piano_sampling();
-    sampling.seed = args.seed;
     let strengths = args.strengths.clone();
     // The default path plays at the model's own strength (the manifest's, else 1).
     let own = loaded.defaults.texture_strength.unwrap_or(1.0);
@@ -84,7 +89,8 @@ pub fn run(args: Args) -> Result<(), String> {
         "data": data.description,
         "split": split,
         "counts": counts,
-        "lean_kind": args.lean,
+        "lean_kind": lean_kind(&args),
+        "model_counts": model_counts,
         "lean": lean,
         "pianist": pianist,
         "pianist_typical": typical,
@@ -133,7 +139,7 @@ fn finish(
     if args.record {
         let mut metrics = result.clone();
         if let Some(obj) = metrics.as_object_mut() {
-            for key in ["songs", "model", "lean", "counts"] {
+            for key in ["songs", "model", "lean", "counts", "model_counts"] {
                 obj.remove(key);
             }
         }
@@ -142,7 +148,10 @@ fn finish(
             entry.defaults.texture_echo = Some(lean);
             entry.defaults.texture_strength = strength.filter(|&s| s != 1.0);
             entry.metrics["texture"] = metrics;
-            format!("the texture echo's lean ({}) and the panel", args.lean)
+            format!(
+                "the texture echo's lean ({}) and the panel",
+                lean_kind(args)
+            )
         })?;
     }
     match out {
@@ -193,6 +202,97 @@ fn pasted_words(pasted: &Pasted) -> String {
         share(pasted.latest),
         pasted.latest[1]
     )
+}
+
+/// The lean --lean and --beyond-model ask for, said, and the counts of the model's own
+/// accompaniments where it is taken beyond them.
+fn the_lean(
+    args: &Args,
+    counts: &EchoCounts,
+    (train, model, device): (&pianoformer::data::corpus::Corpus, &Performer, &Device),
+    sampling: PianoSampling,
+) -> Result<(EchoLean, Option<EchoCounts>), String> {
+    let lean = lean_of(counts, &args.lean)?;
+    say_lean(counts, &lean);
+    if args.beyond_model == 0 {
+        return Ok((lean, None));
+    }
+    let own = model_counts(train, args.beyond_model, args, model, sampling, device)?;
+    let model_lean = lean_of(&own.pooled_kinds(), &args.lean)?;
+    eprintln!("the model's own lean, on {} training songs:", own.songs);
+    say_lean(&own, &model_lean);
+    let lean = lean.beyond(&model_lean);
+    eprintln!(
+        "the lean beyond the model's: {}",
+        serde_json::to_string(&lean.lean).expect("json")
+    );
+    Ok((lean, Some(own)))
+}
+
+/// The lean --lean and --beyond-model ask for, in words.
+fn lean_kind(args: &Args) -> String {
+    match args.beyond_model {
+        0 => args.lean.clone(),
+        n => format!("{} beyond the model's own on {n} training songs", args.lean),
+    }
+}
+
+/// The counts of the model's own accompaniments (no echo) of `n` of `train`'s songs, spread
+/// evenly over them, under their annotated lanes: what its sampling already leans toward.
+fn model_counts(
+    train: &pianoformer::data::corpus::Corpus,
+    n: usize,
+    args: &Args,
+    model: &Performer,
+    sampling: PianoSampling,
+    device: &Device,
+) -> Result<EchoCounts, String> {
+    let all: Vec<&Piece> = train
+        .pieces
+        .iter()
+        .filter(|p| p.has_accompaniment() && p.has_harmony())
+        .collect();
+    let every = all.len().div_ceil(n.max(1)).max(1);
+    let pieces: Vec<&Piece> = all.into_iter().step_by(every).take(n).collect();
+    let started = Instant::now();
+    let lean = EchoLean::default();
+    let rolls = super::panel::par_map(&pieces, args.threads(), model, |m, p| {
+        let labels = p.sheet.labels.slice(p.range.clone());
+        let roll = pollster::block_on(accompany_with_echo(
+            m, p, &labels, sampling, lean, 0.0, device,
+        ))
+        .map_err(|e| format!("{}: {e}", p.name))?;
+        Ok((roll, labels))
+    })?;
+    let mut counts = EchoCounts::default();
+    let (mut model_ils, mut pianist_ils) = (Vec::new(), Vec::new());
+    for ((roll, labels), p) in rolls.iter().zip(&pieces) {
+        counts.add(roll, labels);
+        let pianist = steps_of(&p.sheet.rolls.piano, p.range.clone());
+        if let (Some(m), Some(t)) = (ils(roll, labels), ils(&pianist, labels)) {
+            model_ils.push(m);
+            pianist_ils.push(t);
+        }
+    }
+    // A model that plays its training songs' form much as their pianists do, but not the
+    // validation songs', has learnt those songs, and its lean there overstates its own.
+    let mean = |v: &[Ils], f: &dyn Fn(&Ils) -> Option<f64>| {
+        let v: Vec<f64> = v.iter().filter_map(f).collect();
+        v.iter().sum::<f64>() / v.len().max(1) as f64
+    };
+    let (ratio, within) = (|i: &Ils| Some(i.ratio()), |i: &Ils| i.within);
+    eprintln!(
+        "the model's own accompaniments of {} training songs ({:.0} s): ILS {:.3}, within a \
+         phrase {:.3} (their pianists {:.3}, {:.3}; {} songs where a letter returns)",
+        counts.songs,
+        started.elapsed().as_secs_f64(),
+        mean(&model_ils, &ratio),
+        mean(&model_ils, &within),
+        mean(&pianist_ils, &ratio),
+        mean(&pianist_ils, &within),
+        model_ils.len()
+    );
+    Ok(counts)
 }
 
 /// The lean `kind` (--lean) of `counts`.
