@@ -132,8 +132,8 @@ pub struct Args {
     /// --sample, --plan: the new part's notes a beat as a multiple of the prompt's, on every
     /// bar (default: --sample as the model plays, --plan the page's default, which leaves
     /// planned bars to the model); the
-    /// accompaniment panel: about this many times the onsets the model would play (as
-    /// `generate --density`; default: as the model plays).
+    /// accompaniment panel and --texture: about this many times the onsets the model would
+    /// play (as `generate --density`; default: as the model plays).
     #[arg(long)]
     pub density: Option<f32>,
     /// --openings, --sample, --plan: how strongly unplanned new bars keep the prompt's pitch

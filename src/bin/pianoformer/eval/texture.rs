@@ -24,15 +24,8 @@ use super::Args;
 
 pub fn run(args: Args) -> Result<(), String> {
     let (task, test, out) = checked(&args)?;
-    let spec = args.model.display().to_string();
     let device = args.pop909_device("the texture panel accompanies its annotated songs")?;
-    let loaded = crate::models::load(&spec, task, None, &device)?;
-    if !loaded.model.config.is_autoregressive() {
-        return Err(format!(
-            "{spec} writes the whole accompaniment at once; the texture echo steers a \
-             step-by-step model"
-        ));
-    }
+    let loaded = step_by_step(&args, task, &device)?;
     let started = Instant::now();
     let parts = Parts {
         train: true,
@@ -42,8 +35,13 @@ pub fn run(args: Args) -> Result<(), String> {
     let data = sources::load(&args.data, parts, args.limit)?;
     eprintln!("data: {}", data.description);
     let counts = training_counts(&data.train);
-    let mut sampling = loaded.defaults.piano_sampling();
-    sampling.seed = args.seed;
+    let sampling = PianoSampling {
+        seed: args.seed,
+        density: args
+            .density()?
+            .unwrap_or(loaded.defaults.piano_sampling().density),
+        ..loaded.defaults.piano_sampling()
+    };
     let (lean, model_counts) = the_lean(
         &args,
         &counts,
@@ -72,11 +70,12 @@ pub fn run(args: Args) -> Result<(), String> {
     }
     let split = if test { "test" } else { "valid" };
     println!(
-        "  ({} {split} songs, {}, temperature {}, hold {}, seed {})",
+        "  ({} {split} songs, {}, temperature {}, hold {}, density {}, seed {})",
         songs.len(),
         loaded.source,
         sampling.temperature,
         sampling.hold_temperature,
+        sampling.density,
         args.seed
     );
     let result = serde_json::json!({
@@ -85,6 +84,7 @@ pub fn run(args: Args) -> Result<(), String> {
         "model": loaded.source,
         "temperature": sampling.temperature,
         "hold_temperature": sampling.hold_temperature,
+        "density": sampling.density,
         "seed": args.seed,
         "data": data.description,
         "split": split,
@@ -202,6 +202,26 @@ fn pasted_words(pasted: &Pasted) -> String {
         share(pasted.latest),
         pasted.latest[1]
     )
+}
+
+/// The model --model names, which must write step by step (the echo steers such a model).
+fn step_by_step(args: &Args, task: Task, device: &Device) -> Result<crate::models::Loaded, String> {
+    if args.record && args.density.is_some() {
+        return Err(
+            "--record keeps the echo's lean and strength for the page, which plays at \
+                    the model's own density: try --density without --record"
+                .into(),
+        );
+    }
+    let spec = args.model.display().to_string();
+    let loaded = crate::models::load(&spec, task, None, device)?;
+    if !loaded.model.config.is_autoregressive() {
+        return Err(format!(
+            "{spec} writes the whole accompaniment at once; the texture echo steers a \
+             step-by-step model"
+        ));
+    }
+    Ok(loaded)
 }
 
 /// The lean --lean and --beyond-model ask for, said, and the counts of the model's own
