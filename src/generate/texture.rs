@@ -60,6 +60,8 @@ pub struct Answers {
     kept: Vec<Option<(usize, bool)>>,
     /// Per such step, how alike its bar sings to the bar before (empty where not known).
     kept_melody: Vec<Option<usize>>,
+    /// Per step, the chord under it (empty for a donor, laid over them re-voiced already).
+    chords: Vec<Option<Chord>>,
     source: Source,
 }
 
@@ -88,6 +90,7 @@ impl Answers {
             bar,
             kept,
             kept_melody,
+            chords: labels.chord.clone(),
             source: Source::Own,
         })
     }
@@ -140,6 +143,7 @@ impl Answers {
             bar: Vec::new(),
             kept: Vec::new(),
             kept_melody: Vec::new(),
+            chords: Vec::new(),
             source: Source::Donor(laid),
         })
     }
@@ -299,19 +303,21 @@ impl TextureEcho {
             };
             let melody = self.answers.kept_melody.get(t).copied().flatten();
             let draw = (seed, PASTE_DRAW + REGISTERS);
-            return self.mixed(mix, (written, s, t), (changed, melody), draw, out);
+            let keep = self.kept_pitches(chords, t, changed);
+            return self.mixed(mix, (written, s, t), (changed, melody, keep), draw, out);
         };
         let melody = self.answers.melody.get(t).copied().flatten();
+        let keep = self.kept_pitches(chords, t, changed);
         if let Some(mix) = &self.lean.paste {
             let draw = (seed, PASTE_DRAW);
-            return self.mixed(mix, (roll, s, t), (changed, melody), draw, out);
+            return self.mixed(mix, (roll, s, t), (changed, melody, keep), draw, out);
         }
         let latest = self.answers.latest.get(t).copied().flatten();
         let latest = latest
             .filter(|&l| l < t && l < written.num_steps)
             .map(|l| onset_bits(written, l));
         self.lean.of(
-            onset_bits(roll, s),
+            (onset_bits(roll, s), keep),
             (changed, melody, latest),
             self.strength,
             &mut out[..PITCHES],
@@ -326,7 +332,7 @@ impl TextureEcho {
         &self,
         mix: &PasteMix,
         (roll, s, t): (&PianoRoll, usize, usize),
-        (changed, melody): (bool, Option<usize>),
+        (changed, melody, keep): (bool, Option<usize>, u128),
         (seed, first): (u64, usize),
         out: &mut [f32],
     ) -> bool {
@@ -343,13 +349,34 @@ impl TextureEcho {
                 && uniform(seed, start, first + r, 0) < mix.share_of(melody, r)
         });
         mix.of(
-            onset_bits(roll, s),
+            (onset_bits(roll, s), keep),
             (changed, melody),
             pasted,
             self.strength,
             &mut out[..PITCHES],
         );
         true
+    }
+
+    /// The keys whose onset at the answered step counts as that pitch's at step `t` (the
+    /// rest of what started there counts as another key of its register): where the lean
+    /// re-voices ([`EchoLean::revoices`]) and the chord has changed, the tones of the chord now
+    /// (`chords` as they stand now when given, else the lanes'); every key elsewhere.
+    fn kept_pitches(&self, chords: Option<&[Option<Chord>]>, t: usize, changed: bool) -> u128 {
+        let now = chords
+            .unwrap_or(&self.answers.chords)
+            .get(t)
+            .copied()
+            .flatten();
+        match now {
+            Some(chord) if changed && self.lean.revoices => {
+                let classes: u16 = chord.pitch_classes().fold(0, |m, c| m | 1 << c);
+                (0..PITCHES)
+                    .filter(|p| classes & (1 << (p % 12)) != 0)
+                    .fold(0, |m, p| m | 1 << p)
+            }
+            _ => u128::MAX,
+        }
     }
 
     /// The steps that answer another.

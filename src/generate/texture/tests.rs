@@ -195,6 +195,7 @@ fn a_donor_brings_its_rhythm_to_the_bars_it_is_asked_for() {
     let lean = EchoLean {
         lean: [[[-1.5, 0.0, 5.0]; 3]; 2],
         by_melody: None,
+        revoices: false,
         by_latest: None,
         paste: None,
         kept: None,
@@ -335,6 +336,7 @@ fn a_third_occurrence_leans_on_what_the_latest_before_it_played() {
     let lean = EchoLean {
         lean: [[[0.0; 3]; 3]; 2],
         by_melody: None,
+        revoices: false,
         by_latest: Some(std::array::from_fn(|_| {
             std::array::from_fn(|_| {
                 std::array::from_fn(|_| {
@@ -368,6 +370,7 @@ fn mix_lean(share: f32) -> EchoLean {
     EchoLean {
         lean: [[[0.0; 3]; 3]; 2],
         by_melody: None,
+        revoices: false,
         by_latest: None,
         paste: Some(PasteMix {
             share: [[share; 3]; MELODY_BINS + 1],
@@ -449,4 +452,40 @@ fn a_bar_of_a_first_occurrence_keeps_the_texture_of_the_bar_before() {
     assert_eq!(echo.answering(), 0);
     assert!(echo.answers_in(16..32) && !echo.answers_in(0..16));
     assert!(TextureEcho::repeats(mix_lean(1.0), 1.0, &one.sheet.labels).is_none());
+}
+
+#[test]
+fn a_repeat_under_another_chord_re_voices_a_pitch_that_is_no_tone_of_it() {
+    let input = aba();
+    let labels = &input.sheet.labels;
+    // The lean says which evidence it read: 10 × whether the chord changed, + the evidence.
+    let table: crate::music::texture::echo::LeanTable = std::array::from_fn(|c| {
+        std::array::from_fn(|_| std::array::from_fn(|ev| (10 * c + ev) as f32))
+    });
+    let lean = |revoices| EchoLean {
+        lean: table,
+        revoices,
+        ..EchoLean::default()
+    };
+    // The first A's bass struck E2 at its fourth step.
+    let mut written = PianoRoll::new(labels.len());
+    written.set(3, 40, true, true, 0);
+    let (t, s) = (128 + 3, 3);
+    let c = Chord::parse("C").unwrap();
+    let g = Chord::parse("G").unwrap();
+    let at = |revoices: bool, now: Option<Chord>| {
+        let mut chords = labels.chord.clone();
+        (chords[s], chords[t]) = (c, now);
+        let echo = TextureEcho::repeats(lean(revoices), 1.0, labels).expect("A repeats");
+        let mut out = [0f32; PITCHES];
+        assert!(echo.lean_with(&written, Some(&chords), (t, 0), &mut out));
+        (out[40], out[43])
+    };
+    // Under C again the E is the E; under G (no E in it) it is another key of the bass,
+    // where the lean re-voices; G2, not struck then, is another key of the bass either way.
+    assert_eq!(at(true, c), (2.0, 1.0));
+    assert_eq!(at(false, g), (12.0, 11.0));
+    assert_eq!(at(true, g), (11.0, 11.0));
+    // A chord that holds the E keeps it the E.
+    assert_eq!(at(true, Chord::parse("A:min").unwrap()), (12.0, 11.0));
 }

@@ -305,6 +305,7 @@ impl EchoCounts {
             lean: lean_of(&self.repeats, Some(&self.others)),
             by_melody: None,
             by_latest: None,
+            revoices: false,
             paste: None,
             kept: None,
         }
@@ -317,6 +318,7 @@ impl EchoCounts {
             lean: lean_of(&self.repeats, None),
             by_melody: None,
             by_latest: None,
+            revoices: false,
             paste: None,
             kept: None,
         }
@@ -424,6 +426,11 @@ pub struct EchoLean {
     /// so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by_latest: Option<[JointLean; MELODY_BINS + 1]>,
+    /// Whether, where the chord under a step differs from the answered one's, a pitch struck
+    /// then that is no tone of the chord now leans as another key of its register (the
+    /// register's rhythm, not the pitch: re-voiced), not as that pitch.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub revoices: bool,
     /// The repeats as the pianists play them, where counted so: a bar's register pasted or
     /// played anew, each with its own lean (in place of the others).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -432,6 +439,15 @@ pub struct EchoLean {
     /// before it in the phrase ([`kept_bars`]), where counted so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kept: Option<PasteMix>,
+}
+
+/// What a step that started `then` holds for `pitch` of register `r`, the pitch itself
+/// counted as another key of its register where `keep` leaves it out ([`EchoLean::revoices`]).
+fn kept_evidence((then, keep): (u128, u128), pitch: usize, r: usize) -> usize {
+    match evidence(then, pitch, r) {
+        2 if keep & (1 << pitch) == 0 => 1,
+        ev => ev,
+    }
 }
 
 /// What a step that started `bits` holds for `pitch` of register `r` ([`EVIDENCE`]).
@@ -453,7 +469,7 @@ impl EchoLean {
     /// so), scaled by `strength` (1: as measured).
     pub fn of(
         &self,
-        then: u128,
+        (then, keep): (u128, u128),
         (chord_changed, melody, latest): (bool, Option<usize>, Option<u128>),
         strength: f32,
         out: &mut [f32],
@@ -467,7 +483,7 @@ impl EchoLean {
         });
         for (p, o) in out.iter_mut().enumerate().take(PITCHES) {
             let r = register(p);
-            let ev = evidence(then, p, r);
+            let ev = kept_evidence((then, keep), p, r);
             *o = strength
                 * match joint {
                     Some((j, l)) => j[r][ev][evidence(l, p, r)],

@@ -221,10 +221,18 @@ fn the_lean_by_melody_is_counted_apart_for_each_bin() {
     // The pooled lean lies between, and serves a step whose melody is not known.
     assert!(lean.lean[0][0][2] < same[0][2] && lean.lean[0][0][2] > other[0][2]);
     let mut out = [0f32; 128];
-    lean.of(1 << 40, (false, None, None), 1.0, &mut out);
+    lean.of((1 << 40, u128::MAX), (false, None, None), 1.0, &mut out);
     assert_eq!(out[40], lean.lean[0][0][2]);
-    lean.of(1 << 40, (false, Some(3), None), 1.0, &mut out);
+    lean.of((1 << 40, u128::MAX), (false, Some(3), None), 1.0, &mut out);
     assert_eq!(out[40], same[0][2]);
+    // Re-voiced: a pitch left out of the kept keys (no tone of the chord now) leans as
+    // another key of its register, the register's rhythm kept.
+    lean.of((1 << 40, !(1 << 40)), (true, None, None), 1.0, &mut out);
+    assert_eq!((out[40], out[41]), (lean.lean[1][0][1], lean.lean[1][0][1]));
+    assert_eq!(
+        out[70], lean.lean[1][2][0],
+        "a register quiet then stays so"
+    );
 }
 
 #[test]
@@ -254,11 +262,21 @@ fn where_the_latest_occurrence_was_played_anew_a_third_one_leans_on_both() {
     }
     // Read with the latest's keys, a pitch leans by both; without them, by the first alone.
     let mut out = [0f32; 128];
-    lean.of(1 << 40, (false, Some(3), Some(1 << 43)), 1.0, &mut out);
+    lean.of(
+        (1 << 40, u128::MAX),
+        (false, Some(3), Some(1 << 43)),
+        1.0,
+        &mut out,
+    );
     assert_eq!((out[40], out[43]), (by[3][0][0][2][1], by[3][0][0][1][2]));
-    lean.of(1 << 40, (false, None, Some(1 << 40)), 1.0, &mut out);
+    lean.of(
+        (1 << 40, u128::MAX),
+        (false, None, Some(1 << 40)),
+        1.0,
+        &mut out,
+    );
     assert_eq!(out[40], by[MELODY_BINS][0][0][2][2]);
-    lean.of(1 << 40, (false, Some(3), None), 1.0, &mut out);
+    lean.of((1 << 40, u128::MAX), (false, Some(3), None), 1.0, &mut out);
     assert_eq!(out[40], lean.by_melody.expect("by melody")[3][0][0][2]);
 }
 

@@ -235,6 +235,11 @@ pub struct Args {
     /// (`music::texture::echo::beyond`; 0: the pianists' lean as it stands).
     #[arg(long, default_value_t = 0)]
     pub beyond_model: usize,
+    /// --texture: where the chord under a step differs from the answered one's, a pitch struck
+    /// then that is no tone of the chord now leans as another key of its register
+    /// (`music::texture::echo::EchoLean::revoices`).
+    #[arg(long)]
+    pub revoice: bool,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     #[arg(long, default_value = "cpu")]

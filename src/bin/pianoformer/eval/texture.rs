@@ -232,7 +232,10 @@ fn the_lean(
     (train, model, device): (&pianoformer::data::corpus::Corpus, &Performer, &Device),
     sampling: PianoSampling,
 ) -> Result<(EchoLean, Option<EchoCounts>), String> {
-    let lean = lean_of(counts, &args.lean)?;
+    let lean = EchoLean {
+        revoices: args.revoice,
+        ..lean_of(counts, &args.lean)?
+    };
     say_lean(counts, &lean);
     if args.beyond_model == 0 {
         return Ok((lean, None));
@@ -251,9 +254,13 @@ fn the_lean(
 
 /// The lean --lean and --beyond-model ask for, in words.
 fn lean_kind(args: &Args) -> String {
+    let kind = match args.revoice {
+        true => format!("{}, re-voiced", args.lean),
+        false => args.lean.clone(),
+    };
     match args.beyond_model {
-        0 => args.lean.clone(),
-        n => format!("{} beyond the model's own on {n} training songs", args.lean),
+        0 => kind,
+        n => format!("{kind} beyond the model's own on {n} training songs"),
     }
 }
 

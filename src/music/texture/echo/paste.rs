@@ -4,7 +4,7 @@
 //! songs' pianists ([`super::EchoCounts::lean_pasting`]).
 
 use super::{
-    LeanTable, MASKS, MELODY_BINS, Table, answered_bars, bars, count_in, evidence, lean_of,
+    LeanTable, MASKS, MELODY_BINS, Table, answered_bars, bars, count_in, kept_evidence, lean_of,
     melody_bin,
 };
 use crate::music::labels::StepLabels;
@@ -187,7 +187,7 @@ impl PasteMix {
     /// scaled by `strength`.
     pub fn of(
         &self,
-        then: u128,
+        (then, keep): (u128, u128),
         (chord_changed, melody): (bool, Option<usize>),
         pasted: [bool; REGISTERS],
         strength: f32,
@@ -199,7 +199,7 @@ impl PasteMix {
         );
         for (p, o) in out.iter_mut().enumerate().take(PITCHES) {
             let r = register(p);
-            let ev = evidence(then, p, r);
+            let ev = kept_evidence((then, keep), p, r);
             *o = strength * self.lean[pasted[r] as usize][m][c][r][ev];
         }
     }
