@@ -23,7 +23,7 @@ use rand::{RngExt, SeedableRng};
 
 use super::GenerateError;
 use super::accompany::AccompanimentInput;
-use super::piano::{PianoSampling, draw_step};
+use super::piano::{PianoSampling, draw_step, keep_count};
 use super::texture::TextureEcho;
 use crate::data::beats::{BeatInputs, BeatReader, add_beat_chroma};
 use crate::data::example::{RowAt, write_row};
@@ -358,7 +358,12 @@ impl Live {
             let rng = &mut self.rng;
             let mut lean = [0f32; PITCHES];
             let leaning = self.texture.as_ref().is_some_and(|x| {
-                x.lean_with(piano, Some(chords_now), (t, self.sampling.seed), &mut lean)
+                let leans =
+                    x.lean_with(piano, Some(chords_now), (t, self.sampling.seed), &mut lean);
+                if leans && x.keeps_count() {
+                    keep_count(&mut lean, on, &self.sampling);
+                }
+                leans
             });
             let lean = leaning.then_some(&lean[..]);
             draw_step(piano, t, on, sus, &self.sampling, lean, &mut |_, _| {

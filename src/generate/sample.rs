@@ -144,6 +144,11 @@ fn one() -> f32 {
     1.0
 }
 
+/// What a density adds to every onset's log odds ([`PianoSampling::onset_bias`]).
+pub fn onset_bias(density: f32) -> f32 {
+    0.5 * density.max(1e-6).ln()
+}
+
 impl Default for PianoSampling {
     fn default() -> Self {
         Self {
@@ -173,7 +178,7 @@ impl PianoSampling {
     /// excerpts of `accompaniment-ar`): by the square root, the density asked is about the
     /// density played (reports/accompaniment.md, "A density a person asks for").
     pub fn onset_bias(&self) -> f32 {
-        0.5 * self.density.max(1e-6).ln()
+        onset_bias(self.density)
     }
 
     /// Checks the settings, in words.

@@ -294,6 +294,22 @@ impl TextureEcho {
         (t, seed): (usize, u64),
         out: &mut [f32],
     ) -> bool {
+        let leans = self.lean_here(written, chords, (t, seed), out);
+        if let (true, Some(d)) = (leans, self.lean.density) {
+            let bias = super::sample::onset_bias(d);
+            out[..PITCHES].iter_mut().for_each(|l| *l += bias);
+        }
+        leans
+    }
+
+    /// [`Self::lean_with`] before the density of the steps it leans ([`EchoLean::density`]).
+    fn lean_here(
+        &self,
+        written: &PianoRoll,
+        chords: Option<&[Option<Chord>]>,
+        (t, seed): (usize, u64),
+        out: &mut [f32],
+    ) -> bool {
         let Some((roll, s, changed)) = self.answers.at(written, chords, t) else {
             // A bar of a phrase heard for the first time keeps the bar before, where the lean
             // keeps textures so ([`EchoLean::kept`]).
@@ -382,6 +398,18 @@ impl TextureEcho {
     /// The steps that answer another.
     pub fn answering(&self) -> usize {
         self.answers.answering()
+    }
+
+    /// Whether it leans at step `t` once what `t` answers is written: a step that answers
+    /// another, or keeps the bar before where the lean keeps textures.
+    pub fn leans_on(&self, t: usize) -> bool {
+        let kept = || self.lean.kept.is_some() && matches!(self.answers.kept.get(t), Some(Some(_)));
+        matches!(self.answers.answers.get(t), Some(Some(_))) || kept()
+    }
+
+    /// Whether its lean leaves a step's count of onsets to the model ([`EchoLean::keeps_count`]).
+    pub fn keeps_count(&self) -> bool {
+        self.lean.keeps_count
     }
 
     /// Whether any step of `steps` answers another, or keeps the texture of the bar before

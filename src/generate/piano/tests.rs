@@ -296,6 +296,52 @@ fn a_density_scales_the_odds_of_every_onset() {
 /// exactly the piano that seed writes alone, from the start and over a region after a kept
 /// piano; and they are different pianos. Progress counts the steps once for all.
 #[test]
+fn a_lean_that_keeps_the_count_moves_onsets_and_keeps_their_number() {
+    // The model: a C major triad likely (C4, E4, G4 at 0.6), everything else 1 %.
+    let mut on = vec![(0.01f32 / 0.99).ln(); PITCHES];
+    for p in [60, 64, 67] {
+        on[p] = (0.6f32 / 0.4).ln();
+    }
+    // A lean toward what an answered step struck (A3, C4, E4: +4) and against the rest (−1).
+    let mut lean = vec![-1.0f32; PITCHES];
+    for p in [57, 60, 64] {
+        lean[p] = 4.0;
+    }
+    let s = PianoSampling {
+        temperature: 0.9,
+        density: 0.8,
+        ..Default::default()
+    };
+    let count = |lean: &[f32]| -> f32 {
+        let odds = |p: usize| on[p] / s.temperature + s.onset_bias() + lean[p];
+        (0..PITCHES).map(|p| sigmoid1(odds(p))).sum()
+    };
+    let (before, asked) = (count(&lean), count(&[0.0; PITCHES]));
+    assert!(
+        before > asked + 0.3,
+        "the lean alone plays more: {before} against {asked}"
+    );
+    let old = lean.clone();
+    keep_count(&mut lean, &on, &s);
+    let after = count(&lean);
+    assert!((after - asked).abs() < 1e-2, "{after} against {asked}");
+    // One shift for every pitch: the lean still orders the pitches as it did.
+    let shift = lean[0] - old[0];
+    assert!(shift < 0.0);
+    assert!(
+        lean.iter()
+            .zip(&old)
+            .all(|(l, o)| (l - o - shift).abs() < 1e-5)
+    );
+    // A step the model leaves silent stays silent, whatever the lean.
+    let silent = vec![-60.0f32; PITCHES];
+    let mut lean = old;
+    keep_count(&mut lean, &silent, &s);
+    let odds = |p: usize| silent[p] / s.temperature + s.onset_bias() + lean[p];
+    assert!((0..PITCHES).map(|p| sigmoid1(odds(p))).sum::<f32>() < 1e-3);
+}
+
+#[test]
 fn alternatives_written_together_are_each_their_seed_alone() {
     let device = Device::flex();
     for pe in [

@@ -196,6 +196,8 @@ fn a_donor_brings_its_rhythm_to_the_bars_it_is_asked_for() {
         lean: [[[-1.5, 0.0, 5.0]; 3]; 2],
         by_melody: None,
         revoices: false,
+        keeps_count: false,
+        density: None,
         by_latest: None,
         paste: None,
         kept: None,
@@ -337,6 +339,8 @@ fn a_third_occurrence_leans_on_what_the_latest_before_it_played() {
         lean: [[[0.0; 3]; 3]; 2],
         by_melody: None,
         revoices: false,
+        keeps_count: false,
+        density: None,
         by_latest: Some(std::array::from_fn(|_| {
             std::array::from_fn(|_| {
                 std::array::from_fn(|_| {
@@ -371,6 +375,8 @@ fn mix_lean(share: f32) -> EchoLean {
         lean: [[[0.0; 3]; 3]; 2],
         by_melody: None,
         revoices: false,
+        keeps_count: false,
+        density: None,
         by_latest: None,
         paste: Some(PasteMix {
             share: [[share; 3]; MELODY_BINS + 1],
@@ -413,6 +419,41 @@ fn a_repeated_bar_is_drawn_pasted_or_played_anew_register_by_register_for_the_wh
         pasted += (at[0] == 1.0) as usize;
     }
     assert!((70..130).contains(&pasted), "{pasted} of 200");
+}
+
+#[test]
+fn the_echos_density_scales_the_odds_of_the_steps_it_leans_and_no_others() {
+    let input = aba();
+    let labels = &input.sheet.labels;
+    let mut written = PianoRoll::new(labels.len());
+    for t in 0..16 {
+        written.set(t, 40, true, true, 0);
+    }
+    let keeping = |density: Option<f32>| EchoLean {
+        paste: None,
+        kept: mix_lean(1.0).paste,
+        density,
+        ..mix_lean(1.0)
+    };
+    let lean_at = |lean: EchoLean, t: usize| {
+        let echo = TextureEcho::repeats(lean, 1.0, labels).expect("A repeats");
+        let mut out = [0f32; PITCHES];
+        (
+            echo.leans_on(t),
+            echo.lean_at(&written, t, 0, &mut out).then_some(out),
+        )
+    };
+    let (leans, plain) = lean_at(keeping(None), 16 + 5);
+    let plain = plain.expect("it keeps the bar before");
+    let (_, quarter) = lean_at(keeping(Some(0.25)), 16 + 5);
+    let quarter = quarter.expect("it keeps the bar before");
+    // Every pitch's odds a quarter's square root (as the density a person asks for), the
+    // lean's own shape kept.
+    assert!(leans);
+    let bias = 0.5 * 0.25f32.ln();
+    assert!((0..PITCHES).all(|p| (quarter[p] - plain[p] - bias).abs() < 1e-6));
+    // A step it does not lean on (the first bar of the first A) stays the model's own.
+    assert_eq!(lean_at(keeping(Some(0.25)), 5), (false, None));
 }
 
 #[test]

@@ -306,6 +306,8 @@ impl EchoCounts {
             by_melody: None,
             by_latest: None,
             revoices: false,
+            keeps_count: false,
+            density: None,
             paste: None,
             kept: None,
         }
@@ -319,6 +321,8 @@ impl EchoCounts {
             by_melody: None,
             by_latest: None,
             revoices: false,
+            keeps_count: false,
+            density: None,
             paste: None,
             kept: None,
         }
@@ -431,6 +435,19 @@ pub struct EchoLean {
     /// register's rhythm, not the pitch: re-voiced), not as that pitch.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub revoices: bool,
+    /// Whether the lean says which pitches start at a step and leaves how many to the model
+    /// (and the density asked): at each step it is shifted by the one constant that keeps the
+    /// step's expected count of onsets the model's own (`generate::piano::keep_count`). The
+    /// pianists' repeats are no busier than their first occurrences, but a lean added to a
+    /// model that already follows its chords counts the same evidence twice, and plays more.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keeps_count: bool,
+    /// The density the steps it leans play at (as [`crate::generate::PianoSampling::density`]
+    /// scales every onset's odds; `None`: the model's own). The lean, added to a model that
+    /// already follows its chords, counts that evidence twice and plays more onsets than the
+    /// pianists' repeats do; this takes them back where it leans, and nowhere else.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub density: Option<f32>,
     /// The repeats as the pianists play them, where counted so: a bar's register pasted or
     /// played anew, each with its own lean (in place of the others).
     #[serde(default, skip_serializing_if = "Option::is_none")]

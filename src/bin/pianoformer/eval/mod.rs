@@ -116,6 +116,15 @@ pub struct Args {
     /// note; 4 for --sample, 8 for --plan).
     #[arg(long)]
     pub prompt_bars: Option<usize>,
+    /// --plan: the prompts' piano written by this accompaniment model as the page writes it
+    /// (its texture echo, the shipped dynamics) in place of the pianists'
+    /// (`eval/plan/prompt.rs`): how a continuation follows its plan after it.
+    #[arg(long)]
+    pub prompt_piano: Option<String>,
+    /// --plan --prompt-piano: the texture echo's lean and strength of this texture panel's JSON
+    /// (`eval --texture --out FILE`) instead of the model's own.
+    #[arg(long)]
+    pub prompt_texture: Option<PathBuf>,
     /// --sample: valid or test.
     #[arg(long, default_value = "test")]
     pub split: String,
@@ -240,6 +249,18 @@ pub struct Args {
     /// (`music::texture::echo::EchoLean::revoices`).
     #[arg(long)]
     pub revoice: bool,
+    /// --texture: the lean moves a step's onsets between pitches and leaves their number to
+    /// the model (`music::texture::echo::EchoLean::keeps_count`).
+    #[arg(long)]
+    pub keep_count: bool,
+    /// --texture: the density of the steps the echo leans, and only those
+    /// (`music::texture::echo::EchoLean::density`; default: the model's own).
+    #[arg(long)]
+    pub echo_density: Option<f32>,
+    /// --texture: that density measured in the model's accompaniments of this many training
+    /// songs, with the echo at --strengths (one) and without (`eval/texture/density.rs`).
+    #[arg(long, default_value_t = 0)]
+    pub measure_echo_density: usize,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     #[arg(long, default_value = "cpu")]

@@ -24,6 +24,8 @@ use pianoformer::model::performer::Performer;
 
 use super::Args;
 
+mod prompt;
+
 pub fn run(args: Args) -> Result<(), String> {
     let task: Task = args.task.parse()?;
     if task != Task::Continuation {
@@ -42,8 +44,16 @@ pub fn run(args: Args) -> Result<(), String> {
         valid: true,
         test,
     };
-    let data = sources::load(&args.data, parts, args.limit)?;
+    let mut data = sources::load(&args.data, parts, args.limit)?;
     eprintln!("data: {}", data.description);
+    let prompt_piano = prompt::PromptPiano::of(&args, &device)?;
+    if let Some(piano) = &prompt_piano {
+        eprintln!("the prompts' piano: {}", piano.description);
+        data.valid = piano.rewrite(&data.valid, &args, &device)?;
+        if test {
+            data.test = piano.rewrite(&data.test, &args, &device)?;
+        }
+    }
     let threads = args.threads();
     let panel = |corpus: &pianoformer::data::corpus::Corpus, temperature: f32| {
         let cases = lane_cases(&args, corpus, prompt_bars)?;
@@ -78,6 +88,7 @@ pub fn run(args: Args) -> Result<(), String> {
         "echo": decimal(args.echo()?),
         "seed": args.seed,
         "data": data.description,
+        "prompt_piano": prompt_piano.as_ref().map(|p| p.description.clone()),
         "rule": "of the validation temperatures whose own-plan note rate is 0.8-1.25x the songs', the one whose chord tones on the planned bars come closest to the songs' own",
         "valid": tried.iter().map(|(t, s)| serde_json::json!({"temperature": decimal(*t), "summary": s})).collect::<Vec<_>>(),
         "temperature": decimal(chosen),
@@ -156,6 +167,13 @@ fn checked(args: &Args) -> Result<(usize, bool, PathBuf), String> {
             ));
         }
     };
+    if args.record && args.prompt_piano.is_some() {
+        return Err(
+            "--record keeps the panel of the songs' own prompts: try --prompt-piano \
+                    without --record"
+                .into(),
+        );
+    }
     if args.record && args.model.join("model.bpk").is_file() {
         return Err("--record is for shipped models: a run's plan.json is read by `ship`".into());
     }

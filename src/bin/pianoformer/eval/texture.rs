@@ -22,6 +22,8 @@ use pianoformer::music::texture::{Ils, ils, mean_ils};
 
 use super::Args;
 
+mod density;
+
 pub fn run(args: Args) -> Result<(), String> {
     let (task, test, out) = checked(&args)?;
     let device = args.pop909_device("the texture panel accompanies its annotated songs")?;
@@ -110,6 +112,16 @@ fn checked(args: &Args) -> Result<(Task, bool, Option<std::path::PathBuf>), Stri
     let task: Task = args.task.parse()?;
     if task != Task::Accompaniment {
         return Err("--texture is for accompaniment models".into());
+    }
+    if args.echo_density.is_some_and(|d| !(d > 0.0 && d <= 4.0)) {
+        return Err("--echo-density must be above 0 and at most 4".into());
+    }
+    if args.measure_echo_density > 0 && (args.echo_density.is_some() || args.strengths.len() != 1) {
+        return Err(
+            "--measure-echo-density measures the density at one strength: give one \
+                    --strengths and no --echo-density"
+                .into(),
+        );
     }
     if args.strengths.iter().any(|s| !(0.0..=10.0).contains(s)) {
         return Err("--strengths must be numbers from 0 to 10".into());
@@ -234,30 +246,59 @@ fn the_lean(
 ) -> Result<(EchoLean, Option<EchoCounts>), String> {
     let lean = EchoLean {
         revoices: args.revoice,
+        keeps_count: args.keep_count,
+        density: args.echo_density,
         ..lean_of(counts, &args.lean)?
     };
     say_lean(counts, &lean);
-    if args.beyond_model == 0 {
-        return Ok((lean, None));
+    let (mut lean, own) = match args.beyond_model {
+        0 => (lean, None),
+        n => {
+            let own = model_counts(train, n, args, model, sampling, device)?;
+            let model_lean = lean_of(&own.pooled_kinds(), &args.lean)?;
+            eprintln!("the model's own lean, on {} training songs:", own.songs);
+            say_lean(&own, &model_lean);
+            let lean = lean.beyond(&model_lean);
+            eprintln!(
+                "the lean beyond the model's: {}",
+                serde_json::to_string(&lean.lean).expect("json")
+            );
+            (lean, Some(own))
+        }
+    };
+    if args.measure_echo_density > 0 {
+        let n = args.measure_echo_density;
+        let strength = args.strengths[0];
+        let d = density::measured(
+            (train, n),
+            args,
+            (model, sampling),
+            (lean, strength),
+            device,
+        )?;
+        lean.density = Some(d);
     }
-    let own = model_counts(train, args.beyond_model, args, model, sampling, device)?;
-    let model_lean = lean_of(&own.pooled_kinds(), &args.lean)?;
-    eprintln!("the model's own lean, on {} training songs:", own.songs);
-    say_lean(&own, &model_lean);
-    let lean = lean.beyond(&model_lean);
-    eprintln!(
-        "the lean beyond the model's: {}",
-        serde_json::to_string(&lean.lean).expect("json")
-    );
-    Ok((lean, Some(own)))
+    Ok((lean, own))
 }
 
 /// The lean --lean and --beyond-model ask for, in words.
 fn lean_kind(args: &Args) -> String {
-    let kind = match args.revoice {
+    let mut kind = match args.revoice {
         true => format!("{}, re-voiced", args.lean),
         false => args.lean.clone(),
     };
+    if args.keep_count {
+        kind.push_str(", keeping the model's count");
+    }
+    if let Some(d) = args.echo_density {
+        kind.push_str(&format!(", its steps at density {d}"));
+    }
+    if args.measure_echo_density > 0 {
+        let n = args.measure_echo_density;
+        kind.push_str(&format!(
+            ", its steps' density measured on {n} training songs"
+        ));
+    }
     match args.beyond_model {
         0 => kind,
         n => format!("{kind} beyond the model's own on {n} training songs"),
