@@ -92,8 +92,9 @@ impl PromptPiano {
         let pieces = super::super::panel::par_map(&pieces, args.threads(), model, |m, p| {
             let piece = self.rewritten(m, p, &pop, args.seed, device)?;
             eprintln!(
-                "{}: its prompt's piano written by the model ({:.0} s)",
+                "{}: its piano written by the model from bar {} of the music ({:.0} s)",
                 p.name,
+                span_bar(p) + 1,
                 started.elapsed().as_secs_f64()
             );
             Ok(piece)
@@ -170,6 +171,21 @@ impl PromptPiano {
             range,
         )
     }
+}
+
+/// The bar of `piece`'s annotated span's first step, counted from its first bar with a note
+/// (0: the span starts there; a prompt starts at that bar, and before the span the model
+/// writes no piano).
+fn span_bar(piece: &Piece) -> usize {
+    let rolls = &piece.sheet.rolls;
+    let labels = &piece.sheet.labels;
+    let first = (0..rolls.num_steps()).find(|&t| {
+        [&rolls.melody, &rolls.bridge, &rolls.piano]
+            .iter()
+            .any(|r| (0..PITCHES).any(|p| r.onset(t, p)))
+    });
+    let bar = |t: usize| labels.bar.get(t).copied().unwrap_or_default() as usize;
+    first.map_or(0, |f| bar(piece.range.start).saturating_sub(bar(f)))
 }
 
 /// The lean and the chosen strength (else the one strength tried) of a texture panel's JSON
