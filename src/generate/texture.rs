@@ -295,14 +295,16 @@ impl TextureEcho {
         out: &mut [f32],
     ) -> bool {
         let leans = self.lean_here(written, chords, (t, seed), out);
-        if let (true, Some(d)) = (leans, self.lean.density) {
+        let own = matches!(self.answers.source, Source::Own);
+        if let (true, true, Some(d)) = (leans, own, self.lean.density) {
             let bias = super::sample::onset_bias(d);
             out[..PITCHES].iter_mut().for_each(|l| *l += bias);
         }
         leans
     }
 
-    /// [`Self::lean_with`] before the density of the steps it leans ([`EchoLean::density`]).
+    /// [`Self::lean_with`] before the density of the steps it leans ([`EchoLean::density`],
+    /// measured where a song answers itself, and so not applied to a donor's bars).
     fn lean_here(
         &self,
         written: &PianoRoll,
@@ -324,7 +326,10 @@ impl TextureEcho {
         };
         let melody = self.answers.melody.get(t).copied().flatten();
         let keep = self.kept_pitches(chords, t, changed);
-        if let Some(mix) = &self.lean.paste {
+        // A donor's bars are the person's choice, not a repeat a pianist may play anew: the
+        // pooled lean follows them at every step.
+        let mix = self.lean.paste.as_ref();
+        if let Some(mix) = mix.filter(|_| matches!(self.answers.source, Source::Own)) {
             let draw = (seed, PASTE_DRAW);
             return self.mixed(mix, (roll, s, t), (changed, melody, keep), draw, out);
         }

@@ -161,6 +161,40 @@ fn a_repeated_letter_plays_like_its_first_occurrence_more_than_another_letter() 
 }
 
 #[test]
+fn a_donor_leans_by_the_pooled_lean_whatever_mix_the_repeats_paste_by() {
+    let input = accompaniment_input(&fixtures::song(0, 8), None, None).unwrap();
+    let labels = &input.sheet.labels;
+    // A donor bar that strikes E2 on every beat.
+    let donor = Donor {
+        name: "bass".into(),
+        bars: vec![16],
+        notes: (0..16).step_by(4).map(|t| (40, t, 1)).collect(),
+        chords: vec!["N".into()],
+        source: None,
+    };
+    donor.check().unwrap();
+    // A lean that pastes and keeps repeats as a pianist does, at its own density; the pooled
+    // lean +2 on the pitch struck then, −1 where its register was silent.
+    let lean = EchoLean {
+        lean: [[[-1.0, 0.0, 2.0]; 3]; 2],
+        paste: mix_lean(1.0).paste,
+        kept: mix_lean(1.0).paste,
+        density: Some(0.25),
+        ..EchoLean::default()
+    };
+    let echo = Answers::donor(labels, 0..64, &donor)
+        .and_then(|a| TextureEcho::new(lean, 1.0, a))
+        .expect("a donor");
+    let written = PianoRoll::new(labels.len());
+    let mut out = [0f32; PITCHES];
+    // Bar 2's first beat answers the donor's: the pooled lean, the model's own density (the
+    // echo's density was measured where a song answers itself).
+    assert!(echo.lean_at(&written, 16, 0, &mut out));
+    assert_eq!(out[40], 2.0);
+    assert_eq!(out[100], -1.0);
+}
+
+#[test]
 fn a_donor_brings_its_rhythm_to_the_bars_it_is_asked_for() {
     let (model, device) = trained();
     let input = accompaniment_input(&fixtures::song(0, 8), None, None).unwrap();

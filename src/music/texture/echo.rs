@@ -445,7 +445,8 @@ pub struct EchoLean {
     /// The density the steps it leans play at (as [`crate::generate::PianoSampling::density`]
     /// scales every onset's odds; `None`: the model's own). The lean, added to a model that
     /// already follows its chords, counts that evidence twice and plays more onsets than the
-    /// pianists' repeats do; this takes them back where it leans, and nowhere else.
+    /// pianists' repeats do; this takes them back where it leans on the song's own bars, and
+    /// nowhere else (a donor's bars, which it leans by the pooled lean, play at the model's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub density: Option<f32>,
     /// The repeats as the pianists play them, where counted so: a bar's register pasted or
