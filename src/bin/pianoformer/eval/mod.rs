@@ -223,21 +223,23 @@ pub struct Args {
     /// pianists justify it).
     #[arg(long, value_delimiter = ',', default_value = "0,1")]
     pub strengths: Vec<f32>,
-    /// --texture: the lean's evidence: what a repeat tells `alone`, `beyond-others` (beyond
-    /// what bars of another letter of the same song tell), `by-melody` (alone, counted apart
-    /// by how alike the repeat's bar sings to the bar it answers), `by-latest` (by melody,
-    /// and where a phrase returns a third time or more, by what its first and its latest
-    /// earlier occurrences both held), `pasting` (each repeated bar's register drawn
-    /// pasted or played anew, as often as the pianists paste, each kind with its own lean by
-    /// melody), or `keeping` (pasting, and a bar of a phrase heard for the first time drawn
-    /// pasted from the bar before or played anew, as the pianists keep a texture through a
-    /// section). Chosen on the validation songs with the default model, three seeds: by-latest
-    /// came within 0.000–0.021 of the pianists' ILS, by-melody 0.007–0.023, alone
-    /// 0.010–0.024, beyond-others 0.056 short. pasting came within 0.000–0.018 and pastes the
-    /// pianists' share of repeated bars (0.526–0.565 against 0.545; by-latest 0.361), but is
-    /// not the default: a continuation written after its accompaniment followed a planned
-    /// chord less on the page (reports/accompaniment.md, "Repeats pasted or played anew").
-    #[arg(long, default_value = "by-latest")]
+    /// --texture: the lean's evidence: `own` (the model's manifest entry's, as the page plays
+    /// it), or counted in the training songs' pianists: what a repeat tells `alone`,
+    /// `beyond-others` (beyond what bars of another letter of the same song tell), `by-melody`
+    /// (alone, counted apart by how alike the repeat's bar sings to the bar it answers),
+    /// `by-latest` (by melody, and where a phrase returns a third time or more, by what its
+    /// first and its latest earlier occurrences both held), `pasting` (each repeated bar's
+    /// register drawn pasted or played anew, as often as the pianists paste, each kind with its
+    /// own lean by melody), or `keeping` (pasting, and a bar of a phrase heard for the first
+    /// time drawn pasted from the bar before or played anew, as the pianists keep a texture
+    /// through a section). by-latest was the default from session 36 (within 0.000–0.021 of
+    /// the pianists' ILS on three validation seeds); since session 40 the default model ships
+    /// keeping, re-voiced, its steps at the density measured on training songs
+    /// (`--revoice --measure-echo-density 60`): as near the pianists' ILS, nearer their
+    /// likeness within a phrase and their share of repeats pasted, and a continuation after
+    /// it follows its planned chords as well (reports/accompaniment.md, "The echo's own
+    /// density").
+    #[arg(long, default_value = "own")]
     pub lean: String,
     /// --texture: take from the lean what the model already plays: the same counts taken of
     /// its own accompaniments (no echo) of this many training songs under their lanes

@@ -46,7 +46,7 @@ pub fn run(args: Args) -> Result<(), String> {
     };
     let (lean, model_counts) = the_lean(
         &args,
-        &counts,
+        (&counts, loaded.defaults.texture_echo),
         (&data.train, &loaded.model, &device),
         sampling,
     )?;
@@ -115,6 +115,13 @@ fn checked(args: &Args) -> Result<(Task, bool, Option<std::path::PathBuf>), Stri
     }
     if args.echo_density.is_some_and(|d| !(d > 0.0 && d <= 4.0)) {
         return Err("--echo-density must be above 0 and at most 4".into());
+    }
+    if args.beyond_model > 0 && args.lean == "own" {
+        return Err(
+            "--beyond-model takes the model's own lean from a lean counted in the \
+                    pianists: name its kind with --lean (keeping, by-latest, …)"
+                .into(),
+        );
     }
     if args.measure_echo_density > 0 && (args.echo_density.is_some() || args.strengths.len() != 1) {
         return Err(
@@ -240,15 +247,33 @@ fn step_by_step(args: &Args, task: Task, device: &Device) -> Result<crate::model
 /// accompaniments where it is taken beyond them.
 fn the_lean(
     args: &Args,
-    counts: &EchoCounts,
+    (counts, shipped): (&EchoCounts, Option<EchoLean>),
     (train, model, device): (&pianoformer::data::corpus::Corpus, &Performer, &Device),
     sampling: PianoSampling,
 ) -> Result<(EchoLean, Option<EchoCounts>), String> {
-    let lean = EchoLean {
-        revoices: args.revoice,
-        keeps_count: args.keep_count,
-        density: args.echo_density,
-        ..lean_of(counts, &args.lean)?
+    let lean = match args.lean.as_str() {
+        // The model's own, as the page plays it; the flags given on top.
+        "own" => {
+            let own = shipped.ok_or_else(|| {
+                format!(
+                    "{} has no texture echo of its own: name one with --lean keeping (or \
+                     by-latest, pasting, by-melody, alone, beyond-others)",
+                    args.model.display()
+                )
+            })?;
+            EchoLean {
+                revoices: args.revoice || own.revoices,
+                keeps_count: args.keep_count || own.keeps_count,
+                density: args.echo_density.or(own.density),
+                ..own
+            }
+        }
+        kind => EchoLean {
+            revoices: args.revoice,
+            keeps_count: args.keep_count,
+            density: args.echo_density,
+            ..lean_of(counts, kind)?
+        },
     };
     say_lean(counts, &lean);
     let (mut lean, own) = match args.beyond_model {
@@ -283,9 +308,13 @@ fn the_lean(
 
 /// The lean --lean and --beyond-model ask for, in words.
 fn lean_kind(args: &Args) -> String {
+    let named = match args.lean.as_str() {
+        "own" => "the model's own".to_string(),
+        kind => kind.to_string(),
+    };
     let mut kind = match args.revoice {
-        true => format!("{}, re-voiced", args.lean),
-        false => args.lean.clone(),
+        true => format!("{named}, re-voiced"),
+        false => named,
     };
     if args.keep_count {
         kind.push_str(", keeping the model's count");
