@@ -52,13 +52,14 @@ fn played(
 /// How near the leaned steps' onsets must come to the model's own before the search stops,
 /// and the most passes it makes.
 const NEAR: f64 = 0.02;
-const PASSES: usize = 4;
+const PASSES: usize = 8;
 
 /// The density of the steps `lean` leans at `strength` at which they play as many onsets as
 /// the model plays there without the echo, in its accompaniments of `n` of `train`'s songs
-/// spread evenly over them: the ratio of the two counts, then that ratio again at the density
-/// found (the model hears what it played, so a density asked is played about, not exactly)
-/// until the two come within 2 % (printed with what it counted).
+/// spread evenly over them: the ratio of the two counts, then a secant step in log-log from
+/// the last two passes (the model hears what it played, and the lean's strongest evidence
+/// barely moves, so the onsets follow the density by a power below 1) until the two come
+/// within 2 % (printed with what it counted).
 pub fn measured(
     (train, n): (&Corpus, usize),
     args: &Args,
@@ -81,6 +82,9 @@ pub fn measured(
     };
     let without = count(0.0, None)?;
     let mut density = 1.0f32;
+    // The last pass's (log density, log onsets): the onsets follow the density by a power
+    // below 1 (the lean's strongest evidence barely moves), read off the last two passes.
+    let mut last: Option<(f64, f64)> = None;
     for pass in 1..=PASSES {
         let with = count(strength, Some(density))?;
         if with == 0 || without == 0 {
@@ -100,7 +104,11 @@ pub fn measured(
         if (ratio - 1.0).abs() < NEAR {
             break;
         }
-        density = (density as f64 * ratio) as f32;
+        let here = ((density as f64).ln(), (with as f64).ln());
+        // The power (1 before two passes: the ratio itself), kept within 0.2-1.
+        let power = last.map_or(1.0, |(d, w)| ((here.1 - w) / (here.0 - d)).clamp(0.2, 1.0));
+        last = Some(here);
+        density = (here.0 + ratio.ln() / power).exp().clamp(0.05, 4.0) as f32;
     }
     eprintln!("its steps play at density {density:.3}");
     Ok(density)
