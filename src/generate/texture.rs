@@ -297,7 +297,9 @@ impl TextureEcho {
         let leans = self.lean_here(written, chords, (t, seed), out);
         let own = matches!(self.answers.source, Source::Own);
         if let (true, true, Some(d)) = (leans, own, self.lean.density) {
-            let bias = super::sample::onset_bias(d);
+            // Measured at strength 1; the lean it answers scales with the strength, and so
+            // does it (0: the model's own odds, as with no echo).
+            let bias = self.strength * super::sample::onset_bias(d);
             out[..PITCHES].iter_mut().for_each(|l| *l += bias);
         }
         leans

@@ -488,6 +488,15 @@ fn the_echos_density_scales_the_odds_of_the_steps_it_leans_and_no_others() {
     assert!((0..PITCHES).all(|p| (quarter[p] - plain[p] - bias).abs() < 1e-6));
     // A step it does not lean on (the first bar of the first A) stays the model's own.
     assert_eq!(lean_at(keeping(Some(0.25)), 5), (false, None));
+    // At half the strength, half the lean and half the log of the density.
+    let half = |density| {
+        let echo = TextureEcho::repeats(keeping(density), 0.5, labels).expect("A repeats");
+        let mut out = [0f32; PITCHES];
+        assert!(echo.lean_at(&written, 16 + 5, 0, &mut out));
+        out
+    };
+    let (plain, quarter) = (half(None), half(Some(0.25)));
+    assert!((0..PITCHES).all(|p| (quarter[p] - plain[p] - 0.5 * bias).abs() < 1e-6));
 }
 
 #[test]

@@ -442,8 +442,8 @@ pub struct EchoLean {
     /// model that already follows its chords counts the same evidence twice, and plays more.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub keeps_count: bool,
-    /// The density the steps it leans play at (as `PianoSampling::density`
-    /// scales every onset's odds; `None`: the model's own). The lean, added to a model that
+    /// The density the steps it leans play at, at strength 1 (as `PianoSampling::density`
+    /// scales every onset's odds; its log scales with the strength; `None`: the model's own). The lean, added to a model that
     /// already follows its chords, counts that evidence twice and plays more onsets than the
     /// pianists' repeats do; this takes them back where it leans on the song's own bars, and
     /// nowhere else (a donor's bars, which it leans by the pooled lean, play at the model's).
