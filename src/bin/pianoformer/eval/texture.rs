@@ -334,6 +334,17 @@ fn lean_kind(args: &Args) -> String {
     }
 }
 
+/// `n` of `train`'s songs that can be accompanied, spread evenly over them.
+fn spread_songs(train: &pianoformer::data::corpus::Corpus, n: usize) -> Vec<&Piece> {
+    let all: Vec<&Piece> = train
+        .pieces
+        .iter()
+        .filter(|p| p.has_accompaniment() && p.has_harmony())
+        .collect();
+    let every = all.len().div_ceil(n.max(1)).max(1);
+    all.into_iter().step_by(every).take(n).collect()
+}
+
 /// The counts of the model's own accompaniments (no echo) of `n` of `train`'s songs, spread
 /// evenly over them, under their annotated lanes: what its sampling already leans toward.
 fn model_counts(
@@ -344,13 +355,7 @@ fn model_counts(
     sampling: PianoSampling,
     device: &Device,
 ) -> Result<EchoCounts, String> {
-    let all: Vec<&Piece> = train
-        .pieces
-        .iter()
-        .filter(|p| p.has_accompaniment() && p.has_harmony())
-        .collect();
-    let every = all.len().div_ceil(n.max(1)).max(1);
-    let pieces: Vec<&Piece> = all.into_iter().step_by(every).take(n).collect();
+    let pieces = spread_songs(train, n);
     let started = Instant::now();
     let lean = EchoLean::default();
     let rolls = super::panel::par_map(&pieces, args.threads(), model, |m, p| {

@@ -67,13 +67,7 @@ pub fn measured(
     (lean, strength): (EchoLean, f32),
     device: &Device,
 ) -> Result<f32, String> {
-    let all: Vec<&Piece> = train
-        .pieces
-        .iter()
-        .filter(|p| p.has_accompaniment() && p.has_harmony())
-        .collect();
-    let every = all.len().div_ceil(n.max(1)).max(1);
-    let pieces: Vec<&Piece> = all.into_iter().step_by(every).take(n).collect();
+    let pieces = super::spread_songs(train, n);
     let started = Instant::now();
     let count = |s: f32, d: Option<f32>| {
         let mut at = lean;
