@@ -1,7 +1,9 @@
 //! Training: the training step with its loss, optimiser and schedule (`step`), and a run that
-//! checkpoints and resumes (`session`), over the examples of `crate::data`. Built on Burn's
-//! autodiff, with nothing native-only, so the page can fine-tune with the same code.
+//! checkpoints and resumes (`session`), over the examples of `crate::data`; and the learnt
+//! pedal's small network (`pedal`). Built on Burn's autodiff, with nothing native-only, so the
+//! page can fine-tune with the same code.
 
+pub mod pedal;
 pub mod session;
 pub mod step;
 

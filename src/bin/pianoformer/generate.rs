@@ -15,6 +15,7 @@ use pianoformer::device::{self, Preference};
 use pianoformer::generate::{GenerateError, limits};
 use pianoformer::model::config::Task;
 use pianoformer::music::harmony::ChordSource;
+use pianoformer::music::harmony::decode::HarmonyDecode;
 use pianoformer::music::musicxml::{ScoreKind, is_musicxml, read_piece, write_musicxml, write_mxl};
 use pianoformer::music::piece::{MAX_BARS, Piece, TrackRole, chord_chart};
 use pianoformer::music::pop909::parse_phrases;
@@ -611,34 +612,47 @@ fn open(
             }
         }
         // A score's chord symbols are its lane, as written.
-        None if needs_harmonizer(&piece) && piece.chord_source != Some(ChordSource::Score) => {
-            if let Some((harmonizer, decode)) =
-                crate::models::harmonizer(&args.harmonizer, None, device)?
-            {
-                let out = pollster::block_on(harmonize_piece(
-                    &harmonizer.model,
-                    &decode,
-                    &piece,
-                    &HarmonizeOptions::default(),
-                    &mut HarmonyCache::default(),
-                ))
-                .map_err(|e| e.to_string())?;
-                for (k, cell) in out.cells.into_iter().enumerate() {
-                    if let Some(c) = piece.chords.get_mut(out.from + k) {
-                        *c = cell;
-                    }
-                }
-                piece.chord_source = Some(ChordSource::Harmonizer);
+        None if wants_harmonizer(&piece) => {
+            if let Some(harmonizer) = crate::models::harmonizer(&args.harmonizer, None, device)? {
+                harmonize_lane(&mut piece, &harmonizer)?;
                 eprintln!(
                     "chords: {} — {}",
                     ChordSource::Harmonizer.describe(),
-                    harmonizer.source
+                    harmonizer.0.source
                 );
             }
         }
         None => {}
     }
     Ok(piece)
+}
+
+/// Whether the chord lane is the harmonizer's to fill: a melody whose notes carry no harmony,
+/// its chords not a score's symbols.
+pub fn wants_harmonizer(piece: &Piece) -> bool {
+    needs_harmonizer(piece) && piece.chord_source != Some(ChordSource::Score)
+}
+
+/// The chord lane filled with `harmonizer`'s chords, as a file opened in the page gets them.
+pub fn harmonize_lane(
+    piece: &mut Piece,
+    (harmonizer, decode): &(crate::models::Loaded, HarmonyDecode),
+) -> Result<(), String> {
+    let out = pollster::block_on(harmonize_piece(
+        &harmonizer.model,
+        decode,
+        piece,
+        &HarmonizeOptions::default(),
+        &mut HarmonyCache::default(),
+    ))
+    .map_err(|e| e.to_string())?;
+    for (k, cell) in out.cells.into_iter().enumerate() {
+        if let Some(c) = piece.chords.get_mut(out.from + k) {
+            *c = cell;
+        }
+    }
+    piece.chord_source = Some(ChordSource::Harmonizer);
+    Ok(())
 }
 
 /// The prompt's bytes; `None` for a melody written from a plan alone.

@@ -6,9 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
-use pianoformer::eval::pedal::{PedalSong, Scored, line, load, panel, panels};
+use pianoformer::eval::pedal::{Panel, PedalSong, Scored, line, load, panel, panels};
 use pianoformer::models::{DynamicsEntry, Manifest};
-use pianoformer::music::pedal::model::{Fit, Link, PedalModel};
+use pianoformer::music::harmony::decode::HarmonyDecode;
+use pianoformer::music::pedal::model::{FEATURES, Fit, Link, PedalModel};
 use pianoformer::music::pedal::model::{pianist_steps, press_f1, press_steps};
 use pianoformer::music::pop909::Split;
 use serde_json::{Value, json};
@@ -38,6 +39,25 @@ pub struct Args {
     /// 0.005 of the validation press F1. Logistic did not (reports/pedal.md, "The fit").
     #[arg(long, value_delimiter = ',', default_value = "linear")]
     pub links: Vec<Link>,
+    /// Also a small network with each context: a layer of this many rectified units that
+    /// both logistic scores read (`train::pedal`), fitted by Adam and kept at the pass with
+    /// the lowest validation loss; chosen, as every other fit, only where it beats every
+    /// earlier one by more than 0.005 of the validation press F1. Empty: none.
+    #[arg(long, value_delimiter = ',')]
+    pub hidden: Vec<usize>,
+    /// The network's passes over the training steps at most.
+    #[arg(long, default_value_t = 12)]
+    pub passes: usize,
+    /// The network's learning rate (Adam, cosine down to a tenth).
+    #[arg(long, default_value_t = 0.003)]
+    pub lr: f64,
+    /// Seeds the network's first weights and its batches.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Fit and choose on the validation songs, print their figures and stop: the test songs
+    /// are not read and nothing is written (for trying fits without looking at test).
+    #[arg(long)]
+    pub validate_only: bool,
     /// The first so many songs of each split (a quick look; the shipped model reads them all).
     #[arg(long)]
     pub limit: Option<usize>,
@@ -148,6 +168,116 @@ fn written_lengths(model: &PedalModel, spec: &str, args: &Args) -> Result<Value,
     }))
 }
 
+/// The page's default path for a file that holds only a melody, on each test song: its
+/// MELODY track alone opened as a piece (the phrase lane detected), the chord lane the
+/// harmonizer's, the accompaniment `spec` with its own defaults (texture echo, dynamics) and
+/// `model`'s pedal, as `generate` writes it; the written piano's notes sound a median so many
+/// beats under that pedal, against the pianist's notes under theirs (whole songs, both).
+fn default_path_lengths(
+    model: &PedalModel,
+    spec: &str,
+    data: &Path,
+    songs: &[PedalSong],
+) -> Result<Value, String> {
+    use pianoformer::model::config::Task;
+    use pianoformer::music::piece::TrackRole;
+    use pianoformer::music::pop909::Pop909;
+    use pianoformer::studio::{ACCOMPANIMENT_TRACK, Run};
+    use std::rc::Rc;
+    let device = pianoformer::device::cpu().device;
+    let loaded = crate::models::load(spec, Task::Accompaniment, None, &device)?;
+    let harmonizer = crate::models::harmonizer("default", None, &device)?;
+    let dynamics = crate::models::dynamics("default", None)?.map(Rc::new);
+    let pedal = Rc::new(model.clone());
+    let run = Run {
+        model: &loaded.model,
+        defaults: &loaded.defaults,
+        device: &device,
+        dynamics: dynamics.as_ref(),
+        pedal: Some(&pedal),
+    };
+    let data = Pop909::open(data).map_err(|e| e.to_string())?;
+    let (mut pianists, mut learnt, mut harmonized) = (Vec::new(), Vec::new(), 0);
+    for song in songs {
+        let (written, was_harmonized) =
+            default_path_piece(&data, song.id, &run, harmonizer.as_ref())?;
+        harmonized += usize::from(was_harmonized);
+        let Some(piano) = written
+            .tracks
+            .iter()
+            .find(|t| t.role == TrackRole::Generated && t.name == ACCOMPANIMENT_TRACK)
+        else {
+            continue;
+        };
+        let notes: Vec<(u8, u64, u64)> = piano.notes.iter().map(|n| (n.0, n.1, n.2)).collect();
+        if notes.is_empty() {
+            continue;
+        }
+        let grid = written.grid(|_| true);
+        learnt.push(pianoformer::eval::pedal::sounding_beats(
+            &grid,
+            &notes,
+            &piano.pedal,
+        ));
+        pianists.push(pianoformer::eval::pedal::sounding_beats(
+            &song.grid,
+            &song.notes,
+            &song.pianist,
+        ));
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let (p, l) = (median(pianists.clone()), median(learnt.clone()));
+    let (mp, ml) = (mean(&pianists), mean(&learnt));
+    println!(
+        "The default path on {} melody-only test files ({harmonized} harmonized; the phrase lane detected; {}): notes sound a median {l:.2} beats under the learnt pedal, the pianists' {p:.2} under theirs ({:+.0} %); the songs' medians on average {ml:.2} against {mp:.2} ({:+.0} %)",
+        learnt.len(),
+        loaded.source,
+        100.0 * (l / p - 1.0),
+        100.0 * (ml / mp - 1.0),
+    );
+    Ok(json!({
+        "model": loaded.source, "songs": learnt.len(), "harmonized": harmonized,
+        "learnt_beats": l, "pianists_beats": p,
+        "mean_of_songs": { "learnt": ml, "pianists": mp },
+    }))
+}
+
+/// Song `id`'s MELODY track alone, opened as a piece (the phrase lane detected), its chord lane
+/// the harmonizer's where it wants one, accompanied as `generate` does with `run`'s model and
+/// its own settings; and whether the harmonizer wrote the chords.
+fn default_path_piece(
+    data: &pianoformer::music::pop909::Pop909,
+    id: u32,
+    run: &pianoformer::studio::Run<'_>,
+    harmonizer: Option<&(crate::models::Loaded, HarmonyDecode)>,
+) -> Result<(pianoformer::music::piece::Piece, bool), String> {
+    use pianoformer::music::piece::Piece;
+    use pianoformer::music::roll::Role;
+    use pianoformer::studio::{Family, Kept, Options, TaskKind};
+    let mut whole = data
+        .load(id, 4)
+        .map_err(|e| format!("song {id}: {e}"))?
+        .song;
+    whole.tracks.retain(|t| t.name == Role::Melody.track_name());
+    let name = format!("pop909-{id:03}.mid");
+    let mut piece = Piece::from_song(&whole, &name).map_err(|e| format!("{name}: {e}"))?;
+    let harmonizer = harmonizer.filter(|_| crate::generate::wants_harmonizer(&piece));
+    if let Some(h) = harmonizer {
+        crate::generate::harmonize_lane(&mut piece, h)?;
+    }
+    let out = pollster::block_on(TaskKind::Accompaniment.generate(
+        run,
+        &piece,
+        &Options::default(),
+        &mut Kept::default(),
+        |_| async { true },
+    ))
+    .map_err(|e| format!("{name}: {e}"))?
+    .into_pieces();
+    let written = out.into_iter().next().ok_or("no piece was written")?.piece;
+    Ok((written, harmonizer.is_some()))
+}
+
 /// The press threshold with the best mean F1 on `songs`, then the down threshold whose mean
 /// share of time down is nearest the pianists'; each tried value's figures.
 fn choose(model: &mut PedalModel, songs: &[PedalSong]) -> Vec<Value> {
@@ -196,18 +326,88 @@ fn choose(model: &mut PedalModel, songs: &[PedalSong]) -> Vec<Value> {
     tried
 }
 
+/// The steps of `songs` with their pianists' answers, read with `context` steps either side.
+fn steps_of(songs: &[PedalSong], fit: Fit) -> Fit {
+    let mut fit = fit;
+    for s in songs {
+        let (press, down) = pianist_steps(&s.grid, &s.pianist, s.grid.tick_at(s.range.end));
+        fit.add(&s.steps, s.range.clone(), &press, &down);
+    }
+    fit
+}
+
 /// The two scores fitted (`link`) on the training songs with `context` steps either side.
 fn fitted(
     train: &[PedalSong],
     (context, link): (usize, Link),
     lambda: f64,
 ) -> Result<PedalModel, String> {
-    let mut fit = Fit::new(context, link);
-    for s in train {
-        let (press, down) = pianist_steps(&s.grid, &s.pianist, s.grid.tick_at(s.range.end));
-        fit.add(&s.steps, s.range.clone(), &press, &down);
+    steps_of(train, Fit::new(context, link)).solve(lambda)
+}
+
+/// The network of `units` fitted on the training songs with `context` steps either side,
+/// kept at its best pass on the validation songs' steps.
+fn network(
+    (train, valid): (&[PedalSong], &[PedalSong]),
+    context: usize,
+    units: usize,
+    args: &Args,
+) -> Result<PedalModel, String> {
+    use pianoformer::train::pedal::{NetworkFit, fit_network};
+    let rows = |songs| steps_of(songs, Fit::new(context, Link::Linear).keeping_rows());
+    let (train, valid) = (rows(train), rows(valid));
+    let fit = NetworkFit {
+        context,
+        units,
+        passes: args.passes,
+        batch: 512,
+        lr: args.lr,
+        seed: args.seed,
+    };
+    let device = pianoformer::device::cpu().device;
+    fit_network(&fit, train.rows(), valid.rows(), &device, |pass, t, v| {
+        eprintln!(
+            "network, context {context}, {units} units: pass {pass}, loss {t:.5} (validation {v:.5})"
+        )
+    })
+}
+
+/// A fit with its thresholds chosen, its validation panel and every threshold tried.
+type Candidate = (PedalModel, Panel, Vec<Value>);
+
+/// `model` with its thresholds chosen on `valid`, its validation panel printed as `name`.
+fn tried(mut model: PedalModel, valid: &[PedalSong], name: &str) -> Candidate {
+    let tried = choose(&mut model, valid);
+    let (_, _, learnt) = panels(valid, Some(&model));
+    let learnt = learnt.expect("a model was given");
+    println!("{}", line(name, &learnt));
+    (model, learnt, tried)
+}
+
+/// Every fit `args` asks for, in the order in which a later one must pay to be chosen: each
+/// link by context, then each network by context.
+fn candidates(
+    (train, valid): (&[PedalSong], &[PedalSong]),
+    args: &Args,
+) -> Result<Vec<Candidate>, String> {
+    let mut candidates = Vec::new();
+    let fits = args
+        .links
+        .iter()
+        .flat_map(|&l| args.contexts.iter().map(move |&c| (c, l)));
+    for (context, link) in fits {
+        let model = fitted(train, (context, link), args.lambda)?;
+        let name = format!("validation, {link:?} fit, context {context}").to_lowercase();
+        candidates.push(tried(model, valid, &name));
     }
-    fit.solve(lambda)
+    for &units in args.hidden.iter().filter(|&&u| u > 0) {
+        for &context in &args.contexts {
+            let model = network((train, valid), context, units, args)?;
+            let name = format!("validation, network of {units} units, context {context}");
+            candidates.push(tried(model, valid, &name));
+        }
+    }
+    Ok(candidates)
 }
 
 pub fn run(args: Args) -> Result<(), String> {
@@ -226,20 +426,9 @@ pub fn run(args: Args) -> Result<(), String> {
         Ok(songs)
     };
     let (train, valid) = (split(Split::Train)?, split(Split::Validation)?);
-    let mut candidates = Vec::new();
-    let fits = args
-        .links
-        .iter()
-        .flat_map(|&l| args.contexts.iter().map(move |&c| (c, l)));
-    for (context, link) in fits {
-        let mut model = fitted(&train, (context, link), args.lambda)?;
-        let tried = choose(&mut model, &valid);
-        let (_, _, learnt) = panels(&valid, Some(&model));
-        let learnt = learnt.expect("a model was given");
-        let name = format!("validation, {link:?} fit, context {context}");
-        println!("{}", line(&name.to_lowercase(), &learnt));
-        candidates.push((model, learnt, tried));
-    }
+    let (_, rule, _) = panels(&valid, None);
+    println!("{}", line("validation, rule: every chord change", &rule));
+    let mut candidates = candidates((&train, &valid), &args)?;
     drop(train);
     // The first model within 0.005 F1 of the best (the first fit, the smallest context):
     // bigger or other must pay to be chosen.
@@ -250,13 +439,14 @@ pub fn run(args: Args) -> Result<(), String> {
         .expect("one candidate is the best");
     let validation: Vec<Value> = candidates
         .iter()
-        .map(|(m, p, tried)| json!({ "context": m.context, "link": m.link, "panel": p, "tried": tried }))
+        .map(|(m, p, tried)| json!({ "context": m.context, "link": m.link, "units": m.hidden.as_ref().map(|h| h.units), "panel": p, "tried": tried }))
         .collect();
     let model = candidates.swap_remove(chosen).0;
-    println!(
-        "chosen: {:?} fit, context {} (press threshold {:.2}, down threshold {:.2})",
-        model.link, model.context, model.press_threshold, model.down_threshold
-    );
+    if args.validate_only {
+        println!("would choose: {}; test not read", fit_words(&model));
+        return Ok(());
+    }
+    println!("chosen: {}", fit_words(&model));
     let test = split(Split::Test)?;
     let (pianists, rule, learnt) = panels(&test, Some(&model));
     let learnt = learnt.expect("a model was given");
@@ -273,9 +463,12 @@ pub fn run(args: Args) -> Result<(), String> {
     }
     let written = median(test.iter().map(|s| s.written_beats()).collect());
     println!("written (no pedal): sounding {written:.2} beats");
-    let accompaniment = match args.accompaniment.as_str() {
-        "none" => Value::Null,
-        spec => written_lengths(&model, spec, &args)?,
+    let (accompaniment, default_path) = match args.accompaniment.as_str() {
+        "none" => (Value::Null, Value::Null),
+        spec => (
+            written_lengths(&model, spec, &args)?,
+            default_path_lengths(&model, spec, &args.data, &test)?,
+        ),
     };
     let bytes = serde_json::to_vec_pretty(&model).expect("the model serialises");
     std::fs::write(&args.out, &bytes)
@@ -284,14 +477,30 @@ pub fn run(args: Args) -> Result<(), String> {
     let metrics = json!({
         "test": { "learnt": learnt, "rule": rule, "pianists": pianists, "written_beats": written },
         "test_written": accompaniment,
+        "test_default_path": default_path,
         "validation": validation,
-        "rule": "press threshold: best mean press F1 (within an eighth) on validation; down threshold: mean share of time down nearest the pianists'; context: the smallest within 0.005 F1 of the best",
+        "rule": "press threshold: best mean press F1 (within an eighth) on validation; down threshold: mean share of time down nearest the pianists'; fit: the first of the linear fits, the logistic ones and the networks (each by context, the smallest first) within 0.005 F1 of the best",
     });
     if args.manifest != "none" {
-        write_manifest(Path::new(&args.manifest), &args, &bytes, metrics)?;
+        write_manifest(Path::new(&args.manifest), &args, &model, &bytes, metrics)?;
         println!("its entry is in {}", args.manifest);
     }
     Ok(())
+}
+
+/// A fitted model in words: its fit, context and thresholds.
+fn fit_words(model: &PedalModel) -> String {
+    format!(
+        "{:?} fit{}, context {} (press threshold {:.2}, down threshold {:.2})",
+        model.link,
+        model
+            .hidden
+            .as_ref()
+            .map_or(String::new(), |h| format!(" through {} units", h.units)),
+        model.context,
+        model.press_threshold,
+        model.down_threshold
+    )
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -299,7 +508,13 @@ fn median(mut values: Vec<f64>) -> f64 {
     values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
-fn write_manifest(path: &Path, args: &Args, bytes: &[u8], metrics: Value) -> Result<(), String> {
+fn write_manifest(
+    path: &Path,
+    args: &Args,
+    model: &PedalModel,
+    bytes: &[u8],
+    metrics: Value,
+) -> Result<(), String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let mut manifest = Manifest::parse(&text).map_err(|e| e.to_string())?;
@@ -308,22 +523,63 @@ fn write_manifest(path: &Path, args: &Args, bytes: &[u8], metrics: Value) -> Res
         .file_name()
         .map(|f| f.to_string_lossy().to_string())
         .ok_or("--out names no file")?;
+    let list = |v: &[String]| v.join(",");
     let contexts: Vec<String> = args.contexts.iter().map(|n| n.to_string()).collect();
+    let links: Vec<String> = args
+        .links
+        .iter()
+        .map(|l| format!("{l:?}").to_lowercase())
+        .collect();
+    let mut command = format!(
+        "pianoformer pedal --data {} --out {} --lambda {} --contexts {} --links {}",
+        args.data.display(),
+        args.out.display(),
+        args.lambda,
+        list(&contexts),
+        list(&links)
+    );
+    if !args.hidden.is_empty() {
+        let hidden: Vec<String> = args.hidden.iter().map(|n| n.to_string()).collect();
+        command += &format!(
+            " --hidden {} --passes {} --lr {} --seed {}",
+            list(&hidden),
+            args.passes,
+            args.lr,
+            args.seed
+        );
+    }
+    let what = "the chord lane's changes, bar lines and beats, the piano's onsets and bass, \
+                rests, the phrase";
+    let reads = match &model.hidden {
+        Some(h) => format!(
+            "a small network: {} rectified units over the {} features of each sixteenth and of \
+             the {} steps either side ({what}), read by two logistic scores",
+            h.units,
+            FEATURES.len(),
+            model.context
+        ),
+        None => format!(
+            "two {} scores over the {} features of each sixteenth and of the {} steps either \
+             side ({what})",
+            match model.link {
+                Link::Linear => "least-squares",
+                Link::Logistic => "logistic",
+            },
+            FEATURES.len(),
+            model.context
+        ),
+    };
     manifest.pedal = Some(DynamicsEntry {
         name: "pedal".into(),
         file,
-        description: "The sustain pedal for the piano the models write: two least-squares scores over 23 \
-                      features of each sixteenth (the chord lane's changes, bar lines and beats, the piano's \
-                      onsets and bass, rests, the phrase), press where the first peaks, hold while the second \
-                      holds, learnt from the POP909 pianists"
-            .into(),
+        description: format!(
+            "The sustain pedal for the piano the models write: {reads}; it presses where the \
+             first peaks and holds while the second holds, learnt from the POP909 pianists"
+        ),
         bytes: bytes.len(),
         sha256: pianoformer::model::sha256_hex(bytes),
         training: json!({
-            "command": format!(
-                "pianoformer pedal --data {} --out {} --lambda {} --contexts {}",
-                args.data.display(), args.out.display(), args.lambda, contexts.join(",")
-            ),
+            "command": command,
             "split": "POP909 songs with id % 10 not in {0, 5} (0: test, 5: validation), their PIANO tracks' controller 64",
         }),
         metrics,
@@ -333,7 +589,8 @@ fn write_manifest(path: &Path, args: &Args, bytes: &[u8], metrics: Value) -> Res
 }
 
 /// `eval --task pedal`: the shipped (or given) pedal model scored on the test songs, with the
-/// pianists and the rule beside it.
+/// pianists and the rule beside it, and the sounding lengths it gives the default path's piano
+/// on their melodies alone.
 pub fn eval(data: &Path, model: &Path, limit: Option<usize>) -> Result<(), String> {
     let text = std::fs::read_to_string(model)
         .map_err(|e| format!("cannot read the pedal model {}: {e}", model.display()))?;
@@ -348,5 +605,6 @@ pub fn eval(data: &Path, model: &Path, limit: Option<usize>) -> Result<(), Strin
         println!("{}", line(name, p));
     }
     println!("{}", line("learnt", &learnt.expect("a model was given")));
+    default_path_lengths(&model, "default", data, &test)?;
     Ok(())
 }

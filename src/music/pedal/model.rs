@@ -6,7 +6,9 @@
 //! new in its pitch classes, rests of the piano and of the melody, the phrase's first step and
 //! last bar, how long since the last chord change, and four products of those (a chord change
 //! on a bar line or with a bass onset, a bass onset on a bar line, a moving bass on a beat). With `context` the features of the
-//! steps around are read as well (a bigger model, to show whether it pays).
+//! steps around are read as well, and with a [`Hidden`] layer the two scores read a layer of
+//! rectified units over them instead (a small network, fitted by `train::pedal`): the bigger
+//! models, each chosen only where it pays on validation songs.
 //!
 //! Played back ([`PedalModel::pedal`]): a press at each step whose press score is the peak
 //! within an eighth either side and above its threshold (the pedal lifted there first, then pressed a 64th later, as
@@ -73,6 +75,35 @@ pub struct PedalModel {
     /// least-squares fit) or through the logistic function (a logistic fit).
     #[serde(default, skip_serializing_if = "Link::is_linear")]
     pub link: Link,
+    /// A hidden layer both scores read in place of the features (a small network, fitted by
+    /// `train::pedal`; its scores are logistic): `press` and `down` then weigh its units, the
+    /// bias first. `None`: the scores read the features themselves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<Hidden>,
+}
+
+/// A layer of rectified units over a step's features (with its context): unit `u` is
+/// `max(0, bias[u] + Σ_i weights[u · inputs + i] · x[i])`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Hidden {
+    pub units: usize,
+    pub weights: Vec<f64>,
+    pub bias: Vec<f64>,
+}
+
+impl Hidden {
+    /// The units of the layer over `x`, after a 1 (the scores' bias).
+    pub fn units(&self, x: &[f64]) -> Vec<f64> {
+        let mut out = Vec::with_capacity(self.units + 1);
+        out.push(1.0);
+        out.extend(
+            self.weights
+                .chunks_exact(x.len())
+                .zip(&self.bias)
+                .map(|(w, b)| (b + w.iter().zip(x).map(|(w, x)| w * x).sum::<f64>()).max(0.0)),
+        );
+        out
+    }
 }
 
 /// How the two scores were fitted, and so how they are read.
@@ -283,6 +314,8 @@ pub struct Fit {
     n: usize,
     rows: Vec<f32>,
     answers: Vec<[bool; 2]>,
+    /// Keep every row and answer (a logistic fit reads them; so does a network's).
+    keep: bool,
 }
 
 /// Rounds of Newton's method a logistic fit takes at most (it stops sooner once no weight
@@ -303,7 +336,20 @@ impl Fit {
             n: 0,
             rows: Vec::new(),
             answers: Vec::new(),
+            keep: link == Link::Logistic,
         }
+    }
+
+    /// Keeps every row added and its answers, for a fit that reads them ([`Fit::rows`]).
+    pub fn keeping_rows(mut self) -> Self {
+        self.keep = true;
+        self
+    }
+
+    /// The rows kept (each `FEATURES.len() × (2 context + 1)` values) and their answers
+    /// (press, down); empty unless kept.
+    pub fn rows(&self) -> (&[f32], &[[bool; 2]]) {
+        (&self.rows, &self.answers)
     }
 
     /// Adds the steps `range` of a song with the pianist's press and down at each.
@@ -317,7 +363,7 @@ impl Fit {
         let k = self.xty[0].len();
         for s in range.start..range.end.min(steps.len()).min(press.len()) {
             let x = steps.row(s, self.context);
-            if self.link == Link::Logistic {
+            if self.keep {
                 self.rows.extend(x.iter().map(|&v| v as f32));
                 self.answers.push([press[s], down[s]]);
             }
@@ -369,6 +415,7 @@ impl Fit {
             press_threshold: 0.5,
             down_threshold: 0.5,
             link: self.link,
+            hidden: None,
         })
     }
 
@@ -461,8 +508,20 @@ impl PedalModel {
     pub fn from_json(text: &str) -> Result<Self, String> {
         let m: PedalModel = serde_json::from_str(text)
             .map_err(|e| format!("the pedal model is not readable: {e}"))?;
-        let k = D * (2 * m.context + 1);
-        if m.features != FEATURES || m.press.len() != k || m.down.len() != k || m.context > 8 {
+        let inputs = D * (2 * m.context + 1);
+        let k = m.hidden.as_ref().map_or(inputs, |h| h.units + 1);
+        let hidden_fits = m.hidden.as_ref().is_none_or(|h| {
+            (1..=1024).contains(&h.units)
+                && h.weights.len() == h.units * inputs
+                && h.bias.len() == h.units
+                && m.link == Link::Logistic
+        });
+        if m.features != FEATURES
+            || m.press.len() != k
+            || m.down.len() != k
+            || m.context > 8
+            || !hidden_fits
+        {
             return Err(
                 "the pedal model was fitted on other features than this pianoformer reads; \
                  fit it again (pianoformer pedal)"
@@ -476,7 +535,10 @@ impl PedalModel {
     pub fn scores(&self, steps: &Steps) -> Vec<(f64, f64)> {
         (0..steps.len())
             .map(|s| {
-                let x = steps.row(s, self.context);
+                let mut x = steps.row(s, self.context);
+                if let Some(hidden) = &self.hidden {
+                    x = hidden.units(&x);
+                }
                 let dot = |w: &[f64]| w.iter().zip(&x).map(|(a, b)| a * b).sum::<f64>();
                 (
                     self.link.read(dot(&self.press)),
@@ -600,4 +662,4 @@ pub fn press_steps(grid: &Grid, pedal: &[(u64, u8, u8)], end: u64) -> Vec<usize>
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

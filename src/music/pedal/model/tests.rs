@@ -5,7 +5,7 @@ use crate::music::phrases::Segment;
 
 /// The fixture song (I–V–vi–IV a bar, block chords twice a bar) on its grid: the grid, the
 /// lanes (the progression, one 8-bar phrase) and the piano and melody rolls.
-fn fixture() -> (Grid, StepLabels, PianoRoll, PianoRoll) {
+pub(crate) fn fixture() -> (Grid, StepLabels, PianoRoll, PianoRoll) {
     let song = fixtures::song(0, 8);
     let grid = Grid::for_song(&song, 4);
     let roll = |i: usize| PianoRoll::from_notes(&song.tracks[i].notes, &grid);
@@ -54,13 +54,19 @@ fn the_rule_changes_the_pedal_at_every_chord_change() {
 
 /// A pianist who changes the pedal at every bar's chord and lifts in the last bar: the fit
 /// learns to press where the pianist did, and holds the pedal down as long.
+/// The fixture's pianist: a change at every bar's chord, lifted over the last bar.
+pub(crate) fn fixture_pianist(grid: &Grid, labels: &StepLabels) -> Vec<(u64, u8, u8)> {
+    let mut pianist = chord_change_rule(grid, labels, 0..7 * 16);
+    pianist.retain(|e| e.0 < grid.tick_at(7 * 16)); // up over the last bar
+    pianist.push((grid.tick_at(7 * 16), 64, 0));
+    pianist
+}
+
 #[test]
 fn a_fitted_pedal_presses_where_the_pianist_did() {
     let (grid, labels, piano, melody) = fixture();
     let n = grid.num_steps();
-    let mut pianist = chord_change_rule(&grid, &labels, 0..7 * 16);
-    pianist.retain(|e| e.0 < grid.tick_at(7 * 16)); // up over the last bar
-    pianist.push((grid.tick_at(7 * 16), 64, 0));
+    let pianist = fixture_pianist(&grid, &labels);
     let (press, down) = pianist_steps(&grid, &pianist, grid.tick_at(n));
     assert_eq!(press.iter().filter(|&&p| p).count(), 7);
     let steps = Steps::new(&grid, &labels, &piano, &melody);
@@ -90,4 +96,68 @@ fn a_fitted_pedal_presses_where_the_pianist_did() {
             .unwrap_err()
             .contains("fit it again")
     );
+}
+
+/// A hidden layer is read as its units after a 1, rectified; a shipped one must fit the
+/// features it reads and be read by logistic scores.
+#[test]
+fn a_hidden_layer_is_checked_and_read_as_rectified_units() {
+    let hidden = Hidden {
+        units: 2,
+        weights: vec![1.0, -1.0, 0.5, 0.5],
+        bias: vec![0.0, -1.0],
+    };
+    assert_eq!(hidden.units(&[2.0, 1.0]), vec![1.0, 1.0, 0.5]);
+    assert_eq!(hidden.units(&[0.0, 1.0]), vec![1.0, 0.0, 0.0]);
+    let k = FEATURES.len();
+    let model = PedalModel {
+        features: FEATURES.iter().map(|s| s.to_string()).collect(),
+        context: 0,
+        press: vec![0.0; 4],
+        down: vec![0.0; 4],
+        press_threshold: 0.5,
+        down_threshold: 0.5,
+        link: Link::Logistic,
+        hidden: Some(Hidden {
+            units: 3,
+            weights: vec![0.1; 3 * k],
+            bias: vec![0.0; 3],
+        }),
+    };
+    let text = serde_json::to_string(&model).unwrap();
+    assert_eq!(PedalModel::from_json(&text).unwrap(), model);
+    for broken in [
+        PedalModel {
+            link: Link::Linear,
+            ..model.clone()
+        },
+        PedalModel {
+            press: vec![0.0; 3],
+            ..model.clone()
+        },
+        PedalModel {
+            hidden: Some(Hidden {
+                units: 3,
+                weights: vec![0.1; 3 * k - 1],
+                bias: vec![0.0; 3],
+            }),
+            ..model.clone()
+        },
+    ] {
+        let text = serde_json::to_string(&broken).unwrap();
+        assert!(
+            PedalModel::from_json(&text)
+                .unwrap_err()
+                .contains("fit it again")
+        );
+    }
+    // Without a hidden layer the field is not written: shipped models read as before.
+    let plain = PedalModel {
+        hidden: None,
+        link: Link::Linear,
+        press: vec![0.0; k],
+        down: vec![0.0; k],
+        ..model
+    };
+    assert!(!serde_json::to_string(&plain).unwrap().contains("hidden"));
 }
