@@ -77,7 +77,12 @@ pub struct Performer {
 
 /// A linear layer initialised from `rng` (uniform ±1/sqrt(d_in), as PyTorch does), so a seed
 /// gives the same model on every backend.
-fn seeded_linear(rng: Option<&mut StdRng>, d_in: usize, d_out: usize, device: &Device) -> Linear {
+pub(crate) fn seeded_linear(
+    rng: Option<&mut StdRng>,
+    d_in: usize,
+    d_out: usize,
+    device: &Device,
+) -> Linear {
     let mut layer = LinearConfig::new(d_in, d_out)
         .with_initializer(Initializer::Zeros)
         .init(device);

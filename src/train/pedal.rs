@@ -5,15 +5,16 @@
 //! steps are scored, and the pass with the lowest loss there is kept (the fit stops two
 //! passes after it). The weights go into a [`PedalModel`], which plays them without Burn.
 
-use burn::module::{Module, Param};
+use burn::module::Module;
 use burn::nn::Linear;
 use burn::tensor::activation::relu;
 use burn::tensor::{Device, Tensor, TensorData};
+use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
-use rand::{RngExt, SeedableRng};
 
-use super::step::adam;
+use super::step::{adam, bce_per_step};
+use crate::model::performer::seeded_linear;
 use crate::music::pedal::model::{FEATURES, Hidden, Link, PedalModel};
 
 /// How a network is fitted.
@@ -40,30 +41,10 @@ impl Net {
     }
 }
 
-/// A linear layer drawn from `rng` (uniform ±1/sqrt(d_in)), the same on every backend.
-fn linear(rng: &mut StdRng, d_in: usize, d_out: usize, device: &Device) -> Linear {
-    let bound = 1.0 / (d_in as f32).sqrt();
-    let mut uniform = |n: usize| -> Vec<f32> {
-        (0..n)
-            .map(|_| (rng.random::<f32>() * 2.0 - 1.0) * bound)
-            .collect()
-    };
-    Linear {
-        weight: Param::from_data(
-            TensorData::new(uniform(d_in * d_out), vec![d_in, d_out]),
-            device,
-        ),
-        bias: Some(Param::from_data(
-            TensorData::new(uniform(d_out), vec![d_out]),
-            device,
-        )),
-    }
-}
-
-/// Mean binary cross-entropy of `logits` [n, 2] against `targets` [n, 2].
+/// Mean binary cross-entropy of `logits` [n, 2] against `targets` [n, 2] (the training
+/// step's, [`bce_per_step`]).
 fn bce(logits: Tensor<2>, targets: Tensor<2>) -> Tensor<1> {
-    let softplus = relu(logits.clone()) + logits.clone().abs().neg().exp().add_scalar(1.0).log();
-    (softplus - logits * targets).mean()
+    bce_per_step(logits.unsqueeze(), targets.unsqueeze(), 1.0).mean()
 }
 
 fn batch(
@@ -163,8 +144,8 @@ pub fn fit_network(
     let plain = device.clone();
     let device = device.clone().autodiff();
     let mut net = Net {
-        hidden: linear(&mut rng, k, fit.units, &device),
-        out: linear(&mut rng, fit.units, 2, &device),
+        hidden: seeded_linear(Some(&mut rng), k, fit.units, &device),
+        out: seeded_linear(Some(&mut rng), fit.units, 2, &device),
     };
     let mut optim = adam(1.0);
     let steps_a_pass = answers.len().div_ceil(fit.batch);
