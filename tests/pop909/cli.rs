@@ -370,3 +370,50 @@ fn a_harmonizer_s_colourful_end_is_chosen_on_validation_and_shipped() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `eval --task pedal` tells where the default path's sounding lengths come from: a
+/// validation song's melody alone accompanied with the lanes a dropped file gets (the
+/// harmonizer's chords) and with the annotated chords instead (no harmonizer), a line each
+/// with the figures set side by side; a split it does not know is refused in words.
+#[test]
+fn the_default_path_is_measured_with_each_lane_in_turn() {
+    let Some(root) = data_root() else { return };
+    let eval = |split: &str| {
+        pianoformer()
+            .args([
+                "eval", "--task", "pedal", "--model", "default", "--limit", "1",
+            ])
+            .args(["--lanes", "open,chords", "--split", split, "--data"])
+            .arg(&root)
+            .output()
+            .expect("run pianoformer")
+    };
+    let out = eval("valid");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.starts_with("Validation songs (1 pedalled"),
+        "{stdout}"
+    );
+    let lines: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("The default path on 1 melody-only files"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert!(lines[0].contains("(1 harmonized; lanes Open;"), "{stdout}");
+    assert!(
+        lines[1].contains("(0 harmonized; lanes Chords;"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("NaN"), "{stdout}");
+    let bad = eval("train");
+    assert!(!bad.status.success());
+    let words = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        words.contains("--split is valid or test, not train"),
+        "{words}"
+    );
+}

@@ -614,7 +614,7 @@ fn open(
         // A score's chord symbols are its lane, as written.
         None if wants_harmonizer(&piece) => {
             if let Some(harmonizer) = crate::models::harmonizer(&args.harmonizer, None, device)? {
-                harmonize_lane(&mut piece, &harmonizer)?;
+                harmonize_lane(&mut piece, &harmonizer, &HarmonizeOptions::default())?;
                 eprintln!(
                     "chords: {} — {}",
                     ChordSource::Harmonizer.describe(),
@@ -633,16 +633,18 @@ pub fn wants_harmonizer(piece: &Piece) -> bool {
     needs_harmonizer(piece) && piece.chord_source != Some(ChordSource::Score)
 }
 
-/// The chord lane filled with `harmonizer`'s chords, as a file opened in the page gets them.
+/// The chord lane filled with `harmonizer`'s chords, as a file opened in the page gets them
+/// (`options`: the default, the most likely progression).
 pub fn harmonize_lane(
     piece: &mut Piece,
     (harmonizer, decode): &(crate::models::Loaded, HarmonyDecode),
+    options: &HarmonizeOptions,
 ) -> Result<(), String> {
     let out = pollster::block_on(harmonize_piece(
         &harmonizer.model,
         decode,
         piece,
-        &HarmonizeOptions::default(),
+        options,
         &mut HarmonyCache::default(),
     ))
     .map_err(|e| e.to_string())?;

@@ -168,21 +168,68 @@ fn written_lengths(model: &PedalModel, spec: &str, args: &Args) -> Result<Value,
     }))
 }
 
-/// The page's default path for a file that holds only a melody, on each test song: its
-/// MELODY track alone opened as a piece (the phrase lane detected), the chord lane the
-/// harmonizer's, the accompaniment `spec` with its own defaults (texture echo, dynamics) and
-/// `model`'s pedal, as `generate` writes it; the written piano's notes sound a median so many
-/// beats under that pedal, against the pianist's notes under theirs (whole songs, both).
+/// Where the default path's lanes come from: `Open` as a dropped melody-only file gets them
+/// (the phrase lane detected, the chord lane the harmonizer's); the others put the song's
+/// annotations, or another draw of the harmonizer, in their place, to tell which lane a figure
+/// of the default path owes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Lanes {
+    /// Phrases detected, chords by the harmonizer (the page's and `generate`'s path).
+    Open,
+    /// The annotated chords, phrases detected.
+    Chords,
+    /// The human phrases, chords by the harmonizer.
+    Phrases,
+    /// Both annotated.
+    Annotated,
+    /// The annotated chords held a bar each (each bar's first): the right chords at the
+    /// slowest harmonic rhythm.
+    BarChords,
+    /// The annotated chords reduced to plain triads (sevenths and sixths to their major or
+    /// minor triad), as plain as the harmonizer's one guess.
+    Triads,
+    /// The harmonizer's colourful end (a progression drawn as varied as songwriters', seed 1)
+    /// in place of its most likely one.
+    Colourful,
+}
+
+impl Lanes {
+    fn phrases(self) -> bool {
+        matches!(self, Lanes::Phrases | Lanes::Annotated)
+    }
+}
+
+/// One song's figures on the default path (over the song's annotated span, but for the
+/// sounding and written lengths, over the whole song): the median sounding lengths (beats) of
+/// the pianist's notes under their pedal and of the piano written under the learnt one, its
+/// median written length, the onsets a beat of both, the mean written length of both in bars
+/// where the melody sounds (`[0]`) and where it is silent (`[1]`), and the chord lane's changes
+/// a bar against the annotations'.
+struct PathSong {
+    pianist: f64,
+    sounding: f64,
+    written: f64,
+    onsets: [f64; 2],
+    sung: [[f64; 2]; 2],
+    changes: [f64; 2],
+}
+
+/// The page's default path for a file that holds only a melody, on each song: its MELODY
+/// track alone opened as a piece (the phrase lane detected), the chord lane the harmonizer's,
+/// the accompaniment `spec` with its own defaults (texture echo, dynamics) and `model`'s
+/// pedal, as `generate` writes it; the written piano's notes sound a median so many beats
+/// under that pedal, against the pianist's notes under theirs (whole songs, both). `lanes`
+/// other than [`Lanes::Open`] give it the annotations instead.
 fn default_path_lengths(
     model: &PedalModel,
     spec: &str,
     data: &Path,
     songs: &[PedalSong],
+    lanes: Lanes,
 ) -> Result<Value, String> {
     use pianoformer::model::config::Task;
-    use pianoformer::music::piece::TrackRole;
     use pianoformer::music::pop909::Pop909;
-    use pianoformer::studio::{ACCOMPANIMENT_TRACK, Run};
+    use pianoformer::studio::Run;
     use std::rc::Rc;
     let device = pianoformer::device::cpu().device;
     let loaded = crate::models::load(spec, Task::Accompaniment, None, &device)?;
@@ -197,63 +244,215 @@ fn default_path_lengths(
         pedal: Some(&pedal),
     };
     let data = Pop909::open(data).map_err(|e| e.to_string())?;
-    let (mut pianists, mut learnt, mut harmonized) = (Vec::new(), Vec::new(), 0);
+    let (mut figures, mut harmonized) = (Vec::new(), 0);
     for song in songs {
         let (written, was_harmonized) =
-            default_path_piece(&data, song.id, &run, harmonizer.as_ref())?;
+            default_path_piece(&data, song, lanes, &run, harmonizer.as_ref())?;
         harmonized += usize::from(was_harmonized);
-        let Some(piano) = written
-            .tracks
-            .iter()
-            .find(|t| t.role == TrackRole::Generated && t.name == ACCOMPANIMENT_TRACK)
-        else {
-            continue;
-        };
-        let notes: Vec<(u8, u64, u64)> = piano.notes.iter().map(|n| (n.0, n.1, n.2)).collect();
-        if notes.is_empty() {
-            continue;
+        if let Some(f) = path_song(&written, song) {
+            figures.push(f);
         }
-        let grid = written.grid(|_| true);
-        learnt.push(pianoformer::eval::pedal::sounding_beats(
-            &grid,
-            &notes,
-            &piano.pedal,
-        ));
-        pianists.push(pianoformer::eval::pedal::sounding_beats(
-            &song.grid,
-            &song.notes,
-            &song.pianist,
-        ));
     }
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
-    let (p, l) = (median(pianists.clone()), median(learnt.clone()));
-    let (mp, ml) = (mean(&pianists), mean(&learnt));
+    Ok(path_figures(&figures, harmonized, lanes, &loaded.source))
+}
+
+/// [`default_path_lengths`]' figures over the songs, printed and as JSON.
+fn path_figures(figures: &[PathSong], harmonized: usize, lanes: Lanes, model: &str) -> Value {
+    let mean = |f: &dyn Fn(&PathSong) -> f64| {
+        figures.iter().map(f).sum::<f64>() / figures.len().max(1) as f64
+    };
+    let med = |f: &dyn Fn(&PathSong) -> f64| median(figures.iter().map(f).collect());
+    let (p, l) = (med(&|s| s.pianist), med(&|s| s.sounding));
+    let (mp, ml) = (mean(&|s| s.pianist), mean(&|s| s.sounding));
+    let onsets = [mean(&|s| s.onsets[0]), mean(&|s| s.onsets[1])];
+    let sung = [0, 1].map(|k| [mean(&|s| s.sung[k][0]), mean(&|s| s.sung[k][1])]);
+    let changes = [mean(&|s| s.changes[0]), mean(&|s| s.changes[1])];
     println!(
-        "The default path on {} melody-only test files ({harmonized} harmonized; the phrase lane detected; {}): notes sound a median {l:.2} beats under the learnt pedal, the pianists' {p:.2} under theirs ({:+.0} %); the songs' medians on average {ml:.2} against {mp:.2} ({:+.0} %)",
-        learnt.len(),
-        loaded.source,
+        "The default path on {} melody-only files ({harmonized} harmonized; lanes {lanes:?}; {model}): notes sound a median {l:.2} beats under the learnt pedal, the pianists' {p:.2} under theirs ({:+.0} %); the songs' medians on average {ml:.2} against {mp:.2} ({:+.0} %)",
+        figures.len(),
         100.0 * (l / p - 1.0),
         100.0 * (ml / mp - 1.0),
     );
-    Ok(json!({
-        "model": loaded.source, "songs": learnt.len(), "harmonized": harmonized,
+    println!(
+        "  written a median {:.2} beats; over the annotated span: onsets a beat {:.2} (the pianists' {:.2}); mean written length where the melody sounds {:.2} beats (the pianists' {:.2}), in bars where it is silent {:.2} ({:.2}); chord changes a bar {:.2} (annotated {:.2})",
+        med(&|s| s.written),
+        onsets[0],
+        onsets[1],
+        sung[0][0],
+        sung[0][1],
+        sung[1][0],
+        sung[1][1],
+        changes[0],
+        changes[1],
+    );
+    json!({
+        "model": model, "songs": figures.len(), "harmonized": harmonized,
+        "lanes": format!("{lanes:?}").to_lowercase(),
         "learnt_beats": l, "pianists_beats": p,
         "mean_of_songs": { "learnt": ml, "pianists": mp },
-    }))
+        "written_beats": med(&|s| s.written),
+        "onsets_a_beat": { "written": onsets[0], "pianists": onsets[1] },
+        "mean_written_beats": {
+            "melody_sounds": { "written": sung[0][0], "pianists": sung[0][1] },
+            "melody_silent": { "written": sung[1][0], "pianists": sung[1][1] },
+        },
+        "chord_changes_a_bar": { "lane": changes[0], "annotated": changes[1] },
+    })
 }
 
-/// Song `id`'s MELODY track alone, opened as a piece (the phrase lane detected), its chord lane
-/// the harmonizer's where it wants one, accompanied as `generate` does with `run`'s model and
-/// its own settings; and whether the harmonizer wrote the chords.
+/// The figures of one song's default-path piece ([`PathSong`]); `None` where no piano was
+/// written.
+fn path_song(written: &pianoformer::music::piece::Piece, song: &PedalSong) -> Option<PathSong> {
+    use pianoformer::eval::pedal::sounding_beats;
+    use pianoformer::music::piece::TrackRole;
+    use pianoformer::studio::ACCOMPANIMENT_TRACK;
+    let piano = written
+        .tracks
+        .iter()
+        .find(|t| t.role == TrackRole::Generated && t.name == ACCOMPANIMENT_TRACK)?;
+    let notes: Vec<(u8, u64, u64)> = piano.notes.iter().map(|n| (n.0, n.1, n.2)).collect();
+    if notes.is_empty() {
+        return None;
+    }
+    let grid = written.grid(|_| true);
+    let span = song.grid.tick_at(song.range.start)..song.grid.tick_at(song.range.end);
+    let span_beats = (song.grid.beat_at(span.end) - song.grid.beat_at(span.start)).max(1.0);
+    let onsets_of = |notes: &[(u8, u64, u64)]| {
+        let mut starts: Vec<u64> = notes
+            .iter()
+            .filter(|n| span.contains(&n.1))
+            .map(|n| n.1)
+            .collect();
+        starts.sort_unstable();
+        starts.dedup();
+        starts.len() as f64 / span_beats
+    };
+    let sung = sung_bars(written, &grid);
+    let by_melody = |notes: &[(u8, u64, u64)], g: &pianoformer::music::grid::Grid| {
+        let mut sums = [(0.0, 0usize); 2];
+        for n in notes.iter().filter(|n| span.contains(&n.1)) {
+            let bar = grid.bar_of_step(grid.step_at(n.1)).0;
+            let k = usize::from(!sung.get(bar).copied().unwrap_or(false));
+            sums[k].0 += g.beat_at(n.2) - g.beat_at(n.1);
+            sums[k].1 += 1;
+        }
+        sums.map(|(s, n)| s / n.max(1) as f64)
+    };
+    let (mine, theirs) = (by_melody(&notes, &grid), by_melody(&song.notes, &song.grid));
+    Some(PathSong {
+        pianist: sounding_beats(&song.grid, &song.notes, &song.pianist),
+        sounding: sounding_beats(&grid, &notes, &piano.pedal),
+        written: sounding_beats(&grid, &notes, &[]),
+        onsets: [onsets_of(&notes), onsets_of(&song.notes)],
+        sung: [[mine[0], theirs[0]], [mine[1], theirs[1]]],
+        changes: lane_changes(written, song, &grid, &span),
+    })
+}
+
+/// Which bars of `grid` the melody of `piece` sounds in.
+fn sung_bars(
+    piece: &pianoformer::music::piece::Piece,
+    grid: &pianoformer::music::grid::Grid,
+) -> Vec<bool> {
+    use pianoformer::music::piece::TrackRole;
+    let bar_of = |tick: u64| grid.bar_of_step(grid.step_at(tick)).0;
+    let mut sung = vec![false; grid.num_bars() + 1];
+    for t in piece.tracks.iter().filter(|t| t.role == TrackRole::Melody) {
+        for n in &t.notes {
+            for bar in bar_of(n.1)..=bar_of(n.2.saturating_sub(1).max(n.1)) {
+                if let Some(x) = sung.get_mut(bar) {
+                    *x = true;
+                }
+            }
+        }
+    }
+    sung
+}
+
+/// Chord changes a bar over the ticks `span`: `piece`'s chord lane, and `song`'s annotated
+/// chords laid on the same bars and read alike (each cell's chords sharing its beats evenly).
+fn lane_changes(
+    piece: &pianoformer::music::piece::Piece,
+    song: &PedalSong,
+    grid: &pianoformer::music::grid::Grid,
+    span: &std::ops::Range<u64>,
+) -> [f64; 2] {
+    let bars: Vec<usize> = (0..grid.num_bars().min(piece.chords.len()))
+        .filter(|&b| span.contains(&grid.tick_at(grid.bar_steps(b).start)))
+        .collect();
+    let changes = |cells: &[String]| {
+        let beats: Vec<&str> = bars
+            .iter()
+            .flat_map(|&b| {
+                let n = grid.bar_beats(b).len().max(1);
+                let parts: Vec<&str> = cells
+                    .get(b)
+                    .map_or(Vec::new(), |c| c.split_whitespace().collect());
+                (0..n).map(move |i| parts.get(i * parts.len() / n).copied().unwrap_or(""))
+            })
+            .collect();
+        beats.windows(2).filter(|w| w[0] != w[1]).count() as f64 / bars.len().max(1) as f64
+    };
+    [
+        changes(&piece.chords),
+        changes(&annotated_cells(piece, song, false)),
+    ]
+}
+
+/// The chord cells of `piece`'s bars from `song`'s annotated chords (a bar past the piece's
+/// grid or the annotations: none); `triads`: each reduced to its plain major or minor triad.
+fn annotated_cells(
+    piece: &pianoformer::music::piece::Piece,
+    song: &PedalSong,
+    triads: bool,
+) -> Vec<String> {
+    use pianoformer::music::chords::{Chord, Family, Quality};
+    use pianoformer::music::piece::chord_cell;
+    let plain = |c: Chord| match c.quality.family() {
+        Family::Major if triads => Chord {
+            quality: Quality::Maj,
+            ..c
+        },
+        Family::Minor if triads => Chord {
+            quality: Quality::Min,
+            ..c
+        },
+        _ => c,
+    };
+    let grid = piece.grid(|_| true);
+    (0..piece.bars.len())
+        .map(|bar| {
+            if bar >= grid.num_bars() {
+                return String::new();
+            }
+            let beats: Vec<_> = grid
+                .bar_beats(bar)
+                .map(|b| {
+                    let s = song.grid.step_at(grid.tick_at(b * grid.steps_per_beat));
+                    song.labels.chord.get(s).copied().flatten().map(plain)
+                })
+                .collect();
+            chord_cell(&beats)
+        })
+        .collect()
+}
+
+/// Song `song`'s MELODY track alone, opened as a piece (the phrase lane detected), its chord
+/// lane the harmonizer's where it wants one (`lanes` may put the annotations in their place),
+/// accompanied as `generate` does with `run`'s model and its own settings; and whether the
+/// harmonizer wrote the chords.
 fn default_path_piece(
     data: &pianoformer::music::pop909::Pop909,
-    id: u32,
+    song: &PedalSong,
+    lanes: Lanes,
     run: &pianoformer::studio::Run<'_>,
     harmonizer: Option<&(crate::models::Loaded, HarmonyDecode)>,
 ) -> Result<(pianoformer::music::piece::Piece, bool), String> {
+    use pianoformer::music::harmony::ChordSource;
     use pianoformer::music::piece::Piece;
     use pianoformer::music::roll::Role;
     use pianoformer::studio::{Family, Kept, Options, TaskKind};
+    let id = song.id;
     let mut whole = data
         .load(id, 4)
         .map_err(|e| format!("song {id}: {e}"))?
@@ -261,9 +460,46 @@ fn default_path_piece(
     whole.tracks.retain(|t| t.name == Role::Melody.track_name());
     let name = format!("pop909-{id:03}.mid");
     let mut piece = Piece::from_song(&whole, &name).map_err(|e| format!("{name}: {e}"))?;
+    let grid = piece.grid(|_| true);
+    let at = |step: usize| song.grid.step_at(grid.tick_at(step));
+    // The piece's bars as its grid counts them (a bar past the grid's end keeps no lane).
+    let bars = piece.bars.len().min(grid.num_bars());
+    match lanes {
+        Lanes::Chords | Lanes::Annotated | Lanes::Triads => {
+            piece.chords = annotated_cells(&piece, song, lanes == Lanes::Triads);
+            piece.chord_source = Some(ChordSource::Score);
+        }
+        Lanes::BarChords => {
+            piece.chords = annotated_cells(&piece, song, false)
+                .into_iter()
+                .map(|c| c.split_whitespace().next().unwrap_or("").to_string())
+                .collect();
+            piece.chord_source = Some(ChordSource::Score);
+        }
+        Lanes::Open | Lanes::Phrases | Lanes::Colourful => {}
+    }
+    if lanes.phrases() {
+        let mut phrases: Vec<(char, usize)> = Vec::new();
+        let mut last: Option<(char, u16)> = None;
+        for bar in 0..piece.bars.len() {
+            let step = at(grid.bar_steps(bar.min(bars.saturating_sub(1))).start);
+            let label = song.labels.phrase.get(step).copied().flatten();
+            let key = label.map_or(('x', u16::MAX), |l| (l.letter, l.index));
+            match phrases.last_mut() {
+                Some(p) if last == Some(key) => p.1 += 1,
+                _ => phrases.push((key.0, 1)),
+            }
+            last = Some(key);
+        }
+        piece.phrases = phrases;
+    }
     let harmonizer = harmonizer.filter(|_| crate::generate::wants_harmonizer(&piece));
     if let Some(h) = harmonizer {
-        crate::generate::harmonize_lane(&mut piece, h)?;
+        let options = pianoformer::studio::HarmonizeOptions {
+            seed: (lanes == Lanes::Colourful).then_some(1),
+            ..Default::default()
+        };
+        crate::generate::harmonize_lane(&mut piece, h, &options)?;
     }
     let out = pollster::block_on(TaskKind::Accompaniment.generate(
         run,
@@ -467,7 +703,7 @@ pub fn run(args: Args) -> Result<(), String> {
         "none" => (Value::Null, Value::Null),
         spec => (
             written_lengths(&model, spec, &args)?,
-            default_path_lengths(&model, spec, &args.data, &test)?,
+            default_path_lengths(&model, spec, &args.data, &test, Lanes::Open)?,
         ),
     };
     let bytes = serde_json::to_vec_pretty(&model).expect("the model serialises");
@@ -588,23 +824,31 @@ fn write_manifest(
     std::fs::write(path, out).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// `eval --task pedal`: the shipped (or given) pedal model scored on the test songs, with the
-/// pianists and the rule beside it, and the sounding lengths it gives the default path's piano
-/// on their melodies alone.
-pub fn eval(data: &Path, model: &Path, limit: Option<usize>) -> Result<(), String> {
+/// `eval --task pedal`: the shipped (or given) pedal model scored on the songs of `split`
+/// (the test songs, unless tuning), with the pianists and the rule beside it, and the sounding
+/// lengths it gives the default path's piano on their melodies alone, with each of `lanes`.
+pub fn eval(
+    data: &Path,
+    model: &Path,
+    limit: Option<usize>,
+    split: Split,
+    lanes: &[Lanes],
+) -> Result<(), String> {
     let text = std::fs::read_to_string(model)
         .map_err(|e| format!("cannot read the pedal model {}: {e}", model.display()))?;
     let model = PedalModel::from_json(&text)?;
-    let (test, none) = load(data, Split::Test, limit)?;
-    let (pianists, rule, learnt) = panels(&test, Some(&model));
+    let (songs, none) = load(data, split, limit)?;
+    let (pianists, rule, learnt) = panels(&songs, Some(&model));
     println!(
-        "Test songs ({} pedalled, {none} without the pianist's pedal), presses within an eighth of the pianist's:",
-        test.len()
+        "{split:?} songs ({} pedalled, {none} without the pianist's pedal), presses within an eighth of the pianist's:",
+        songs.len()
     );
     for (name, p) in [("pianists", &pianists), ("rule: every chord change", &rule)] {
         println!("{}", line(name, p));
     }
     println!("{}", line("learnt", &learnt.expect("a model was given")));
-    default_path_lengths(&model, "default", data, &test)?;
+    for &lanes in lanes {
+        default_path_lengths(&model, "default", data, &songs, lanes)?;
+    }
     Ok(())
 }

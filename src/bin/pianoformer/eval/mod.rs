@@ -125,9 +125,15 @@ pub struct Args {
     /// (`eval --texture --out FILE`) instead of the model's own.
     #[arg(long)]
     pub prompt_texture: Option<PathBuf>,
-    /// --sample: valid or test.
+    /// --sample, --task pedal: valid or test.
     #[arg(long, default_value = "test")]
     pub split: String,
+    /// --task pedal: the lanes the default path's melody-only files are accompanied with, each
+    /// in turn: `open` (as a dropped file gets them: phrases detected, chords by the
+    /// harmonizer), `chords` (the annotated chords, phrases detected), `phrases` (the human
+    /// phrases, chords by the harmonizer), `annotated` (both).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "open")]
+    pub lanes: Vec<crate::pedal::Lanes>,
     /// --sample: sampling temperature (default 1); --openings: instead of the model's.
     #[arg(long)]
     pub temperature: Option<f32>,
@@ -406,14 +412,24 @@ fn panel_of(args: &Args) -> Option<fn(Args) -> Result<(), String>> {
     }
 }
 
+/// `--task pedal`: the shipped (or given) pedal model on the songs of `--split`.
+fn pedal(args: &Args) -> Result<(), String> {
+    let model = if args.model.as_os_str() == "default" {
+        PathBuf::from("www/models/pedal.json")
+    } else {
+        args.model.clone()
+    };
+    let split = match args.split.as_str() {
+        "valid" | "validation" => pianoformer::music::pop909::Split::Validation,
+        "test" => pianoformer::music::pop909::Split::Test,
+        other => return Err(format!("--split is valid or test, not {other}")),
+    };
+    crate::pedal::eval(&args.data, &model, args.limit, split, &args.lanes)
+}
+
 pub fn run(args: Args) -> Result<(), String> {
     if args.task == "pedal" {
-        let model = if args.model.as_os_str() == "default" {
-            PathBuf::from("www/models/pedal.json")
-        } else {
-            args.model.clone()
-        };
-        return crate::pedal::eval(&args.data, &model, args.limit);
+        return pedal(&args);
     }
     let panel = panel_of(&args);
     if let Some(panel) = panel {
