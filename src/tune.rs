@@ -265,6 +265,7 @@ impl FineTune {
             pos_weight,
             pe_lr_scale: 1.0,
             max_shift: 5,
+            chord_noise: 0.0,
             seed: options.seed,
             eval_every: options.eval_every,
             eval_windows: 32,

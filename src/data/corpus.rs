@@ -8,8 +8,8 @@ use std::ops::Range;
 use rand::RngExt;
 use rand::rngs::StdRng;
 
-use super::example::Example;
 pub use super::example::WindowSpec;
+use super::example::{Example, example, replace_chords};
 use super::features::token_coordinates;
 use super::harmony::{beat_crop_starts, harmony_example};
 use super::melody::melody_example;
@@ -412,7 +412,19 @@ impl Corpus {
                     let p = pieces[rng.random_range(0..pieces.len())];
                     let starts = p.crop_starts(spec.len);
                     let start = starts[rng.random_range(0..starts.len())];
-                    p.sheet.example(spec, start, shift(rng))
+                    let shift = shift(rng);
+                    if spec.chord_noise > 0.0 {
+                        let sheet = &p.sheet;
+                        let labels = replace_chords(
+                            &sheet.labels,
+                            start..start + spec.len,
+                            spec.chord_noise,
+                            rng,
+                        );
+                        example(&sheet.rolls, &labels, spec, start, shift)
+                    } else {
+                        p.sheet.example(spec, start, shift)
+                    }
                 })
                 .collect();
             Batch::Rolls(windows)
@@ -594,6 +606,7 @@ mod tests {
             levels: StructureLevel::CONTINUATION.to_vec(),
             conditioning: None,
             beats: Default::default(),
+            chord_noise: 0.0,
         };
         let (ids, coordinates) = p.token_window(&spec, start, 0);
         let coordinates = coordinates.expect("F-StrIPE levels");

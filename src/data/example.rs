@@ -26,6 +26,11 @@ pub struct WindowSpec {
     pub conditioning: Option<Conditioning>,
     /// Harmonization: what is read per beat.
     pub beats: BeatInputs,
+    /// Accompaniment training: the share of a window's chord stretches whose chord is replaced
+    /// by another of the song's own (see [`replace_chords`]), so the model learns to play on
+    /// under a chord lane that is partly wrong, as a guessed one is. 0 reads the labels as they
+    /// are (validation always does).
+    pub chord_noise: f64,
 }
 
 impl WindowSpec {
@@ -37,6 +42,7 @@ impl WindowSpec {
             levels: config.pe.structure_levels().to_vec(),
             conditioning: config.conditioning,
             beats: config.beat_inputs(),
+            chord_noise: 0.0,
         }
     }
 }
@@ -252,6 +258,60 @@ pub fn crop_starts(range: std::ops::Range<usize>, len: usize, bar_steps: usize) 
     (range.start..=last).step_by(bar_steps.max(1)).collect()
 }
 
+/// `labels` with the chords of `steps` partly replaced: each stretch of one chord there (cut at
+/// the range's ends) keeps its chord with probability `1 - share`, or takes the chord of a
+/// random stretch of the song with another root (so the new chord is one of the song's own,
+/// in its key and style, as a guessing harmonizer's wrong chords are), or, in a song of one
+/// root, the same chord moved by a random interval. Steps without a chord keep none.
+pub fn replace_chords(
+    labels: &StepLabels,
+    steps: std::ops::Range<usize>,
+    share: f64,
+    rng: &mut StdRng,
+) -> StepLabels {
+    let mut out = labels.clone();
+    if share <= 0.0 {
+        return out;
+    }
+    let chords = &labels.chord;
+    let stretches = |range: std::ops::Range<usize>| {
+        let mut starts = Vec::new();
+        for s in range.clone() {
+            if chords[s].is_some() && (s == range.start || chords[s] != chords[s - 1]) {
+                starts.push(s);
+            }
+        }
+        starts
+    };
+    let end = steps.end.min(chords.len());
+    let song: Vec<usize> = stretches(0..chords.len());
+    for start in stretches(steps.start.min(end)..end) {
+        if !rng.random_bool(share.min(1.0)) {
+            continue;
+        }
+        let Some(old) = chords[start] else { continue };
+        let others: Vec<usize> = song
+            .iter()
+            .copied()
+            .filter(|&s| chords[s].is_some_and(|c| c.root != old.root))
+            .collect();
+        let new = if others.is_empty() {
+            let mut c = old;
+            c.root = ((old.root as u32 + rng.random_range(1..12u32)) % 12) as u8;
+            c
+        } else {
+            chords[others[rng.random_range(0..others.len())]].expect("a chord")
+        };
+        for c in out.chord[start..end]
+            .iter_mut()
+            .take_while(|c| **c == Some(old))
+        {
+            *c = Some(new);
+        }
+    }
+    out
+}
+
 /// A random crop and transposition in `-spec.max_shift ..= spec.max_shift`.
 pub fn random_example(
     rolls: &MultiRoll,
@@ -301,6 +361,7 @@ mod tests {
             levels: vec![StructureLevel::Melody],
             conditioning: None,
             beats: BeatInputs::default(),
+            chord_noise: 0.0,
         };
         let e = example(&rolls, &labels, &spec, 0, 2);
         assert_eq!(e.inputs.len(), 20 * 512);
@@ -411,6 +472,7 @@ mod tests {
             levels: vec![],
             conditioning: Some(Conditioning::REFERENCE),
             beats: BeatInputs::default(),
+            chord_noise: 0.0,
         };
         let width = 512 + LABEL_FEATURES + 256 + REFERENCE_INPUTS;
         let at = 512 + LABEL_FEATURES + 256;
@@ -433,5 +495,62 @@ mod tests {
                 .iter()
                 .all(|&v| v == 0.0)
         }));
+    }
+
+    #[test]
+    fn replaced_chords_are_the_songs_own_with_another_root_and_only_in_the_window() {
+        use rand::SeedableRng;
+        // Eight bars of one beat each: C C G G Am Am F (none), 4 steps a beat.
+        let grid = Grid::quarters(480, 8 * 480, 4);
+        let rolls = MultiRoll::from_tracks([(Role::Piano, &[][..])], &grid);
+        let chord = |root, quality| Some(Chord { root, quality });
+        let beat_chords = [
+            chord(0, Quality::Maj),
+            chord(0, Quality::Maj),
+            chord(7, Quality::Maj),
+            chord(7, Quality::Maj),
+            chord(9, Quality::Min),
+            chord(9, Quality::Min),
+            chord(5, Quality::Maj),
+            None,
+        ];
+        let labels = StepLabels::new(&grid, &rolls.melody, &beat_chords, &[]);
+        let mut rng = StdRng::seed_from_u64(3);
+        assert_eq!(replace_chords(&labels, 0..32, 0.0, &mut rng), labels);
+        let song: Vec<Chord> = beat_chords.iter().flatten().copied().collect();
+        for seed in 0..20 {
+            let mut rng = StdRng::seed_from_u64(seed);
+            // The window: beats 1..7 (steps 4..28); every stretch in it is replaced.
+            let out = replace_chords(&labels, 4..28, 1.0, &mut rng);
+            assert_eq!(out.chord[..4], labels.chord[..4], "before the window");
+            assert_eq!(
+                out.chord[28..],
+                labels.chord[28..],
+                "after it, no chord stays none"
+            );
+            assert_eq!(out.melody, labels.melody);
+            for s in 4..28 {
+                let (old, new) = (labels.chord[s].unwrap(), out.chord[s].unwrap());
+                assert_ne!(new.root, old.root, "step {s} keeps its root");
+                assert!(song.contains(&new), "step {s}: {new:?} is not the song's");
+                // A stretch takes one chord throughout.
+                if s > 4 && labels.chord[s] == labels.chord[s - 1] {
+                    assert_eq!(out.chord[s], out.chord[s - 1]);
+                }
+            }
+        }
+        // A song of one root moves it.
+        let one = StepLabels::new(&grid, &rolls.melody, &[chord(2, Quality::Min); 8], &[]);
+        let out = replace_chords(&one, 0..32, 1.0, &mut rng);
+        assert!(
+            out.chord
+                .iter()
+                .all(|c| c.unwrap().root != 2 && c.unwrap().quality == Quality::Min)
+        );
+        // About the share asked for, over many windows.
+        let replaced = (0..400)
+            .filter(|_| replace_chords(&labels, 0..8, 0.3, &mut rng).chord[0] != labels.chord[0])
+            .count();
+        assert!((80..160).contains(&replaced), "{replaced} of 400 at 0.3");
     }
 }

@@ -102,6 +102,7 @@ mod tests {
             levels: vec![StructureLevel::Melody, StructureLevel::Position],
             conditioning: None,
             beats: BeatInputs::default(),
+            chord_noise: 0.0,
         };
         // Chords trusted over the first five beats only.
         let e = harmony_example(&rolls, &labels, &(0..20), &spec, 0, 2);

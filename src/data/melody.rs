@@ -308,6 +308,7 @@ mod tests {
             levels: vec![StructureLevel::Phrase, StructureLevel::Position],
             conditioning: None,
             beats: BeatInputs::default(),
+            chord_noise: 0.0,
         };
         // From step 9, up a tone, trusted up to step 13, with the accompaniment.
         let e = melody_example(&rolls, &labels, &(0..14), &spec, 9, 2, true);

@@ -40,6 +40,11 @@ pub struct RunOptions {
     pub pe_lr_scale: f64,
     /// Random transposition in `-max_shift ..= max_shift` semitones.
     pub max_shift: i32,
+    /// Accompaniment: the share of each training window's chord stretches given another of
+    /// the song's chords (`data::example::replace_chords`); validation reads the labels as
+    /// they are.
+    #[serde(default)]
+    pub chord_noise: f64,
     pub seed: u64,
     /// Validate every this many steps (and at the end).
     pub eval_every: usize,
@@ -69,6 +74,7 @@ impl RunOptions {
             pos_weight: 1.0,
             pe_lr_scale: 1.0,
             max_shift: 5,
+            chord_noise: 0.0,
             seed: 0,
             eval_every: 200,
             eval_windows: 64,
@@ -97,6 +103,12 @@ impl RunOptions {
         }
         if self.clip_norm.is_nan() || self.clip_norm <= 0.0 {
             return Err("the gradient clipping norm must be positive".into());
+        }
+        if !(0.0..=1.0).contains(&self.chord_noise) {
+            return Err(format!(
+                "the share of chords replaced is between 0 and 1, not {}",
+                self.chord_noise
+            ));
         }
         if !(0..=12).contains(&self.max_shift) {
             return Err("transposition must stay within an octave (0 to 12 semitones)".into());
@@ -186,15 +198,23 @@ impl Session {
         options.validate()?;
         model.config.validate_for(VOCAB_SIZE)?;
         let task = model.config.task;
+        if options.chord_noise > 0.0 && task != Task::Accompaniment {
+            return Err("only an accompaniment learns under replaced chords".into());
+        }
         let spec = WindowSpec {
             max_shift: options.max_shift,
+            chord_noise: options.chord_noise,
             ..WindowSpec::for_model(&model.config, options.window)
         };
         train.check(task, &spec)?;
         let valid = if valid.pieces.is_empty() {
             Vec::new()
         } else {
-            valid.fixed_windows(task, &spec, 4, options.eval_windows, options.batch)
+            let clean = WindowSpec {
+                chord_noise: 0.0,
+                ..spec.clone()
+            };
+            valid.fixed_windows(task, &clean, 4, options.eval_windows, options.batch)
         };
         let mut trainer = Trainer::new(model, options.schedule(), options.clip_norm, options.seed);
         trainer.pos_weight = options.pos_weight as f32;

@@ -106,6 +106,11 @@ pub struct Args {
     /// F-StrIPE's frequencies travel from their initialisation within a run).
     #[arg(long)]
     pub pe_lr_scale: Option<f64>,
+    /// Accompaniment: give this share (0–1) of each training window's chord stretches another
+    /// of the song's chords, so the model learns to play on under a partly wrong chord lane
+    /// (a guessed one); validation reads the annotations as they are.
+    #[arg(long)]
+    pub chord_noise: Option<f64>,
     /// F-StrIPE: the chord level as the chord's tonal centroid (`centroid`, six coordinates in
     /// which related chords are close) or as its identity (`id`, one number per chord, as the
     /// paper indexes labels).

@@ -287,5 +287,8 @@ pub(super) fn run_options(args: &Args, task: Task) -> RunOptions {
     if let Some(v) = args.pe_lr_scale {
         o.pe_lr_scale = v;
     }
+    if let Some(v) = args.chord_noise {
+        o.chord_noise = v;
+    }
     o
 }
