@@ -378,17 +378,18 @@ fn a_harmonizer_s_colourful_end_is_chosen_on_validation_and_shipped() {
 #[test]
 fn the_default_path_is_measured_with_each_lane_in_turn() {
     let Some(root) = data_root() else { return };
-    let eval = |split: &str| {
+    let eval = |split: &str, more: &[&str]| {
         pianoformer()
             .args([
                 "eval", "--task", "pedal", "--model", "default", "--limit", "1",
             ])
             .args(["--lanes", "open,chords", "--split", split, "--data"])
             .arg(&root)
+            .args(more)
             .output()
             .expect("run pianoformer")
     };
-    let out = eval("valid");
+    let out = eval("valid", &[]);
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
@@ -409,11 +410,42 @@ fn the_default_path_is_measured_with_each_lane_in_turn() {
         "{stdout}"
     );
     assert!(!stdout.contains("NaN"), "{stdout}");
-    let bad = eval("train");
+    let bad = eval("train", &[]);
     assert!(!bad.status.success());
     let words = String::from_utf8_lossy(&bad.stderr);
     assert!(
         words.contains("--split is valid or test, not train"),
         "{words}"
     );
+    // Another accompaniment, each song at a seed of its own; a model that is not there is
+    // named in words.
+    let other = eval(
+        "valid",
+        &[
+            "--accompaniment",
+            "accompaniment-sinespe",
+            "--seed-per-song",
+            "--seed",
+            "2",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&other.stdout);
+    assert!(
+        other.status.success(),
+        "{}",
+        String::from_utf8_lossy(&other.stderr)
+    );
+    let played: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("The default path on 1 melody-only files"))
+        .collect();
+    assert_eq!(played.len(), 2, "{stdout}");
+    assert!(
+        played.iter().all(|l| l.contains("accompaniment-sinespe")),
+        "both lanes name the model played: {stdout}"
+    );
+    let missing = eval("valid", &["--accompaniment", "no-such-model"]);
+    assert!(!missing.status.success());
+    let words = String::from_utf8_lossy(&missing.stderr);
+    assert!(words.contains("no-such-model"), "{words}");
 }

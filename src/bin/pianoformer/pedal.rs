@@ -261,7 +261,7 @@ pub fn run(args: Args) -> Result<(), String> {
         "none" => (Value::Null, Value::Null),
         spec => (
             written_lengths(&model, spec, &args)?,
-            default_path_lengths(&model, spec, &args.data, &test, Lanes::Open)?,
+            default_path_lengths(&model, spec, &args.data, &test, (Lanes::Open, 0, false))?,
         ),
     };
     let bytes = serde_json::to_vec_pretty(&model).expect("the model serialises");
@@ -382,15 +382,26 @@ fn write_manifest(
     std::fs::write(path, out).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
+/// What `eval --task pedal` measures the default path with: the accompaniment (a shipped
+/// model's name, a run folder or `default`), the lanes it is given in turn, and how far the
+/// page's seed is moved.
+pub struct DefaultPath<'a> {
+    pub accompaniment: &'a str,
+    pub lanes: &'a [Lanes],
+    pub seed: u64,
+    /// Each song's seed moved by its POP909 number as well.
+    pub per_song: bool,
+}
+
 /// `eval --task pedal`: the shipped (or given) pedal model scored on the songs of `split`
 /// (the test songs, unless tuning), with the pianists and the rule beside it, and the sounding
-/// lengths it gives the default path's piano on their melodies alone, with each of `lanes`.
+/// lengths it gives the default path's piano on their melodies alone, with each of the lanes.
 pub fn eval(
     data: &Path,
     model: &Path,
     limit: Option<usize>,
     split: Split,
-    lanes: &[Lanes],
+    path: &DefaultPath<'_>,
 ) -> Result<(), String> {
     let text = std::fs::read_to_string(model)
         .map_err(|e| format!("cannot read the pedal model {}: {e}", model.display()))?;
@@ -405,8 +416,14 @@ pub fn eval(
         println!("{}", line(name, p));
     }
     println!("{}", line("learnt", &learnt.expect("a model was given")));
-    for &lanes in lanes {
-        default_path_lengths(&model, "default", data, &songs, lanes)?;
+    for &lanes in path.lanes {
+        default_path_lengths(
+            &model,
+            path.accompaniment,
+            data,
+            &songs,
+            (lanes, path.seed, path.per_song),
+        )?;
     }
     Ok(())
 }

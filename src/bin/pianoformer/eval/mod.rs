@@ -131,7 +131,8 @@ pub struct Args {
     /// --task pedal: the lanes the default path's melody-only files are accompanied with, each
     /// in turn: `open` (as a dropped file gets them: phrases detected, chords by the
     /// harmonizer), `chords` (the annotated chords, phrases detected), `phrases` (the human
-    /// phrases, chords by the harmonizer), `annotated` (both).
+    /// phrases, chords by the harmonizer), `annotated` (both). The piano is the one
+    /// --accompaniment names (`default`: the page's), at the page's seed plus --seed.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "open")]
     pub lanes: Vec<crate::pedal::Lanes>,
     /// --sample: sampling temperature (default 1); --openings: instead of the model's.
@@ -205,6 +206,7 @@ pub struct Args {
     /// Harmonization: the accompaniment model played from each lane (the harmonizer's, the
     /// detector's, the annotations') on the test songs, scored by its chord tones against the
     /// annotated chords: a shipped model's name, a run folder, `default`, or `none` to skip.
+    /// `--task pedal`: the accompaniment the default path's lengths are measured with.
     #[arg(long, default_value = "default")]
     pub accompaniment: String,
     /// Songs per split at most (quick runs).
@@ -271,6 +273,11 @@ pub struct Args {
     pub measure_echo_density: usize,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// `--task pedal`: play each song of the default path at the page's seed + --seed + its
+    /// POP909 number, so the songs' random draws are independent (at one seed they share them,
+    /// and the panel's figures move with the seed as a whole: reports/pedal.md).
+    #[arg(long)]
+    pub seed_per_song: bool,
     #[arg(long, default_value = "cpu")]
     pub backend: String,
 }
@@ -424,7 +431,13 @@ fn pedal(args: &Args) -> Result<(), String> {
         "test" => pianoformer::music::pop909::Split::Test,
         other => return Err(format!("--split is valid or test, not {other}")),
     };
-    crate::pedal::eval(&args.data, &model, args.limit, split, &args.lanes)
+    let path = crate::pedal::DefaultPath {
+        accompaniment: &args.accompaniment,
+        lanes: &args.lanes,
+        seed: args.seed,
+        per_song: args.seed_per_song,
+    };
+    crate::pedal::eval(&args.data, &model, args.limit, split, &path)
 }
 
 pub fn run(args: Args) -> Result<(), String> {

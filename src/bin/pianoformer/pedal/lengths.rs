@@ -166,13 +166,14 @@ struct PathSong {
 /// the accompaniment `spec` with its own defaults (texture echo, dynamics) and `model`'s
 /// pedal, as `generate` writes it; the written piano's notes sound a median so many beats
 /// under that pedal, against the pianist's notes under theirs (whole songs, both). `lanes`
-/// other than [`Lanes::Open`] give it the annotations instead.
+/// other than [`Lanes::Open`] give it the annotations instead; the page's seed is moved by
+/// `seed`, and with `per_song` by each song's POP909 number too.
 pub(super) fn default_path_lengths(
     model: &PedalModel,
     spec: &str,
     data: &Path,
     songs: &[PedalSong],
-    lanes: Lanes,
+    (lanes, seed, per_song): (Lanes, u64, bool),
 ) -> Result<Value, String> {
     use pianoformer::model::config::Task;
     use pianoformer::music::pop909::Pop909;
@@ -193,8 +194,13 @@ pub(super) fn default_path_lengths(
     let data = Pop909::open(data).map_err(|e| e.to_string())?;
     let (mut figures, mut harmonized) = (Vec::new(), 0);
     for song in songs {
-        let (written, was_harmonized) =
-            default_path_piece(&data, song, lanes, &run, harmonizer.as_ref())?;
+        let (written, was_harmonized) = default_path_piece(
+            &data,
+            song,
+            (lanes, seed + if per_song { u64::from(song.id) } else { 0 }),
+            &run,
+            harmonizer.as_ref(),
+        )?;
         harmonized += usize::from(was_harmonized);
         if let Some(f) = path_song(&written, song) {
             figures.push(f);
@@ -391,7 +397,7 @@ fn annotated_cells(
 fn default_path_piece(
     data: &pianoformer::music::pop909::Pop909,
     song: &PedalSong,
-    lanes: Lanes,
+    (lanes, seed): (Lanes, u64),
     run: &pianoformer::studio::Run<'_>,
     harmonizer: Option<&(crate::models::Loaded, HarmonyDecode)>,
 ) -> Result<(pianoformer::music::piece::Piece, bool), String> {
@@ -451,7 +457,10 @@ fn default_path_piece(
     let out = pollster::block_on(TaskKind::Accompaniment.generate(
         run,
         &piece,
-        &Options::default(),
+        &Options {
+            seed: Options::default().seed + seed,
+            ..Options::default()
+        },
         &mut Kept::default(),
         |_| async { true },
     ))
