@@ -141,7 +141,11 @@ if [ "$what" = all ] || [ "$what" = accompaniment-ar ]; then
     name=acc-ar-sinespe-seed$seed
     train "$name" accompaniment "$AR_STEPS" --pe sine_spe --gated --conditioning autoregressive \
       --seed "$seed" --window 256 --batch "$AR_BATCH" --eval-every 500 --checkpoint-every 250
-    evaluate "$name" accompaniment --bars 16,64 --per-song 2
+    # Hold temperature 1.0 since session 43: the sweep's sounding band counts written notes,
+    # and the learnt pedal now sounds them; chosen on the pedal panel (`eval --task pedal
+    # --split valid --seed-per-song --accompaniment RUN`, reports/pedal.md, "One seed for every
+    # song"). With 1.0 alone the sweep keeps temperature 1.0.
+    evaluate "$name" accompaniment --bars 16,64 --per-song 2 --hold-temperatures 1.0
   done
 fi
 
