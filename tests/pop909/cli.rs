@@ -449,3 +449,47 @@ fn the_default_path_is_measured_with_each_lane_in_turn() {
     let words = String::from_utf8_lossy(&missing.stderr);
     assert!(words.contains("no-such-model"), "{words}");
 }
+
+/// `eval --texture --seed-per-song`: each song draws from a seed of its own, and the panel says
+/// so in its summary line and its JSON.
+#[test]
+fn the_texture_panel_gives_each_song_its_own_seed_when_asked() {
+    let Some(root) = data_root() else { return };
+    let dir = std::env::temp_dir().join(format!("pianoformer-texture-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out_file = dir.join("texture.json");
+    let out = pianoformer()
+        .args(["eval", "--task", "accompaniment", "--texture"])
+        .args([
+            "--model",
+            "accompaniment-ar",
+            "--split",
+            "valid",
+            "--strengths",
+            "1",
+        ])
+        .args([
+            "--limit",
+            "1",
+            "--threads",
+            "1",
+            "--seed-per-song",
+            "--data",
+        ])
+        .arg(&root)
+        .arg("--out")
+        .arg(&out_file)
+        .output()
+        .expect("run pianoformer");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("seed 0 + each song's own)"), "{stdout}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    assert_eq!(json["seed_per_song"], true, "{json}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -275,7 +275,8 @@ pub struct Args {
     pub seed: u64,
     /// `--task pedal`: play each song of the default path at the page's seed + --seed + its
     /// POP909 number, so the songs' random draws are independent (at one seed they share them,
-    /// and the panel's figures move with the seed as a whole: reports/pedal.md).
+    /// and the panel's figures move with the seed as a whole: reports/pedal.md). `--texture`:
+    /// each song at --seed + a number drawn from its name.
     #[arg(long)]
     pub seed_per_song: bool,
     #[arg(long, default_value = "cpu")]

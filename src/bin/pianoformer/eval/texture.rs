@@ -72,13 +72,14 @@ pub fn run(args: Args) -> Result<(), String> {
     }
     let split = if test { "test" } else { "valid" };
     println!(
-        "  ({} {split} songs, {}, temperature {}, hold {}, density {}, seed {})",
+        "  ({} {split} songs, {}, temperature {}, hold {}, density {}, seed {}{})",
         songs.len(),
         loaded.source,
         sampling.temperature,
         sampling.hold_temperature,
         sampling.density,
-        args.seed
+        args.seed,
+        ["", " + each song's own"][usize::from(args.seed_per_song)]
     );
     let result = serde_json::json!({
         "task": "accompaniment",
@@ -88,6 +89,7 @@ pub fn run(args: Args) -> Result<(), String> {
         "hold_temperature": sampling.hold_temperature,
         "density": sampling.density,
         "seed": args.seed,
+        "seed_per_song": args.seed_per_song,
         "data": data.description,
         "split": split,
         "counts": counts,
@@ -476,6 +478,16 @@ fn accompany_all(
 ) -> Result<Vec<TextureSong>, String> {
     let started = Instant::now();
     super::panel::par_map(pieces, args.threads(), model, |m, p| {
+        // With --seed-per-song each song draws from a seed of its own (its name's), so the
+        // songs' random draws are independent rather than shared.
+        let sampling = PianoSampling {
+            seed: sampling.seed.wrapping_add(if args.seed_per_song {
+                name_seed(&p.name)
+            } else {
+                0
+            }),
+            ..sampling
+        };
         let r = pollster::block_on(texture_song(
             m, p, sampling, lean, strengths, detected, device,
         ))
@@ -493,6 +505,13 @@ fn accompany_all(
             started.elapsed().as_secs_f64()
         );
         Ok(r)
+    })
+}
+
+/// A song's own seed offset: the FNV-1a hash of its name (stable across runs and machines).
+fn name_seed(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
 }
 
