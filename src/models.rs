@@ -103,6 +103,10 @@ pub struct Manifest {
     /// shipped (the same kind of entry as the velocity model's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pedal: Option<DynamicsEntry>,
+    /// The causal pedal a live take's piano is pedalled with as it plays (`pianoformer pedal
+    /// --causal`), if shipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pedal_live: Option<DynamicsEntry>,
 }
 
 /// A shipped side model fitted by its own command — the velocity model (`pianoformer
@@ -503,6 +507,7 @@ mod tests {
             models: vec![good.clone()],
             dynamics: None,
             pedal: None,
+            pedal_live: None,
         };
         // The velocity model's entry survives a manifest's round trip (`ship` rewrites it), and
         // a manifest without one stays without.

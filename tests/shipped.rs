@@ -432,6 +432,37 @@ fn the_shipped_velocity_model_loads_with_its_figures() {
     assert!(entry.metrics["test_written"]["written"]["songs_melody_corr_positive"].is_number());
 }
 
+/// The live take's pedal: it loads (size and checksum checked), reads each step causally (a
+/// take decides its pedal as it plays), was fitted by `pianoformer pedal --causal`, and its
+/// test figures beat the chord-change rule's; the written piano's pedal is another model.
+#[test]
+fn the_shipped_live_pedal_is_causal_and_carries_its_figures() {
+    let text = std::fs::read_to_string(models_dir().join("manifest.json")).unwrap();
+    let manifest = Manifest::parse(&text).unwrap();
+    let entry = manifest
+        .pedal_live
+        .as_ref()
+        .expect("the manifest ships a live pedal (pianoformer pedal --causal)");
+    let model = entry.load_pedal(&models_dir()).unwrap();
+    assert!(
+        model.causal,
+        "a live take's pedal reads only what was played"
+    );
+    assert!(
+        entry.training["command"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("pianoformer pedal") && c.contains("--causal"))
+    );
+    let test = &entry.metrics["test"];
+    let f1 = |panel: &str| test[panel]["f1"].as_f64().unwrap();
+    assert!(f1("learnt") > f1("rule"), "{test}");
+    let written = manifest.pedal.as_ref().unwrap().load_pedal(&models_dir());
+    assert!(
+        !written.unwrap().causal,
+        "the written piano's pedal reads the whole part"
+    );
+}
+
 /// The default melody model follows the chords it is given: a plan of 16 bars under a
 /// progression in C and under a substituted one (another key, other functions), four seeds
 /// each, its onsets at chord changes and strong beats on tones of the planned chords at least

@@ -52,6 +52,8 @@ export class Piano {
   #sustain = false; // a keyboard's sustain pedal is down
   #sustained = new Set(); // keys released under it, still sounding
   #live = new Map(); // pitch → the voice of a live piano note (a live take's accompaniment)
+  #livePedal = false; // the live piano's sustain pedal is down (as of the last move scheduled)
+  #livePedalled = new Map(); // pitch → a live piano note ended under its pedal, still sounding
 
   /** `baseUrl`: the folder holding A0.mp3 … C8.mp3 (a URL or a string, relative to the page). */
   constructor(baseUrl = new URL('./samples/', import.meta.url)) {
@@ -133,16 +135,47 @@ export class Piano {
    */
   liveOn(pitch, velocity, when) {
     if (!this.#samples) return false;
-    this.liveOff(pitch, when);
+    // Struck again: the string sounding (held, or under the pedal) is damped as it is re-struck.
+    this.#damp(this.#live, pitch, when);
+    this.#damp(this.#livePedalled, pitch, when);
     this.#live.set(pitch, attackVoice(this.#context(), this.#samples, this.#output, pitch, velocity, when));
     return true;
   }
 
-  /** Ends a live piano note at context time `when` (its release fades after it). */
+  /**
+   * Ends a live piano note at context time `when` (its release fades after it); while the live
+   * piano's pedal is down it sounds on until the pedal lifts or the key is struck again.
+   */
   liveOff(pitch, when) {
-    const voice = this.#live.get(pitch);
+    if (this.#livePedal && this.#live.has(pitch)) {
+      this.#livePedalled.set(pitch, this.#live.get(pitch));
+      this.#live.delete(pitch);
+      return;
+    }
+    this.#damp(this.#live, pitch, when);
+  }
+
+  /**
+   * The live piano's sustain pedal (a live take's learnt pedal), moved at context time `when`:
+   * lifting it ends the notes it holds there. Moves are given in the order they happen, with
+   * the notes' `liveOn` / `liveOff` around them.
+   */
+  livePedal(down, when) {
+    this.#livePedal = Boolean(down);
+    if (this.#livePedal) return;
+    for (const pitch of [...this.#livePedalled.keys()]) this.#damp(this.#livePedalled, pitch, when);
+  }
+
+  /** The live piano's notes sounding only because its pedal is down, for tests and the meter. */
+  get livePedalled() {
+    return this.#livePedalled.size;
+  }
+
+  /** Ends `voices`' note at `pitch` at context time `when` (its release fades after it). */
+  #damp(voices, pitch, when) {
+    const voice = voices.get(pitch);
     if (!voice) return;
-    this.#live.delete(pitch);
+    voices.delete(pitch);
     const at = Math.max(when, this.#ctx.currentTime);
     const gain = voice.envelope.gain;
     gain.cancelScheduledValues(at);
@@ -151,9 +184,11 @@ export class Piano {
     voice.source.stop(at + RELEASE);
   }
 
-  /** Ends every live piano note at context time `when` (the take stopped). */
+  /** Ends every live piano note at context time `when`, its pedal lifted (the take stopped). */
   liveStop(when = this.#ctx?.currentTime ?? 0) {
-    for (const pitch of [...this.#live.keys()]) this.liveOff(pitch, when);
+    this.#livePedal = false;
+    for (const pitch of [...this.#live.keys()]) this.#damp(this.#live, pitch, when);
+    for (const pitch of [...this.#livePedalled.keys()]) this.#damp(this.#livePedalled, pitch, when);
   }
 
   /**

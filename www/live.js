@@ -9,7 +9,7 @@
 import { $, status } from './page.js';
 import { store } from './page-store.js';
 import { call } from './worker-client.js';
-import { currentEntry, ensureModel, pedalText } from './model-loader.js';
+import { currentEntry, ensureModel, livePedalText } from './model-loader.js';
 import { secondsAt, tickAtSeconds } from './piece.js';
 import { piano } from './sound.js';
 import { settings } from './settings.js';
@@ -35,7 +35,9 @@ export class LiveTake {
     this.stopped = false;
     // minMarginMs: the least time between a sounded sixteenth's notes arriving and its start
     // (never negative: a late sixteenth is not sounded).
-    this.stats = { steps: 0, hits: 0, late: 0, lateSteps: [], latencies: [], workerMs: [], keyDelays: [], notes: 0, chords: [], minMarginMs: null };
+    // pedal: the live piano's sustain pedal moves ([tick, value]); pedalled: the most notes its
+    // pedal held past their release at once.
+    this.stats = { steps: 0, hits: 0, late: 0, lateSteps: [], latencies: [], workerMs: [], keyDelays: [], notes: 0, chords: [], pedal: [], pedalled: 0, minMarginMs: null };
   }
 
   async start() {
@@ -57,8 +59,9 @@ export class LiveTake {
         textureEcho: s.textureEcho ?? null,
         pedal: s.writtenPedal ?? 'learnt',
       },
-      // The learnt pedal the take's piano is pedalled with when it stops ('': none).
-      pedal: (s.writtenPedal ?? 'learnt') === 'learnt' ? await pedalText() : '',
+      // The learnt pedal of the take's piano ('': none): the live one (causal) pedals it as it
+      // plays; without one, the written piano's pedals it when the take stops.
+      pedal: (s.writtenPedal ?? 'learnt') === 'learnt' ? await livePedalText() : '',
     });
     this.next = this.grid.fromStep;
     this.fromSeconds = secondsAt(this.piece, this.grid.fromTick);
@@ -68,7 +71,12 @@ export class LiveTake {
 
   /** performance.now() time at which step `step` sounds. */
   stepMs(step) {
-    return this.startMs + (secondsAt(this.piece, stepTick(this.grid, step)) - this.fromSeconds) * 1000;
+    return this.tickMs(stepTick(this.grid, step));
+  }
+
+  /** performance.now() time at which piece tick `tick` sounds in the take. */
+  tickMs(tick) {
+    return this.startMs + (secondsAt(this.piece, tick) - this.fromSeconds) * 1000;
   }
 
   #tick(ms) {
@@ -137,6 +145,12 @@ export class LiveTake {
       // What ends here ends even when the step came back late (at once, then).
       const when = clock + Math.max(0, at - arrived) / 1000;
       for (const p of s.ends) piano.liveOff(p, when);
+      // The piano's pedal moves with its notes (late ones at once): a lift lets the notes it
+      // held go, a change presses again a 64th later.
+      for (const [tick, value] of s.pedal ?? []) {
+        piano.livePedal(value >= 64, clock + Math.max(0, this.tickMs(tick) - arrived) / 1000);
+        this.stats.pedal.push([tick, value]);
+      }
       if (arrived > at) {
         this.stats.late++;
         this.stats.lateSteps.push([s.step, Math.round(arrived - at), Math.round(latency), steps.length]);
@@ -148,6 +162,7 @@ export class LiveTake {
         piano.liveOn(p, VELOCITY, when);
         this.stats.notes++;
       }
+      this.stats.pedalled = Math.max(this.stats.pedalled, piano.livePedalled);
     }
   }
 

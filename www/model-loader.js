@@ -30,10 +30,11 @@ export function prefetchModel(entry) {
 }
 
 // The side models' JSON, once fetched ('' when there is none): the velocity model, the pedal.
-const sideTexts = { dynamics: null, pedal: null };
+const sideTexts = { dynamics: null, pedal: null, livePedal: null };
 const sideFailures = {
   dynamics: 'The piano will play at one velocity: the dynamics model could not be loaded',
   pedal: 'The written piano will have no pedal: the pedal model could not be loaded',
+  livePedal: "The live piano will play without its pedal until the take stops: the live pedal model could not be loaded",
 };
 
 /** The side model `kind` the manifest ships, fetched and checked once ('' when none). */
@@ -67,6 +68,14 @@ export function dynamicsText() {
  */
 export function pedalText() {
   return sideText('pedal');
+}
+
+/**
+ * The pedal a live take's piano is pedalled with: the manifest's live (causal) pedal, which
+ * pedals it as it plays; without one, the written piano's, which pedals the take when it stops.
+ */
+export async function livePedalText() {
+  return (store.livePedal && (await sideText('livePedal'))) || pedalText();
 }
 
 /** Lists the chosen task's models, choosing `selected` (else the default) and its settings. */

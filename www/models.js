@@ -18,7 +18,7 @@ export async function loadManifest() {
     if (!response.ok) throw new Error(`the server answered ${response.status}`);
     const manifest = await response.json();
     // The menus follow ('models').
-    setModels(manifest.models ?? [], manifest.dynamics ?? null, manifest.pedal ?? null);
+    setModels(manifest.models ?? [], manifest.dynamics ?? null, manifest.pedal ?? null, manifest.pedal_live ?? null);
   } catch (e) {
     showError(`The list of models could not be loaded (${e.message}); generation is unavailable.`);
     showModels();

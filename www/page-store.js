@@ -50,6 +50,7 @@ const redoStack = []; // pieces Undo took back, the last undone first; a new edi
 let manifest = []; // the models' entries: the manifest's, then the person's own
 let dynamics = null; // the manifest's velocity model, or null
 let pedal = null; // the manifest's pedal model, or null
+let livePedal = null; // the manifest's live (causal) pedal model, or null
 const loaded = new Set(); // the names of the models loaded in the current Worker
 let comparison = null; // the Comparison on show (compare.js), or null
 let loop = null; // the roll's loop selection [fromTick, toTick), or null
@@ -64,6 +65,9 @@ export const store = {
   },
   get pedal() {
     return pedal;
+  },
+  get livePedal() {
+    return livePedal;
   },
   /** Whether the current Worker has the model called `name` loaded. */
   isLoaded(name) {
@@ -144,13 +148,14 @@ export function redo() {
 }
 
 /**
- * The manifest's models, velocity model and pedal model (as the page opens), telling 'models'
- * listeners.
+ * The manifest's models, velocity model, pedal model and live pedal model (as the page opens),
+ * telling 'models' listeners.
  */
-export function setModels(models, velocity = null, pedalModel = null) {
+export function setModels(models, velocity = null, pedalModel = null, livePedalModel = null) {
   manifest = [...models];
   dynamics = velocity;
   pedal = pedalModel;
+  livePedal = livePedalModel;
   emit('models', { manifest });
 }
 

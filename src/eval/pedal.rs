@@ -39,11 +39,13 @@ pub struct PedalSong {
 }
 
 /// The POP909 songs of `split` whose piano part has the pianist's pedal (`limit`: the first
-/// so many), and how many of the split's songs had none.
+/// so many), their steps read causally where `causal` (for a live take's pedal), and how many
+/// of the split's songs had none.
 pub fn load(
     root: &Path,
     split: Split,
     limit: Option<usize>,
+    causal: bool,
 ) -> Result<(Vec<PedalSong>, usize), String> {
     let data = Pop909::open(root).map_err(|e| e.to_string())?;
     let ids = data.split_ids(split).map_err(|e| e.to_string())?;
@@ -80,7 +82,12 @@ pub fn load(
         if range.len() < 16 {
             continue;
         }
-        let steps = Steps::new(&s.grid, &s.labels, &s.rolls.piano, &s.rolls.melody);
+        let rolls = (&s.rolls.piano, &s.rolls.melody);
+        let steps = if causal {
+            Steps::causal(&s.grid, &s.labels, rolls, 0..s.grid.num_steps())
+        } else {
+            Steps::new(&s.grid, &s.labels, rolls.0, rolls.1)
+        };
         songs.push(PedalSong {
             id,
             grid: s.grid,

@@ -35,6 +35,7 @@ use crate::music::chords::Chord;
 use crate::music::harmony::decode::{HarmonyDecode, causal_step, log_softmax_rows};
 use crate::music::harmony::{BeatPlaces, CHORD_CLASSES, chord_class, class_chord};
 use crate::music::labels::{StepLabels, sounding_pitch};
+use crate::music::pedal::model::PedalStream;
 use crate::music::roll::{PITCHES, PianoRoll};
 use crate::music::texture::echo::sources;
 
@@ -63,13 +64,16 @@ impl<'a> LiveChords<'a> {
 
 /// One decided step: the piano's notes that start at it (a pitch already sounding is struck
 /// again), the pitches that sounded at the step before and stop at it (struck-again ones
-/// included), and, where a beat starts whose chord was decided live, that chord.
+/// included), where a beat starts whose chord was decided live, that chord, and the moves of
+/// the piano's sustain pedal the step starts ([`Live::pedal`]: `(tick, value)` in order; a
+/// change is a lift and a press a 64th later).
 #[derive(Clone, Debug, PartialEq)]
 pub struct LiveStep {
     pub step: usize,
     pub onsets: Vec<u8>,
     pub ends: Vec<u8>,
     pub chord: Option<Option<Chord>>,
+    pub pedal: Vec<(u64, u8)>,
 }
 
 struct Harmony {
@@ -104,6 +108,9 @@ pub struct Live {
     /// The texture echo leaning each step towards the step of the phrase's first occurrence
     /// it answers (in the take or the piano before it).
     pub texture: Option<TextureEcho>,
+    /// The piano's sustain pedal, decided with its notes step by step (a causal pedal model);
+    /// `None`: none while the take plays.
+    pub pedal: Option<PedalStream>,
     /// For a model that reads the reference lane: the step each step answers (the phrase
     /// lane's repeats, fixed for the take); empty otherwise.
     answered: Vec<Option<usize>>,
@@ -231,6 +238,7 @@ impl Live {
             width,
             levels,
             texture: None,
+            pedal: None,
             answered,
         })
     }
@@ -379,10 +387,27 @@ impl Live {
                 onsets: onsets.collect(),
                 ends: ends.collect(),
                 chord,
+                pedal: Vec::new(),
             });
             self.next += 1;
         }
+        self.pedal_through(&mut out);
         Ok(out)
+    }
+
+    /// The pedal's moves over the steps just decided (`out`), each given to its step.
+    fn pedal_through(&mut self, out: &mut [LiveStep]) {
+        let Some(stream) = self.pedal.as_mut() else {
+            return;
+        };
+        let sheet = &self.input.sheet;
+        let rolls = (&sheet.rolls.piano, &sheet.rolls.melody);
+        let events = stream.advance(&sheet.grid, &sheet.labels, rolls, self.next);
+        for (step, tick, value) in events {
+            if let Some(s) = out.iter_mut().find(|s| s.step == step) {
+                s.pedal.push((tick, value));
+            }
+        }
     }
 
     /// The chord of `beat`: the planned one, else the harmonizer's decision from what was

@@ -407,7 +407,12 @@ pub fn pedal_track(
     let region = grid.bar_steps(from).start..grid.bar_steps(to.min(bars) - 1).end;
     let notes: Vec<Note> = piece.tracks[index].midi_notes(0).collect();
     let roll = PianoRoll::from_notes(&notes, grid);
-    let steps = Steps::new(grid, &input.sheet.labels, &roll, &input.sheet.rolls.melody);
+    let steps = Steps::for_model(
+        model,
+        grid,
+        &input.sheet.labels,
+        (&roll, &input.sheet.rolls.melody),
+    );
     let new = model.pedal(&steps, grid, region.clone());
     let mut out = piece.clone();
     let old = std::mem::take(&mut out.tracks[index].pedal);
@@ -445,7 +450,7 @@ fn written_pedal(
         (super::PedalMode::Played, _) => return old,
         (super::PedalMode::Learnt, Some(model)) => {
             let sheet = &input.sheet;
-            let steps = Steps::new(grid, &sheet.labels, roll, &sheet.rolls.melody);
+            let steps = Steps::for_model(model, grid, &sheet.labels, (roll, &sheet.rolls.melody));
             model.pedal(&steps, grid, region.clone())
         }
         _ => Vec::new(),

@@ -14,7 +14,7 @@ use crate::generate::piece_input_with;
 use crate::generate::texture::TextureEcho;
 use crate::generate::{GenerateError, PianoSampling};
 use crate::model::performer::Performer;
-use crate::music::pedal::model::{PedalModel, Steps};
+use crate::music::pedal::model::{PedalModel, PedalStream, Steps};
 use crate::music::piece::{Piece, PieceNote, PiecePedal, chord_cell};
 
 /// How a take starts.
@@ -90,13 +90,16 @@ pub struct LiveResult {
 
 /// Starts a take on `piece` with the step-by-step accompaniment `model` (its own sampling
 /// unless the options say otherwise) and, for the bars the chord lane leaves empty, the causal
-/// harmonizer `chords`.
+/// harmonizer `chords`. With the learnt pedal and a causal `pedal` model, the piano is
+/// pedalled as it plays (each step's moves in its [`LiveStep`]); a whole-song model pedals
+/// it when the take stops ([`live_result`]).
 pub async fn live_start(
     model: &Performer,
     play: &ModelPlay,
     chords: Option<LiveChords<'_>>,
     piece: &Piece,
     options: &LiveOptions,
+    pedal: Option<&PedalModel>,
     device: &Device,
 ) -> Result<(Live, LiveGrid), GenerateError> {
     piece.validate()?;
@@ -184,6 +187,13 @@ pub async fn live_start(
         .and_then(|lean| TextureEcho::repeats(lean, strength, &live.input.sheet.labels))
         .map(TextureEcho::unheard);
     live.texture = echo;
+    if options.pedal == PedalMode::Learnt {
+        live.pedal = pedal
+            .filter(|m| m.causal)
+            .map(|m| PedalStream::new(m.clone(), from))
+            .transpose()
+            .map_err(GenerateError::Read)?;
+    }
     Ok((live, view))
 }
 
@@ -216,8 +226,9 @@ pub async fn live_step(
 }
 
 /// The take's result so far: the piano from its start to the last step decided, the chords
-/// decided live, and the sustain pedal over it as `pedal` says (learnt by `model`, from the
-/// piano played, the melody heard and the chords as decided).
+/// decided live, and the sustain pedal over it as `pedal` says: learnt — as it was played
+/// where the take was pedalled live (what was heard is what is kept), else by `model` from
+/// the piano played, the melody heard and the chords as decided.
 pub fn live_result(live: &Live, pedal: PedalMode, model: Option<&PedalModel>) -> LiveResult {
     let grid = &live.input.sheet.grid;
     let decided = live.decided();
@@ -231,9 +242,13 @@ pub fn live_result(live: &Live, pedal: PedalMode, model: Option<&PedalModel>) ->
     }
     let pedal = match (pedal, model) {
         (PedalMode::Played, _) => None,
+        (PedalMode::Learnt, _) if live.pedal.is_some() => {
+            let stream = live.pedal.as_ref().expect("a live pedal");
+            Some(stream.events(grid, decided.end))
+        }
         (PedalMode::Learnt, Some(model)) if !decided.is_empty() => {
             let sheet = &live.input.sheet;
-            let steps = Steps::new(grid, &sheet.labels, &roll, &sheet.rolls.melody);
+            let steps = Steps::for_model(model, grid, &sheet.labels, (&roll, &sheet.rolls.melody));
             Some(model.pedal(&steps, grid, decided.clone()))
         }
         _ => Some(Vec::new()),

@@ -467,6 +467,7 @@ fn a_live_take_on_a_piece_plays_into_room_after_it_and_writes_its_chords_back() 
         chords,
         &piece,
         &options,
+        None,
         &device,
     ))
     .unwrap();
@@ -556,6 +557,7 @@ fn a_live_take_on_a_piece_plays_into_room_after_it_and_writes_its_chords_back() 
         None,
         &piece,
         &options,
+        None,
         &device,
     ))
     .unwrap();
@@ -585,6 +587,7 @@ fn a_live_take_on_a_piece_plays_into_room_after_it_and_writes_its_chords_back() 
         None,
         &piece,
         &far,
+        None,
         &device,
     ));
     assert!(err.err().unwrap().to_string().contains("past the end"));
@@ -598,6 +601,7 @@ fn a_live_take_on_a_piece_plays_into_room_after_it_and_writes_its_chords_back() 
         None,
         &piece,
         &dense,
+        None,
         &device,
     ));
     assert!(err.err().unwrap().to_string().contains("density"));
@@ -614,6 +618,7 @@ fn a_live_take_on_a_piece_plays_into_room_after_it_and_writes_its_chords_back() 
             None,
             &piece,
             &options,
+            None,
             &device,
         ))
         .unwrap();
@@ -1201,5 +1206,108 @@ fn a_continuations_new_bars_are_pedalled_as_asked() {
         off.tracks.last().unwrap().notes,
         track.notes,
         "the same notes either way"
+    );
+}
+
+/// A causal pedal model pedals a live take's piano as it plays: each step's moves come back
+/// with its notes, what was heard is what the take keeps, and it is the model's pedal of the
+/// piano played, read whole; Pedal off plays none.
+#[test]
+fn a_live_take_is_pedalled_as_it_plays_and_keeps_the_pedal_heard() {
+    use crate::model::config::Conditioning;
+    use crate::music::pedal::model::tests::{fixture, fixture_pianist};
+    use crate::music::pedal::model::{Fit, Link, PedalModel, Steps, pianist_steps};
+    let device = Device::flex();
+    let config = PerformerConfig::tiny(Task::Accompaniment, 0, PeConfig::new(PeKind::SineSpe))
+        .with_inputs(Some(Conditioning::lagged(1)));
+    let model = Performer::new(&config, 1, &device).unwrap();
+    // A causal pedal fitted on the fixture's pianist (a change at every bar's chord).
+    let (g, labels, piano, melody) = fixture();
+    let n = g.num_steps();
+    let (press, down) = pianist_steps(&g, &fixture_pianist(&g, &labels), g.tick_at(n));
+    let mut fit = Fit::new(1, Link::Linear, true);
+    fit.add(
+        &Steps::causal(&g, &labels, (&piano, &melody), 0..n),
+        0..n,
+        &press,
+        &down,
+    );
+    let causal: PedalModel = fit.solve(1e-3).unwrap();
+    let piece = piece();
+    let options = LiveOptions {
+        from_bar: 2,
+        bars: 2,
+        ..LiveOptions::default()
+    };
+    let sampling = PianoSampling {
+        temperature: 1.0,
+        ..PianoSampling::default()
+    };
+    let take = |options: &LiveOptions| {
+        let (mut live, grid) = pollster::block_on(live_start(
+            &model,
+            &played(sampling),
+            None,
+            &piece,
+            options,
+            Some(&causal),
+            &device,
+        ))
+        .unwrap();
+        let mut steps = Vec::new();
+        for ahead in [0, 3, 17, 40, 70] {
+            steps.extend(
+                pollster::block_on(live_step(
+                    &mut live,
+                    &model,
+                    None,
+                    &[],
+                    grid.from_step + ahead,
+                    &device,
+                ))
+                .unwrap(),
+            );
+        }
+        (live, grid, steps)
+    };
+    let (live, grid, steps) = take(&options);
+    let heard: Vec<(u64, u8, u8)> = steps
+        .iter()
+        .flat_map(|s| s.pedal.iter().map(|&(tick, v)| (tick, 64, v)))
+        .collect();
+    let sheet = &live.input.sheet;
+    for s in &steps {
+        for &(tick, _) in &s.pedal {
+            assert!(tick >= sheet.grid.tick_at(s.step) && tick < sheet.grid.tick_at(s.step + 1));
+        }
+    }
+    assert!(
+        heard.iter().filter(|e| e.2 >= 64).count() >= 3,
+        "presses at the bars' chords: {heard:?}"
+    );
+    let kept = live_result(&live, PedalMode::Learnt, None).pedal.unwrap();
+    assert_eq!(kept[..heard.len()], heard[..], "what was heard is kept");
+    assert!(
+        kept.len() <= heard.len() + 1,
+        "and at most a lift at the end"
+    );
+    let decided = live.decided();
+    let read = Steps::for_model(
+        &causal,
+        &sheet.grid,
+        &sheet.labels,
+        (live.piano(), &sheet.rolls.melody),
+    );
+    assert_eq!(causal.pedal(&read, &sheet.grid, decided), kept);
+    assert_eq!(grid.from_step, 32);
+    let off = LiveOptions {
+        pedal: PedalMode::Off,
+        ..options
+    };
+    let (live, _, steps) = take(&off);
+    assert!(steps.iter().all(|s| s.pedal.is_empty()));
+    assert_eq!(
+        live_result(&live, PedalMode::Off, None).pedal,
+        Some(Vec::new())
     );
 }

@@ -15,12 +15,15 @@ use rand::seq::SliceRandom;
 
 use super::step::{adam, bce_per_step};
 use crate::model::performer::seeded_linear;
-use crate::music::pedal::model::{FEATURES, Hidden, Link, PedalModel};
+use crate::music::pedal::model::{FEATURES, Hidden, Link, PedalModel, width};
 
 /// How a network is fitted.
 #[derive(Clone, Debug)]
 pub struct NetworkFit {
     pub context: usize,
+    /// The rows were read causally ([`Steps::causal`](crate::music::pedal::model::Steps)):
+    /// the context reaches back only.
+    pub causal: bool,
     pub units: usize,
     /// Passes over the training steps at most.
     pub passes: usize,
@@ -119,10 +122,11 @@ fn model_of(net: &Net, fit: &NetworkFit, k: usize) -> Result<PedalModel, String>
             weights,
             bias,
         }),
+        causal: fit.causal,
     })
 }
 
-/// Fits the network on the training rows (`train`: rows of `FEATURES.len() × (2 context + 1)`
+/// Fits the network on the training rows (`train`: rows of `FEATURES.len() ×` [`width`]
 /// values and their answers), keeping the pass with the lowest loss on `valid`'s; reports each
 /// pass's losses through `report`.
 pub fn fit_network(
@@ -132,7 +136,7 @@ pub fn fit_network(
     device: &Device,
     mut report: impl FnMut(usize, f64, f64),
 ) -> Result<PedalModel, String> {
-    let k = FEATURES.len() * (2 * fit.context + 1);
+    let k = FEATURES.len() * width(fit.context, fit.causal);
     let (rows, answers) = train;
     if answers.len() <= k || rows.len() != answers.len() * k || valid.0.len() != valid.1.len() * k {
         return Err(format!(
@@ -197,10 +201,11 @@ mod tests {
         let pianist = fixture_pianist(&grid, &labels);
         let (press, down) = pianist_steps(&grid, &pianist, grid.tick_at(n));
         let steps = Steps::new(&grid, &labels, &piano, &melody);
-        let mut rows = Fit::new(1, Link::Linear).keeping_rows();
+        let mut rows = Fit::new(1, Link::Linear, false).keeping_rows();
         rows.add(&steps, 0..n, &press, &down);
         let fit = NetworkFit {
             context: 1,
+            causal: false,
             units: 8,
             passes: 80,
             batch: 16,
@@ -232,6 +237,7 @@ mod tests {
     fn too_few_steps_are_refused_in_words() {
         let fit = NetworkFit {
             context: 0,
+            causal: false,
             units: 4,
             passes: 1,
             batch: 8,

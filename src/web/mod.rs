@@ -425,12 +425,14 @@ impl Session {
         let options: studio::LiveOptions = serde_json::from_str(&options)
             .map_err(|e| JsError::new(&format!("the live settings are not readable: {e}")))?;
         let chords = live_chords(&harmonizer);
+        let pedal = self.pedal.borrow().clone();
         let (live, grid) = studio::live_start(
             &model.model,
             &studio::ModelPlay::of(&model.entry.defaults),
             chords,
             &piece,
             &options,
+            pedal.as_deref(),
             &self.backend.device,
         )
         .await
@@ -445,8 +447,10 @@ impl Session {
     }
 
     /// Hears the keys played since the last call (`events`: JSON `[[pitch, tick, on], …]`)
-    /// and decides the piano's steps up to `step`. Returns `[{step, onsets, ends, chord?}]`
-    /// (JSON; `chord` where a beat's chord was decided live: its name, or `null` for none).
+    /// and decides the piano's steps up to `step`. Returns `[{step, onsets, ends, chord?,
+    /// pedal?}]` (JSON; `chord` where a beat's chord was decided live: its name, or `null` for
+    /// none; `pedal`: the piano's sustain pedal moves, `[tick, value]`, where the take's pedal
+    /// model is causal).
     #[wasm_bindgen(js_name = liveStep)]
     pub async fn live_step(&self, events: String, step: usize) -> Result<String, JsError> {
         let events: Vec<studio::KeyEvent> = serde_json::from_str(&events)
@@ -473,6 +477,7 @@ impl Session {
                 onsets: s.onsets,
                 ends: s.ends,
                 chord: s.chord.map(|c| c.map(|c| c.name())),
+                pedal: s.pedal,
             })
             .collect();
         serde_json::to_string(&view).map_err(to_js)
@@ -746,6 +751,9 @@ struct LiveStepView {
     ends: Vec<u8>,
     #[serde(skip_serializing_if = "Option::is_none")]
     chord: Option<Option<String>>,
+    /// The piano's sustain pedal moves the step starts, `[tick, value]` (none: left out).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pedal: Vec<(u64, u8)>,
 }
 
 #[derive(Serialize)]

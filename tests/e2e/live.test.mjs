@@ -1,8 +1,8 @@
 // End-to-end: playing along live. A melody-only file at 120 bpm is dropped (its chord lane the
 // harmonizer's); a fake MIDI keyboard plays its melody back into a take with "Piano plays along
-// live" on. The live piano's notes are decided in the Worker a sixteenth at a time and
-// scheduled (never after their sixteenth began); after Stop the piece holds the take's melody
-// and the live piano (one edit: Undo takes both back). On the CPU backend. Needs pkg/ (make
+// live" on. The live piano's notes and its pedal are decided in the Worker a sixteenth at a
+// time and scheduled (never after their sixteenth began); after Stop the piece holds the take's
+// melody and the live piano with the pedal it played (one edit: Undo takes both back). On the CPU backend. Needs pkg/ (make
 // wasm), the samples (make samples) and Chromium (make setup).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -56,12 +56,17 @@ test('the piano plays along live with a melody played in, and the take goes into
     assert.ok(played.length >= first.length - 2, `the take's melody: ${played.length} of ${first.length} notes`);
     assert.ok(pianoNotes.every((n) => n[1] >= 0 && n[2] > n[1] && n[1] <= 17 * beat), 'piano notes within the take');
     assert.deepEqual(after.chords.slice(0, 4), before.chords.slice(0, 4), 'planned chords are kept');
-    // The take's piano is pedalled by the learnt pedal when it stops (the page's default), inside
-    // the take.
+    // The take's piano is pedalled by the live (causal) pedal as it plays (the page's default):
+    // its moves came with the sixteenths, held notes past their release in the live sampler,
+    // and are what the piece keeps, inside the take.
     const pedal = after.tracks.find((t) => t.role === 'generated')?.pedal ?? [];
     assert.ok(pedal.some((e) => e[1] === 64 && e[2] >= 64), `the live piano's pedal: ${JSON.stringify(pedal)}`);
     assert.ok(pedal.every((e) => e[0] <= 17 * beat), 'pedal within the take');
-    console.log(`the live piano: ${pianoNotes.length} notes, ${pedal.length} pedal events`);
+    assert.ok(live.pedal.some(([, v]) => v >= 64), `the pedal moved while the take played: ${JSON.stringify(live.pedal)}`);
+    assert.ok(live.pedalled > 0, 'the live pedal held notes past their release');
+    const kept = new Set(pedal.map((e) => `${e[0]}:${e[2]}`));
+    assert.ok(live.pedal.every(([tick, v]) => kept.has(`${tick}:${v}`)), 'the pedal heard is the pedal kept');
+    console.log(`the live piano: ${pianoNotes.length} notes, ${pedal.length} pedal events (${live.pedal.length} moved live, up to ${live.pedalled} notes held by it)`);
 
     // One Undo takes the take and its piano back.
     await page.click('#undo');

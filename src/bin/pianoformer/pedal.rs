@@ -22,11 +22,18 @@ pub struct Args {
     /// POP909's folder (its train, validation and test songs).
     #[arg(long)]
     pub data: PathBuf,
-    /// Where the fitted model goes.
-    #[arg(long, default_value = "www/models/pedal.json")]
-    pub out: PathBuf,
-    /// The manifest whose `pedal` entry describes it (file, checksum, data, figures); `none`
-    /// leaves every manifest alone.
+    /// Where the fitted model goes [default: www/models/pedal.json, with --causal
+    /// www/models/pedal-live.json].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Fit the pedal a live take plays as it goes: each step read from what is known when it
+    /// is decided (the piano up to it, the melody heard before it, the chords up to it), the
+    /// context reaching back only, and each press decided at its step. Shipped as the
+    /// manifest's `pedal_live`.
+    #[arg(long)]
+    pub causal: bool,
+    /// The manifest whose `pedal` entry (with --causal, `pedal_live`) describes it (file,
+    /// checksum, data, figures); `none` leaves every manifest alone.
     #[arg(long, default_value = "www/models/manifest.json")]
     pub manifest: String,
     /// Ridge on every weight but the bias.
@@ -130,13 +137,27 @@ fn steps_of(songs: &[PedalSong], fit: Fit) -> Fit {
     fit
 }
 
+impl Args {
+    /// Where the fitted model goes.
+    pub fn out(&self) -> PathBuf {
+        self.out.clone().unwrap_or_else(|| {
+            PathBuf::from(if self.causal {
+                "www/models/pedal-live.json"
+            } else {
+                "www/models/pedal.json"
+            })
+        })
+    }
+}
+
 /// The two scores fitted (`link`) on the training songs with `context` steps either side.
 fn fitted(
     train: &[PedalSong],
     (context, link): (usize, Link),
     lambda: f64,
 ) -> Result<PedalModel, String> {
-    steps_of(train, Fit::new(context, link)).solve(lambda)
+    let causal = train.first().is_some_and(|s| s.steps.is_causal());
+    steps_of(train, Fit::new(context, link, causal)).solve(lambda)
 }
 
 /// The network of `units` fitted on the training songs with `context` steps either side,
@@ -148,10 +169,16 @@ fn network(
     args: &Args,
 ) -> Result<PedalModel, String> {
     use pianoformer::train::pedal::{NetworkFit, fit_network};
-    let rows = |songs| steps_of(songs, Fit::new(context, Link::Linear).keeping_rows());
+    let rows = |songs| {
+        steps_of(
+            songs,
+            Fit::new(context, Link::Linear, args.causal).keeping_rows(),
+        )
+    };
     let (train, valid) = (rows(train), rows(valid));
     let fit = NetworkFit {
         context,
+        causal: args.causal,
         units,
         passes: args.passes,
         batch: 512,
@@ -212,7 +239,7 @@ pub fn run(args: Args) -> Result<(), String> {
         return Err("--links takes linear, logistic or both".into());
     }
     let split = |s: Split| -> Result<Vec<PedalSong>, String> {
-        let (songs, none) = load(&args.data, s, args.limit)?;
+        let (songs, none) = load(&args.data, s, args.limit, args.causal)?;
         eprintln!(
             "{s:?}: {} songs pedalled, {none} without the pianist's pedal",
             songs.len()
@@ -257,7 +284,13 @@ pub fn run(args: Args) -> Result<(), String> {
     }
     let written = median(test.iter().map(|s| s.written_beats()).collect());
     println!("written (no pedal): sounding {written:.2} beats");
-    let (accompaniment, default_path) = match args.accompaniment.as_str() {
+    // A live take's pedal plays only in live takes, whose piano the default path is not.
+    let accompaniment = if args.causal {
+        "none"
+    } else {
+        &args.accompaniment
+    };
+    let (accompaniment, default_path) = match accompaniment {
         "none" => (Value::Null, Value::Null),
         spec => (
             written_lengths(&model, spec, &args)?,
@@ -265,9 +298,9 @@ pub fn run(args: Args) -> Result<(), String> {
         ),
     };
     let bytes = serde_json::to_vec_pretty(&model).expect("the model serialises");
-    std::fs::write(&args.out, &bytes)
-        .map_err(|e| format!("cannot write {}: {e}", args.out.display()))?;
-    println!("the model is in {}", args.out.display());
+    let out = args.out();
+    std::fs::write(&out, &bytes).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    println!("the model is in {}", out.display());
     let metrics = json!({
         "test": { "learnt": learnt, "rule": rule, "pianists": pianists, "written_beats": written },
         "test_written": accompaniment,
@@ -313,10 +346,33 @@ fn write_manifest(
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let mut manifest = Manifest::parse(&text).map_err(|e| e.to_string())?;
     let file = args
-        .out
+        .out()
         .file_name()
         .map(|f| f.to_string_lossy().to_string())
         .ok_or("--out names no file")?;
+    let entry = DynamicsEntry {
+        name: if model.causal { "pedal-live" } else { "pedal" }.into(),
+        file,
+        description: description(model),
+        bytes: bytes.len(),
+        sha256: pianoformer::model::sha256_hex(bytes),
+        training: json!({
+            "command": command(args),
+            "split": "POP909 songs with id % 10 not in {0, 5} (0: test, 5: validation), their PIANO tracks' controller 64",
+        }),
+        metrics,
+    };
+    if model.causal {
+        manifest.pedal_live = Some(entry);
+    } else {
+        manifest.pedal = Some(entry);
+    }
+    let out = serde_json::to_string_pretty(&manifest).expect("a manifest serialises") + "\n";
+    std::fs::write(path, out).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// The command that fits the model as `args` asked.
+fn command(args: &Args) -> String {
     let list = |v: &[String]| v.join(",");
     let contexts: Vec<String> = args.contexts.iter().map(|n| n.to_string()).collect();
     let links: Vec<String> = args
@@ -325,9 +381,10 @@ fn write_manifest(
         .map(|l| format!("{l:?}").to_lowercase())
         .collect();
     let mut command = format!(
-        "pianoformer pedal --data {} --out {} --lambda {} --contexts {} --links {}",
+        "pianoformer pedal --data {} --out {}{} --lambda {} --contexts {} --links {}",
         args.data.display(),
-        args.out.display(),
+        args.out().display(),
+        if args.causal { " --causal" } else { "" },
         args.lambda,
         list(&contexts),
         list(&links)
@@ -342,44 +399,47 @@ fn write_manifest(
             args.seed
         );
     }
+    command
+}
+
+/// The manifest's words for a fitted `model`.
+fn description(model: &PedalModel) -> String {
     let what = "the chord lane's changes, bar lines and beats, the piano's onsets and bass, \
                 rests, the phrase";
+    let around = match (model.context, model.causal) {
+        (0, _) => String::new(),
+        (c, true) => format!(" and of the {c} steps before it"),
+        (c, false) => format!(" and of the {c} steps either side"),
+    };
     let reads = match &model.hidden {
         Some(h) => format!(
-            "a small network: {} rectified units over the {} features of each sixteenth and of \
-             the {} steps either side ({what}), read by two logistic scores",
+            "a small network: {} rectified units over the {} features of each \
+             sixteenth{around} ({what}), read by two logistic scores",
             h.units,
             FEATURES.len(),
-            model.context
         ),
         None => format!(
-            "two {} scores over the {} features of each sixteenth and of the {} steps either \
-             side ({what})",
+            "two {} scores over the {} features of each sixteenth{around} ({what})",
             match model.link {
                 Link::Linear => "least-squares",
                 Link::Logistic => "logistic",
             },
             FEATURES.len(),
-            model.context
         ),
     };
-    manifest.pedal = Some(DynamicsEntry {
-        name: "pedal".into(),
-        file,
-        description: format!(
+    if model.causal {
+        format!(
+            "The sustain pedal of a live take's piano, decided step by step as it plays, from \
+             the piano up to the step, the melody heard before it and the chords decided: \
+             {reads}; it presses where the first rises over the eighth before and holds while \
+             the second holds, learnt from the POP909 pianists"
+        )
+    } else {
+        format!(
             "The sustain pedal for the piano the models write: {reads}; it presses where the \
              first peaks and holds while the second holds, learnt from the POP909 pianists"
-        ),
-        bytes: bytes.len(),
-        sha256: pianoformer::model::sha256_hex(bytes),
-        training: json!({
-            "command": command,
-            "split": "POP909 songs with id % 10 not in {0, 5} (0: test, 5: validation), their PIANO tracks' controller 64",
-        }),
-        metrics,
-    });
-    let out = serde_json::to_string_pretty(&manifest).expect("a manifest serialises") + "\n";
-    std::fs::write(path, out).map_err(|e| format!("cannot write {}: {e}", path.display()))
+        )
+    }
 }
 
 /// What `eval --task pedal` measures the default path with: the accompaniment (a shipped
@@ -406,7 +466,7 @@ pub fn eval(
     let text = std::fs::read_to_string(model)
         .map_err(|e| format!("cannot read the pedal model {}: {e}", model.display()))?;
     let model = PedalModel::from_json(&text)?;
-    let (songs, none) = load(data, split, limit)?;
+    let (songs, none) = load(data, split, limit, model.causal)?;
     let (pianists, rule, learnt) = panels(&songs, Some(&model));
     println!(
         "{split:?} songs ({} pedalled, {none} without the pianist's pedal), presses within an eighth of the pianist's:",

@@ -21,8 +21,12 @@ use serde::{Deserialize, Serialize};
 use super::super::grid::Grid;
 use super::super::labels::StepLabels;
 use super::super::midi::SUSTAIN;
-use super::super::roll::{PITCHES, PianoRoll};
+use super::super::roll::PianoRoll;
 use super::down_spans;
+
+mod steps;
+use steps::chord_changes;
+pub use steps::{Steps, width};
 
 /// The features of a step, in order (the fitted weights follow it, per context step).
 pub const FEATURES: [&str; 27] = [
@@ -80,6 +84,10 @@ pub struct PedalModel {
     /// bias first. `None`: the scores read the features themselves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hidden: Option<Hidden>,
+    /// Fitted on causal steps ([`Steps::causal`]) and played causally (each press decided at
+    /// its step, from the steps up to it): the pedal of a live take, played as it goes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub causal: bool,
 }
 
 /// A layer of rectified units over a step's features (with its context): unit `u` is
@@ -142,146 +150,6 @@ impl std::str::FromStr for Link {
     }
 }
 
-/// A song's steps as the pedal reads them: the piano part, the melody and the lanes on a grid.
-pub struct Steps {
-    rows: Vec<[f64; D]>,
-}
-
-fn chord_changes(labels: &StepLabels, s: usize) -> bool {
-    s > 0
-        && s < labels.chord.len()
-        && labels.chord[s].is_some()
-        && labels.chord[s] != labels.chord[s - 1]
-}
-
-/// Per step: the pitches struck and sounding (onset or held) in `roll`.
-fn struck(roll: &PianoRoll, s: usize) -> impl Iterator<Item = usize> + '_ {
-    (0..PITCHES).filter(move |&p| roll.onset(s, p))
-}
-
-fn sounding(roll: &PianoRoll, s: usize) -> impl Iterator<Item = usize> + '_ {
-    (0..PITCHES).filter(move |&p| roll.onset(s, p) || roll.sustain(s, p))
-}
-
-impl Steps {
-    /// The features of every step of `grid` for the `piano` part under `melody` and `labels`.
-    pub fn new(grid: &Grid, labels: &StepLabels, piano: &PianoRoll, melody: &PianoRoll) -> Self {
-        let n = grid.num_steps().min(piano.num_steps);
-        let spb = grid.steps_per_beat.max(1);
-        let bass: Vec<Option<usize>> = (0..n).map(|s| struck(piano, s).next()).collect();
-        let onsets: Vec<usize> = (0..n).map(|s| struck(piano, s).count()).collect();
-        let mut bar_onsets = vec![0usize; grid.num_bars()];
-        for (s, &o) in onsets.iter().enumerate() {
-            bar_onsets[grid.bar_of_step(s).0] += o;
-        }
-        let mut rows = Vec::with_capacity(n);
-        let (mut last_change, mut last_bass, mut previous_bass) = (0usize, 0usize, None);
-        for s in 0..n {
-            let (bar, at) = grid.bar_of_step(s);
-            let bar_len = grid.bar_steps(bar).len().max(1);
-            let changes = |d: isize| {
-                let t = s as isize + d;
-                t >= 0 && chord_changes(labels, t as usize)
-            };
-            if changes(0) {
-                last_change = s;
-            }
-            let bass_here = bass[s].filter(|&p| p < 55);
-            let bass_moves =
-                bass_here.is_some() && previous_bass.is_some() && bass_here != previous_bass;
-            if bass_here.is_some() {
-                last_bass = s;
-                previous_bass = bass_here;
-            }
-            let before: Vec<bool> = {
-                let mut classes = vec![false; 12];
-                for t in s.saturating_sub(spb)..s {
-                    for p in sounding(piano, t) {
-                        classes[p % 12] = true;
-                    }
-                }
-                classes
-            };
-            let struck_classes: Vec<usize> = struck(piano, s).map(|p| p % 12).collect();
-            let novelty = if struck_classes.is_empty() {
-                0.0
-            } else {
-                struck_classes.iter().filter(|&&c| !before[c]).count() as f64
-                    / struck_classes.len() as f64
-            };
-            let chord = labels.chord.get(s).copied().flatten();
-            let sounding_now: Vec<usize> = sounding(piano, s).collect();
-            let tones = match chord {
-                Some(c) if !sounding_now.is_empty() => {
-                    let classes: Vec<u8> = c.pitch_classes().collect();
-                    sounding_now
-                        .iter()
-                        .filter(|&&p| classes.contains(&((p % 12) as u8)))
-                        .count() as f64
-                        / sounding_now.len() as f64
-                }
-                _ => 0.0,
-            };
-            let phrase = labels.phrase.get(s).copied().flatten();
-            let flag = |b: bool| f64::from(u8::from(b));
-            let on_beat = at % spb == 0;
-            rows.push([
-                1.0,
-                flag(changes(0)),
-                flag(changes(1)),
-                flag(changes(-1)),
-                flag(changes(2)),
-                flag(at == 0),
-                flag(at != 0 && bar_len.is_multiple_of(2) && at == bar_len / 2 && at % spb == 0),
-                flag(at != 0 && at % spb == 0 && at != bar_len / 2),
-                (onsets[s] as f64 / 4.0).min(2.0),
-                flag(bass_here.is_some()),
-                flag(bass_moves),
-                flag(sounding_now.is_empty()),
-                flag((s + 1..(s + 1 + spb).min(n)).all(|t| onsets[t] == 0)),
-                flag(melody.num_steps > s && struck(melody, s).next().is_some()),
-                flag(melody.num_steps <= s || sounding(melody, s).next().is_none()),
-                flag(phrase.is_some_and(|p| p.bar == 0 && at == 0)),
-                flag(phrase.is_some_and(|p| p.bar + 1 == p.bars)),
-                flag(phrase.is_none_or(|p| !p.letter.is_ascii_uppercase())),
-                novelty,
-                ((s - last_change) as f64 / 16.0).min(1.0),
-                ((s - last_bass) as f64 / 16.0).min(1.0),
-                bar_onsets[bar] as f64 / 16.0,
-                tones,
-                flag(changes(0) && at == 0),
-                flag(changes(0) && bass_here.is_some()),
-                flag(bass_here.is_some() && at == 0),
-                flag(bass_moves && on_beat),
-            ]);
-        }
-        Self { rows }
-    }
-
-    pub fn len(&self) -> usize {
-        self.rows.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-
-    /// The features of step `s` with `context` steps either side (zeros past the ends).
-    pub fn row(&self, s: usize, context: usize) -> Vec<f64> {
-        let mut out = Vec::with_capacity(D * (2 * context + 1));
-        for d in 0..=2 * context {
-            let t = (s + d)
-                .checked_sub(context)
-                .filter(|&t| t < self.rows.len());
-            match t {
-                Some(t) => out.extend_from_slice(&self.rows[t]),
-                None => out.extend(std::iter::repeat_n(0.0, D)),
-            }
-        }
-        out
-    }
-}
-
 /// What a pianist did at each step of `grid`: whether a press of the sustain pedal starts in
 /// the step, and whether it is down at the step's middle.
 pub fn pianist_steps(grid: &Grid, pedal: &[(u64, u8, u8)], end: u64) -> (Vec<bool>, Vec<bool>) {
@@ -308,6 +176,7 @@ pub fn pianist_steps(grid: &Grid, pedal: &[(u64, u8, u8)], end: u64) -> (Vec<boo
 /// fit, the rows and answers themselves (it reads them once a round).
 pub struct Fit {
     context: usize,
+    causal: bool,
     link: Link,
     xtx: Vec<f64>,
     xty: [Vec<f64>; 2],
@@ -326,10 +195,13 @@ const NEWTON_ROUNDS: usize = 25;
 const MAX_STEP: f64 = 4.0;
 
 impl Fit {
-    pub fn new(context: usize, link: Link) -> Self {
-        let k = D * (2 * context + 1);
+    /// A fit reading `context` steps around each step (before it only, and the steps read
+    /// causally, where `causal`).
+    pub fn new(context: usize, link: Link, causal: bool) -> Self {
+        let k = D * width(context, causal);
         Self {
             context,
+            causal,
             link,
             xtx: vec![0.0; k * k],
             xty: [vec![0.0; k], vec![0.0; k]],
@@ -346,7 +218,7 @@ impl Fit {
         self
     }
 
-    /// The rows kept (each `FEATURES.len() × (2 context + 1)` values) and their answers
+    /// The rows kept (each `FEATURES.len() ×` [`width`] values) and their answers
     /// (press, down); empty unless kept.
     pub fn rows(&self) -> (&[f32], &[[bool; 2]]) {
         (&self.rows, &self.answers)
@@ -360,6 +232,11 @@ impl Fit {
         press: &[bool],
         down: &[bool],
     ) {
+        assert_eq!(
+            steps.is_causal(),
+            self.causal,
+            "a fit reads the steps as its model will"
+        );
         let k = self.xty[0].len();
         for s in range.start..range.end.min(steps.len()).min(press.len()) {
             let x = steps.row(s, self.context);
@@ -416,6 +293,7 @@ impl Fit {
             down_threshold: 0.5,
             link: self.link,
             hidden: None,
+            causal: self.causal,
         })
     }
 
@@ -508,7 +386,7 @@ impl PedalModel {
     pub fn from_json(text: &str) -> Result<Self, String> {
         let m: PedalModel = serde_json::from_str(text)
             .map_err(|e| format!("the pedal model is not readable: {e}"))?;
-        let inputs = D * (2 * m.context + 1);
+        let inputs = D * width(m.context, m.causal);
         let k = m.hidden.as_ref().map_or(inputs, |h| h.units + 1);
         let hidden_fits = m.hidden.as_ref().is_none_or(|h| {
             (1..=1024).contains(&h.units)
@@ -531,40 +409,59 @@ impl PedalModel {
         Ok(m)
     }
 
-    /// The two scores of every step.
+    /// The two scores of every step (zeros before the first step read).
     pub fn scores(&self, steps: &Steps) -> Vec<(f64, f64)> {
-        (0..steps.len())
-            .map(|s| {
-                let mut x = steps.row(s, self.context);
-                if let Some(hidden) = &self.hidden {
-                    x = hidden.units(&x);
-                }
-                let dot = |w: &[f64]| w.iter().zip(&x).map(|(a, b)| a * b).sum::<f64>();
-                (
-                    self.link.read(dot(&self.press)),
-                    self.link.read(dot(&self.down)),
-                )
-            })
-            .collect()
+        self.scores_in(steps, 0..steps.len())
     }
 
-    /// The steps of `range` where a press starts: peaks of the press score at or above its
-    /// threshold, each the highest within [`PEAK`] steps either side (the earliest of equals).
+    /// The two scores of the steps `range` (index `s` is step `s`; zeros before `range`).
+    pub fn scores_in(&self, steps: &Steps, range: std::ops::Range<usize>) -> Vec<(f64, f64)> {
+        let end = range.end.min(steps.len());
+        let mut out = vec![(0.0, 0.0); range.start.min(end)];
+        out.extend((range.start..end).map(|s| {
+            let mut x = steps.row(s, self.context);
+            if let Some(hidden) = &self.hidden {
+                x = hidden.units(&x);
+            }
+            let dot = |w: &[f64]| w.iter().zip(&x).map(|(a, b)| a * b).sum::<f64>();
+            (
+                self.link.read(dot(&self.press)),
+                self.link.read(dot(&self.down)),
+            )
+        }));
+        out
+    }
+
+    /// Whether step `s` starts a press. Whole: its press score is at or above the threshold
+    /// and the highest within [`PEAK`] steps either side (the earliest of equals). Causal:
+    /// at or above the threshold, higher than the [`PEAK`] steps before it, and no press in
+    /// them (`last`: the last press before `s`).
+    fn presses_at(&self, scores: &[(f64, f64)], s: usize, last: Option<usize>) -> bool {
+        let p = scores[s].0;
+        let rises =
+            p >= self.press_threshold && (s.saturating_sub(PEAK)..s).all(|t| scores[t].0 < p);
+        if self.causal {
+            rises && last.is_none_or(|l| s - l > PEAK)
+        } else {
+            rises && (s + 1..(s + 1 + PEAK).min(scores.len())).all(|t| scores[t].0 <= p)
+        }
+    }
+
+    /// The steps of `range` where a press starts ([`PedalModel::presses_at`]).
     pub fn presses(&self, scores: &[(f64, f64)], range: std::ops::Range<usize>) -> Vec<usize> {
         let end = range.end.min(scores.len());
-        (range.start..end)
-            .filter(|&s| {
-                let p = scores[s].0;
-                p >= self.press_threshold
-                    && (s.saturating_sub(PEAK)..s).all(|t| scores[t].0 < p)
-                    && (s + 1..(s + 1 + PEAK).min(scores.len())).all(|t| scores[t].0 <= p)
-            })
-            .collect()
+        let mut out: Vec<usize> = Vec::new();
+        for s in range.start..end {
+            if self.presses_at(scores, s, out.last().copied()) {
+                out.push(s);
+            }
+        }
+        out
     }
 
     /// The sustain pedal over the steps `range` of a part (`steps`, on `grid`), as pedal
     /// events (tick, 64, value): a change at each press, a lift where the down score fails
-    /// and at the range's end.
+    /// after it, and at the range's end.
     pub fn pedal(
         &self,
         steps: &Steps,
@@ -573,21 +470,123 @@ impl PedalModel {
     ) -> Vec<(u64, u8, u8)> {
         let scores = self.scores(steps);
         let end = range.end.min(scores.len());
-        let presses = self.presses(&scores, range.start..end);
+        let mut state = Pedalling::default();
         let mut events = Vec::new();
-        let mut down = false;
-        for (i, &s) in presses.iter().enumerate() {
-            press_at(&mut events, grid, s, down);
-            down = true;
-            let next = presses.get(i + 1).copied().unwrap_or(end);
-            if let Some(t) = (s + 1..next).find(|&t| scores[t].1 < self.down_threshold) {
-                events.push((grid.tick_at(t), SUSTAIN, 0));
-                down = false;
-            }
+        for s in range.start..end {
+            self.decide(&scores, s, grid, &mut state, &mut events);
         }
-        if down {
+        state.finish(grid, end, &mut events);
+        events
+    }
+
+    /// Decides step `s` (`scores` reaching at least to it, and on past it for a whole model):
+    /// a press (a change where the pedal is down), else a lift where the held pedal's down
+    /// score fails.
+    fn decide(
+        &self,
+        scores: &[(f64, f64)],
+        s: usize,
+        grid: &Grid,
+        state: &mut Pedalling,
+        events: &mut Vec<(u64, u8, u8)>,
+    ) {
+        if self.presses_at(scores, s, state.last_press) {
+            press_at(events, grid, s, state.down);
+            state.down = true;
+            state.last_press = Some(s);
+        } else if state.down && scores[s].1 < self.down_threshold {
+            events.push((grid.tick_at(s), SUSTAIN, 0));
+            state.down = false;
+        }
+    }
+}
+
+/// Where a pedalling stands: whether the pedal is down, and the last press.
+#[derive(Clone, Copy, Debug, Default)]
+struct Pedalling {
+    down: bool,
+    last_press: Option<usize>,
+}
+
+impl Pedalling {
+    /// Lifts a pedal still down at step `end`.
+    fn finish(&mut self, grid: &Grid, end: usize, events: &mut Vec<(u64, u8, u8)>) {
+        if self.down {
             events.push((grid.tick_at(end), SUSTAIN, 0));
+            self.down = false;
         }
+    }
+}
+
+/// The learnt pedal of a live take, decided as it is played: a causal model
+/// ([`PedalModel::causal`]) reads each step when the piano's notes for it are decided (from
+/// the piano up to it, the melody heard before it and the chords as decided), and presses or
+/// lifts there. What it plays is what [`PedalModel::pedal`] gives the whole take.
+#[derive(Clone, Debug)]
+pub struct PedalStream {
+    model: PedalModel,
+    state: Pedalling,
+    /// The next step to decide.
+    next: usize,
+    events: Vec<(u64, u8, u8)>,
+}
+
+impl PedalStream {
+    /// A stream from step `from` on, with a causal `model`.
+    pub fn new(model: PedalModel, from: usize) -> Result<Self, String> {
+        if !model.causal {
+            return Err(
+                "this pedal model reads each step's future; a live take needs one fitted \
+                 causally (pianoformer pedal --causal)"
+                    .into(),
+            );
+        }
+        Ok(Self {
+            model,
+            state: Pedalling::default(),
+            next: from,
+            events: Vec::new(),
+        })
+    }
+
+    /// Decides every step from the next one to `until` (exclusive) over the part as it stands
+    /// (`piano` decided up to `until`, `melody` heard before it, `labels`' chords up to it),
+    /// and returns the pedal's moves those steps start: `(step, tick, value)`.
+    pub fn advance(
+        &mut self,
+        grid: &Grid,
+        labels: &StepLabels,
+        (piano, melody): (&PianoRoll, &PianoRoll),
+        until: usize,
+    ) -> Vec<(usize, u64, u8)> {
+        if until <= self.next {
+            return Vec::new();
+        }
+        // The steps a press looks back on, and those their context reads.
+        let scored = self.next.saturating_sub(PEAK)..until;
+        let read = scored.start.saturating_sub(self.model.context)..until;
+        let steps = Steps::causal(grid, labels, (piano, melody), read);
+        let scores = self.model.scores_in(&steps, scored);
+        let mut moves = Vec::new();
+        for s in self.next..until.min(scores.len()) {
+            let first = self.events.len();
+            self.model
+                .decide(&scores, s, grid, &mut self.state, &mut self.events);
+            moves.extend(
+                self.events[first..]
+                    .iter()
+                    .map(|&(tick, _, v)| (s, tick, v)),
+            );
+        }
+        self.next = until;
+        moves
+    }
+
+    /// The pedal so far, lifted at step `end` if it is down.
+    pub fn events(&self, grid: &Grid, end: usize) -> Vec<(u64, u8, u8)> {
+        let mut events = self.events.clone();
+        let mut state = self.state;
+        state.finish(grid, end, &mut events);
         events
     }
 }

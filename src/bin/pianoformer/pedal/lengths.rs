@@ -52,7 +52,7 @@ pub(super) fn written_lengths(
     let loaded = crate::models::load(spec, Task::Accompaniment, None, &device)?;
     let sampling = loaded.defaults.piano_sampling();
     let (mut pianists, mut written, mut pedalled) = (Vec::new(), Vec::new(), Vec::new());
-    let pedal_songs = load(&args.data, Split::Test, args.limit)?.0;
+    let pedal_songs = load(&args.data, Split::Test, args.limit, model.causal)?.0;
     for p in data.test.pieces.iter().filter(|p| p.has_accompaniment()) {
         let Some(song) = pedal_songs
             .iter()
@@ -78,7 +78,7 @@ pub(super) fn written_lengths(
         if notes.is_empty() {
             continue;
         }
-        let steps = Steps::new(grid, &p.sheet.labels, &full, &p.sheet.rolls.melody);
+        let steps = Steps::for_model(model, grid, &p.sheet.labels, (&full, &p.sheet.rolls.melody));
         let events = model.pedal(&steps, grid, range.clone());
         let (from, to) = (grid.tick_at(range.start), grid.tick_at(range.end));
         let theirs: Vec<(u8, u64, u64)> = song

@@ -72,7 +72,7 @@ fn a_fitted_pedal_presses_where_the_pianist_did() {
     let steps = Steps::new(&grid, &labels, &piano, &melody);
     assert_eq!(steps.len(), n);
     for (context, link) in [(0, Link::Linear), (1, Link::Linear), (0, Link::Logistic)] {
-        let mut fit = Fit::new(context, link);
+        let mut fit = Fit::new(context, link, false);
         fit.add(&steps, 0..n, &press, &down);
         let model = fit.solve(1e-3).unwrap();
         let back = PedalModel::from_json(&serde_json::to_string(&model).unwrap()).unwrap();
@@ -123,6 +123,7 @@ fn a_hidden_layer_is_checked_and_read_as_rectified_units() {
             weights: vec![0.1; 3 * k],
             bias: vec![0.0; 3],
         }),
+        causal: false,
     };
     let text = serde_json::to_string(&model).unwrap();
     assert_eq!(PedalModel::from_json(&text).unwrap(), model);
@@ -160,4 +161,112 @@ fn a_hidden_layer_is_checked_and_read_as_rectified_units() {
         ..model
     };
     assert!(!serde_json::to_string(&plain).unwrap().contains("hidden"));
+}
+
+/// A causal reading gives a step only what a live take knows when it decides it: nothing of
+/// later chords or of the piano's next beat, the melody of the step before; and any stretch
+/// read alone gives its steps the features the whole song's causal reading gives them.
+#[test]
+fn a_causal_reading_knows_only_the_past_and_any_stretch_reads_as_the_whole() {
+    let (grid, labels, piano, melody) = fixture();
+    let n = grid.num_steps();
+    let whole = Steps::causal(&grid, &labels, (&piano, &melody), 0..n);
+    assert!(whole.is_causal() && whole.len() == n);
+    let later = [
+        "the chord changes a step later",
+        "the chord changes two steps later",
+    ];
+    for (i, name) in FEATURES.iter().enumerate() {
+        let looks_ahead =
+            later.contains(name) || *name == "nothing of the piano starts in the next beat";
+        if looks_ahead {
+            assert!(
+                (0..n).all(|s| whole.row(s, 0)[i] == 0.0),
+                "{name} reads nothing"
+            );
+        }
+    }
+    // The melody's onset is read a step late.
+    let onset = FEATURES
+        .iter()
+        .position(|f| *f == "a melody onset here")
+        .unwrap();
+    let read = Steps::new(&grid, &labels, &piano, &melody);
+    for s in 1..n {
+        assert_eq!(
+            whole.row(s, 0)[onset],
+            read.row(s - 1, 0)[onset],
+            "step {s}"
+        );
+    }
+    // The context reaches back only: step s's row with context 2 is steps s-2, s-1, s.
+    let row = whole.row(40, 2);
+    assert_eq!(row.len(), 3 * FEATURES.len());
+    assert_eq!(&row[2 * FEATURES.len()..], &whole.row(40, 0)[..]);
+    assert_eq!(&row[..FEATURES.len()], &whole.row(38, 0)[..]);
+    for (a, b) in [(0, 5), (17, 18), (40, 77), (61, n)] {
+        let part = Steps::causal(&grid, &labels, (&piano, &melody), a..b);
+        for s in a..b {
+            assert_eq!(
+                part.row(s, 0),
+                whole.row(s, 0),
+                "stretch {a}..{b}, step {s}"
+            );
+        }
+        assert!(part.row(a.saturating_sub(1), 0).iter().all(|&v| v == 0.0) || a == 0);
+    }
+}
+
+/// A causal model learns the fixture's pianist as well (its changes fall on the chord lane's,
+/// known at the step), and played a few steps at a time as a live take asks, it pedals as it
+/// pedals the whole part; a whole-song model is refused for a live take in words.
+#[test]
+fn a_causal_pedal_presses_where_the_pianist_did_and_streams_as_the_whole() {
+    let (grid, labels, piano, melody) = fixture();
+    let n = grid.num_steps();
+    let pianist = fixture_pianist(&grid, &labels);
+    let (press, down) = pianist_steps(&grid, &pianist, grid.tick_at(n));
+    let steps = Steps::causal(&grid, &labels, (&piano, &melody), 0..n);
+    let mut fit = Fit::new(1, Link::Linear, true);
+    fit.add(&steps, 0..n, &press, &down);
+    let model = fit.solve(1e-3).unwrap();
+    assert!(model.causal && model.press.len() == 2 * FEATURES.len());
+    let back = PedalModel::from_json(&serde_json::to_string(&model).unwrap()).unwrap();
+    assert!(back.causal, "read back as causal");
+    let from = 5;
+    let events = model.pedal(
+        &Steps::for_model(&model, &grid, &labels, (&piano, &melody)),
+        &grid,
+        from..n,
+    );
+    let found = press_steps(&grid, &events, grid.tick_at(n));
+    let wanted: Vec<usize> = press_steps(&grid, &pianist, grid.tick_at(n))
+        .into_iter()
+        .filter(|&s| s >= from)
+        .collect();
+    let (_, _, f1) = press_f1(&found, &wanted, 2).unwrap();
+    assert!(f1 > 0.9, "F1 {f1}, {found:?} against {wanted:?}");
+    let read = Steps::for_model(&back, &grid, &labels, (&piano, &melody));
+    assert_eq!(back.pedal(&read, &grid, from..n), events);
+    for chunk in [1, 3, 7] {
+        let mut stream = PedalStream::new(model.clone(), from).unwrap();
+        let mut moves = Vec::new();
+        let mut at = from;
+        while at < n {
+            at = (at + chunk).min(n);
+            moves.extend(stream.advance(&grid, &labels, (&piano, &melody), at));
+        }
+        assert!(moves.iter().all(|&(s, tick, _)| grid.step_at(tick) == s));
+        assert_eq!(stream.events(&grid, n), events, "{chunk} steps at a time");
+    }
+    let whole = Fit::new(0, Link::Linear, false);
+    let mut whole = whole;
+    whole.add(
+        &Steps::new(&grid, &labels, &piano, &melody),
+        0..n,
+        &press,
+        &down,
+    );
+    let err = PedalStream::new(whole.solve(1e-3).unwrap(), 0).unwrap_err();
+    assert!(err.contains("--causal"), "{err}");
 }
