@@ -664,3 +664,93 @@ fn the_default_accompaniment_echoes_a_repeated_phrase() {
         shared(&plain)
     );
 }
+
+/// Lead sheets without labels (the project's fixture song written as a MusicXML lead sheet, in
+/// two keys) are accompanied as the page accompanies them and scored by ILS against their
+/// detected phrases, with the texture echo and without: with the echo a repeated letter's
+/// segments are more alike than the model's own. A folder without lead sheets is refused in
+/// words.
+#[test]
+fn the_lead_sheet_panel_scores_the_echo_against_detected_phrases() {
+    use pianoformer::music::fixtures;
+    use pianoformer::music::musicxml::{ScoreKind, write_musicxml};
+    use pianoformer::music::piece::Piece;
+    let dir = std::env::temp_dir().join(format!("pianoformer-lead-sheets-{}", std::process::id()));
+    let sheets = dir.join("sheets");
+    std::fs::create_dir_all(sheets.join("nested")).unwrap();
+    for key in [0u8, 5] {
+        let piece = Piece::from_song(&fixtures::song(key, 16), "fixture.mid").unwrap();
+        let xml = write_musicxml(&piece, ScoreKind::LeadSheet).unwrap();
+        std::fs::write(
+            sheets.join("nested").join(format!("key{key}.musicxml")),
+            xml,
+        )
+        .unwrap();
+    }
+    let out_file = dir.join("panel.json");
+    let run = |data: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_pianoformer"))
+            .args([
+                "eval",
+                "--task",
+                "accompaniment",
+                "--texture",
+                "--lead-sheets",
+            ])
+            .args([
+                "--model",
+                "default",
+                "--threads",
+                "1",
+                "--seed-per-song",
+                "--data",
+            ])
+            .arg(data)
+            .arg("--out")
+            .arg(&out_file)
+            .env("PIANOFORMER_MODELS", models_dir())
+            .output()
+            .unwrap()
+    };
+    let out = run(&sheets);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("texture echo (the page's)"), "{stdout}");
+    let panel: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    assert_eq!(panel["sheets"].as_array().unwrap().len(), 2);
+    assert!(
+        panel["echo"]["ils"].as_f64().is_some(),
+        "a returning letter: {panel}"
+    );
+    // The fixture's phrases all share one letter (ILS is then 1 either way): the echo shows in
+    // how alike the same letter's segments are.
+    let same = |row: &str| -> f64 {
+        let sheets = panel["sheets"].as_array().unwrap();
+        sheets
+            .iter()
+            .map(|s| s[row]["ils"]["same"].as_f64().unwrap())
+            .sum()
+    };
+    assert!(same("echo") > same("plain"), "{panel}");
+    assert!(
+        panel["sheets"][0]["phrases"]
+            .as_str()
+            .unwrap()
+            .starts_with('A')
+    );
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = run(&empty);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("holds no MusicXML lead sheets"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

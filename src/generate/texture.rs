@@ -65,6 +65,18 @@ pub struct Answers {
     source: Source,
 }
 
+/// The octaves a donor's note at `pitch` drops to sit under a melody sounding `melody` (0: a
+/// rest) rather than on or over it, as a pianist voices a borrowed figure under the tune (the
+/// pianists double or cross the melody on about one onset in twenty; a figure laid over a low
+/// melody would on most): none where it already sits under, or nothing lower is left.
+fn under(pitch: u8, melody: u8) -> u8 {
+    if melody == 0 || pitch < melody {
+        return 0;
+    }
+    let drops = (pitch - melody) / 12 + 1;
+    drops.min(pitch / 12)
+}
+
 impl Answers {
     /// The phrase lane's repeats of `labels` (one per step of the example) answering their
     /// first occurrences; `None` where no letter returns.
@@ -116,6 +128,8 @@ impl Answers {
         let target_bars = bars(labels)
             .into_iter()
             .filter(|&(start, len, _)| start < targets.end && start + len > targets.start);
+        // Per donor pitch: the octaves its note is dropped by, decided where it is struck.
+        let mut drops = [0u8; PITCHES];
         for (k, (start, len, _)) in target_bars.enumerate() {
             let b = k % starts.len().max(1);
             let (Some(&from), Some(&d_len)) = (starts.get(b), donor.bars.get(b)) else {
@@ -128,8 +142,13 @@ impl Answers {
                 }
                 let here = labels.chord.get(t).copied().flatten();
                 let there = chords.get(s).copied().flatten();
+                let melody = labels.melody.get(t).copied().unwrap_or(0);
                 for p in (0..PITCHES).filter(|&p| roll.sustain(s, p) || roll.onset(s, p)) {
-                    let q = revoice(p as u8, there, here) as usize;
+                    let q = revoice(p as u8, there, here);
+                    if roll.onset(s, p) {
+                        drops[p] = under(q, melody);
+                    }
+                    let q = q.saturating_sub(12 * drops[p]) as usize;
                     laid.set(t, q, laid.onset(t, q) || roll.onset(s, p), true, 0);
                 }
                 let revoiced = here.is_some() && there.is_some();

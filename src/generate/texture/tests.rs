@@ -573,3 +573,44 @@ fn a_repeat_under_another_chord_re_voices_a_pitch_that_is_no_tone_of_it() {
     // A chord that holds the E keeps it the E.
     assert_eq!(at(true, Chord::parse("A:min").unwrap()), (12.0, 11.0));
 }
+
+/// A borrowed figure is voiced under the tune: a donor's note struck on or over the melody
+/// sounding at its target step drops by octaves until it sits under it (as the pianists, who
+/// double or cross the melody on about one onset in twenty, voice a texture), and holds there.
+#[test]
+fn a_donors_notes_over_the_melody_are_voiced_under_it() {
+    assert_eq!(under(72, 67), 1);
+    assert_eq!(under(60, 60), 1, "doubling the melody drops too");
+    assert_eq!(under(55, 60), 0);
+    assert_eq!(under(90, 60), 3);
+    assert_eq!(under(70, 0), 0, "no melody: as it was");
+    assert_eq!(under(5, 3), 0, "nothing lower is left");
+    let input = accompaniment_input(&fixtures::song(0, 8), None, None).unwrap();
+    let labels = &input.sheet.labels;
+    let t = (16..32)
+        .find(|&t| labels.melody[t] != 0)
+        .expect("bar 2 sings");
+    let m = labels.melody[t];
+    // A donor bar that strikes a fifth over the melody there, held for a beat.
+    let over = m + 7;
+    let donor = Donor {
+        name: "high".into(),
+        bars: vec![16],
+        notes: vec![(over, t - 16, 4)],
+        chords: vec!["N".into()],
+        source: None,
+    };
+    let lean = EchoLean {
+        lean: [[[-1.0, 0.0, 2.0]; 3]; 2],
+        ..EchoLean::default()
+    };
+    let echo = Answers::donor(labels, 0..64, &donor)
+        .and_then(|a| TextureEcho::new(lean, 1.0, a))
+        .expect("a donor");
+    let written = PianoRoll::new(labels.len());
+    let mut out = [0f32; PITCHES];
+    assert!(echo.lean_at(&written, t, 0, &mut out));
+    let dropped = usize::from(over - 12);
+    assert_eq!(out[dropped], 2.0, "struck an octave down, under the melody");
+    assert_ne!(out[usize::from(over)], 2.0, "not over it");
+}

@@ -227,6 +227,13 @@ pub struct Args {
     /// into donors.json.
     #[arg(long, requires = "texture")]
     pub donors: bool,
+    /// --texture: lead sheets instead of POP909 — every MusicXML file under --data (OpenEWLD's
+    /// `dataset`, say: a melody and its chord symbols, no labels) read as the page reads it
+    /// (its phrases detected), accompanied with the model's texture echo and without, and
+    /// scored by ILS against its detected phrases, with chord tones; into --out (default
+    /// runs/lead-sheets-texture.json).
+    #[arg(long, requires = "texture", conflicts_with = "donors")]
+    pub lead_sheets: bool,
     /// --texture: the echo strengths tried (0: none; 1: the lean as the training songs'
     /// pianists justify it).
     #[arg(long, value_delimiter = ',', default_value = "0,1")]
@@ -409,6 +416,8 @@ fn panel_of(args: &Args) -> Option<fn(Args) -> Result<(), String>> {
         Some(live::run)
     } else if args.alternatives.is_some() {
         Some(alternatives::run)
+    } else if args.texture && args.lead_sheets {
+        Some(texture::lead_sheets::run)
     } else if args.texture && args.donors {
         Some(donor::run)
     } else if args.texture {

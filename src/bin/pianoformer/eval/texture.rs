@@ -23,6 +23,7 @@ use pianoformer::music::texture::{Ils, ils, mean_ils};
 use super::Args;
 
 mod density;
+pub mod lead_sheets;
 
 pub fn run(args: Args) -> Result<(), String> {
     let (task, test, out) = checked(&args)?;
