@@ -754,3 +754,20 @@ fn the_lead_sheet_panel_scores_the_echo_against_detected_phrases() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The manifest reads and writes back byte for byte (objects keep their keys' order), so the
+/// commands that rewrite it (`pianoformer pedal`, `dynamics`, `eval --record`) change only the
+/// entry they mean to.
+#[test]
+fn the_manifest_writes_back_as_it_was_read() {
+    let text = std::fs::read_to_string(models_dir().join("manifest.json")).unwrap();
+    let manifest = Manifest::parse(&text).unwrap();
+    let back = serde_json::to_string_pretty(&manifest).unwrap() + "\n";
+    let first = text.lines().zip(back.lines()).position(|(a, b)| a != b);
+    assert!(
+        back == text,
+        "first differing line {:?}: {:?}",
+        first,
+        first.map(|i| (text.lines().nth(i), back.lines().nth(i)))
+    );
+}
