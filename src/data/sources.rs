@@ -129,6 +129,12 @@ fn load_pop909(root: &Path, parts: Parts, limit: Option<usize>) -> Result<Loaded
 
 /// Every `.mid` / `.midi` file under `dir`, sorted.
 fn midi_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    files_under(dir, &["mid", "midi"])
+}
+
+/// Every file under `dir` (its folders walked) whose extension is one of `extensions` (case
+/// aside), sorted.
+pub fn files_under(dir: &Path, extensions: &[&str]) -> Result<Vec<PathBuf>, String> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -140,7 +146,7 @@ fn midi_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
                 stack.push(p);
             } else if p
                 .extension()
-                .is_some_and(|e| e.eq_ignore_ascii_case("mid") || e.eq_ignore_ascii_case("midi"))
+                .is_some_and(|e| extensions.iter().any(|x| e.eq_ignore_ascii_case(x)))
             {
                 out.push(p);
             }

@@ -47,24 +47,7 @@ struct Scored {
 
 /// Every MusicXML file under `dir` (`.mxl`, `.musicxml`, `.xml`), in path order.
 fn lead_sheets(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        let entries =
-            std::fs::read_dir(&d).map_err(|e| format!("cannot read {}: {e}", d.display()))?;
-        for entry in entries {
-            let path = entry.map_err(|e| e.to_string())?.path();
-            if path.is_dir() {
-                todo.push(path);
-            } else if path
-                .extension()
-                .is_some_and(|x| ["mxl", "musicxml", "xml"].contains(&&*x.to_string_lossy()))
-            {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
+    let out = pianoformer::data::sources::files_under(dir, &["mxl", "musicxml", "xml"])?;
     if out.is_empty() {
         return Err(format!(
             "{} holds no MusicXML lead sheets (.mxl, .musicxml, .xml)",
