@@ -14,10 +14,11 @@ const spellings = (keys) =>
 /**
  * One chord symbol the lanes hold (or N, no chord), as settings/chords.json writes the grammar
  * the Rust code reads too (`Chord::parse_any`): a root, then a readable suffix or `:` and a Harte
- * quality with bracketed extensions.
+ * quality with bracketed extensions; either may end in a bass after `/` (a note after a suffix,
+ * `C/E`; a degree after a Harte quality, `B:maj/3`).
  */
 export const CHORD_TOKEN = new RegExp(
-  `^(N|[A-G][#b]?(${spellings(Object.keys(grammar.shorthand))})|[A-G][#b]?:(${spellings(Object.keys(grammar.harte))})(\\([^()\\s|]*\\))?)$`,
+  `^(N|[A-G][#b]?(${spellings(Object.keys(grammar.shorthand))})(/[A-G][#b]?)?|[A-G][#b]?:(${spellings(Object.keys(grammar.harte))})(\\([^()\\s|]*\\))?(/(${spellings(grammar.harte_bass)}))?)$`,
 );
 
 /** The chords the dialog suggests (the datalist under its input). */
@@ -25,7 +26,7 @@ export const CHORD_CHOICES = ['C', 'Cm', 'C7', 'Cmaj7', 'Cm7', 'Cdim', 'Csus4', 
 
 /** The dialog's help for a `kind` ('chord' or 'phrase') of label. */
 export const LABEL_HELP = {
-  chord: 'A chord such as C, Am, F#7, Bbmaj7, Gsus4; two or more share the bar evenly ("C G"); empty or N for none. A bar line | goes on to the next bars ("C | G | Am F").',
+  chord: 'A chord such as C, Am, F#7, Bbmaj7, Gsus4, C/E (a bass after /); two or more share the bar evenly ("C G"); empty or N for none. A bar line | goes on to the next bars ("C | G | Am F").',
   phrase: 'A letter: the same capital letter for repeats of a melodic phrase (A, B, …); i for an intro, o for an outro, b for a bridge, x for a transition.',
 };
 

@@ -115,6 +115,7 @@ impl Quality {
 struct Grammar {
     shorthand: std::collections::HashMap<String, String>,
     harte: std::collections::HashMap<String, String>,
+    harte_bass: Vec<String>,
 }
 
 static GRAMMAR: std::sync::LazyLock<Grammar> = std::sync::LazyLock::new(|| {
@@ -203,7 +204,26 @@ impl Chord {
         let root = letter
             .and_then(|_| parse_pitch_class(&symbol[..root_len]))
             .ok_or_else(|| format!("unknown chord root in '{symbol}'"))?;
-        let rest = &symbol[root_len..];
+        // A bass after `/` (an inversion): a note after a shorthand suffix, a degree after a
+        // Harte quality. The models read the root and the quality, so it is checked, not kept.
+        let (rest, bass) = match symbol[root_len..].split_once('/') {
+            Some((rest, bass)) => (rest, Some(bass)),
+            None => (&symbol[root_len..], None),
+        };
+        let harte = rest.starts_with(':');
+        let bass_known = |bass: &str| match harte {
+            true => GRAMMAR.harte_bass.iter().any(|d| d == bass),
+            false => {
+                let note = bass.len() <= 2 && bass.starts_with(|c| ('A'..='G').contains(&c));
+                note && parse_pitch_class(bass).is_some()
+            }
+        };
+        if let Some(bass) = bass.filter(|b| !bass_known(b)) {
+            let kind = ["a note, as in C/E", "a degree, as in B:maj/3"][usize::from(harte)];
+            return Err(format!(
+                "unknown bass '{bass}' in '{symbol}' (the bass after / is {kind})"
+            ));
+        }
         let canonical = match rest.strip_prefix(':') {
             Some(harte) => {
                 let (base, extensions) = harte.split_once('(').unwrap_or((harte, ")"));
@@ -449,10 +469,28 @@ mod tests {
             }
         );
         for bad in [
-            "H", "c", "Cmaj9", "C#b", "N7", "C:", "C:foo", "C:min7(9", "X", "C/E",
+            "H", "c", "Cmaj9", "C#b", "N7", "C:", "C:foo", "C:min7(9", "X", "C/H", "C/3",
+            "C:maj/E", "B:maj/8", "C/E/G", "C/", "Am/Ebb",
         ] {
             assert!(Chord::parse_any(bad).is_err(), "{bad}");
         }
+        // An inversion reads as its chord (the models read no bass), as POP909 and a lead
+        // sheet write it; the bass is named when it is not one.
+        for (inverted, chord) in [
+            ("B:maj/3", "B"),
+            ("D:7/b7", "D7"),
+            ("C:min7(9)/b3", "Cm7"),
+            ("C/E", "C"),
+            ("F#m7/C#", "F#m7"),
+            ("Bb/Ab", "Bb"),
+        ] {
+            assert_eq!(c(inverted), c(chord), "{inverted}");
+        }
+        let said = Chord::parse_any("C/H").unwrap_err();
+        assert!(
+            said.contains("unknown bass 'H'") && said.contains("C/E"),
+            "{said}"
+        );
     }
 
     #[test]
