@@ -23,8 +23,8 @@ use rand::{RngExt, SeedableRng};
 
 use super::GenerateError;
 use super::accompany::AccompanimentInput;
-use super::piano::{PianoSampling, draw_step, keep_count};
-use super::texture::TextureEcho;
+use super::piano::{PianoSampling, draw_step};
+use super::texture::{SongDensity, TextureEcho};
 use crate::data::beats::{BeatInputs, BeatReader, add_beat_chroma};
 use crate::data::example::{RowAt, write_row};
 use crate::data::features::LabelFeatures;
@@ -106,8 +106,10 @@ pub struct Live {
     width: usize,
     levels: Option<Vec<StructureLevel>>,
     /// The texture echo leaning each step towards the step of the phrase's first occurrence
-    /// it answers (in the take or the piano before it).
-    pub texture: Option<TextureEcho>,
+    /// it answers (in the take or the piano before it; [`Self::set_texture`]), and the take's
+    /// density of the steps it leans where that is kept per song.
+    texture: Option<TextureEcho>,
+    density: Option<SongDensity>,
     /// The piano's sustain pedal, decided with its notes step by step (a causal pedal model);
     /// `None`: none while the take plays.
     pub pedal: Option<PedalStream>,
@@ -238,9 +240,17 @@ impl Live {
             width,
             levels,
             texture: None,
+            density: None,
             pedal: None,
             answered,
         })
+    }
+
+    /// Leans each step the take decides from now towards the step it answers (`None`: no
+    /// echo), the density of the leaned steps kept from here where the echo keeps it per song.
+    pub fn set_texture(&mut self, echo: Option<TextureEcho>) {
+        self.density = echo.as_ref().and_then(TextureEcho::song_density);
+        self.texture = echo;
     }
 
     /// Steps in the grid.
@@ -365,13 +375,10 @@ impl Live {
             let piano = &mut self.input.sheet.rolls.piano;
             let rng = &mut self.rng;
             let mut lean = [0f32; PITCHES];
+            let density = &mut self.density;
             let leaning = self.texture.as_ref().is_some_and(|x| {
-                let leans =
-                    x.lean_with(piano, Some(chords_now), (t, self.sampling.seed), &mut lean);
-                if leans && x.keeps_count() {
-                    keep_count(&mut lean, on, &self.sampling);
-                }
-                leans
+                let written = (&*piano, Some(&chords_now[..]));
+                x.lean_for(written, (t, &self.sampling, on), density, &mut lean)
             });
             let lean = leaning.then_some(&lean[..]);
             draw_step(piano, t, on, sus, &self.sampling, lean, &mut |_, _| {

@@ -84,36 +84,6 @@ pub fn draw_step(
     }
 }
 
-/// Shifts `lean` (128 values added to the onsets' log odds, as [`draw_step`] adds them) by the
-/// one constant that leaves the step's expected count of onsets what `onset_logits` give at
-/// `s` without it: the lean then moves the step's onsets between pitches and leaves their
-/// number to the model and the density asked (`EchoLean::keeps_count`).
-pub fn keep_count(lean: &mut [f32], onset_logits: &[f32], s: &PianoSampling) {
-    let t = s.temperature.max(1e-4);
-    let bias = s.onset_bias();
-    let odds: Vec<f32> = onset_logits.iter().map(|z| z / t + bias).collect();
-    let sigmoid = |x: f32| 1.0 / (1.0 + (-x).exp());
-    let want: f32 = odds.iter().map(|&x| sigmoid(x)).sum();
-    let count = |c: f32| -> f32 {
-        odds.iter()
-            .zip(lean.iter())
-            .map(|(&x, &l)| sigmoid(x + l + c))
-            .sum()
-    };
-    // The count rises with the shift: halve the bracket until it is a thousandth of a logit.
-    let (mut lo, mut hi) = (-40f32, 40f32);
-    while hi - lo > 1e-3 {
-        let mid = 0.5 * (lo + hi);
-        if count(mid) < want {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    let c = 0.5 * (lo + hi);
-    lean.iter_mut().for_each(|l| *l += c);
-}
-
 /// How far a step-by-step accompaniment has come: the piano written up to step `done`.
 pub struct PianoProgress<'a> {
     pub done: usize,
@@ -615,6 +585,7 @@ where
     let mut watched: Vec<Vec<f32>> = Vec::new();
     let mut logits: Vec<Vec<f32>>;
     let mut lean = vec![0f32; PITCHES];
+    let mut densities = vec![steps.texture.and_then(TextureEcho::song_density); samplings.len()];
     for t in region.clone() {
         let values: Vec<_> = rolls.iter().map(|r| steps.values(t..t + 1, r)).collect();
         let inputs: Vec<StepInput<'_>> = values.iter().map(|(x, _)| StepInput::Roll(x)).collect();
@@ -622,16 +593,13 @@ where
         logits = model
             .step_batch(&inputs, &labels, &mut states, device)
             .await?;
-        for ((roll, out), s) in rolls.iter_mut().zip(&logits).zip(samplings) {
+        let writings = rolls.iter_mut().zip(&logits).zip(samplings);
+        for (((roll, out), s), density) in writings.zip(&mut densities) {
             let (on, sus) = out.split_at(PITCHES);
             let mut draw = |p: usize, kind: u32| uniform(s.seed, t, p, kind);
-            let leaning = steps.texture.is_some_and(|x| {
-                let leans = x.lean_at(roll, t, s.seed, &mut lean);
-                if leans && x.keeps_count() {
-                    keep_count(&mut lean, on, s);
-                }
-                leans
-            });
+            let leaning = steps
+                .texture
+                .is_some_and(|x| x.lean_for((roll, None), (t, s, on), density, &mut lean));
             draw_step(roll, t, on, sus, s, leaning.then_some(&lean[..]), &mut draw);
         }
         if let Some(row) = watched_rows(&states[0], watch, t).await? {

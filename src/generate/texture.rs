@@ -10,6 +10,7 @@
 //! chooses the notes; the lean is added after the
 //! temperature, so its effect on the odds is the same at any.
 
+use super::sample::PianoSampling;
 use super::sample::uniform;
 use crate::data::example::{answers, reference_row};
 use crate::music::chords::Chord;
@@ -18,9 +19,12 @@ use crate::music::roll::{PITCHES, PianoRoll};
 use crate::music::texture::REGISTERS;
 use crate::music::texture::donor::{Donor, revoice};
 use crate::music::texture::echo::{
-    EchoLean, PasteMix, bars, kept_bars, latest_sources, melody_alike,
+    EchoLean, PasteMix, SongDensityRule, bars, kept_bars, latest_sources, melody_alike,
 };
 use crate::music::texture::{onset_bits, register_mask};
+
+mod density;
+pub use density::{SongDensity, keep_count};
 
 /// The "pitch" of the draw that says whether a bar's register `r` is pasted
 /// (`uniform(seed, bar, PASTE_DRAW + r, 0)`): past every pitch's onset and hold draws.
@@ -315,13 +319,53 @@ impl TextureEcho {
     ) -> bool {
         let leans = self.lean_here(written, chords, (t, seed), out);
         let own = matches!(self.answers.source, Source::Own);
-        if let (true, true, Some(d)) = (leans, own, self.lean.density) {
+        let density = self
+            .lean
+            .density
+            .filter(|_| self.lean.song_density.is_off());
+        if let (true, true, Some(d)) = (leans, own, density) {
             // Measured at strength 1; the lean it answers scales with the strength, and so
             // does it (0: the model's own odds, as with no echo).
             let bias = self.strength * super::sample::onset_bias(d);
             out[..PITCHES].iter_mut().for_each(|l| *l += bias);
         }
         leans
+    }
+
+    /// The lean of step `t` as a writing draws it ([`Self::lean_with`]), its count settled
+    /// from the model's onset logits `on` at the sampling `s`: the step's own count where the
+    /// lean keeps it ([`EchoLean::keeps_count`]), else the song's density of the leaned steps
+    /// where it is kept per song (`density`, from [`Self::song_density`] when the writing
+    /// starts).
+    pub fn lean_for(
+        &self,
+        (written, chords): (&PianoRoll, Option<&[Option<Chord>]>),
+        (t, s, on): (usize, &PianoSampling, &[f32]),
+        density: &mut Option<SongDensity>,
+        out: &mut [f32],
+    ) -> bool {
+        let leans = self.lean_with(written, chords, (t, s.seed), out);
+        if leans && self.lean.keeps_count {
+            keep_count(out, on, s);
+        } else if let (true, Some(d)) = (leans, density.as_mut()) {
+            d.settle(out, on, s);
+        }
+        leans
+    }
+
+    /// Where the density of the steps it leans is the song's own ([`EchoLean::song_density`])
+    /// and it leans on the song's own bars: the keeper a writing starts with (at the measured
+    /// density, at this strength); `None` elsewhere (a donor's bars play at the model's own).
+    pub fn song_density(&self) -> Option<SongDensity> {
+        let own = matches!(self.answers.source, Source::Own);
+        let capped = match self.lean.song_density {
+            SongDensityRule::Off => return None,
+            rule => rule == SongDensityRule::Capped,
+        };
+        own.then(|| {
+            let prior = self.lean.density.map_or(0.0, super::sample::onset_bias);
+            SongDensity::new(self.strength * prior, capped)
+        })
     }
 
     /// [`Self::lean_with`] before the density of the steps it leans ([`EchoLean::density`],

@@ -186,7 +186,7 @@ pub async fn live_start(
         .texture_echo
         .and_then(|lean| TextureEcho::repeats(lean, strength, &live.input.sheet.labels))
         .map(TextureEcho::unheard);
-    live.texture = echo;
+    live.set_texture(echo);
     if options.pedal == PedalMode::Learnt {
         live.pedal = pedal
             .filter(|m| m.causal)

@@ -322,7 +322,7 @@ fn a_lean_that_keeps_the_count_moves_onsets_and_keeps_their_number() {
         "the lean alone plays more: {before} against {asked}"
     );
     let old = lean.clone();
-    keep_count(&mut lean, &on, &s);
+    crate::generate::texture::keep_count(&mut lean, &on, &s);
     let after = count(&lean);
     assert!((after - asked).abs() < 1e-2, "{after} against {asked}");
     // One shift for every pitch: the lean still orders the pitches as it did.
@@ -336,7 +336,7 @@ fn a_lean_that_keeps_the_count_moves_onsets_and_keeps_their_number() {
     // A step the model leaves silent stays silent, whatever the lean.
     let silent = vec![-60.0f32; PITCHES];
     let mut lean = old;
-    keep_count(&mut lean, &silent, &s);
+    crate::generate::texture::keep_count(&mut lean, &silent, &s);
     let odds = |p: usize| silent[p] / s.temperature + s.onset_bias() + lean[p];
     assert!((0..PITCHES).map(|p| sigmoid1(odds(p))).sum::<f32>() < 1e-3);
 }

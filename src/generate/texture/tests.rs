@@ -192,6 +192,13 @@ fn a_donor_leans_by_the_pooled_lean_whatever_mix_the_repeats_paste_by() {
     assert!(echo.lean_at(&written, 16, 0, &mut out));
     assert_eq!(out[40], 2.0);
     assert_eq!(out[100], -1.0);
+    // Nor is a song's own density kept over them.
+    let song = EchoLean {
+        song_density: SongDensityRule::Free,
+        ..lean
+    };
+    let echo = Answers::donor(labels, 0..64, &donor).and_then(|a| TextureEcho::new(song, 1.0, a));
+    assert_eq!(echo.expect("a donor").song_density(), None);
 }
 
 #[test]
@@ -232,6 +239,7 @@ fn a_donor_brings_its_rhythm_to_the_bars_it_is_asked_for() {
         revoices: false,
         keeps_count: false,
         density: None,
+        song_density: SongDensityRule::Off,
         by_latest: None,
         paste: None,
         kept: None,
@@ -375,6 +383,7 @@ fn a_third_occurrence_leans_on_what_the_latest_before_it_played() {
         revoices: false,
         keeps_count: false,
         density: None,
+        song_density: SongDensityRule::Off,
         by_latest: Some(std::array::from_fn(|_| {
             std::array::from_fn(|_| {
                 std::array::from_fn(|_| {
@@ -411,6 +420,7 @@ fn mix_lean(share: f32) -> EchoLean {
         revoices: false,
         keeps_count: false,
         density: None,
+        song_density: SongDensityRule::Off,
         by_latest: None,
         paste: Some(PasteMix {
             share: [[share; 3]; MELODY_BINS + 1],
@@ -613,4 +623,131 @@ fn a_donors_notes_over_the_melody_are_voiced_under_it() {
     let dropped = usize::from(over - 12);
     assert_eq!(out[dropped], 2.0, "struck an octave down, under the melody");
     assert_ne!(out[usize::from(over)], 2.0, "not over it");
+}
+
+/// The expected onsets of a step whose onset log odds are `logits` + `lean`.
+fn expected(logits: &[f32], lean: &[f32]) -> f32 {
+    logits
+        .iter()
+        .zip(lean)
+        .map(|(z, l)| 1.0 / (1.0 + (-(z + l)).exp()))
+        .sum()
+}
+
+#[test]
+fn a_songs_density_gives_its_leaned_steps_the_models_count_and_keeps_the_leans_rhythm() {
+    use super::SongDensity;
+    use crate::generate::sample::PianoSampling;
+    let s = PianoSampling::default();
+    // The model's odds: a few likely keys, the rest unlikely; the lean strikes every other
+    // step hard and leaves the steps between a little below the model's.
+    let logits: Vec<f32> = (0..PITCHES)
+        .map(|p| if (40..46).contains(&p) { -0.5 } else { -7.0 })
+        .collect();
+    let lean_of =
+        |t: usize| -> Vec<f32> { vec![if t.is_multiple_of(2) { 2.5 } else { -0.5 }; PITCHES] };
+    let prior = 0.5 * 0.489f32.ln();
+    let mut density = SongDensity::new(prior, false);
+    assert_eq!(density.shift(), prior, "it starts at the measured density");
+    let (mut own, mut leaned, mut fixed, mut even, mut odd) = (0f32, 0f32, 0f32, 0f32, 0f32);
+    for t in 0..400 {
+        let mut lean = lean_of(t);
+        fixed += expected(&logits, &lean.iter().map(|l| l + prior).collect::<Vec<_>>());
+        density.settle(&mut lean, &logits, &s);
+        let count = expected(&logits, &lean);
+        own += expected(&logits, &[0.0; PITCHES]);
+        leaned += count;
+        *[&mut even, &mut odd][t % 2] += count;
+    }
+    // The shift that gives these steps the model's count, found by halving.
+    let pair = |c: f32| {
+        let shifted = |l: f32| expected(&logits, &[l + c; PITCHES]);
+        shifted(2.5) + shifted(-0.5) - 2.0 * expected(&logits, &[0.0; PITCHES])
+    };
+    let (mut low, mut high) = (-8f32, 8f32);
+    while high - low > 1e-4 {
+        let mid = 0.5 * (low + high);
+        *[&mut high, &mut low][usize::from(pair(mid) < 0.0)] = mid;
+    }
+    // The song's shift is that one, the measured density's pull (a bar of 400 steps) aside …
+    let pull = 16.0 / 416.0 * (prior - low);
+    assert!(
+        (density.shift() - low - pull).abs() < 0.01,
+        "{} against {low}",
+        density.shift()
+    );
+    // … so the song plays near the model's count where one density would play far more …
+    assert!((leaned / own - 1.0).abs() < 0.08, "{leaned} against {own}");
+    assert!(fixed / own > 1.4, "{fixed} against {own}");
+    // … and the lean still says which steps have them.
+    assert!(
+        even > 3.0 * odd,
+        "{even} on the leaned-up steps, {odd} between"
+    );
+    // Where the lean adds nothing the song's shift goes to nothing, the prior outweighed.
+    let mut plain = SongDensity::new(prior, false);
+    for _ in 0..400 {
+        plain.settle(&mut vec![0.0; PITCHES], &logits, &s);
+    }
+    assert!(plain.shift().abs() < 0.03, "{}", plain.shift());
+    // Capped, it never plays busier than the measured density: there it stays, and where the
+    // lean plays busier than the model it is taken back as far as uncapped.
+    let (mut capped, mut busy) = (SongDensity::new(prior, true), SongDensity::new(prior, true));
+    for t in 0..400 {
+        capped.settle(&mut vec![0.0; PITCHES], &logits, &s);
+        busy.settle(&mut lean_of(t), &logits, &s);
+    }
+    assert_eq!(capped.shift(), prior);
+    assert!(
+        (busy.shift() - density.shift()).abs() < 1e-3,
+        "{}",
+        busy.shift()
+    );
+}
+
+#[test]
+fn the_echo_keeps_a_songs_density_where_it_answers_the_song_and_not_a_donors() {
+    use crate::generate::sample::PianoSampling;
+    let input = aba();
+    let labels = &input.sheet.labels;
+    let mut written = PianoRoll::new(labels.len());
+    for t in 0..16 {
+        written.set(t, 40, true, true, 0);
+    }
+    let lean = |song_density| EchoLean {
+        paste: None,
+        kept: mix_lean(1.0).paste,
+        density: Some(0.25),
+        song_density,
+        ..mix_lean(1.0)
+    };
+    let echo = |song_density| TextureEcho::repeats(lean(song_density), 1.0, labels).unwrap();
+    assert_eq!(echo(SongDensityRule::Off).song_density(), None);
+    let mut density = echo(SongDensityRule::Free).song_density();
+    let start = density.as_ref().map(super::SongDensity::shift);
+    assert_eq!(
+        start,
+        Some(0.5 * 0.25f32.ln()),
+        "it starts at the measured density"
+    );
+    // Its first leaned step gets the measured density's shift, as one density would give it.
+    let s = PianoSampling::default();
+    let on = vec![-3.0; PITCHES];
+    let (mut kept, mut fixed) = ([0f32; PITCHES], [0f32; PITCHES]);
+    let t = 16 + 5;
+    assert!(echo(SongDensityRule::Free).lean_for(
+        (&written, None),
+        (t, &s, &on),
+        &mut density,
+        &mut kept
+    ));
+    assert!(echo(SongDensityRule::Off).lean_for(
+        (&written, None),
+        (t, &s, &on),
+        &mut None,
+        &mut fixed
+    ));
+    assert!((0..PITCHES).all(|p| (kept[p] - fixed[p]).abs() < 1e-5));
+    // It has counted that step, and moved towards the model's count.
+    assert_ne!(density.as_ref().map(super::SongDensity::shift), start);
 }

@@ -308,6 +308,7 @@ impl EchoCounts {
             revoices: false,
             keeps_count: false,
             density: None,
+            song_density: SongDensityRule::Off,
             paste: None,
             kept: None,
         }
@@ -323,6 +324,7 @@ impl EchoCounts {
             revoices: false,
             keeps_count: false,
             density: None,
+            song_density: SongDensityRule::Off,
             paste: None,
             kept: None,
         }
@@ -417,6 +419,43 @@ fn log_ratio(cells: &[[u64; 2]; EVIDENCE], ev: usize) -> f64 {
 
 /// Evidence added to a pitch's onset log odds at a step that answers an earlier one, by
 /// whether the chord there differs, the pitch's register, and what the answered step holds.
+/// Whether the density of the steps an echo leans is kept for each song as it is written
+/// (`generate::texture::SongDensity`): the one shift of the leaned steps' odds that gives the
+/// leaned steps so far the count of onsets the model's own odds expect there, starting from
+/// the measured density ([`EchoLean::density`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SongDensityRule {
+    /// One density for every song, the measured one.
+    #[default]
+    Off,
+    /// The song's own, either way from the measured one.
+    Free,
+    /// The song's own where it is sparser than the measured one, which it never exceeds: the
+    /// measured density takes back what the lean counts twice on the average song, and a song
+    /// whose lean counts more (its leaned steps busier than its model plays them) has more
+    /// taken back.
+    Capped,
+}
+
+impl SongDensityRule {
+    pub fn is_off(&self) -> bool {
+        *self == Self::Off
+    }
+}
+
+impl std::str::FromStr for SongDensityRule {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "off" => Ok(Self::Off),
+            "free" => Ok(Self::Free),
+            "capped" => Ok(Self::Capped),
+            _ => Err(format!("{s:?}: use off, free or capped")),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EchoLean {
     pub lean: LeanTable,
@@ -437,7 +476,7 @@ pub struct EchoLean {
     pub revoices: bool,
     /// Whether the lean says which pitches start at a step and leaves how many to the model
     /// (and the density asked): at each step it is shifted by the one constant that keeps the
-    /// step's expected count of onsets the model's own (`generate::piano::keep_count`). The
+    /// step's expected count of onsets the model's own (`generate::texture::keep_count`). The
     /// pianists' repeats are no busier than their first occurrences, but a lean added to a
     /// model that already follows its chords counts the same evidence twice, and plays more.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -449,6 +488,12 @@ pub struct EchoLean {
     /// nowhere else (a donor's bars, which it leans by the pooled lean, play at the model's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub density: Option<f32>,
+    /// Whether that density is the song's own, kept as it is written
+    /// ([`SongDensityRule`]). One density measured on POP909 leaves a song unlike its songs
+    /// busier than the model alone plays it (a lead sheet's sparse melody:
+    /// reports/accompaniment.md, "The echo's density, the song's own").
+    #[serde(default, skip_serializing_if = "SongDensityRule::is_off")]
+    pub song_density: SongDensityRule,
     /// The repeats as the pianists play them, where counted so: a bar's register pasted or
     /// played anew, each with its own lean (in place of the others).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -274,6 +274,12 @@ pub struct Args {
     /// (`music::texture::echo::EchoLean::density`; default: the model's own).
     #[arg(long)]
     pub echo_density: Option<f32>,
+    /// --texture: that density kept per song as it is written, starting from the measured
+    /// one: the shift of the leaned steps' odds that gives them the count the model's own
+    /// odds expect there (`free`), never busier than the measured one (`capped`), or `off`
+    /// (`music::texture::echo::SongDensityRule`; default: the model's own).
+    #[arg(long)]
+    pub song_density: Option<pianoformer::music::texture::echo::SongDensityRule>,
     /// --texture: that density measured in the model's accompaniments of this many training
     /// songs, with the echo at --strengths (one) and without (`eval/texture/density.rs`).
     #[arg(long, default_value_t = 0)]

@@ -268,6 +268,7 @@ fn the_lean(
                 revoices: args.revoice || own.revoices,
                 keeps_count: args.keep_count || own.keeps_count,
                 density: args.echo_density.or(own.density),
+                song_density: args.song_density.unwrap_or(own.song_density),
                 ..own
             }
         }
@@ -275,6 +276,7 @@ fn the_lean(
             revoices: args.revoice,
             keeps_count: args.keep_count,
             density: args.echo_density,
+            song_density: args.song_density.unwrap_or_default(),
             ..lean_of(counts, kind)?
         },
     };
@@ -324,6 +326,9 @@ fn lean_kind(args: &Args) -> String {
     }
     if let Some(d) = args.echo_density {
         kind.push_str(&format!(", its steps at density {d}"));
+    }
+    if let Some(rule) = args.song_density.filter(|r| !r.is_off()) {
+        kind.push_str(&format!(", kept per song ({rule:?})"));
     }
     if args.measure_echo_density > 0 {
         let n = args.measure_echo_density;

@@ -67,6 +67,11 @@ pub fn run(args: Args) -> Result<(), String> {
              step-by-step model"
         ));
     }
+    // --song-density: the model's echo with its density kept per song.
+    let mut defaults = loaded.defaults;
+    if let Some(lean) = defaults.texture_echo.as_mut() {
+        lean.song_density = args.song_density.unwrap_or(lean.song_density);
+    }
     let harmonizer = crate::models::harmonizer("default", None, &device)?;
     let mut paths = lead_sheets(&args.data)?;
     paths.truncate(args.limit.unwrap_or(usize::MAX));
@@ -97,7 +102,7 @@ pub fn run(args: Args) -> Result<(), String> {
         let seed = (Options::default().seed + (args.seed % (1 << 31)) + own) % (1 << 32);
         let run = Run {
             model: m,
-            defaults: &loaded.defaults,
+            defaults: &defaults,
             device: &device,
             dynamics: None,
             pedal: None,
@@ -205,6 +210,23 @@ fn summary(sheets: &[Sheet], paths: &[PathBuf], args: &Args, model: &str) -> ser
         })
     };
     let (echo, plain) = (row(|s| &s.echo), row(|s| &s.plain));
+    // How much busier the echo plays each sheet than the model alone: quartiles and median.
+    let mut busier: Vec<f64> = sheets
+        .iter()
+        .filter(|s| s.plain.onsets_a_beat > 0.0)
+        .map(|s| s.echo.onsets_a_beat / s.plain.onsets_a_beat)
+        .collect();
+    busier.sort_by(f64::total_cmp);
+    let quantile = |q: f64| {
+        (!busier.is_empty()).then(|| busier[((busier.len() - 1) as f64 * q).round() as usize])
+    };
+    let over =
+        |x: f64| busier.iter().filter(|&&b| b > x).count() as f64 / busier.len().max(1) as f64;
+    let busier = serde_json::json!({
+        "quartiles": [quantile(0.25), quantile(0.5), quantile(0.75)],
+        "over_1_25": over(1.25),
+        "over_2": over(2.0),
+    });
     let f =
         |v: &serde_json::Value, k: &str| v[k].as_f64().map_or("-".into(), |x| format!("{x:.3}"));
     println!(
@@ -224,9 +246,24 @@ fn summary(sheets: &[Sheet], paths: &[PathBuf], args: &Args, model: &str) -> ser
             f(r, "onsets_a_beat"),
         );
     }
+    let q = |i: usize| {
+        busier["quartiles"][i]
+            .as_f64()
+            .map_or("-".into(), |x| format!("{x:.2}"))
+    };
+    println!(
+        "  the echo's onsets over echo off's, a sheet: median {}x (quartiles {}x, {}x); over 1.25x on {:.0} %, over 2x on {:.0} %",
+        q(1),
+        q(0),
+        q(2),
+        100.0 * busier["over_1_25"].as_f64().unwrap_or(0.0),
+        100.0 * busier["over_2"].as_f64().unwrap_or(0.0),
+    );
     serde_json::json!({
         "task": "accompaniment",
         "panel": "lead sheets, texture",
+        "song_density": args.song_density,
+        "echo_over_plain_onsets": busier,
         "model": model,
         "data": args.data.display().to_string(),
         "seed": args.seed,
