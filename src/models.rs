@@ -163,6 +163,24 @@ impl Manifest {
     }
 
     /// The entry called `name`, or the default of `task` when `name` is `None`.
+    /// The model a live take plays with, as the page chooses it (`liveModels` in
+    /// `www/live-plan.js`): a step-by-step accompaniment made to read the melody late (the
+    /// default of those, else the first), else the default step-by-step one.
+    pub fn live(&self) -> Option<&ModelEntry> {
+        let stepwise = |m: &&ModelEntry| {
+            m.task == Task::Accompaniment && m.config.conditioning.is_some_and(|c| c.piano)
+        };
+        let late = |m: &&ModelEntry| {
+            stepwise(m) && m.config.conditioning.is_some_and(|c| c.melody_lag >= 1)
+        };
+        let by_default = |pick: &dyn Fn(&&ModelEntry) -> bool| {
+            let mut all = self.models.iter().filter(|m| pick(m));
+            let first = all.clone().next();
+            all.find(|m| m.default).or(first)
+        };
+        by_default(&late).or_else(|| by_default(&stepwise))
+    }
+
     pub fn find(&self, name: Option<&str>, task: Task) -> Result<&ModelEntry, ModelError> {
         let found = match name {
             Some(n) => self.models.iter().find(|m| m.name == n),

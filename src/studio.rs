@@ -331,6 +331,7 @@ mod harmonize;
 pub use crate::generate::limits;
 mod live;
 mod melody;
+mod take;
 
 // The generation tasks, one row each: the name the Worker's `generate` and the CLI's `--task`
 // use, and the task's studio type (`family.rs` says what a row provides).
@@ -343,6 +344,9 @@ crate::tasks! {
     Harmonization = "harmonization" => harmonize::Harmonize;
     /// A tune for the piece's chords and phrases.
     Melody = "melody" => melody::Melody;
+    /// The piano a live take plays over the piece's melody, each sixteenth decided from what
+    /// was heard before it (the page streams a take through `live_start`/`live_step`).
+    Live = "live" => take::Take;
 }
 
 pub use accompany::{
@@ -360,6 +364,7 @@ pub use melody::{
     MELODY_VELOCITY, melody_attention_map, melody_bars, melody_piece, melody_pieces,
     melody_sampling,
 };
+pub use take::{TakeOptions, with_take};
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod family_tests;
@@ -369,5 +374,7 @@ mod harmonize_tests;
 mod melody_tests;
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod options_tests;
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod take_tests;
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests;

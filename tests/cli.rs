@@ -415,6 +415,53 @@ fn generate_rewrites_only_the_bars_asked_for() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `generate --task live` plays the file's melody as a take with the model the page plays live
+/// with: the piano of bars 5-8 decided step by step from what was heard, the melody kept.
+#[test]
+fn generate_live_plays_the_melody_as_a_take() {
+    use pianoformer::music::fixtures;
+    use pianoformer::music::midi::{read_midi, write_midi};
+    let dir = std::env::temp_dir().join(format!("pianoformer-cli-live-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let song = fixtures::song(2, 8);
+    std::fs::write(dir.join("eight.mid"), write_midi(&song)).unwrap();
+    let out = pianoformer()
+        .current_dir(&dir)
+        .args(["generate", "--task", "live", "eight.mid", "-o", "live.mid"])
+        .args(["--bars", "5-8", "--seed", "2"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("a live take over bars 5-8: "), "{err}");
+    assert!(
+        err.contains("accompaniment-live"),
+        "the page's live model: {err}"
+    );
+    let made = read_midi(&std::fs::read(dir.join("live.mid")).unwrap()).unwrap();
+    let notes = |s: &pianoformer::music::midi::Song, melody: bool| -> Vec<(u8, u64, u64)> {
+        let mut v: Vec<_> = s
+            .tracks
+            .iter()
+            .filter(|t| (t.name == "MELODY") == melody)
+            .flat_map(|t| t.notes.iter().map(|n| (n.pitch, n.start, n.end)))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        notes(&made, true),
+        notes(&song, true),
+        "the melody is the file's"
+    );
+    let from = 4 * 4 * song.ppq as u64;
+    assert!(
+        notes(&made, false).iter().any(|n| n.1 >= from),
+        "the take plays"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// `--texture NAME` and `--texture-from FILE:BARS` play the bars written like a gallery texture
 /// or like bars of a file's piano part: the rest of the piece kept, every mistake refused in
 /// words before anything is written.

@@ -131,7 +131,7 @@ impl Studio for Accompany {
 
 /// What an accompaniment wrote, in words: where, how many piano notes, and the share of them
 /// on tones of the chord lane's chords.
-fn accompanied(out: &Piece, options: &Options) -> String {
+pub(super) fn accompanied(out: &Piece, options: &Options) -> String {
     let grid = out.grid(|_| true);
     let input = match piece_input(out, grid, true) {
         Ok(input) => input,

@@ -17,7 +17,9 @@
 //! the table derives [`super::TaskKind`] and its [`Family`] dispatch from it; the Session's one
 //! `generate` and one `attention`, and the CLI's `generate`, reach every task through
 //! [`generate_json`], [`Family::generate`] and [`attention`]. A test adds a toy task the
-//! same way (`studio/family_tests.rs`).
+//! same way (`studio/family_tests.rs`). The live take is a row too (`studio/take.rs`: a
+//! written melody played as a take); while a person plays, the page streams the same take
+//! through the Session's `liveStart`, `liveStep` and `liveStop`.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;

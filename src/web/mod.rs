@@ -357,7 +357,8 @@ impl Session {
     }
 
     /// Generation of `task` (a row of the studio's task table: `"accompaniment"`,
-    /// `"continuation"`, `"melody"`, `"harmonization"`) with model `name` over the piece, with
+    /// `"continuation"`, `"melody"`, `"harmonization"`, `"live"`: the piece's melody played as
+    /// a take at once, where `liveStart` streams one as it is played) with model `name` over the piece, with
     /// the task's settings (`options`, JSON). Returns the new piece (JSON), or, when `options`
     /// asks for alternatives (K > 1), `{alternatives: [piece, …]}` (the k-th written with seed
     /// `seed + k − 1`); a harmonizer returns `{from, cells, alternatives?}`.

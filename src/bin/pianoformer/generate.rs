@@ -27,10 +27,13 @@ use pianoformer::studio::{
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// accompaniment, continuation or melody.
+    /// accompaniment, continuation, melody, or live (the piano a live take plays over the
+    /// file's melody, each sixteenth decided from what was heard before it, as the page's live
+    /// play-along does; `--bars 9-16` plays bars 9 to 16).
     #[arg(long)]
     pub task: String,
-    /// A training run's folder, or a shipped model's name (`default`: the task's default).
+    /// A training run's folder, or a shipped model's name (`default`: the task's default; for
+    /// live, the model the page plays live with).
     #[arg(long, default_value = "default")]
     pub model: String,
     /// The manifest of shipped models (default: $PIANOFORMER_MODELS, else www/models/ in
@@ -318,7 +321,11 @@ pub fn run(args: Args) -> Result<(), String> {
     let preference: Preference = args.backend.parse().map_err(|e| format!("{e}"))?;
     let backend = pollster::block_on(device::init(preference)).map_err(|e| format!("{e}"))?;
     let device = backend.device.clone();
-    let loaded = crate::models::load(&args.model, task, args.manifest.as_deref(), &device)?;
+    let spec = match kind {
+        TaskKind::Live => crate::models::live_spec(&args.model, args.manifest.as_deref()),
+        _ => args.model.clone(),
+    };
+    let loaded = crate::models::load(&spec, task, args.manifest.as_deref(), &device)?;
     let (region, new_bars) = match bars {
         Some(Bars::Region(region)) => (Some(region), None),
         Some(Bars::Count(n)) => (None, Some(n)),
@@ -342,7 +349,8 @@ pub fn run(args: Args) -> Result<(), String> {
         None => plan(&args, chart, phrases, new_bars)?,
     };
     let dynamics = crate::models::dynamics(&args.dynamics, args.manifest.as_deref())?.map(Rc::new);
-    let (pedal_mode, pedal) = crate::models::pedal(&args.pedal, args.manifest.as_deref())?;
+    let live = kind == TaskKind::Live;
+    let (pedal_mode, pedal) = crate::models::pedal(&args.pedal, args.manifest.as_deref(), live)?;
     let pedal = pedal.map(Rc::new);
     options.pedal = pedal_mode;
     let run = Run {

@@ -112,6 +112,18 @@ pub fn run_defaults(dir: &Path, task: Task) -> ModelDefaults {
     }
 }
 
+/// The model `generate --task live` plays with when none is named: the page's choice
+/// (`Manifest::live`), else the task's default.
+pub fn live_spec(spec: &str, manifest: Option<&Path>) -> String {
+    let chosen = (spec == "default")
+        .then(|| find_manifest(manifest).ok())
+        .flatten()
+        .and_then(|path| std::fs::read_to_string(path).ok())
+        .and_then(|text| Manifest::parse(&text).ok())
+        .and_then(|m| m.live().map(|e| e.name.clone()));
+    chosen.unwrap_or_else(|| spec.to_string())
+}
+
 pub fn load(
     spec: &str,
     task: Task,
@@ -227,11 +239,13 @@ pub fn dynamics(spec: &str, manifest: Option<&Path>) -> Result<Option<Dynamics>,
 }
 
 /// The pedal `spec` asks for the piano written: `learnt` (the manifest's pedal model, when
-/// it ships one), `played` (the file's own pedal, none for new bars), `none`, or a JSON file
-/// written by `pianoformer pedal` (learnt with it).
+/// it ships one; for a `live` take the one that pedals as it plays, as the page's take is,
+/// where it ships one), `played` (the file's own pedal, none for new bars), `none`, or a JSON
+/// file written by `pianoformer pedal` (learnt with it).
 pub fn pedal(
     spec: &str,
     manifest: Option<&Path>,
+    live: bool,
 ) -> Result<(PedalMode, Option<PedalModel>), String> {
     match spec {
         "none" | "off" => Ok((PedalMode::Off, None)),
@@ -243,8 +257,11 @@ pub fn pedal(
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
             let manifest = Manifest::parse(&text).map_err(|e| e.to_string())?;
-            let model = manifest
-                .pedal
+            let entry = match live {
+                true => manifest.pedal_live.or(manifest.pedal),
+                false => manifest.pedal,
+            };
+            let model = entry
                 .map(|entry| entry.load_pedal(path.parent().unwrap_or(Path::new("."))))
                 .transpose()?;
             Ok((PedalMode::Learnt, model))
