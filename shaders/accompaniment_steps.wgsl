@@ -123,6 +123,8 @@ fn main(
             } else {
                 strike = uniform01(seed_lo, seed_hi, t, p, 0u) < p_on;
             }
+            // Only a piano's keys, A0 to C8 (`PIANO_KEYS` in roll.rs).
+            strike = strike && p >= 21u && p <= 108u;
             if (strike) {
                 on = 1.0;
                 sus = 1.0;

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::music::roll::{PITCHES, PianoRoll};
+use crate::music::roll::{PIANO_KEYS, PITCHES, PianoRoll};
 
 /// How probabilities become notes.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -25,10 +25,11 @@ impl Default for Binarize {
     }
 }
 
-/// A piano roll from onset and sustain probabilities, each `[len, 128]` row-major.
+/// A piano roll from onset and sustain probabilities, each `[len, 128]` row-major, on a
+/// piano's keys ([`PIANO_KEYS`]).
 pub fn binarize(onset: &[f32], sustain: &[f32], len: usize, b: Binarize) -> PianoRoll {
     let mut roll = PianoRoll::new(len);
-    for p in 0..PITCHES {
+    for p in PIANO_KEYS {
         let mut t = 0;
         while t < len {
             if onset[t * PITCHES + p] <= b.threshold {

@@ -26,7 +26,7 @@ use crate::model::config::{ACCOMPANIMENT_INPUTS, Conditioning, Task};
 #[cfg(feature = "gpu")]
 use crate::model::performer::captured_row;
 use crate::model::performer::{Inputs, Performer, State, StepInput};
-use crate::music::roll::{PITCHES, PianoRoll};
+use crate::music::roll::{PIANO_KEYS, PITCHES, PianoRoll};
 
 fn sigmoid_t(logit: f32, temperature: f32) -> f32 {
     1.0 / (1.0 + (-logit / temperature).exp())
@@ -61,10 +61,12 @@ pub fn draw_step(
     for p in 0..PITCHES {
         let lean = lean.map_or(0.0, |l| l[p]);
         let p_on = 1.0 / (1.0 + (-(onset_logits[p] / t + bias + lean)).exp());
+        // Drawn for every pitch (a live take's draws come one after another), struck only on
+        // a piano's keys.
         let strike = match s.threshold {
             Some(th) => p_on > th,
             None => uniform(p, 0) < p_on,
-        };
+        } && PIANO_KEYS.contains(&p);
         if strike {
             roll.set(step, p, true, true, 0);
             continue;

@@ -11,6 +11,10 @@ pub const GENERATED_VELOCITY: u8 = 72;
 /// Number of MIDI pitches.
 pub const PITCHES: usize = 128;
 
+/// The keys a piano has, A0 to C8: the only pitches a written piano part strikes (the rolls
+/// keep all 128 MIDI pitches, and a model's odds for the others are small but not nothing).
+pub const PIANO_KEYS: std::ops::RangeInclusive<usize> = 21..=108;
+
 /// A piano roll on a grid: `onset[step][pitch]` is true where a note starts, `sustain[step][pitch]`
 /// where one sounds (onsets included). Velocity is kept per onset for the way back to notes.
 #[derive(Clone, Debug, PartialEq)]

@@ -33,7 +33,7 @@ pub fn register(pitch: usize) -> usize {
 
 /// The pitches of register `r` that a piano has (A0 to C8), as bits.
 pub fn register_mask(r: usize) -> u128 {
-    (21..=108)
+    crate::music::roll::PIANO_KEYS
         .filter(|&p| register(p) == r)
         .fold(0u128, |m, p| m | 1 << p)
 }

@@ -537,3 +537,38 @@ fn two_bar_phrases(letters: &str) -> Vec<crate::music::phrases::Segment> {
         })
         .collect()
 }
+
+/// A written piano part strikes a piano's keys only, A0 to C8, however likely the model makes
+/// another pitch; the draws of the others are still taken (a live take's come in order).
+#[test]
+fn only_a_pianos_keys_are_struck() {
+    let s = PianoSampling {
+        temperature: 1.0,
+        ..PianoSampling::default()
+    };
+    let on = [30.0f32; PITCHES];
+    let mut roll = PianoRoll::new(2);
+    let mut draws = 0;
+    draw_step(
+        &mut roll,
+        1,
+        &on,
+        &[-30.0; PITCHES],
+        &s,
+        None,
+        &mut |_, _| {
+            draws += 1;
+            0.5
+        },
+    );
+    let struck: Vec<usize> = (0..PITCHES).filter(|&p| roll.onset(1, p)).collect();
+    assert_eq!(struck, (21..=108).collect::<Vec<_>>());
+    assert_eq!(draws, PITCHES, "one onset draw a pitch");
+    let b = crate::generate::binarize::binarize(
+        &[0.9; PITCHES],
+        &[0.9; PITCHES],
+        1,
+        crate::generate::binarize::Binarize::default(),
+    );
+    assert_eq!((0..PITCHES).filter(|&p| b.onset(0, p)).count(), 88);
+}
