@@ -67,6 +67,17 @@ impl Studio for Take {
         F: FnMut(Progress) -> Fut,
         Fut: std::future::Future<Output = bool>,
     {
+        // The take ends with the music (or the region's last bar).
+        let music = piece.grid(|_| true);
+        let bars = music.num_bars().min(piece.bars.len().max(1));
+        let from_bar = options.live.from_bar;
+        if from_bar >= bars {
+            return Err(GenerateError::Read(format!(
+                "the music ends in bar {bars}: a take over it starts before that, not on bar {}",
+                from_bar + 1
+            )));
+        }
+        let to_bar = options.to_bar.unwrap_or(bars).clamp(from_bar + 1, bars);
         let play = ModelPlay::of(run.defaults);
         let pedal = run.pedal.map(|p| &**p);
         // The take stops with the music: a bar of room after it is all the grid needs.
@@ -76,13 +87,6 @@ impl Studio for Take {
         };
         let (mut live, grid) =
             live_start(run.model, &play, None, piece, &settings, pedal, run.device).await?;
-        // The take ends with the music (or the region): its last note's end, on the grid.
-        let music = piece.grid(|_| true);
-        let bars = music.num_bars().min(piece.bars.len().max(1));
-        let to_bar = options
-            .to_bar
-            .unwrap_or(bars)
-            .clamp(options.live.from_bar + 1, bars);
         let end = music.bar_steps(to_bar - 1).end;
         let ticks = &live.input.sheet.grid;
         let step_ticks: Vec<u64> = (0..=end).map(|t| ticks.tick_at(t)).collect();

@@ -137,6 +137,21 @@ fn a_take_over_a_melody_hears_only_what_was_played_before_each_step() {
     );
     let said = TaskKind::Live.describe(&piece, &out[0], &options);
     assert!(said.starts_with("a live take over bars 3-8: "), "{said}");
+    // A take that would start past the music is refused in words (the grid has a bar of room
+    // after it).
+    let late = pollster::block_on(generate_json::<TaskKind, _, _>(
+        "live",
+        &run,
+        &piece,
+        r#"{"fromBar": 8}"#,
+        &mut Kept::default(),
+        |_| async { true },
+    ))
+    .unwrap_err();
+    assert!(
+        late.to_string().contains("the music ends in bar 8"),
+        "{late}"
+    );
     // A model that writes the whole piece at once cannot play live, in words.
     let whole = PerformerConfig::tiny(Task::Accompaniment, 0, PeConfig::new(PeKind::SineSpe));
     let whole = Performer::new(&whole, 1, &device).unwrap();
