@@ -125,13 +125,24 @@ impl Studio for Accompany {
     /// Where it wrote, how many piano notes, and the share of them on tones of the chord lane's
     /// chords.
     fn describe(_before: &Piece, written: &Written, options: &Options) -> String {
-        accompanied(&written.piece, options)
+        let region = options.region.map(|[from, to]| {
+            let to = to.min(written.piece.bars.len());
+            (
+                [from, to],
+                format!(
+                    "bars {}-{to} rewritten, the rest of the piece kept",
+                    from + 1
+                ),
+            )
+        });
+        accompanied(&written.piece, region)
     }
 }
 
-/// What an accompaniment wrote, in words: where, how many piano notes, and the share of them
-/// on tones of the chord lane's chords.
-pub(super) fn accompanied(out: &Piece, options: &Options) -> String {
+/// What an accompaniment wrote, in words: where (the whole piece, else the bars of `region`
+/// as its words say), how many piano notes, and the share of them on tones of the chord
+/// lane's chords.
+pub(super) fn accompanied(out: &Piece, region: Option<([usize; 2], String)>) -> String {
     let grid = out.grid(|_| true);
     let input = match piece_input(out, grid, true) {
         Ok(input) => input,
@@ -151,21 +162,12 @@ pub(super) fn accompanied(out: &Piece, options: &Options) -> String {
             channel: 0,
         })
         .collect();
-    let (where_, notes) = match options.region {
+    let (where_, notes) = match region {
         None => (format!("{} bars accompanied", grid.num_bars()), notes),
-        Some([from, to]) => {
-            let to = to.min(out.bars.len());
+        Some(([from, to], said)) => {
             let ticks = out.bar_tick(from)..out.bar_tick(to);
-            (
-                format!(
-                    "bars {}-{to} rewritten, the rest of the piece kept",
-                    from + 1
-                ),
-                notes
-                    .into_iter()
-                    .filter(|n| ticks.contains(&n.start))
-                    .collect(),
-            )
+            let inside = notes.into_iter().filter(|n| ticks.contains(&n.start));
+            (said, inside.collect())
         }
     };
     let roll = PianoRoll::from_notes(&notes, grid);

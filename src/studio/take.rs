@@ -123,13 +123,9 @@ impl Studio for Take {
     fn describe(_before: &Piece, written: &Written, options: &TakeOptions) -> String {
         let from = options.live.from_bar;
         let to = options.to_bar.unwrap_or(written.piece.bars.len());
-        let region = Options {
-            region: Some([from, to]),
-            ..Options::default()
-        };
-        let said = accompanied(&written.piece, &region);
-        let said = said.replace(" rewritten, the rest of the piece kept", "");
-        format!("a live take over {said}")
+        let to = to.min(written.piece.bars.len());
+        let said = format!("a live take over bars {}-{to}", from + 1);
+        accompanied(&written.piece, Some(([from, to], said)))
     }
 }
 
