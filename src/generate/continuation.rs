@@ -266,10 +266,11 @@ where
                     place: places.last(),
                     bar_beats: grammar.bar_beats(),
                     temperature: sampling.temperature,
+                    allowed: &allowed,
                 };
                 // A counter, not a stream: the GPU's draw of this token takes the same number.
                 let u = uniform(sampling.seed, out.len(), 0, 0);
-                let leaned = steering.lean(&now, &allowed, &logits);
+                let leaned = steering.lean(&now, &logits);
                 (
                     sample_token(
                         leaned.as_deref().unwrap_or(&logits[..]),

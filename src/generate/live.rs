@@ -24,7 +24,8 @@ use rand::{RngExt, SeedableRng};
 use super::GenerateError;
 use super::accompany::AccompanimentInput;
 use super::piano::{PianoSampling, draw_step};
-use super::texture::{SongDensity, TextureEcho};
+use super::steer::{Steer, lean_all};
+use super::texture::{PianoNow, TextureEcho, TextureSteer};
 use crate::data::beats::{BeatInputs, BeatReader, add_beat_chroma};
 use crate::data::example::{RowAt, write_row};
 use crate::data::features::LabelFeatures;
@@ -108,8 +109,7 @@ pub struct Live {
     /// The texture echo leaning each step towards the step of the phrase's first occurrence
     /// it answers (in the take or the piano before it; [`Self::set_texture`]), and the take's
     /// density of the steps it leans where that is kept per song.
-    texture: Option<TextureEcho>,
-    density: Option<SongDensity>,
+    texture: Option<TextureSteer<TextureEcho>>,
     /// The piano's sustain pedal, decided with its notes step by step (a causal pedal model);
     /// `None`: none while the take plays.
     pub pedal: Option<PedalStream>,
@@ -240,7 +240,6 @@ impl Live {
             width,
             levels,
             texture: None,
-            density: None,
             pedal: None,
             answered,
         })
@@ -249,8 +248,7 @@ impl Live {
     /// Leans each step the take decides from now towards the step it answers (`None`: no
     /// echo), the density of the leaned steps kept from here where the echo keeps it per song.
     pub fn set_texture(&mut self, echo: Option<TextureEcho>) {
-        self.density = echo.as_ref().and_then(TextureEcho::song_density);
-        self.texture = echo;
+        self.texture = echo.map(TextureSteer::new);
     }
 
     /// Steps in the grid.
@@ -374,16 +372,27 @@ impl Live {
             let chords_now = &self.input.sheet.labels.chord;
             let piano = &mut self.input.sheet.rolls.piano;
             let rng = &mut self.rng;
-            let mut lean = [0f32; PITCHES];
-            let density = &mut self.density;
-            let leaning = self.texture.as_ref().is_some_and(|x| {
-                let written = (&*piano, Some(&chords_now[..]));
-                x.lean_for(written, (t, &self.sampling, on), density, &mut lean)
-            });
-            let lean = leaning.then_some(&lean[..]);
-            draw_step(piano, t, on, sus, &self.sampling, lean, &mut |_, _| {
-                rng.random::<f32>()
-            });
+            let now = PianoNow {
+                written: piano,
+                chords: Some(&chords_now[..]),
+                step: t,
+                sampling: &self.sampling,
+                onsets: on,
+            };
+            let mut parts: Vec<&mut dyn Steer<PianoNow>> = Vec::new();
+            if let Some(x) = self.texture.as_mut() {
+                parts.push(x);
+            }
+            let lean = lean_all(&mut parts, &now, &[0.0; PITCHES]);
+            draw_step(
+                piano,
+                t,
+                on,
+                sus,
+                &self.sampling,
+                lean.as_deref(),
+                &mut |_, _| rng.random::<f32>(),
+            );
             let onsets = (0..PITCHES).filter(|&p| piano.onset(t, p)).map(|p| p as u8);
             let ends = (0..PITCHES)
                 .filter(|&p| t > 0 && piano.sustain(t - 1, p))

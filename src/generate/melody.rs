@@ -16,10 +16,11 @@ use crate::data::melody::{
     melody_steps, write_melody_row,
 };
 use crate::data::sheet::Sheet;
+use crate::generate::steer::{Steer, lean_all};
 use crate::model::config::Task;
 use crate::model::performer::{Inputs, Performer, StepInput};
-use crate::music::chords::Chord;
-use crate::music::labels::first_occurrence;
+
+mod echo;
 
 /// The lowest pitch a melody is written in unless asked otherwise (C3).
 pub const DEFAULT_MELODY_LOW: u8 = 48;
@@ -144,15 +145,10 @@ impl MelodySampling {
 impl MelodySampling {
     /// The class of step `s` drawn from the model's `logits` after `prev`: first its kind (a
     /// rest, a hold or a new note, at the rhythm's temperature), then a new note's pitch (at
-    /// the pitch temperature, top-p); `heard`, the class the echo leans towards (`e^echo`
-    /// times its odds, in both draws).
-    fn draw(
-        &self,
-        logits: &[f32],
-        prev: MelodyStep,
-        heard: Option<(usize, f32)>,
-        s: usize,
-    ) -> usize {
+    /// the pitch temperature, top-p); `lean`, the steering parts' lean on each class (log-odds
+    /// added after the temperature: a rest's and a hold's to their kind, a pitch's to its draw,
+    /// and a new note's kind leans as its most leaned pitch).
+    fn draw(&self, logits: &[f32], prev: MelodyStep, lean: Option<&[f32]>, s: usize) -> usize {
         let allowed = self.allowed(prev);
         let masked: Vec<f32> = logits
             .iter()
@@ -164,8 +160,11 @@ impl MelodySampling {
         let t = self.temperature.max(1e-4);
         let mut kinds = [lp[REST] / t, lp[HOLD] / t, onset_mass.max(1e-30).ln() / t];
         let kind_ok = [allowed[REST], allowed[HOLD], onset_mass > 0.0];
-        if let Some((h, lean)) = heard {
-            kinds[h.min(2)] += lean;
+        if let Some(lean) = lean {
+            let onset = lean[2..].iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            for (kind, by) in kinds.iter_mut().zip([lean[REST], lean[HOLD], onset]) {
+                *kind += by;
+            }
         }
         let plain = Sampling {
             temperature: 1.0,
@@ -179,8 +178,8 @@ impl MelodySampling {
         }
         let tp = self.pitch_temperature.unwrap_or(self.temperature).max(1e-4);
         let mut pitches: Vec<f32> = lp.iter().map(|l| l / tp).collect();
-        if let Some((h, lean)) = heard.filter(|&(h, _)| h >= 2) {
-            pitches[h] += lean;
+        if let Some(lean) = lean {
+            pitches.iter_mut().zip(lean).for_each(|(p, by)| *p += by);
         }
         let onsets: Vec<bool> = (0..MELODY_CLASSES).map(|c| c >= 2 && allowed[c]).collect();
         let draw = Sampling {
@@ -237,7 +236,8 @@ where
         )));
     }
     let prompt = melody_steps(&sheet.rolls.melody, &labels.melody, 0);
-    let echo = Echo::new(sheet);
+    // The steering parts (the echo, where it leans at all).
+    let mut echoing = (sampling.echo > 0.0).then(|| echo::Echoing::new(sheet, sampling.echo));
     let levels = model.config.pe.structure_levels().to_vec();
     let structural = model.config.pe.is_structural();
     let context = |s: usize, previous: Option<MelodyStep>| MelodyContext {
@@ -274,20 +274,17 @@ where
             )
             .await?;
         let before = prev.unwrap_or_default();
-        // The same class again where the lane says the bar repeats: a hold only continues a
-        // note that sounds now.
-        let heard = echo
-            .source(s)
-            .and_then(|(e, less)| Some((sung.get(e)?, (sampling.echo - less).max(0.0))))
-            .map(|(heard, lean)| {
-                let class = match heard.class {
-                    HOLD if before.pitch == 0 => REST,
-                    c => c,
-                };
-                (class, lean)
-            })
-            .filter(|&(_, lean)| lean > 0.0);
-        let class = sampling.draw(&logits, before, heard, s);
+        let now = echo::Now {
+            step: s,
+            before,
+            sung: &sung,
+        };
+        let mut parts: Vec<&mut dyn Steer<echo::Now>> = Vec::new();
+        if let Some(e) = echoing.as_mut() {
+            parts.push(e);
+        }
+        let lean = lean_all(&mut parts, &now, &[0.0; MELODY_CLASSES]);
+        let class = sampling.draw(&logits, before, lean.as_deref(), s);
         let step = before.then(class);
         out.push(step);
         sung.push(step);
@@ -390,57 +387,6 @@ pub async fn melody_attention(
     .await
 }
 
-/// Where each step of a sheet was first heard: for a step in a bar the phrase lane marks as a
-/// repeat, the same step of the same bar of the phrase's first occurrence.
-struct Echo<'a> {
-    /// Per bar: its steps, for a repeat the first step of the bar it repeats, and whether it
-    /// is its phrase's last bar (the cadence).
-    bars: Vec<(Range<usize>, Option<usize>, bool)>,
-    chords: &'a [Option<Chord>],
-}
-
-impl<'a> Echo<'a> {
-    fn new(sheet: &'a Sheet) -> Self {
-        let grid = &sheet.grid;
-        let phrases = sheet.labels.bar_phrase_labels(grid);
-        let bars = (0..grid.num_bars())
-            .map(|b| {
-                let first = first_occurrence(&phrases, b).map(|f| grid.bar_steps(f).start);
-                let cadence = phrases
-                    .get(b)
-                    .copied()
-                    .flatten()
-                    .is_some_and(|p| p.bar + 1 == p.bars);
-                (grid.bar_steps(b), first, cadence)
-            })
-            .collect();
-        Self {
-            bars,
-            chords: &sheet.labels.chord,
-        }
-    }
-
-    /// The step `s` echoes, if any, and how much less than the full echo it leans there
-    /// ([`ECHO_LESS_UNDER_ANOTHER_CHORD`], [`ECHO_LESS_AT_A_CADENCE`]).
-    fn source(&self, s: usize) -> Option<(usize, f32)> {
-        let i = self.bars.partition_point(|(span, _, _)| span.end <= s);
-        let (span, first, cadence) = self.bars.get(i)?;
-        let offset = s.checked_sub(span.start)?;
-        let e = first.map(|f| f + offset).filter(|&e| e < s)?;
-        let chord = |t: usize| self.chords.get(t).copied().flatten();
-        let less = if chord(s) == chord(e) {
-            0.0
-        } else {
-            ECHO_LESS_UNDER_ANOTHER_CHORD
-        } + if *cadence {
-            ECHO_LESS_AT_A_CADENCE
-        } else {
-            0.0
-        };
-        Some((e, less))
-    }
-}
-
 /// A region's steps as notes `(pitch, first step, end step)`, the region starting at step
 /// `from`: an onset starts a note, holds lengthen it, a rest or the next onset ends it.
 pub fn melody_notes(steps: &[MelodyStep], from: usize) -> Vec<(u8, usize, usize)> {
@@ -535,10 +481,12 @@ mod tests {
 mod writing_tests {
     use burn::tensor::Device;
 
+    use super::echo::Echo;
     use super::*;
     use crate::generate::piece_input;
     use crate::model::config::PerformerConfig;
     use crate::model::pe::{PeConfig, PeKind, StructureLevel};
+    use crate::music::chords::Chord;
     use crate::music::fixtures;
     use crate::music::piece::Piece;
 

@@ -29,6 +29,7 @@ pub mod melody;
 pub mod piano;
 pub mod prompt;
 pub mod sample;
+pub mod steer;
 pub mod texture;
 
 pub use accompany::{

@@ -17,7 +17,8 @@ use burn::tensor::{Device, Tensor, TensorData};
 #[cfg(feature = "gpu")]
 use super::fused;
 pub use super::sample::{PianoSampling, uniform};
-use super::texture::{Answers, TextureEcho};
+use super::steer::{Steer, lean_all};
+use super::texture::{Answers, PianoNow, TextureEcho, TextureSteer};
 use super::{AttentionRows, GenerateError, Watch, read_f32, watched_rows};
 use crate::data::Example;
 use crate::data::example::REFERENCE_INPUTS;
@@ -586,8 +587,11 @@ where
     // The watched head's row of every step since the last report (each over its own keys).
     let mut watched: Vec<Vec<f32>> = Vec::new();
     let mut logits: Vec<Vec<f32>>;
-    let mut lean = vec![0f32; PITCHES];
-    let mut densities = vec![steps.texture.and_then(TextureEcho::song_density); samplings.len()];
+    // Each writing's steering parts (the texture echo, where one leans).
+    let mut textures: Vec<_> = samplings
+        .iter()
+        .map(|_| steps.texture.map(TextureSteer::new))
+        .collect();
     for t in region.clone() {
         let values: Vec<_> = rolls.iter().map(|r| steps.values(t..t + 1, r)).collect();
         let inputs: Vec<StepInput<'_>> = values.iter().map(|(x, _)| StepInput::Roll(x)).collect();
@@ -596,13 +600,22 @@ where
             .step_batch(&inputs, &labels, &mut states, device)
             .await?;
         let writings = rolls.iter_mut().zip(&logits).zip(samplings);
-        for (((roll, out), s), density) in writings.zip(&mut densities) {
+        for (((roll, out), s), texture) in writings.zip(&mut textures) {
             let (on, sus) = out.split_at(PITCHES);
             let mut draw = |p: usize, kind: u32| uniform(s.seed, t, p, kind);
-            let leaning = steps
-                .texture
-                .is_some_and(|x| x.lean_for((roll, None), (t, s, on), density, &mut lean));
-            draw_step(roll, t, on, sus, s, leaning.then_some(&lean[..]), &mut draw);
+            let now = PianoNow {
+                written: roll,
+                chords: None,
+                step: t,
+                sampling: s,
+                onsets: on,
+            };
+            let mut parts: Vec<&mut dyn Steer<PianoNow>> = Vec::new();
+            if let Some(x) = texture.as_mut() {
+                parts.push(x);
+            }
+            let lean = lean_all(&mut parts, &now, &[0.0; PITCHES]);
+            draw_step(roll, t, on, sus, s, lean.as_deref(), &mut draw);
         }
         if let Some(row) = watched_rows(&states[0], watch, t).await? {
             watched.push(row.values);

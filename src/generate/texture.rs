@@ -12,6 +12,7 @@
 
 use super::sample::PianoSampling;
 use super::sample::uniform;
+use super::steer::Steer;
 use crate::data::example::{answers, reference_row};
 use crate::music::chords::Chord;
 use crate::music::labels::StepLabels;
@@ -22,9 +23,62 @@ use crate::music::texture::echo::{
     EchoLean, PasteMix, SongDensityRule, bars, kept_bars, latest_sources, melody_alike,
 };
 use crate::music::texture::{onset_bits, register_mask};
+use std::borrow::Borrow;
 
 mod density;
 pub use density::{SongDensity, keep_count};
+
+/// Where a step-by-step accompaniment stands when step `step` is drawn: the piano written so
+/// far, the chords as they stand now where they move while it plays (a live take's; `None`:
+/// the lanes'), its sampling and the model's onset logits there.
+pub struct PianoNow<'a> {
+    pub written: &'a PianoRoll,
+    pub chords: Option<&'a [Option<Chord>]>,
+    pub step: usize,
+    pub sampling: &'a PianoSampling,
+    pub onsets: &'a [f32],
+}
+
+/// The texture echo as a steering part of one writing (each alternative and each live take has
+/// its own): the lean of each step as [`TextureEcho::lean_with`] gives it, its count settled
+/// from the model's onset logits at the sampling — the step's own count where the lean keeps
+/// it ([`EchoLean::keeps_count`]), else the density of the leaned steps so far where it is kept
+/// per song ([`TextureEcho::song_density`], from the writing's start).
+pub struct TextureSteer<E: Borrow<TextureEcho>> {
+    echo: E,
+    density: Option<SongDensity>,
+}
+
+impl<E: Borrow<TextureEcho>> TextureSteer<E> {
+    /// A writing steered by `echo` from its first step.
+    pub fn new(echo: E) -> Self {
+        let density = echo.borrow().song_density();
+        Self { echo, density }
+    }
+
+    /// The density of the steps it has leaned, where it is kept per song.
+    pub fn song_density(&self) -> Option<&SongDensity> {
+        self.density.as_ref()
+    }
+}
+
+impl<E: Borrow<TextureEcho>> Steer<PianoNow<'_>> for TextureSteer<E> {
+    fn lean(&mut self, now: &PianoNow, logits: &mut [f32]) -> bool {
+        let echo = self.echo.borrow();
+        let mut lean = [0f32; PITCHES];
+        let (t, s) = (now.step, now.sampling);
+        if !echo.lean_with(now.written, now.chords, (t, s.seed), &mut lean) {
+            return false;
+        }
+        if echo.lean.keeps_count {
+            keep_count(&mut lean, now.onsets, s);
+        } else if let Some(d) = self.density.as_mut() {
+            d.settle(&mut lean, now.onsets, s);
+        }
+        logits.iter_mut().zip(lean).for_each(|(l, by)| *l += by);
+        true
+    }
+}
 
 /// The "pitch" of the draw that says whether a bar's register `r` is pasted
 /// (`uniform(seed, bar, PASTE_DRAW + r, 0)`): past every pitch's onset and hold draws.
@@ -328,27 +382,6 @@ impl TextureEcho {
             // does it (0: the model's own odds, as with no echo).
             let bias = self.strength * super::sample::onset_bias(d);
             out[..PITCHES].iter_mut().for_each(|l| *l += bias);
-        }
-        leans
-    }
-
-    /// The lean of step `t` as a writing draws it ([`Self::lean_with`]), its count settled
-    /// from the model's onset logits `on` at the sampling `s`: the step's own count where the
-    /// lean keeps it ([`EchoLean::keeps_count`]), else the song's density of the leaned steps
-    /// where it is kept per song (`density`, from [`Self::song_density`] when the writing
-    /// starts).
-    pub fn lean_for(
-        &self,
-        (written, chords): (&PianoRoll, Option<&[Option<Chord>]>),
-        (t, s, on): (usize, &PianoSampling, &[f32]),
-        density: &mut Option<SongDensity>,
-        out: &mut [f32],
-    ) -> bool {
-        let leans = self.lean_with(written, chords, (t, s.seed), out);
-        if leans && self.lean.keeps_count {
-            keep_count(out, on, s);
-        } else if let (true, Some(d)) = (leans, density.as_mut()) {
-            d.settle(out, on, s);
         }
         leans
     }

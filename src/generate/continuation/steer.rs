@@ -1,13 +1,11 @@
-//! Steering at sampling time, as parts. The model proposes every token; each part that leans
-//! the next one — the prompt's key held on unplanned bars ([`Key`]), the density asked
-//! ([`Density`]), the echo of a bar the phrase lane repeats ([`Echo`]) — is a small type behind
-//! [`Steer`], and [`Steering`] composes them in one order. The chords planned for the new bars
+//! A continuation's steering, as parts ([`Steer`], shared by every task that samples). The
+//! model proposes every token; each part that leans the next one — the prompt's key held on
+//! unplanned bars ([`Key`]), the density asked ([`Density`]), the echo of a bar the phrase lane
+//! repeats ([`Echo`]) — is a small type behind [`Steer`], and [`Steering`] composes them in one
+//! order. The chords planned for the new bars
 //! ([`Plan`]) do not lean: they mask the model's own chords on a planned bar and write the
 //! planned changes where they fall. `continue_tokens` asks the plan for a forced token, else
 //! the steering for its lean, draws, and tells both what was written.
-//!
-//! A part for another task's sampling (the accompaniment's texture, the melody's echo) is the
-//! same shape: whether it leans the next decision, and its lean added to the logits.
 
 use std::collections::VecDeque;
 
@@ -16,6 +14,7 @@ use super::echo::Echo;
 use super::key::Key;
 use crate::generate::sample::Sampling;
 use crate::generate::spread;
+use crate::generate::steer::{Steer, lean_all};
 use crate::music::chords::Chord;
 use crate::music::labels::PhraseLabel;
 use crate::music::tokens::places::TokenPlace;
@@ -34,18 +33,11 @@ pub(super) struct Now<'a> {
     pub bar_beats: usize,
     /// The sampling temperature (a lean keeps its effect on probabilities the same at any).
     pub temperature: f32,
+    /// The tokens the grammar (and the plan) allow next: a part leans only these.
+    pub allowed: &'a [bool],
 }
 
-/// A part that leans the next token.
-pub(super) trait Steer {
-    /// Whether it leans the next token at all (when no part does, the model's own
-    /// distribution is drawn from as it is).
-    fn leans(&self, now: &Now, allowed: &[bool]) -> bool;
-
-    /// Adds its lean to `logits` (before the temperature divides them), touching only tokens
-    /// `allowed`.
-    fn lean(&mut self, now: &Now, allowed: &[bool], logits: &mut [f32]);
-}
+// Each part adds its lean to the logits before the temperature divides them.
 
 /// The prompt's key, held at `strength` on bars whose chords nobody planned
 /// ([`Sampling::key`]).
@@ -54,33 +46,34 @@ struct KeyHold {
     strength: f32,
 }
 
-impl Steer for KeyHold {
-    fn leans(&self, now: &Now, _allowed: &[bool]) -> bool {
-        !now.planned_bar
-    }
-
-    fn lean(&mut self, now: &Now, allowed: &[bool], logits: &mut [f32]) {
+impl Steer<Now<'_>> for KeyHold {
+    fn lean(&mut self, now: &Now, logits: &mut [f32]) -> bool {
+        if now.planned_bar {
+            return false;
+        }
+        let (chord, allowed) = (now.chord, now.allowed);
         self.key
-            .tilt(self.strength, now.chord, allowed, logits, now.temperature);
+            .tilt(self.strength, chord, allowed, logits, now.temperature);
+        true
     }
 }
 
-impl Steer for Density {
-    fn leans(&self, _now: &Now, _allowed: &[bool]) -> bool {
-        self.counting()
-    }
-
-    fn lean(&mut self, now: &Now, allowed: &[bool], logits: &mut [f32]) {
+impl Steer<Now<'_>> for Density {
+    fn lean(&mut self, now: &Now, logits: &mut [f32]) -> bool {
+        if !self.counting() {
+            return false;
+        }
         if let Some(place) = now.place {
             self.tilt(
                 place,
                 now.last,
                 now.bar_beats,
-                allowed,
+                now.allowed,
                 logits,
                 now.temperature,
             );
         }
+        true
     }
 }
 
@@ -93,24 +86,22 @@ struct Echoing {
 
 impl Echoing {
     /// The token the echo leans towards, if it is allowed.
-    fn expected(&self, now: &Now, allowed: &[bool]) -> Option<usize> {
+    fn expected(&self, now: &Now) -> Option<usize> {
         self.echo
             .expected(now.chord)
             .map(|t| t.id() as usize)
-            .filter(|&e| allowed[e])
+            .filter(|&e| now.allowed[e])
     }
 }
 
-impl Steer for Echoing {
-    fn leans(&self, now: &Now, allowed: &[bool]) -> bool {
-        self.expected(now, allowed).is_some()
-    }
-
-    fn lean(&mut self, now: &Now, allowed: &[bool], logits: &mut [f32]) {
-        if let Some(e) = self.expected(now, allowed) {
-            // e^strength times the probability, whatever the temperature.
-            logits[e] += self.strength * now.temperature.max(1e-4);
-        }
+impl Steer<Now<'_>> for Echoing {
+    fn lean(&mut self, now: &Now, logits: &mut [f32]) -> bool {
+        let Some(e) = self.expected(now) else {
+            return false;
+        };
+        // e^strength times the probability, whatever the temperature.
+        logits[e] += self.strength * now.temperature.max(1e-4);
+        true
     }
 }
 
@@ -157,25 +148,15 @@ impl<'a> Steering<'a> {
     }
 
     /// The next token's logits leaned by every part that leans it, or `None` when none does.
-    pub(super) fn lean(&mut self, now: &Now, allowed: &[bool], logits: &[f32]) -> Option<Vec<f32>> {
-        let parts: [Option<&mut dyn Steer>; 3] = [
-            self.key.as_mut().map(|p| p as &mut dyn Steer),
-            self.density.as_mut().map(|p| p as &mut dyn Steer),
-            self.echo.as_mut().map(|p| p as &mut dyn Steer),
+    pub(super) fn lean(&mut self, now: &Now, logits: &[f32]) -> Option<Vec<f32>> {
+        type Part<'p, 'n> = &'p mut dyn Steer<Now<'n>>;
+        let parts: [Option<Part>; 3] = [
+            self.key.as_mut().map(|p| p as Part),
+            self.density.as_mut().map(|p| p as Part),
+            self.echo.as_mut().map(|p| p as Part),
         ];
-        let leaning: Vec<&mut dyn Steer> = parts
-            .into_iter()
-            .flatten()
-            .filter(|p| p.leans(now, allowed))
-            .collect();
-        if leaning.is_empty() {
-            return None;
-        }
-        let mut out = logits.to_vec();
-        for part in leaning {
-            part.lean(now, allowed, &mut out);
-        }
-        Some(out)
+        let mut parts: Vec<Part> = parts.into_iter().flatten().collect();
+        lean_all(&mut parts, now, logits)
     }
 
     /// Hears `token` as it is written (before the grammar moves past it).

@@ -9,6 +9,7 @@ use rand::rngs::StdRng;
 
 use super::*;
 use crate::data::corpus::{Corpus, Piece as TrainPiece, WindowSpec};
+use crate::generate::steer::Steer;
 use crate::generate::{BatchProgress, Given, PianoSampling, accompaniment_input};
 use crate::generate::{Reports, accompany_batch, input_example};
 use crate::model::config::{Conditioning, PerformerConfig, Task};
@@ -723,8 +724,8 @@ fn the_echo_keeps_a_songs_density_where_it_answers_the_song_and_not_a_donors() {
     };
     let echo = |song_density| TextureEcho::repeats(lean(song_density), 1.0, labels).unwrap();
     assert_eq!(echo(SongDensityRule::Off).song_density(), None);
-    let mut density = echo(SongDensityRule::Free).song_density();
-    let start = density.as_ref().map(super::SongDensity::shift);
+    let mut free = super::TextureSteer::new(echo(SongDensityRule::Free));
+    let start = free.song_density().map(super::SongDensity::shift);
     assert_eq!(
         start,
         Some(0.5 * 0.25f32.ln()),
@@ -734,20 +735,17 @@ fn the_echo_keeps_a_songs_density_where_it_answers_the_song_and_not_a_donors() {
     let s = PianoSampling::default();
     let on = vec![-3.0; PITCHES];
     let (mut kept, mut fixed) = ([0f32; PITCHES], [0f32; PITCHES]);
-    let t = 16 + 5;
-    assert!(echo(SongDensityRule::Free).lean_for(
-        (&written, None),
-        (t, &s, &on),
-        &mut density,
-        &mut kept
-    ));
-    assert!(echo(SongDensityRule::Off).lean_for(
-        (&written, None),
-        (t, &s, &on),
-        &mut None,
-        &mut fixed
-    ));
+    let now = super::PianoNow {
+        written: &written,
+        chords: None,
+        step: 16 + 5,
+        sampling: &s,
+        onsets: &on,
+    };
+    assert!(free.lean(&now, &mut kept));
+    let mut off = super::TextureSteer::new(echo(SongDensityRule::Off));
+    assert!(off.lean(&now, &mut fixed));
     assert!((0..PITCHES).all(|p| (kept[p] - fixed[p]).abs() < 1e-5));
     // It has counted that step, and moved towards the model's count.
-    assert_ne!(density.as_ref().map(super::SongDensity::shift), start);
+    assert_ne!(free.song_density().map(super::SongDensity::shift), start);
 }
