@@ -215,7 +215,7 @@ fn generate_finds_the_shipped_models_from_anywhere() {
 }
 
 /// Settings out of range are refused before any music is made, by the same check the page's
-/// settings go through (`studio::Options::check`), naming the flag: every out-of-range case of
+/// settings go through (each task's `studio::Asked::check`), naming the flag: every out-of-range case of
 /// `tests/options-cases.json` (which the page's tests run too) whose setting is a flag here.
 #[test]
 fn generate_refuses_settings_out_of_range_naming_the_flag() {

@@ -473,7 +473,7 @@ fn the_default_melody_follows_a_substituted_progression() {
     use pianoformer::eval::melody::{MelodyCounts, count_melody};
     use pianoformer::generate::piece_input;
     use pianoformer::music::piece::Piece;
-    use pianoformer::studio::{Options, melody_piece};
+    use pianoformer::studio::{Common, MelodyOptions, melody_piece};
     let text = std::fs::read_to_string(models_dir().join("manifest.json")).unwrap();
     let manifest = Manifest::parse(&text).unwrap();
     let Some(entry) = manifest
@@ -501,9 +501,12 @@ fn the_default_melody_follows_a_substituted_progression() {
                 *cell = chart[bar % 8].into();
             }
             plan.phrases = vec![('A', 8), ('B', 8)];
-            let options = Options {
-                seed,
-                ..Options::default()
+            let options = MelodyOptions {
+                common: Common {
+                    seed,
+                    ..Common::default()
+                },
+                ..MelodyOptions::default()
             };
             let sung = pollster::block_on(melody_piece(
                 &model,

@@ -159,7 +159,8 @@ export function generateOptions(s, { task, region, context }) {
     density: task === 'melody' ? null : s.density ?? null,
     key: continuation ? s.keyHold ?? null : null,
     tokens: task === 'melody' ? null : s.maxTokens ?? null,
-    // A continuation model reads at most the window it was trained on (studio Options).
+    // A continuation model reads at most the window it was trained on (the engine's
+    // ContinueOptions::context).
     context: task === 'continuation' && !s.readAll ? context : null,
     bars: task === 'melody' ? null : s.bars ?? null,
     // Several to audition and keep (the k-th with seed + k); 1 writes the piece at once.

@@ -24,7 +24,7 @@ use crate::music::piece::Piece;
 use crate::music::pop909::Pop909Song;
 use crate::music::tokens::places::places;
 use crate::music::tokens::{self, Grammar, Token};
-use crate::studio::{Options, continue_piece_ids};
+use crate::studio::{ContinueOptions, continue_piece_ids};
 
 /// Where in a song the prompt is taken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -350,12 +350,12 @@ pub fn score(
 pub async fn continue_excerpt(
     model: &Performer,
     excerpt: &Excerpt,
-    options: &Options,
+    options: &ContinueOptions,
     device: &Device,
 ) -> Result<OpeningScores, GenerateError> {
     let bytes = write_midi(&excerpt.prompt);
     let piece = Piece::from_midi(&bytes, &format!("{}.mid", excerpt.song.replace('/', "-")))?;
-    let options = Options {
+    let options = ContinueOptions {
         bars: Some(excerpt.bars),
         ..options.clone()
     };

@@ -1,5 +1,5 @@
 //! Every generation setting's range and default, written once in `settings/options.json` and read
-//! here (the generators, the Worker boundary through `studio::Options`, the CLI) and by the
+//! here (the generators, the Worker boundary through each task's settings, `studio::Asked`, the CLI) and by the
 //! page (`www/options.js`: its inputs' limits and the same messages). Tests run the same cases
 //! through both (`tests/options-cases.json`).
 
@@ -10,7 +10,7 @@ use serde::Deserialize;
 /// One setting's range.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 pub struct Limit {
-    /// Its name in the JSON of `studio::Options` (and the page's settings).
+    /// Its name in the settings' JSON (the page's, and each task's settings in `studio`).
     pub key: String,
     /// The CLI's flag for it.
     pub flag: String,
@@ -52,7 +52,7 @@ pub fn all() -> &'static [Limit] {
     &LIMITS
 }
 
-/// The range of the setting called `key` in `studio::Options`' JSON.
+/// The range of the setting called `key` in the settings' JSON.
 ///
 /// # Panics
 /// When `settings/options.json` has no such setting (a programming error; a test checks every key

@@ -4,7 +4,11 @@
 use burn::tensor::Device;
 
 use super::family::{Generated, Run, Studio, Written};
-use super::{ACCOMPANIMENT_TRACK, Options, Progress};
+use std::rc::Rc;
+
+use serde::{Deserialize, Serialize};
+
+use super::{ACCOMPANIMENT_TRACK, Asked, BadOption, Common, PedalMode, Progress, check_numbers};
 use crate::generate::binarize::{Binarize, binarize};
 use crate::generate::texture::{Answers, TextureEcho};
 use crate::generate::{
@@ -14,14 +18,15 @@ use crate::generate::{
 use crate::model::config::Task;
 use crate::model::performer::Performer;
 use crate::models::ModelDefaults;
-use crate::music::dynamics::Context;
+use crate::music::dynamics::{Context, Dynamics};
 use crate::music::grid::Grid;
 use crate::music::midi::Note;
 use crate::music::pedal;
-use crate::music::pedal::model::Steps;
+use crate::music::pedal::model::{PedalModel, Steps};
 use crate::music::piece::{Piece, PieceNote, PieceTrack, TrackRole};
 use crate::music::playing::chord_tone_ratio;
 use crate::music::roll::{GENERATED_VELOCITY, PianoRoll, Role};
+use crate::music::texture::donor::Donor;
 use crate::music::texture::echo::EchoLean;
 
 /// How a model plays unless told otherwise: its defaults from the manifest that the
@@ -57,23 +62,137 @@ impl ModelPlay {
     }
 }
 
+/// How to accompany, for the page and the CLI alike: both fill one of these (the page's JSON,
+/// the CLI's flags), [`Asked::check`] says in words what is wrong with it, and the model's own
+/// defaults (chosen on validation data) fill what is left `None`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AccompanyOptions {
+    /// The seed, the alternatives, the watched head, and the region: the piano there is
+    /// rewritten, kept elsewhere (the generated track, else the pianist's) with the melody
+    /// everywhere; a model that writes step by step continues from the piano before its first
+    /// bar.
+    #[serde(flatten)]
+    pub common: Common,
+    /// The note threshold (else the model's, chosen on validation data). A model that writes
+    /// step by step draws its notes unless one is given.
+    pub threshold: Option<f32>,
+    /// Step by step: the sampling temperature (else the model's).
+    pub piano_temperature: Option<f32>,
+    /// Step by step: the temperature of the draws that decide whether a sounding note is held
+    /// (else the model's).
+    pub hold_temperature: Option<f32>,
+    /// Step by step: about this many times the onsets the model would play
+    /// ([`PianoSampling::density`]; `None`: as the model plays).
+    pub density: Option<f32>,
+    /// Step by step: how strongly a phrase the lane repeats plays like its first occurrence
+    /// (the texture echo: its rhythm in each register, re-voiced to the chords under it), as a
+    /// multiple of the lean the training songs' pianists justify (`None`: 1 where the model
+    /// has one; 0: not at all).
+    pub texture_echo: Option<f32>,
+    /// Step by step: a texture to play like, a gallery texture or bars a person chose
+    /// ([`Donor`]): the bars written (the region's, else every bar) cycle through its bars,
+    /// its rhythm in its registers over their own chords and melody, at the texture echo's
+    /// strength. `None`: a phrase the lane repeats plays like its first occurrence.
+    pub texture: Option<Donor>,
+    /// The velocity model that gives the written piano its dynamics (the Session's or the
+    /// CLI's, never read from JSON); without one every note has one velocity.
+    #[serde(skip)]
+    pub dynamics: Option<Rc<Dynamics>>,
+    /// The sustain pedal of the bars written ([`PedalMode`]; learnt by default).
+    pub pedal: PedalMode,
+    /// The learnt pedal (the Session's or the CLI's, never read from JSON); without one a
+    /// learnt pedal writes none.
+    #[serde(skip)]
+    pub pedal_model: Option<Rc<PedalModel>>,
+}
+
+impl Default for AccompanyOptions {
+    fn default() -> Self {
+        Self {
+            common: Common::default(),
+            threshold: None,
+            piano_temperature: None,
+            hold_temperature: None,
+            density: None,
+            texture_echo: None,
+            texture: None,
+            dynamics: None,
+            pedal: PedalMode::Learnt,
+            pedal_model: None,
+        }
+    }
+}
+
+impl Asked for AccompanyOptions {
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
+    fn common_mut(&mut self) -> &mut Common {
+        &mut self.common
+    }
+
+    fn check(&self) -> Result<(), BadOption> {
+        self.common.check()?;
+        check_numbers(&[
+            ("threshold", self.threshold.map(f64::from)),
+            ("pianoTemperature", self.piano_temperature.map(f64::from)),
+            ("holdTemperature", self.hold_temperature.map(f64::from)),
+            ("density", self.density.map(f64::from)),
+            ("textureEcho", self.texture_echo.map(f64::from)),
+        ])?;
+        if let Some(Err(message)) = self.texture.as_ref().map(Donor::check) {
+            return Err(BadOption {
+                field: "texture",
+                message,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl AccompanyOptions {
+    /// How the probabilities of a model that writes at once become notes: the model's rule
+    /// (`model`, chosen on validation data), with the threshold given here if any.
+    pub fn binarize(&self, model: Option<Binarize>) -> Binarize {
+        let mut b = model.unwrap_or_default();
+        if let Some(t) = self.threshold {
+            b.threshold = t;
+        }
+        b
+    }
+
+    /// How a step-by-step accompaniment draws its notes: the temperatures given here, else the
+    /// model's (`model`), and the threshold when one is given.
+    pub fn piano_sampling(&self, model: PianoSampling) -> PianoSampling {
+        PianoSampling {
+            temperature: self.piano_temperature.unwrap_or(model.temperature),
+            threshold: self.threshold,
+            hold_temperature: self.hold_temperature.unwrap_or(model.hold_temperature),
+            seed: self.common.seed,
+            density: self.density.unwrap_or(1.0),
+        }
+    }
+}
+
 /// The accompaniment task: a piano part for a piece's melody (and bridge) and lanes, the whole
 /// piece or a region's bars.
 pub struct Accompany;
 
 impl Studio for Accompany {
     const MODEL: Task = Task::Accompaniment;
-    type Options = Options;
+    type Options = AccompanyOptions;
     type Cache = ();
 
-    fn options(form: &Options) -> Options {
-        form.clone()
+    fn check(options: &AccompanyOptions) -> Result<(), BadOption> {
+        Asked::check(options)
     }
 
     async fn generate<F, Fut>(
         run: &Run<'_>,
         piece: &Piece,
-        options: &Options,
+        options: &AccompanyOptions,
         _: &mut (),
         on_progress: F,
     ) -> Result<Generated, GenerateError>
@@ -81,7 +200,7 @@ impl Studio for Accompany {
         F: FnMut(Progress) -> Fut,
         Fut: std::future::Future<Output = bool>,
     {
-        let options = Options {
+        let options = AccompanyOptions {
             dynamics: run.dynamics.cloned(),
             pedal_model: run.pedal.cloned(),
             ..options.clone()
@@ -101,7 +220,7 @@ impl Studio for Accompany {
     async fn attention<F, Fut>(
         run: &Run<'_>,
         piece: &Piece,
-        options: &Options,
+        options: &AccompanyOptions,
         map: &mut MapFeatures,
         on_progress: F,
     ) -> Option<Result<usize, GenerateError>>
@@ -124,8 +243,8 @@ impl Studio for Accompany {
 
     /// Where it wrote, how many piano notes, and the share of them on tones of the chord lane's
     /// chords.
-    fn describe(_before: &Piece, written: &Written, options: &Options) -> String {
-        let region = options.region.map(|[from, to]| {
+    fn describe(_before: &Piece, written: &Written, options: &AccompanyOptions) -> String {
+        let region = options.common.region.map(|[from, to]| {
             let to = to.min(written.piece.bars.len());
             (
                 [from, to],
@@ -189,7 +308,7 @@ pub async fn accompany_piece<F, Fut>(
     model: &Performer,
     play: &ModelPlay,
     piece: &Piece,
-    options: &Options,
+    options: &AccompanyOptions,
     device: &Device,
     on_progress: F,
 ) -> Result<Piece, GenerateError>
@@ -197,15 +316,12 @@ where
     F: FnMut(Progress) -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let options = Options {
-        alternatives: None,
-        ..options.clone()
-    };
+    let options = options.alternative(0);
     let mut pieces = accompany_pieces(model, play, piece, &options, device, on_progress).await?;
     Ok(pieces.swap_remove(0))
 }
 
-/// [`Options::count`] accompaniments, the k-th with seed `seed + k` (each the piece that seed
+/// [`Asked::count`] accompaniments, the k-th with seed `seed + k` (each the piece that seed
 /// writes alone): a model that writes step by step writes them together
 /// ([`accompany_batch`]), one that writes at once one after another. Progress counts every
 /// alternative and streams the first one's notes.
@@ -213,7 +329,7 @@ pub async fn accompany_pieces<F, Fut>(
     model: &Performer,
     play: &ModelPlay,
     piece: &Piece,
-    options: &Options,
+    options: &AccompanyOptions,
     device: &Device,
     mut on_progress: F,
 ) -> Result<Vec<Piece>, GenerateError>
@@ -235,7 +351,7 @@ where
     let input = piece_input(piece, piece.grid(|_| true), true)?;
     let e = input_example(model, &input);
     let grid = &input.sheet.grid;
-    let (region, given) = match options.region {
+    let (region, given) = match options.common.region {
         None => (0..e.len, None),
         Some([from, to]) => {
             let bars = grid.num_bars();
@@ -249,7 +365,7 @@ where
             (steps, Some(kept_piano(piece, grid)))
         }
     };
-    let each: Vec<Options> = (0..options.count())
+    let each: Vec<AccompanyOptions> = (0..options.count())
         .map(|k| options.alternative(k))
         .collect();
     let rolls = if model.config.is_autoregressive() {
@@ -275,8 +391,8 @@ where
             given,
             &samplings,
             Reports {
-                every: options.chunk_steps,
-                watch: options.watch(),
+                every: options.common.chunk_steps,
+                watch: options.common.watch(),
             },
             device,
             |p| {
@@ -300,9 +416,15 @@ where
         let k = each.len();
         let mut rolls = Vec::with_capacity(k);
         for (i, o) in each.iter().enumerate() {
-            let watch = options.watch().filter(|_| i == 0);
-            let (onset, sustain) =
-                accompany_probs(model, &e, o.seed, options.chunk_steps, watch, device, |p| {
+            let watch = options.common.watch().filter(|_| i == 0);
+            let (onset, sustain) = accompany_probs(
+                model,
+                &e,
+                o.common.seed,
+                options.common.chunk_steps,
+                watch,
+                device,
+                |p| {
                     let notes = roll_notes(&binarize(p.onset, p.sustain, p.done, b), grid);
                     on_progress(Progress {
                         done: p.done,
@@ -312,8 +434,9 @@ where
                         attention: p.attention,
                         alternative: (k > 1).then_some([i + 1, k]),
                     })
-                })
-                .await?;
+                },
+            )
+            .await?;
             let roll = binarize(&onset, &sustain, e.len, b);
             rolls.push(match &given {
                 Some(given) => splice(given, &roll, region.clone()),
@@ -336,7 +459,7 @@ fn answers_for(
     play: &ModelPlay,
     input: &AccompanimentInput,
     region: std::ops::Range<usize>,
-    options: &Options,
+    options: &AccompanyOptions,
 ) -> Result<Option<Answers>, GenerateError> {
     let labels = &input.sheet.labels;
     let Some(donor) = &options.texture else {
@@ -428,14 +551,14 @@ pub fn pedal_track(
 }
 
 /// The sustain pedal of the written piano `roll`: the replaced piano's (the generated track's,
-/// else the pianist's) outside `region`, and over it as [`Options::pedal`] says — the learnt
+/// else the pianist's) outside `region`, and over it as [`AccompanyOptions::pedal`] says — the learnt
 /// pedal of the notes written, the pedal as it was, or none.
 fn written_pedal(
     piece: &Piece,
     input: &AccompanimentInput,
     roll: &PianoRoll,
     region: std::ops::Range<usize>,
-    options: &Options,
+    options: &AccompanyOptions,
 ) -> Vec<crate::music::piece::PiecePedal> {
     let of = |role: TrackRole| {
         piece
@@ -472,12 +595,12 @@ fn with_piano(
     input: &AccompanimentInput,
     mut roll: PianoRoll,
     region: std::ops::Range<usize>,
-    options: &Options,
+    options: &AccompanyOptions,
 ) -> Piece {
     let grid = &input.sheet.grid;
     if let Some(dynamics) = &options.dynamics {
         let ctx = Context::new(grid, &input.sheet.labels, &input.sheet.rolls.melody);
-        dynamics.apply(&ctx, &mut roll, region.clone(), options.seed);
+        dynamics.apply(&ctx, &mut roll, region.clone(), options.common.seed);
     }
     let pedal = written_pedal(piece, input, &roll, region, options);
     let mut out = piece.clone();
@@ -505,7 +628,7 @@ fn with_piano(
 pub async fn accompaniment_attention<F, Fut>(
     model: &Performer,
     piece: &Piece,
-    options: &Options,
+    options: &AccompanyOptions,
     device: &Device,
     cache: Option<&mut MapFeatures>,
     mut on_progress: F,
@@ -521,10 +644,10 @@ where
         input.sheet.rolls.piano = kept_piano(piece, &input.sheet.grid);
     }
     let e = input_example(model, &input);
-    let Some(watch) = options.watch() else {
+    let Some(watch) = options.common.watch() else {
         return Ok(e.len);
     };
-    let rows = watched_pass(model, &e, options.seed, watch, device, cache).await?;
+    let rows = watched_pass(model, &e, options.common.seed, watch, device, cache).await?;
     on_progress(Progress {
         done: e.len,
         total: e.len,

@@ -6,9 +6,16 @@ use std::collections::HashMap;
 use burn::tensor::Device;
 
 use super::family::{Generated, Run, Studio, Tokens, Written};
-use super::{CONTINUATION_TRACK, Options, PedalMode, Progress};
+use std::rc::Rc;
+
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Asked, BadOption, CONTINUATION_TRACK, Common, MAX_TOKENS, PedalMode, Progress, TOKENS_A_BAR,
+    check_numbers, limits,
+};
 use crate::generate::{
-    GenerateError, Length, MapFeatures, continue_tokens, cut_prompt, prompt_tokens_with,
+    GenerateError, Length, MapFeatures, Sampling, continue_tokens, cut_prompt, prompt_tokens_with,
     watched_token_pass,
 };
 use crate::model::config::Task;
@@ -16,6 +23,7 @@ use crate::model::performer::Performer;
 use crate::music::chords::Chord;
 use crate::music::midi::Note;
 use crate::music::pedal;
+use crate::music::pedal::model::PedalModel;
 use crate::music::piece::{Piece, PieceNote, PieceTrack, TrackRole};
 use crate::music::tokens::{self, Token};
 
@@ -36,7 +44,7 @@ fn lane_cells(piece: &Piece) -> Result<Vec<Vec<Option<Chord>>>, GenerateError> {
 pub async fn continue_piece<F, Fut>(
     model: &Performer,
     piece: &Piece,
-    options: &Options,
+    options: &ContinueOptions,
     device: &Device,
     on_progress: F,
 ) -> Result<Piece, GenerateError>
@@ -51,24 +59,150 @@ where
     )
 }
 
+/// How to continue, for the page and the CLI alike: both fill one of these, [`Asked::check`]
+/// says in words what is wrong with it, and the model's own defaults (chosen on validation
+/// songs) fill what is left `None`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ContinueOptions {
+    /// The seed, the alternatives, the watched head, and the region: every note starting in
+    /// its bars is written anew into the CONTINUATION track from the music before them; the
+    /// model writes exactly these bars (stopping where the kept music resumes) with the chords
+    /// planned in their lanes, but, reading left to right, it cannot hear the bars after them.
+    #[serde(flatten)]
+    pub common: Common,
+    /// The sampling temperature (else the model's, chosen on validation songs by the
+    /// plan-following panel; 1 where none was chosen).
+    pub temperature: Option<f32>,
+    pub top_p: f32,
+    /// How strongly a bar the phrase lane marks as a repeat leans towards its phrase's first
+    /// occurrence (see [`Sampling::echo`]; `None`: the default, chosen on validation songs; 0:
+    /// not at all).
+    pub echo: Option<f32>,
+    /// How busy the new notes are: notes a beat as a multiple of the music before them, on
+    /// every new bar ([`Sampling::density`]; `None`: [`crate::generate::DEFAULT_DENSITY`], the
+    /// prompt's pace, on bars whose chords nobody planned).
+    pub density: Option<f32>,
+    /// How strongly unplanned new bars keep the pitch classes of the music before them
+    /// ([`Sampling::key`]; `None`: [`crate::generate::DEFAULT_KEY`]; 0: as the model plays).
+    /// Planned bars follow their chords.
+    pub key: Option<f32>,
+    /// New bars (`None`: as many as `tokens` holds), and the most tokens to add, a safety
+    /// limit (`None`: [`TOKENS_A_BAR`] a bar asked, [`MAX_TOKENS`] at most; 512 without bars).
+    pub tokens: Option<usize>,
+    pub bars: Option<usize>,
+    pub may_end: bool,
+    /// The prompt's last this-many tokens are read (trained on 256-token windows, the shipped
+    /// models stay flat to about 4 times that).
+    pub max_prompt_tokens: usize,
+    /// The most tokens the model reads at once (see [`Length::context`]; `None`: all of them).
+    pub context: Option<usize>,
+    /// The sustain pedal of the bars written ([`PedalMode`]; learnt by default).
+    pub pedal: PedalMode,
+    /// The learnt pedal (the Session's or the CLI's, never read from JSON); without one a
+    /// learnt pedal writes none.
+    #[serde(skip)]
+    pub pedal_model: Option<Rc<PedalModel>>,
+}
+
+impl Default for ContinueOptions {
+    fn default() -> Self {
+        Self {
+            common: Common::default(),
+            temperature: None,
+            top_p: limits::default("topP").unwrap_or(0.95) as f32,
+            echo: None,
+            density: None,
+            key: None,
+            tokens: limits::default("tokens").map(|t| t as usize),
+            bars: limits::default("bars").map(|b| b as usize),
+            may_end: false,
+            max_prompt_tokens: 1024,
+            context: None,
+            pedal: PedalMode::Learnt,
+            pedal_model: None,
+        }
+    }
+}
+
+impl Asked for ContinueOptions {
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
+    fn common_mut(&mut self) -> &mut Common {
+        &mut self.common
+    }
+
+    fn check(&self) -> Result<(), BadOption> {
+        self.common.check()?;
+        check_numbers(&[
+            ("temperature", self.temperature.map(f64::from)),
+            ("topP", Some(f64::from(self.top_p))),
+            ("echo", self.echo.map(f64::from)),
+            ("density", self.density.map(f64::from)),
+            ("key", self.key.map(f64::from)),
+            ("tokens", self.tokens.map(|t| t as f64)),
+            ("bars", self.bars.map(|b| b as f64)),
+            ("context", self.context.map(|c| c as f64)),
+        ])
+    }
+}
+
+impl ContinueOptions {
+    /// How a continuation draws its tokens.
+    pub fn sampling(&self) -> Sampling {
+        Sampling {
+            temperature: self.temperature.unwrap_or(1.0),
+            top_p: self.top_p,
+            seed: self.common.seed,
+            echo: self.echo.unwrap_or(crate::generate::DEFAULT_ECHO),
+            // The prompt's pace on unplanned bars unless asked otherwise, then on every bar
+            // (chosen on validation songs).
+            density: Some(self.density.unwrap_or(crate::generate::DEFAULT_DENSITY)),
+            density_on_plan: self.density.is_some(),
+            // The prompt's key held on unplanned bars unless asked otherwise (validation).
+            key: self.key.unwrap_or(crate::generate::DEFAULT_KEY),
+        }
+    }
+
+    /// The most tokens a continuation adds: `tokens`, else [`TOKENS_A_BAR`] for each bar asked
+    /// (512 when no bars are).
+    pub fn token_limit(&self) -> usize {
+        self.tokens
+            .unwrap_or_else(|| self.bars.map_or(512, |b| b.saturating_mul(TOKENS_A_BAR)))
+            .min(MAX_TOKENS)
+    }
+
+    /// How long a continuation of the whole piece goes on.
+    pub fn length(&self) -> Length {
+        Length {
+            tokens: self.token_limit(),
+            bars: self.bars,
+            may_end: self.may_end,
+            context: self.context,
+        }
+    }
+}
+
 /// The continuation task: new bars after a piece's music (or a region's bars written anew
 /// from the music before them), following the lanes planned for them.
 pub struct Continue;
 
 impl Studio for Continue {
     const MODEL: Task = Task::Continuation;
-    type Options = Options;
+    type Options = ContinueOptions;
     type Cache = ();
 
-    fn options(form: &Options) -> Options {
-        form.clone()
+    fn check(options: &ContinueOptions) -> Result<(), BadOption> {
+        Asked::check(options)
     }
 
     /// The model's own temperature unless one is given (chosen on validation songs).
     async fn generate<F, Fut>(
         run: &Run<'_>,
         piece: &Piece,
-        options: &Options,
+        options: &ContinueOptions,
         _: &mut (),
         on_progress: F,
     ) -> Result<Generated, GenerateError>
@@ -76,7 +210,7 @@ impl Studio for Continue {
         F: FnMut(Progress) -> Fut,
         Fut: std::future::Future<Output = bool>,
     {
-        let options = Options {
+        let options = ContinueOptions {
             temperature: options.temperature.or(run.defaults.temperature),
             pedal_model: run.pedal.cloned(),
             ..options.clone()
@@ -99,7 +233,7 @@ impl Studio for Continue {
     async fn attention<F, Fut>(
         run: &Run<'_>,
         piece: &Piece,
-        options: &Options,
+        options: &ContinueOptions,
         map: &mut MapFeatures,
         on_progress: F,
     ) -> Option<Result<usize, GenerateError>>
@@ -121,14 +255,14 @@ impl Studio for Continue {
     }
 
     /// How many tokens it read and added, and whether it stopped at its safety limit.
-    fn describe(_before: &Piece, written: &Written, options: &Options) -> String {
+    fn describe(_before: &Piece, written: &Written, options: &ContinueOptions) -> String {
         let tokens = written.tokens.clone().unwrap_or_default();
         let new_bars = tokens
             .added
             .iter()
             .filter(|&&id| id == Token::Bar.id())
             .count();
-        if let Some([from, to]) = options.region {
+        if let Some([from, to]) = options.common.region {
             return format!(
                 "bars {}-{to} rewritten, the rest of the piece kept: {} new tokens",
                 from + 1,
@@ -152,13 +286,13 @@ impl Studio for Continue {
     }
 }
 
-/// [`Options::count`] continuations, one after another, the k-th with seed `seed + k` (each
+/// [`Asked::count`] continuations, one after another, the k-th with seed `seed + k` (each
 /// the piece that seed writes alone); progress says which one it is about, and the first one's
 /// attention is watched.
 pub async fn continue_pieces<F, Fut>(
     model: &Performer,
     piece: &Piece,
-    options: &Options,
+    options: &ContinueOptions,
     device: &Device,
     mut on_progress: F,
 ) -> Result<Vec<Continued>, GenerateError>
@@ -172,7 +306,7 @@ where
     for i in 0..k {
         let mut o = options.alternative(i);
         if i > 0 {
-            o.watch = None;
+            o.common.watch = None;
         }
         let written = continue_piece_ids(model, piece, &o, device, |mut p| {
             p.alternative = (k > 1).then_some([i + 1, k]);
@@ -197,7 +331,7 @@ pub struct Continued {
 pub async fn continue_piece_ids<F, Fut>(
     model: &Performer,
     piece: &Piece,
-    options: &Options,
+    options: &ContinueOptions,
     device: &Device,
     mut on_progress: F,
 ) -> Result<Continued, GenerateError>
@@ -217,7 +351,7 @@ where
     let cells = lane_cells(piece)?;
     let song = piece.to_song();
     // A region: the music before it is the prompt, and the model writes exactly its bars.
-    let region = match options.region {
+    let region = match options.common.region {
         None => None,
         Some([from, to]) => {
             let bars = piece.bars.len();
@@ -298,7 +432,7 @@ where
         sampling,
         &plan,
         phrases.get(first_bar..).unwrap_or(&[]),
-        options.watch(),
+        options.common.watch(),
         device,
         |p| {
             let mut notes = None;
@@ -370,9 +504,13 @@ where
 }
 
 /// The continuation track's sustain pedal from bar `from` (from 0) to the end, as
-/// [`Options::pedal`] says: the learnt pedal of the notes written, none, or (as played) what
+/// [`ContinueOptions::pedal`] says: the learnt pedal of the notes written, none, or (as played) what
 /// the track had.
-fn pedal_written(out: Piece, from: usize, options: &Options) -> Result<Piece, GenerateError> {
+fn pedal_written(
+    out: Piece,
+    from: usize,
+    options: &ContinueOptions,
+) -> Result<Piece, GenerateError> {
     let Some(index) = out
         .tracks
         .iter()
@@ -401,7 +539,7 @@ fn pedal_written(out: Piece, from: usize, options: &Options) -> Result<Piece, Ge
 pub async fn continuation_attention<F, Fut>(
     model: &Performer,
     piece: &Piece,
-    options: &Options,
+    options: &ContinueOptions,
     device: &Device,
     cache: Option<&mut MapFeatures>,
     mut on_progress: F,
@@ -415,14 +553,14 @@ where
     let (prompt, first_bar) = cut_prompt(&whole, options.max_prompt_tokens.max(16));
     let phrases = piece.bar_phrases();
     let total = prompt.len();
-    let Some(watch) = options.watch() else {
+    let Some(watch) = options.common.watch() else {
         return Ok(total);
     };
     let rows = watched_token_pass(
         model,
         &prompt,
         phrases.get(first_bar..).unwrap_or(&[]),
-        options.seed,
+        options.common.seed,
         watch,
         device,
         cache,

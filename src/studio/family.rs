@@ -16,7 +16,8 @@
 //! The row names the task as the Worker's `generate` request and the CLI's `--task` say it, and
 //! the table derives [`super::TaskKind`] and its [`Family`] dispatch from it; the Session's one
 //! `generate` and one `attention`, and the CLI's `generate`, reach every task through
-//! [`generate_json`], [`Family::generate`] and [`attention`]. A test adds a toy task the
+//! [`generate_json`], [`Family::generate`] and [`attention`], each task reading its settings
+//! from the same JSON object ([`parse_options`]). A test adds a toy task the
 //! same way (`studio/family_tests.rs`). The live take is a row too (`studio/take.rs`: a
 //! written melody played as a take); while a person plays, the page streams the same take
 //! through the Session's `liveStart`, `liveStep` and `liveStop`.
@@ -27,10 +28,11 @@ use std::future::Future;
 use std::rc::Rc;
 
 use burn::tensor::Device;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use super::{Harmonized, Options, Progress};
+use super::{BadOption, Harmonized, Progress};
 use crate::generate::{GenerateError, MapFeatures};
 use crate::model::config::Task;
 use crate::model::performer::Performer;
@@ -145,16 +147,19 @@ impl Generated {
 pub trait Studio {
     /// The kind of model it runs (a model of another kind is refused in words).
     const MODEL: Task;
-    /// Its settings: read from the page's JSON, or from the settings form the CLI's flags
-    /// fill ([`Studio::options`]).
+    /// Its settings, read from the settings' JSON: the page's, or the one the CLI's flags fill
+    /// (one object for any task, in the page's words: a task reads what it knows of it).
     type Options: DeserializeOwned;
     /// What its settings are called in the words of an error ("the chord settings").
     const SETTINGS: &'static str = "the generation settings";
     /// What it keeps for a model between calls ([`Kept::cache`]).
     type Cache: Default + 'static;
 
-    /// Its settings from the form the page's Generate panel and the CLI's flags fill.
-    fn options(form: &Options) -> Self::Options;
+    /// What is wrong with its settings, in words, and which setting it is (the CLI asks first,
+    /// to name its flag; `generate` and `attention` check them as they start).
+    fn check(_options: &Self::Options) -> Result<(), BadOption> {
+        Ok(())
+    }
 
     /// What it writes for `piece`: every alternative the options ask for (the k-th with seed
     /// `seed + k`, each the piece that seed writes alone), with progress (return `false` to
@@ -176,7 +181,7 @@ pub trait Studio {
     async fn attention<F, Fut>(
         _run: &Run<'_>,
         _piece: &Piece,
-        _options: &Options,
+        _options: &Self::Options,
         _map: &mut MapFeatures,
         _on_progress: F,
     ) -> Option<Result<usize, GenerateError>>
@@ -205,25 +210,16 @@ pub trait Family: Copy + std::str::FromStr<Err = String> + 'static {
     /// drawn for a model).
     fn for_model(task: Task) -> Option<Self>;
 
-    /// [`Studio::generate`] with the task's options read from the page's JSON.
-    async fn generate_json<F, Fut>(
-        self,
-        run: &Run<'_>,
-        piece: &Piece,
-        options: &str,
-        kept: &mut Kept,
-        on_progress: F,
-    ) -> Result<Generated, GenerateError>
-    where
-        F: FnMut(Progress) -> Fut,
-        Fut: Future<Output = bool>;
+    /// What is wrong with `settings` (the settings' JSON) for this task, in words, and which
+    /// setting it is (`field` "settings" where they are not readable).
+    fn check(self, settings: &Value) -> Result<(), BadOption>;
 
-    /// [`Studio::generate`] with the task's options read from the settings form.
+    /// [`Studio::generate`] with the task's options read from `settings` (the settings' JSON).
     async fn generate<F, Fut>(
         self,
         run: &Run<'_>,
         piece: &Piece,
-        options: &Options,
+        settings: &Value,
         kept: &mut Kept,
         on_progress: F,
     ) -> Result<Generated, GenerateError>
@@ -237,7 +233,7 @@ pub trait Family: Copy + std::str::FromStr<Err = String> + 'static {
         self,
         run: &Run<'_>,
         piece: &Piece,
-        options: &Options,
+        settings: &Value,
         map: &mut MapFeatures,
         on_progress: F,
     ) -> Result<usize, GenerateError>
@@ -245,8 +241,8 @@ pub trait Family: Copy + std::str::FromStr<Err = String> + 'static {
         F: FnMut(Progress) -> Fut,
         Fut: Future<Output = bool>;
 
-    /// [`Studio::describe`] with the task's options read from the settings form.
-    fn describe(self, before: &Piece, written: &Written, options: &Options) -> String;
+    /// [`Studio::describe`] with the task's options read from `settings`.
+    fn describe(self, before: &Piece, written: &Written, settings: &Value) -> String;
 }
 
 /// Refuses a model of another kind than `T`'s, in words.
@@ -262,7 +258,7 @@ pub fn check_model<T: Studio>(model: &Performer) -> Result<(), GenerateError> {
 }
 
 /// Task `T` over `piece` with its `options`: the model's kind checked, its cache from `kept`.
-/// What every row's `generate` and `generate_json` come to.
+/// What every row's `generate` comes to.
 pub async fn run_task<T: Studio, F, Fut>(
     run: &Run<'_>,
     piece: &Piece,
@@ -278,10 +274,19 @@ where
     T::generate(run, piece, options, kept.cache::<T::Cache>(), on_progress).await
 }
 
-/// Reads task `T`'s options from the page's JSON, saying in words what is wrong.
-pub fn parse_options<T: Studio>(text: &str) -> Result<T::Options, GenerateError> {
+/// Reads task `T`'s options from the settings' JSON, saying in words where they are not
+/// readable (their ranges are the task's to check, once, when it runs: [`Studio::check`]).
+pub fn parse_options<T: Studio>(settings: &Value) -> Result<T::Options, BadOption> {
+    T::Options::deserialize(settings).map_err(|e| BadOption {
+        field: "settings",
+        message: format!("{} are not readable: {e}", T::SETTINGS),
+    })
+}
+
+/// The settings' JSON text as the page sends it, read, in words where it is not JSON.
+pub fn read_settings(text: &str) -> Result<Value, GenerateError> {
     serde_json::from_str(text)
-        .map_err(|e| GenerateError::Read(format!("{} are not readable: {e}", T::SETTINGS)))
+        .map_err(|e| GenerateError::Read(format!("the settings are not readable: {e}")))
 }
 
 /// `names` in words: "a, b or c".
@@ -299,7 +304,7 @@ pub async fn generate_json<T: Family, F, Fut>(
     task: &str,
     run: &Run<'_>,
     piece: &Piece,
-    options: &str,
+    settings: &str,
     kept: &mut Kept,
     on_progress: F,
 ) -> Result<String, GenerateError>
@@ -308,16 +313,18 @@ where
     Fut: Future<Output = bool>,
 {
     let kind: T = task.parse().map_err(GenerateError::Read)?;
-    kind.generate_json(run, piece, options, kept, on_progress)
+    let settings = read_settings(settings)?;
+    kind.generate(run, piece, &settings, kept, on_progress)
         .await?
         .to_json()
 }
 
-/// The Session's `attention`: the map of the task that runs `run.model`'s kind.
+/// The Session's `attention`: the map of the task that runs `run.model`'s kind, with the page's
+/// settings (JSON).
 pub async fn attention<T: Family, F, Fut>(
     run: &Run<'_>,
     piece: &Piece,
-    options: &Options,
+    settings: &str,
     map: &mut MapFeatures,
     on_progress: F,
 ) -> Result<usize, GenerateError>
@@ -329,7 +336,9 @@ where
     let kind = T::for_model(task).ok_or_else(|| {
         GenerateError::Read(format!("no task of this page runs a {task:?} model"))
     })?;
-    kind.attention(run, piece, options, map, on_progress).await
+    let settings = read_settings(settings)?;
+    kind.attention(run, piece, &settings, map, on_progress)
+        .await
 }
 
 /// The table of tasks: `Kind = "name" => file::Type;` per row. Derives `TaskKind` (every task,
@@ -380,11 +389,23 @@ macro_rules! tasks {
                 Self::ALL.iter().copied().find(|k| k.model() == task)
             }
 
-            async fn generate_json<F, Fut>(
+            fn check(
+                self,
+                settings: &serde_json::Value,
+            ) -> Result<(), $crate::studio::BadOption> {
+                use $crate::studio::family::parse_options;
+                match self {
+                    $( TaskKind::$kind => {
+                        <$ty as $crate::studio::family::Studio>::check(&parse_options::<$ty>(settings)?)
+                    } )*
+                }
+            }
+
+            async fn generate<F, Fut>(
                 self,
                 run: &$crate::studio::family::Run<'_>,
                 piece: &$crate::music::piece::Piece,
-                options: &str,
+                settings: &serde_json::Value,
                 kept: &mut $crate::studio::family::Kept,
                 on_progress: F,
             ) -> Result<$crate::studio::family::Generated, $crate::generate::GenerateError>
@@ -396,28 +417,7 @@ macro_rules! tasks {
                 match self {
                     $( TaskKind::$kind => {
                         check_model::<$ty>(run.model)?;
-                        let options = parse_options::<$ty>(options)?;
-                        run_task::<$ty, _, _>(run, piece, &options, kept, on_progress).await
-                    } )*
-                }
-            }
-
-            async fn generate<F, Fut>(
-                self,
-                run: &$crate::studio::family::Run<'_>,
-                piece: &$crate::music::piece::Piece,
-                options: &$crate::studio::Options,
-                kept: &mut $crate::studio::family::Kept,
-                on_progress: F,
-            ) -> Result<$crate::studio::family::Generated, $crate::generate::GenerateError>
-            where
-                F: FnMut($crate::studio::Progress) -> Fut,
-                Fut: std::future::Future<Output = bool>,
-            {
-                use $crate::studio::family::{Studio, run_task};
-                match self {
-                    $( TaskKind::$kind => {
-                        let options = <$ty as Studio>::options(options);
+                        let options = parse_options::<$ty>(settings)?;
                         run_task::<$ty, _, _>(run, piece, &options, kept, on_progress).await
                     } )*
                 }
@@ -427,7 +427,7 @@ macro_rules! tasks {
                 self,
                 run: &$crate::studio::family::Run<'_>,
                 piece: &$crate::music::piece::Piece,
-                options: &$crate::studio::Options,
+                settings: &serde_json::Value,
                 map: &mut $crate::generate::MapFeatures,
                 on_progress: F,
             ) -> Result<usize, $crate::generate::GenerateError>
@@ -435,11 +435,12 @@ macro_rules! tasks {
                 F: FnMut($crate::studio::Progress) -> Fut,
                 Fut: std::future::Future<Output = bool>,
             {
-                use $crate::studio::family::{Studio, check_model, or_list};
+                use $crate::studio::family::{Studio, check_model, or_list, parse_options};
                 let drawn = match self {
                     $( TaskKind::$kind => {
                         check_model::<$ty>(run.model)?;
-                        <$ty as Studio>::attention(run, piece, options, map, on_progress).await
+                        let options = parse_options::<$ty>(settings)?;
+                        <$ty as Studio>::attention(run, piece, &options, map, on_progress).await
                     } )*
                 };
                 drawn.unwrap_or_else(|| {
@@ -460,13 +461,14 @@ macro_rules! tasks {
                 self,
                 before: &$crate::music::piece::Piece,
                 written: &$crate::studio::family::Written,
-                options: &$crate::studio::Options,
+                settings: &serde_json::Value,
             ) -> String {
-                use $crate::studio::family::Studio;
+                use $crate::studio::family::{Studio, parse_options};
                 match self {
-                    $( TaskKind::$kind => {
-                        <$ty as Studio>::describe(before, written, &<$ty as Studio>::options(options))
-                    } )*
+                    $( TaskKind::$kind => match parse_options::<$ty>(settings) {
+                        Ok(options) => <$ty as Studio>::describe(before, written, &options),
+                        Err(bad) => bad.message,
+                    }, )*
                 }
             }
         }

@@ -26,17 +26,14 @@ struct Calls(usize);
 
 impl Studio for Bass {
     const MODEL: Task = Task::Accompaniment;
-    type Options = Options;
+    // Only what every task is asked.
+    type Options = Common;
     type Cache = Calls;
-
-    fn options(form: &Options) -> Options {
-        form.clone()
-    }
 
     async fn generate<F, Fut>(
         _run: &Run<'_>,
         piece: &Piece,
-        options: &Options,
+        options: &Common,
         cache: &mut Calls,
         mut on_progress: F,
     ) -> Result<Generated, GenerateError>
@@ -83,7 +80,7 @@ impl Studio for Bass {
         Ok(Generated::pieces(pieces))
     }
 
-    fn describe(_before: &Piece, written: &Written, _options: &Options) -> String {
+    fn describe(_before: &Piece, written: &Written, _options: &Common) -> String {
         let notes = written.piece.tracks.last().map_or(0, |t| t.notes.len());
         format!("{notes} bass notes")
     }
@@ -165,13 +162,10 @@ fn a_toy_task_runs_through_the_sessions_path_and_the_clis() {
         "seed 5: an octave lower"
     );
 
-    // The CLI's: the kind parsed from --task, the settings form, the report in words.
+    // The CLI's: the kind parsed from --task, the settings its flags fill, the report in words.
     let kind: WithBass = "bass".parse().unwrap();
     assert_eq!(kind.model(), Task::Accompaniment);
-    let options = Options {
-        seed: 4,
-        ..Options::default()
-    };
+    let options = serde_json::json!({ "seed": 4, "threshold": 0.5 });
     let written =
         pollster::block_on(kind.generate(&run, &piece, &options, &mut kept, |_| async { true }))
             .unwrap()
@@ -306,14 +300,10 @@ fn the_rows_give_what_their_studio_functions_give() {
     let device = Device::flex();
     let piece = piece();
     let mut kept = Kept::default();
-    let options = Options {
-        seed: 3,
-        threshold: Some(0.45),
-        bars: Some(1),
-        tokens: Some(24),
-        ..Options::default()
-    };
-    let json = serde_json::to_string(&options).unwrap();
+    // One settings object for both tasks, as the page sends it.
+    let settings = serde_json::json!({ "seed": 3, "threshold": 0.45, "bars": 1, "tokens": 24 });
+    let json = settings.to_string();
+    let options = AccompanyOptions::deserialize(&settings).unwrap();
 
     let model = tiny(Task::Accompaniment, &device);
     let defaults = ModelDefaults::default();
@@ -351,9 +341,9 @@ fn the_rows_give_what_their_studio_functions_give() {
         dynamics: None,
         pedal: None,
     };
-    let at_half = Options {
+    let at_half = ContinueOptions {
         temperature: Some(0.5),
-        ..options.clone()
+        ..ContinueOptions::deserialize(&settings).unwrap()
     };
     let direct = pollster::block_on(continue_piece(
         &model,
@@ -366,7 +356,7 @@ fn the_rows_give_what_their_studio_functions_give() {
     let through = pollster::block_on(TaskKind::Continuation.generate(
         &run,
         &piece,
-        &options,
+        &settings,
         &mut kept,
         |_| async { true },
     ))
@@ -375,7 +365,7 @@ fn the_rows_give_what_their_studio_functions_give() {
     assert_eq!(through[0].piece, direct);
     let tokens = through[0].tokens.as_ref().unwrap();
     assert!(!tokens.added.is_empty() && !tokens.prompt.is_empty());
-    let said = TaskKind::Continuation.describe(&piece, &through[0], &options);
+    let said = TaskKind::Continuation.describe(&piece, &through[0], &settings);
     assert!(
         said.contains(&format!("{} new tokens", tokens.added.len())),
         "{said}"
@@ -383,9 +373,12 @@ fn the_rows_give_what_their_studio_functions_give() {
 
     // Each model keeps its own map features and caches: a map through the family is the map.
     let mut map = MapFeatures::default();
-    let watched = Options {
-        watch: Some(WatchOptions { layer: 0, head: 0 }),
-        ..Options::default()
+    let watched = ContinueOptions {
+        common: Common {
+            watch: Some(WatchOptions { layer: 0, head: 0 }),
+            ..Common::default()
+        },
+        ..ContinueOptions::default()
     };
     let direct = pollster::block_on(continuation_attention(
         &model,
@@ -399,7 +392,7 @@ fn the_rows_give_what_their_studio_functions_give() {
     let through = pollster::block_on(super::family::attention::<TaskKind, _, _>(
         &run,
         &piece,
-        &watched,
+        &serde_json::to_string(&watched).unwrap(),
         &mut MapFeatures::default(),
         |_| async { true },
     ))

@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::Progress;
 use super::family::{Generated, Run, Studio, Written};
-use super::{Options, Progress};
 use crate::generate::GenerateError;
 use crate::generate::harmonize::{
     ALTERNATIVES_TEMPERATURE, COLOURFUL_TEMPERATURE, Choice, chord_log_probs, progression,
@@ -48,17 +48,6 @@ impl Studio for Harmonize {
     type Options = HarmonizeOptions;
     type Cache = HarmonyCache;
     const SETTINGS: &'static str = "the chord settings";
-
-    /// The bars of the form's region (else every bar), the most likely progression, and with
-    /// alternatives asked, that many to audition.
-    fn options(form: &Options) -> HarmonizeOptions {
-        HarmonizeOptions {
-            bars: form.region,
-            seed: None,
-            colour: None,
-            count: form.alternatives,
-        }
-    }
 
     async fn generate<F, Fut>(
         run: &Run<'_>,

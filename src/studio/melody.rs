@@ -6,7 +6,9 @@
 use burn::tensor::Device;
 
 use super::family::{Generated, Run, Studio, Written};
-use super::{Options, Progress};
+use serde::{Deserialize, Serialize};
+
+use super::{Asked, BadOption, Common, Progress, check_numbers, limits};
 use crate::data::melody::{HOLD, MelodyStep, class_pitch, judged_chord, melody_steps};
 use crate::data::sheet::Sheet;
 use crate::generate::melody::{MelodySampling, melody_attention, melody_notes, write_melody};
@@ -21,13 +23,13 @@ use crate::music::roll::{PianoRoll, Role};
 /// The velocity of a written melody's notes.
 pub const MELODY_VELOCITY: u8 = 90;
 
-/// Which bars a melody is written for: `options.region`, else the planned bars past the music
+/// Which bars a melody is written for: `options.common.region`, else the planned bars past the music
 /// (from the first bar after its last note), else every bar of a piece without melody notes;
 /// `None` when the piece has a melody and nothing is planned (there is nothing to write
 /// without a region).
-pub fn melody_bars(piece: &Piece, options: &Options) -> Option<[usize; 2]> {
-    if options.region.is_some() {
-        return options.region;
+pub fn melody_bars(piece: &Piece, options: &MelodyOptions) -> Option<[usize; 2]> {
+    if options.common.region.is_some() {
+        return options.common.region;
     }
     let has_melody = piece
         .tracks
@@ -50,7 +52,11 @@ pub fn melody_bars(piece: &Piece, options: &Options) -> Option<[usize; 2]> {
 
 /// How a melody is drawn: `options`' temperatures and echo (else the model's own, chosen on
 /// validation songs), top-p, seed and range; the accompaniment read when the piece has one.
-pub fn melody_sampling(options: &Options, model: &ModelDefaults, piece: &Piece) -> MelodySampling {
+pub fn melody_sampling(
+    options: &MelodyOptions,
+    model: &ModelDefaults,
+    piece: &Piece,
+) -> MelodySampling {
     let d = MelodySampling::default();
     let [low, high] = options.melody_range.unwrap_or([d.low, d.high]);
     MelodySampling {
@@ -60,7 +66,7 @@ pub fn melody_sampling(options: &Options, model: &ModelDefaults, piece: &Piece) 
             .unwrap_or(d.temperature),
         pitch_temperature: options.pitch_temperature.or(model.pitch_temperature),
         top_p: options.top_p,
-        seed: options.seed,
+        seed: options.common.seed,
         low,
         high,
         accompaniment: has_accompaniment(piece),
@@ -82,23 +88,79 @@ fn has_accompaniment(piece: &Piece) -> bool {
         .any(|t| accompanies(t.role) && !t.notes.is_empty())
 }
 
+/// How to write a melody, for the page and the CLI alike: both fill one of these,
+/// [`Asked::check`] says in words what is wrong with it, and the model's own defaults (chosen
+/// on validation songs) fill what is left `None`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct MelodyOptions {
+    /// The seed, the alternatives, the watched head, and the region: the bars sung (else those
+    /// [`melody_bars`] finds).
+    #[serde(flatten)]
+    pub common: Common,
+    /// The rhythm's temperature (else the model's; 1 where none was chosen).
+    pub temperature: Option<f32>,
+    /// The temperature of a new note's pitch (else the model's; the rhythm's where none).
+    pub pitch_temperature: Option<f32>,
+    pub top_p: f32,
+    /// How strongly a bar the phrase lane repeats leans towards its first occurrence
+    /// ([`MelodySampling::echo`]; `None`: the model's).
+    pub echo: Option<f32>,
+    /// The lowest and highest pitch it may sing (MIDI numbers; `None`: C3–C6).
+    pub melody_range: Option<[u8; 2]>,
+}
+
+impl Default for MelodyOptions {
+    fn default() -> Self {
+        Self {
+            common: Common::default(),
+            temperature: None,
+            pitch_temperature: None,
+            top_p: limits::default("topP").unwrap_or(0.95) as f32,
+            echo: None,
+            melody_range: None,
+        }
+    }
+}
+
+impl Asked for MelodyOptions {
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
+    fn common_mut(&mut self) -> &mut Common {
+        &mut self.common
+    }
+
+    /// The settings the page's ranges hold (the sampling's own check, when it is drawn, says
+    /// what the melody model allows).
+    fn check(&self) -> Result<(), BadOption> {
+        self.common.check()?;
+        check_numbers(&[
+            ("temperature", self.temperature.map(f64::from)),
+            ("topP", Some(f64::from(self.top_p))),
+            ("echo", self.echo.map(f64::from)),
+        ])
+    }
+}
+
 /// The melody task: a tune for a piece's lanes (its chords and phrases), over a region, the
 /// bars planned past the music, or the whole of a piece without one.
 pub struct Melody;
 
 impl Studio for Melody {
     const MODEL: Task = Task::Melody;
-    type Options = Options;
+    type Options = MelodyOptions;
     type Cache = ();
 
-    fn options(form: &Options) -> Options {
-        form.clone()
+    fn check(options: &MelodyOptions) -> Result<(), BadOption> {
+        Asked::check(options)
     }
 
     async fn generate<F, Fut>(
         run: &Run<'_>,
         piece: &Piece,
-        options: &Options,
+        options: &MelodyOptions,
         _: &mut (),
         on_progress: F,
     ) -> Result<Generated, GenerateError>
@@ -121,7 +183,7 @@ impl Studio for Melody {
     async fn attention<F, Fut>(
         run: &Run<'_>,
         piece: &Piece,
-        options: &Options,
+        options: &MelodyOptions,
         map: &mut MapFeatures,
         on_progress: F,
     ) -> Option<Result<usize, GenerateError>>
@@ -145,7 +207,7 @@ impl Studio for Melody {
     /// Where it sang, how many notes, their range, and the share of its onsets on chord changes
     /// and strong beats that are tones of the lane's chord there (as `eval --task melody`
     /// counts them, over the bars wholly written).
-    fn describe(before: &Piece, written: &Written, options: &Options) -> String {
+    fn describe(before: &Piece, written: &Written, options: &MelodyOptions) -> String {
         let out = &written.piece;
         let [from, to] = melody_bars(before, options).unwrap_or([0, out.bars.len()]);
         let to = to.min(out.bars.len());
@@ -212,7 +274,7 @@ pub async fn melody_piece<F, Fut>(
     model: &Performer,
     defaults: &ModelDefaults,
     piece: &Piece,
-    options: &Options,
+    options: &MelodyOptions,
     device: &Device,
     on_progress: F,
 ) -> Result<Piece, GenerateError>
@@ -220,22 +282,19 @@ where
     F: FnMut(Progress) -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let options = Options {
-        alternatives: None,
-        ..options.clone()
-    };
+    let options = options.alternative(0);
     let mut pieces = melody_pieces(model, defaults, piece, &options, device, on_progress).await?;
     Ok(pieces.swap_remove(0))
 }
 
-/// [`Options::count`] melodies for `piece`'s lanes, the k-th with seed `seed + k`, one after
-/// another: each the piece with its melody track rewritten over the bars of `options.region`
+/// [`Asked::count`] melodies for `piece`'s lanes, the k-th with seed `seed + k`, one after
+/// another: each the piece with its melody track rewritten over the bars of `options.common.region`
 /// (else [`melody_bars`]). Progress streams the melody being written.
 pub async fn melody_pieces<F, Fut>(
     model: &Performer,
     defaults: &ModelDefaults,
     piece: &Piece,
-    options: &Options,
+    options: &MelodyOptions,
     device: &Device,
     mut on_progress: F,
 ) -> Result<Vec<Piece>, GenerateError>
@@ -275,7 +334,7 @@ where
             &sheet,
             region.clone(),
             &sampling,
-            options.chunk_steps,
+            options.common.chunk_steps,
             device,
             |p| {
                 let notes = written(p.steps, region.start, &sheet.grid);
@@ -311,7 +370,7 @@ where
 pub async fn melody_attention_map<F, Fut>(
     model: &Performer,
     piece: &Piece,
-    options: &Options,
+    options: &MelodyOptions,
     device: &Device,
     cache: Option<&mut MapFeatures>,
     mut on_progress: F,
@@ -324,7 +383,7 @@ where
     piece.validate()?;
     let sheet = melody_sheet(piece, piece.grid(|_| true))?;
     let len = sheet.labels.len().min(sheet.rolls.num_steps());
-    let Some(watch) = options.watch() else {
+    let Some(watch) = options.common.watch() else {
         return Ok(len);
     };
     let accompaniment = has_accompaniment(piece);
@@ -332,7 +391,7 @@ where
         model,
         &sheet,
         accompaniment,
-        options.seed,
+        options.common.seed,
         watch,
         device,
         cache,

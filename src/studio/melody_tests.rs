@@ -21,7 +21,10 @@ fn melody(piece: &Piece) -> Vec<PieceNote> {
         .collect()
 }
 
-fn sing(piece: &Piece, options: &Options) -> Result<(Piece, Vec<(usize, usize)>), GenerateError> {
+fn sing(
+    piece: &Piece,
+    options: &MelodyOptions,
+) -> Result<(Piece, Vec<(usize, usize)>), GenerateError> {
     let mut reports = Vec::new();
     let out = pollster::block_on(melody_piece(
         &model(),
@@ -48,9 +51,12 @@ fn a_song_starts_from_a_plan() {
         *cell = chord.into();
     }
     plan.phrases = vec![('A', 4), ('A', 4)];
-    let options = Options {
-        chunk_steps: 32,
-        ..Options::default()
+    let options = MelodyOptions {
+        common: Common {
+            chunk_steps: 32,
+            ..Common::default()
+        },
+        ..MelodyOptions::default()
     };
     let (out, reports) = sing(&plan, &options).unwrap();
     assert_eq!(
@@ -71,7 +77,9 @@ fn a_song_starts_from_a_plan() {
     assert_eq!(out.phrases[0], plan.phrases[0]);
     // Its seed writes it again; the plan alone is not enough for a piece with a melody.
     assert_eq!(melody(&sing(&plan, &options).unwrap().0), notes);
-    let err = sing(&out, &Options::default()).unwrap_err().to_string();
+    let err = sing(&out, &MelodyOptions::default())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("has a melody already"), "{err}");
 }
 
@@ -81,9 +89,12 @@ fn a_region_is_rewritten_and_planned_bars_are_sung() {
     let before = melody(&piece);
     let bar = |b: usize| piece.bar_tick(b);
     // Bars 3–4 rewritten: the melody elsewhere is kept.
-    let options = Options {
-        region: Some([2, 4]),
-        ..Options::default()
+    let options = MelodyOptions {
+        common: Common {
+            region: Some([2, 4]),
+            ..Common::default()
+        },
+        ..MelodyOptions::default()
     };
     let (out, reports) = sing(&piece, &options).unwrap();
     assert_eq!(reports.last().map(|r| r.1), Some(32));
@@ -105,7 +116,7 @@ fn a_region_is_rewritten_and_planned_bars_are_sung() {
     // Four planned bars past the music's eight: only they are sung.
     let mut longer = piece.clone();
     longer.set_bar_count(12);
-    let (out, reports) = sing(&longer, &Options::default()).unwrap();
+    let (out, reports) = sing(&longer, &MelodyOptions::default()).unwrap();
     assert_eq!(reports.last().map(|r| r.1), Some(64));
     let notes = melody(&out);
     assert_eq!(
@@ -128,9 +139,12 @@ fn a_melody_map_is_the_attention_over_the_melody_shown() {
     let device = Device::flex();
     let model = model();
     let piece = Piece::from_song(&fixtures::song(0, 8), "fixture.mid").unwrap();
-    let options = Options {
-        watch: Some(WatchOptions { layer: 1, head: 1 }),
-        ..Options::default()
+    let options = MelodyOptions {
+        common: Common {
+            watch: Some(WatchOptions { layer: 1, head: 1 }),
+            ..Common::default()
+        },
+        ..MelodyOptions::default()
     };
     let map_of = |piece: &Piece| {
         let mut rows: Vec<Vec<f32>> = Vec::new();
@@ -175,7 +189,7 @@ fn a_melody_map_is_the_attention_over_the_melody_shown() {
     assert_eq!(rows[..=at], after[..=at], "rows up to the edit");
     assert_ne!(rows[at + 1..], after[at + 1..], "rows after it");
     // No watched head: nothing drawn.
-    let none = Options::default();
+    let none = MelodyOptions::default();
     let steps = pollster::block_on(melody_attention_map(
         &model,
         &piece,

@@ -9,7 +9,7 @@
 use super::accompany::{ModelPlay, accompanied};
 use super::family::{Generated, Run, Studio, Written};
 use super::live::{KeyEvent, LiveOptions, LiveResult, live_result, live_start, live_step};
-use super::{ACCOMPANIMENT_TRACK, Options, Progress};
+use super::{ACCOMPANIMENT_TRACK, Progress};
 use crate::generate::GenerateError;
 use crate::model::config::Task;
 use crate::music::pedal;
@@ -25,13 +25,25 @@ pub struct Take;
 
 /// A take's settings (the page's live settings: `fromBar`, `seed`, `pedal`, …; its room
 /// after the piece is not read, the take stops with the music) and where it stops, `toBar`
-/// (`None`: the end of the music; the page's take stops when the person does).
+/// (`None`: the end of the music; the page's take stops when the person does). A `region`
+/// (the bars every task is asked for, the CLI's `--bars A-B`) is the take's bars.
 #[derive(Clone, Debug, Default, serde::Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct TakeOptions {
     #[serde(flatten)]
     pub live: LiveOptions,
     pub to_bar: Option<usize>,
+    pub region: Option<[usize; 2]>,
+}
+
+impl TakeOptions {
+    /// The bar the take starts on, and where it stops (`None`: with the music).
+    fn bars(&self) -> (usize, Option<usize>) {
+        match self.region {
+            Some([from, to]) => (from, Some(to)),
+            None => (self.live.from_bar, self.to_bar),
+        }
+    }
 }
 
 impl Studio for Take {
@@ -39,22 +51,6 @@ impl Studio for Take {
     type Options = TakeOptions;
     const SETTINGS: &'static str = "the live settings";
     type Cache = ();
-
-    fn options(form: &Options) -> TakeOptions {
-        TakeOptions {
-            live: LiveOptions {
-                from_bar: form.region.map_or(0, |r| r[0]),
-                bars: 1,
-                seed: form.seed,
-                piano_temperature: form.piano_temperature,
-                hold_temperature: form.hold_temperature,
-                density: form.density,
-                texture_echo: form.texture_echo,
-                pedal: form.pedal,
-            },
-            to_bar: form.region.map(|r| r[1]),
-        }
-    }
 
     async fn generate<F, Fut>(
         run: &Run<'_>,
@@ -70,18 +66,19 @@ impl Studio for Take {
         // The take ends with the music (or the region's last bar).
         let music = piece.grid(|_| true);
         let bars = music.num_bars().min(piece.bars.len().max(1));
-        let from_bar = options.live.from_bar;
+        let (from_bar, to_bar) = options.bars();
         if from_bar >= bars {
             return Err(GenerateError::Read(format!(
                 "the music ends in bar {bars}: a take over it starts before that, not on bar {}",
                 from_bar + 1
             )));
         }
-        let to_bar = options.to_bar.unwrap_or(bars).clamp(from_bar + 1, bars);
+        let to_bar = to_bar.unwrap_or(bars).clamp(from_bar + 1, bars);
         let play = ModelPlay::of(run.defaults);
         let pedal = run.pedal.map(|p| &**p);
         // The take stops with the music: a bar of room after it is all the grid needs.
         let settings = LiveOptions {
+            from_bar,
             bars: 1,
             ..options.live.clone()
         };
@@ -121,8 +118,8 @@ impl Studio for Take {
     }
 
     fn describe(_before: &Piece, written: &Written, options: &TakeOptions) -> String {
-        let from = options.live.from_bar;
-        let to = options.to_bar.unwrap_or(written.piece.bars.len());
+        let (from, to) = options.bars();
+        let to = to.unwrap_or(written.piece.bars.len());
         let to = to.min(written.piece.bars.len());
         let said = format!("a live take over bars {}-{to}", from + 1);
         accompanied(&written.piece, Some(([from, to], said)))

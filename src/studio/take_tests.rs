@@ -117,11 +117,7 @@ fn a_take_over_a_melody_hears_only_what_was_played_before_each_step() {
     };
     assert_eq!(melody(&again), melody(&other));
     // The CLI's path: the same take, described in words.
-    let options = Options {
-        seed: 4,
-        region: Some([2, 8]),
-        ..Options::default()
-    };
+    let options = serde_json::json!({ "seed": 4, "region": [2, 8] });
     let out = pollster::block_on(TaskKind::Live.generate(
         &run,
         &piece,

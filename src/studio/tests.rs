@@ -22,11 +22,14 @@ fn accompaniment_streams_and_replaces_the_piano() {
     let device = Device::flex();
     let model = tiny(Task::Accompaniment, 1, &device);
     let piece = piece();
-    let options = Options {
+    let options = AccompanyOptions {
+        common: Common {
+            chunk_steps: 32,
+            watch: Some(WatchOptions { layer: 1, head: 0 }),
+            ..Common::default()
+        },
         threshold: Some(0.45),
-        chunk_steps: 32,
-        watch: Some(WatchOptions { layer: 1, head: 0 }),
-        ..Options::default()
+        ..AccompanyOptions::default()
     };
     let mut reports = Vec::new();
     let out = pollster::block_on(accompany_piece(
@@ -63,9 +66,12 @@ fn accompaniment_streams_and_replaces_the_piano() {
         "the melody is kept as it was"
     );
     // Streaming in chunks gives the one-pass result.
-    let whole = Options {
-        chunk_steps: steps,
-        watch: None,
+    let whole = AccompanyOptions {
+        common: Common {
+            chunk_steps: steps,
+            watch: None,
+            ..options.clone().common.clone()
+        },
         ..options.clone()
     };
     let again = pollster::block_on(accompany_piece(
@@ -95,7 +101,7 @@ fn regenerating_bars_rewrites_them_and_keeps_the_rest() {
         )
         .with_inputs(conditioning);
         let model = Performer::new(&config, 1, &device).unwrap();
-        let run = |piece: &Piece, options: &Options| {
+        let run = |piece: &Piece, options: &AccompanyOptions| {
             pollster::block_on(accompany_piece(
                 &model,
                 &ModelPlay::default(),
@@ -106,14 +112,17 @@ fn regenerating_bars_rewrites_them_and_keeps_the_rest() {
             ))
             .unwrap()
         };
-        let options = Options {
+        let options = AccompanyOptions {
             threshold: conditioning.is_none().then_some(0.5),
-            ..Options::default()
+            ..AccompanyOptions::default()
         };
         let first = run(&piece, &options);
-        let again = Options {
-            seed: 7,
-            region: Some([2, 4]),
+        let again = AccompanyOptions {
+            common: Common {
+                seed: 7,
+                region: Some([2, 4]),
+                ..options.clone().common.clone()
+            },
             ..options.clone()
         };
         let second = run(&first, &again);
@@ -161,9 +170,12 @@ fn regenerating_bars_rewrites_them_and_keeps_the_rest() {
             assert_ne!(inside(&a), inside(&b), "another seed rewrites the bars");
         }
     }
-    let bad = Options {
-        region: Some([3, 3]),
-        ..Options::default()
+    let bad = AccompanyOptions {
+        common: Common {
+            region: Some([3, 3]),
+            ..Common::default()
+        },
+        ..AccompanyOptions::default()
     };
     let err = pollster::block_on(accompany_piece(
         &model_for_errors(&device),
@@ -184,10 +196,13 @@ fn a_continuation_rewrites_only_the_chosen_bars() {
     let piece = piece();
     let (from, to) = (piece.bars[4], piece.bars[6]);
     for seed in [0, 1] {
-        let options = Options {
-            seed,
-            region: Some([4, 6]),
-            ..Options::default()
+        let options = ContinueOptions {
+            common: Common {
+                seed,
+                region: Some([4, 6]),
+                ..Common::default()
+            },
+            ..ContinueOptions::default()
         };
         let mut streamed = 0;
         let out = pollster::block_on(continue_piece(&model, &piece, &options, &device, |p| {
@@ -219,10 +234,13 @@ fn a_continuation_rewrites_only_the_chosen_bars() {
         assert!(new.notes.iter().all(|n| n.1 >= from && n.1 < to));
     }
     let rewrite = |region: [usize; 2], seed: u64| {
-        let options = Options {
-            region: Some(region),
-            seed,
-            ..Options::default()
+        let options = ContinueOptions {
+            common: Common {
+                region: Some(region),
+                seed,
+                ..Common::default()
+            },
+            ..ContinueOptions::default()
         };
         pollster::block_on(continue_piece(
             &model,
@@ -269,9 +287,12 @@ fn model_for_errors(device: &Device) -> Performer {
 fn attention_over_a_piece_covers_every_token() {
     let device = Device::flex();
     let model = tiny(Task::Continuation, 2, &device);
-    let options = Options {
-        watch: Some(WatchOptions { layer: 1, head: 1 }),
-        ..Options::default()
+    let options = ContinueOptions {
+        common: Common {
+            watch: Some(WatchOptions { layer: 1, head: 1 }),
+            ..Common::default()
+        },
+        ..ContinueOptions::default()
     };
     let mut rows = 0;
     let total = pollster::block_on(continuation_attention(
@@ -297,9 +318,12 @@ fn cancelling_stops_and_says_so() {
     let config =
         PerformerConfig::tiny(Task::Accompaniment, VOCAB_SIZE, PeConfig::new(PeKind::None));
     let model = Performer::new(&config, 1, &device).unwrap();
-    let options = Options {
-        chunk_steps: 16,
-        ..Options::default()
+    let options = AccompanyOptions {
+        common: Common {
+            chunk_steps: 16,
+            ..Common::default()
+        },
+        ..AccompanyOptions::default()
     };
     let mut calls = 0;
     let r = pollster::block_on(accompany_piece(
@@ -329,12 +353,15 @@ fn continuation_follows_the_plan_and_lands_after_the_music() {
         piece.bars.push(piece.bars[bars - 1] + len * (k + 1));
         piece.chords.push("Dm".into());
     }
-    let options = Options {
+    let options = ContinueOptions {
+        common: Common {
+            seed: 5,
+            watch: Some(WatchOptions { layer: 0, head: 1 }),
+            ..Common::default()
+        },
         tokens: Some(120),
         bars: Some(2),
-        seed: 5,
-        watch: Some(WatchOptions { layer: 0, head: 1 }),
-        ..Options::default()
+        ..ContinueOptions::default()
     };
     let mut rows = 0;
     let out = pollster::block_on(continue_piece(&model, &piece, &options, &device, |p| {
@@ -643,11 +670,11 @@ fn a_velocity_model_gives_the_written_piano_its_dynamics_and_a_region_only_its_b
     let device = Device::flex();
     let model = tiny(Task::Accompaniment, 1, &device);
     let piece = piece();
-    let flat = Options {
+    let flat = AccompanyOptions {
         threshold: Some(0.3),
-        ..Options::default()
+        ..AccompanyOptions::default()
     };
-    let run = |options: &Options, piece: &Piece| {
+    let run = |options: &AccompanyOptions, piece: &Piece| {
         pollster::block_on(accompany_piece(
             &model,
             &ModelPlay::default(),
@@ -684,7 +711,7 @@ fn a_velocity_model_gives_the_written_piano_its_dynamics_and_a_region_only_its_b
         spread: None,
         noise: 0.0,
     };
-    let shaped = Options {
+    let shaped = AccompanyOptions {
         dynamics: Some(std::rc::Rc::new(dynamics)),
         ..flat.clone()
     };
@@ -705,8 +732,11 @@ fn a_velocity_model_gives_the_written_piano_its_dynamics_and_a_region_only_its_b
         assert_eq!(n.3, expected, "{n:?}");
     }
     // Rewriting bars 3–4 of the shaped piece: the notes kept elsewhere keep their velocities.
-    let region = Options {
-        region: Some([2, 4]),
+    let region = AccompanyOptions {
+        common: Common {
+            region: Some([2, 4]),
+            ..shaped.clone().common.clone()
+        },
         dynamics: None,
         ..shaped.clone()
     };
@@ -782,10 +812,13 @@ fn the_attention_map_is_a_teacher_forced_pass_over_the_notes_shown() {
     let config = PerformerConfig::tiny(Task::Accompaniment, 0, PeConfig::new(PeKind::SineSpe))
         .with_inputs(Some(Conditioning::AUTOREGRESSIVE));
     let stepwise = Performer::new(&config, 4, &device).unwrap();
-    let options = Options {
-        chunk_steps: 16,
-        watch: Some(WatchOptions { layer: 1, head: 1 }),
-        ..Options::default()
+    let options = AccompanyOptions {
+        common: Common {
+            chunk_steps: 16,
+            watch: Some(WatchOptions { layer: 1, head: 1 }),
+            ..Common::default()
+        },
+        ..AccompanyOptions::default()
     };
     // The watched rows, one per step, each over every key so far.
     let collect = |rows: &mut Vec<Vec<f32>>, a: Option<crate::generate::AttentionRows>| {
@@ -869,9 +902,12 @@ fn the_attention_map_is_a_teacher_forced_pass_over_the_notes_shown() {
 fn a_continuation_map_is_the_prompts_attention() {
     let device = Device::flex();
     let piece = piece();
-    let options = Options {
-        watch: Some(WatchOptions { layer: 1, head: 1 }),
-        ..Options::default()
+    let options = ContinueOptions {
+        common: Common {
+            watch: Some(WatchOptions { layer: 1, head: 1 }),
+            ..Common::default()
+        },
+        ..ContinueOptions::default()
     };
     let prompt = lane_prompt_for_tests(&piece);
     for pe in [
@@ -888,7 +924,7 @@ fn a_continuation_map_is_the_prompts_attention() {
             Sampling {
                 temperature: 1.0,
                 top_p: 1.0,
-                seed: options.seed,
+                seed: options.common.seed,
                 echo: 0.0,
                 density: None,
                 density_on_plan: true,
@@ -959,9 +995,16 @@ fn a_map_of_another_head_is_drawn_from_the_last_pass_features() {
     )
     .unwrap();
     let map = |model: &Performer, piece: &Piece, layer, head, cache: Option<&mut MapFeatures>| {
-        let options = Options {
-            watch: Some(WatchOptions { layer, head }),
-            ..Options::default()
+        let options = AccompanyOptions {
+            common: Common {
+                watch: Some(WatchOptions { layer, head }),
+                ..Common::default()
+            },
+            ..AccompanyOptions::default()
+        };
+        let continuing = ContinueOptions {
+            common: options.common.clone(),
+            ..ContinueOptions::default()
         };
         let mut values = Vec::new();
         let on = |p: Progress| {
@@ -970,7 +1013,12 @@ fn a_map_of_another_head_is_drawn_from_the_last_pass_features() {
         };
         let run = match model.config.task {
             Task::Continuation => pollster::block_on(continuation_attention(
-                model, piece, &options, &device, cache, on,
+                model,
+                piece,
+                &continuing,
+                &device,
+                cache,
+                on,
             )),
             _ => pollster::block_on(accompaniment_attention(
                 model, piece, &options, &device, cache, on,
@@ -1033,11 +1081,14 @@ fn alternatives_are_each_their_seed_alone() {
         .with_inputs(conditioning);
         let model = Performer::new(&config, 1, &device).unwrap();
         for region in [None, Some([2, 4])] {
-            let options = Options {
-                seed: 5,
-                region,
-                alternatives: Some(3),
-                ..Options::default()
+            let options = AccompanyOptions {
+                common: Common {
+                    seed: 5,
+                    region,
+                    alternatives: Some(3),
+                    ..Common::default()
+                },
+                ..AccompanyOptions::default()
             };
             let mut which = Vec::new();
             let pieces = pollster::block_on(accompany_pieces(
@@ -1080,11 +1131,14 @@ fn alternatives_are_each_their_seed_alone() {
         }
     }
     let model = tiny(Task::Continuation, 2, &device);
-    let options = Options {
-        seed: 8,
+    let options = ContinueOptions {
+        common: Common {
+            seed: 8,
+            alternatives: Some(2),
+            ..Common::default()
+        },
         bars: Some(2),
-        alternatives: Some(2),
-        ..Options::default()
+        ..ContinueOptions::default()
     };
     let mut which = Vec::new();
     let pieces = pollster::block_on(continue_pieces(&model, &piece, &options, &device, |p| {
@@ -1105,19 +1159,25 @@ fn alternatives_are_each_their_seed_alone() {
         .unwrap();
         assert_eq!(p.piece.tracks, alone.tracks, "continuation alternative {k}");
     }
-    let nine = Options {
-        alternatives: Some(9),
-        ..Options::default()
+    let nine = AccompanyOptions {
+        common: Common {
+            alternatives: Some(9),
+            ..Common::default()
+        },
+        ..AccompanyOptions::default()
     };
     let err = nine.check().unwrap_err();
     assert_eq!(err.field, "alternatives");
     assert!(err.message.contains('8'), "{}", err.message);
-    assert_eq!(options.alternative(3).seed, 11);
-    let last = Options {
-        seed: u32::MAX as u64,
-        ..Options::default()
+    assert_eq!(options.alternative(3).common.seed, 11);
+    let last = AccompanyOptions {
+        common: Common {
+            seed: u32::MAX as u64,
+            ..Common::default()
+        },
+        ..AccompanyOptions::default()
     };
-    assert_eq!(last.alternative(1).seed, 0);
+    assert_eq!(last.alternative(1).common.seed, 0);
 }
 
 /// How a model with `sampling` and no texture echo plays.
@@ -1146,13 +1206,16 @@ fn a_continuations_new_bars_are_pedalled_as_asked() {
         piece.chords.push(["C", "Am", "F", "G"][k as usize].into());
     }
     let run = |mode: PedalMode| {
-        let options = Options {
+        let options = ContinueOptions {
+            common: Common {
+                seed: 3,
+                ..Common::default()
+            },
             tokens: Some(240),
             bars: Some(4),
-            seed: 3,
             pedal: mode,
             pedal_model: Some(std::rc::Rc::new(pedal.clone())),
-            ..Options::default()
+            ..ContinueOptions::default()
         };
         pollster::block_on(continue_piece(
             &model,

@@ -22,7 +22,7 @@ use crate::music::harmony::decode::HarmonyDecode;
 use crate::music::midi::write_midi;
 use crate::music::pedal::model::PedalModel;
 use crate::music::piece::{Piece, PieceNote};
-use crate::studio::{self, Options, Progress};
+use crate::studio::{self, Progress};
 use crate::tune;
 
 mod tuner;
@@ -513,7 +513,6 @@ impl Session {
     ) -> Result<(), JsError> {
         let loaded = self.model(&name)?;
         let piece = parse_piece(&piece)?;
-        let options = parse_options(&options)?;
         let run = studio::Run {
             model: &loaded.model,
             defaults: &loaded.entry.defaults,
@@ -599,11 +598,6 @@ impl Session {
             .cloned()
             .ok_or_else(|| JsError::new(&format!("the model {name} is not loaded")))
     }
-}
-
-fn parse_options(text: &str) -> Result<Options, JsError> {
-    serde_json::from_str(text)
-        .map_err(|e| JsError::new(&format!("the generation settings are not readable: {e}")))
 }
 
 /// The progress callback of a generation or an attention replay: reports to `callback`, with

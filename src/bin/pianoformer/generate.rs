@@ -21,9 +21,10 @@ use pianoformer::music::piece::{MAX_BARS, Piece, TrackRole, chord_chart};
 use pianoformer::music::pop909::parse_phrases;
 use pianoformer::music::texture::donor::{self, Donor};
 use pianoformer::studio::{
-    Family, HarmonizeOptions, HarmonyCache, Kept, Options, Run, TaskKind, Written, harmonize_piece,
-    needs_harmonizer,
+    ContinueOptions, Family, HarmonizeOptions, HarmonyCache, Kept, Run, TaskKind, Written,
+    harmonize_piece, needs_harmonizer,
 };
+use serde_json::Value;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -331,11 +332,8 @@ pub fn run(args: Args) -> Result<(), String> {
         Some(Bars::Count(n)) => (None, Some(n)),
         None => (None, None),
     };
-    let count = args.alternatives.unwrap_or(1);
-    limits::limit("alternatives")
-        .check(count as f64)
-        .map_err(|m| format!("--alternatives {count}: {m}"))?;
-    let mut options = options(&args, &loaded, region, new_bars)?;
+    // Checked as the page's are (--alternatives among them), before anything is read.
+    let mut settings = settings(&args, kind, &loaded, region, new_bars)?;
     let piece = match &bytes {
         Some(bytes) => {
             let mut piece = open(&args, bytes, chart, phrases, &device)?;
@@ -352,7 +350,7 @@ pub fn run(args: Args) -> Result<(), String> {
     let live = kind == TaskKind::Live;
     let (pedal_mode, pedal) = crate::models::pedal(&args.pedal, args.manifest.as_deref(), live)?;
     let pedal = pedal.map(Rc::new);
-    options.pedal = pedal_mode;
+    settings["pedal"] = serde_json::json!(pedal_mode);
     let run = Run {
         model: &loaded.model,
         defaults: &loaded.defaults,
@@ -366,14 +364,22 @@ pub fn run(args: Args) -> Result<(), String> {
     let out = pollster::block_on(kind.generate(
         &run,
         &piece,
-        &options,
+        &settings,
         &mut Kept::default(),
         |_| async { true },
     ))
     .map_err(|e| failed(&args, e))?
     .into_pieces();
     let seconds = started.elapsed().as_secs_f64();
-    report(&args, kind, &loaded.source, &piece, &options, &out, seconds)
+    report(
+        &args,
+        kind,
+        &loaded.source,
+        &piece,
+        &settings,
+        &out,
+        seconds,
+    )
 }
 
 /// Writes what a generation wrote (each alternative to its own file) and says what each holds,
@@ -383,7 +389,7 @@ fn report(
     kind: TaskKind,
     source: &str,
     piece: &Piece,
-    options: &Options,
+    settings: &Value,
     out: &[Written],
     seconds: f64,
 ) -> Result<(), String> {
@@ -400,16 +406,20 @@ fn report(
     let mut written = Vec::new();
     let mut pieces = Vec::new();
     for (k, w) in out.iter().enumerate() {
-        let options = options.alternative(k);
+        // Alternative k's settings: its seed, `seed + k` (as every task writes it).
+        let seed = (args.seed + k as u64) % (1 << 32);
+        let mut settings = settings.clone();
+        settings["seed"] = seed.into();
+        settings["alternatives"] = Value::Null;
         let path = match args.alternatives {
             None => args.out.clone(),
             Some(_) => numbered(&args.out, k + 1),
         };
         write(&path, &encode(&w.piece, &path, args.lead_sheet)?)?;
-        let summary = kind.describe(piece, w, &options);
+        let summary = kind.describe(piece, w, &settings);
         pieces.push(serde_json::json!({
             "file": path.display().to_string(),
-            "seed": options.seed,
+            "seed": seed,
             "summary": summary,
             "tokens": w.tokens.as_ref().map(|t| serde_json::json!({
                 "prompt": t.prompt.len(),
@@ -425,11 +435,11 @@ fn report(
             Some(_) => eprintln!(
                 "alternative {} (seed {}): {summary}; written to {}",
                 k + 1,
-                options.seed,
+                seed,
                 path.display()
             ),
         }
-        written.push(written_onsets(piece, &w.piece, &options));
+        written.push(written_onsets(piece, &w.piece, region(&settings)));
     }
     if args.alternatives.is_some() {
         eprintln!(
@@ -474,9 +484,9 @@ fn numbered(out: &Path, k: usize) -> PathBuf {
 fn written_onsets(
     before: &Piece,
     out: &Piece,
-    options: &Options,
+    region: Option<[usize; 2]>,
 ) -> std::collections::HashSet<(u64, u8)> {
-    let ticks = match options.region {
+    let ticks = match region {
         Some([from, to]) => out.bar_tick(from)..out.bar_tick(to.min(out.bars.len())),
         None => 0..u64::MAX,
     };
@@ -735,55 +745,64 @@ fn context(args: &Args, loaded: &crate::models::Loaded) -> Result<Option<usize>,
     }
 }
 
-/// The command line's settings as the one type the page sends too ([`Options`]), checked once
-/// the way the page's are: `region` for `--bars A-B`, `new_bars` for `--bars N`.
-fn options(
+/// The bars a generation was asked to rewrite (the settings' `region`).
+fn region(settings: &Value) -> Option<[usize; 2]> {
+    serde_json::from_value(settings["region"].clone())
+        .ok()
+        .flatten()
+}
+
+/// The command line's settings as the page sends them (one JSON object in the page's words,
+/// each task reading what it knows of it), checked by the task the way the page's are:
+/// `region` for `--bars A-B`, `new_bars` for `--bars N`.
+fn settings(
     args: &Args,
+    kind: TaskKind,
     loaded: &crate::models::Loaded,
     region: Option<[usize; 2]>,
     new_bars: Option<usize>,
-) -> Result<Options, String> {
+) -> Result<Value, String> {
     // --temperature is the temperature of the task the model does: the piano's for an
     // accompaniment, the continuation's or the melody's (else the model's own, chosen on
     // validation by `eval --plan` or `eval --task melody`) for those.
     let continuation = matches!(loaded.model.config.task, Task::Continuation | Task::Melody);
-    let options = Options {
-        seed: args.seed,
-        threshold: args.threshold,
-        piano_temperature: args.temperature.filter(|_| !continuation),
-        hold_temperature: args.hold_temperature,
-        region,
-        temperature: if continuation {
+    let settings = serde_json::json!({
+        "seed": args.seed,
+        "threshold": args.threshold,
+        "pianoTemperature": args.temperature.filter(|_| !continuation),
+        "holdTemperature": args.hold_temperature,
+        "region": region,
+        "temperature": if continuation {
             args.temperature.or(loaded.defaults.temperature)
         } else {
             None
         },
-        top_p: args.top_p,
-        echo: args.echo,
-        density: args.density,
-        key: args.key,
-        tokens: args.tokens,
+        "topP": args.top_p,
+        "echo": args.echo,
+        "density": args.density,
+        "key": args.key,
+        "tokens": args.tokens,
         // The page's length in bars unless only a number of tokens is asked.
-        bars: new_bars.or(if args.tokens.is_some() {
+        "bars": new_bars.or(if args.tokens.is_some() {
             None
         } else {
-            Options::default().bars
+            ContinueOptions::default().bars
         }),
-        may_end: args.may_end,
-        max_prompt_tokens: args
+        "mayEnd": args.may_end,
+        "maxPromptTokens": args
             .prompt_tokens
-            .unwrap_or(Options::default().max_prompt_tokens),
-        context: context(args, loaded)?,
-        melody_range: args.range.as_deref().map(parse_range).transpose()?,
-        pitch_temperature: args.pitch_temperature,
-        alternatives: args.alternatives,
-        texture_echo: args.texture_echo,
-        texture: texture(args, loaded)?,
-        ..Options::default()
-    };
-    options.check().map_err(|bad| {
+            .unwrap_or(ContinueOptions::default().max_prompt_tokens),
+        "context": context(args, loaded)?,
+        "melodyRange": args.range.as_deref().map(parse_range).transpose()?,
+        "pitchTemperature": args.pitch_temperature,
+        "alternatives": args.alternatives,
+        "textureEcho": args.texture_echo,
+        "texture": texture(args, loaded)?,
+    });
+    kind.check(&settings).map_err(|bad| {
         // Each setting's flag is written beside its range (settings/options.json).
         let flag = match bad.field {
+            "settings" => return bad.message,
             "region" => "--bars",
             "texture" if args.texture.is_some() => "--texture",
             "texture" => "--texture-from",
@@ -791,7 +810,7 @@ fn options(
         };
         format!("{flag}: {bad}")
     })?;
-    Ok(options)
+    Ok(settings)
 }
 
 /// The texture `--texture` names (the gallery's) or `--texture-from` reads.

@@ -1,5 +1,5 @@
 //! The ranges file parses, and the cases the page's tests run too (`tests/options-cases.json`)
-//! give the same words here (and through `studio::Options::check`: its tests).
+//! give the same words here (and through each task's `studio::Asked::check`: its tests).
 
 use super::*;
 

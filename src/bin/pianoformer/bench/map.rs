@@ -20,8 +20,8 @@ use pianoformer::model::config::Task;
 use pianoformer::music::fixtures;
 use pianoformer::music::piece::Piece;
 use pianoformer::studio::{
-    ModelPlay, Options as StudioOptions, WatchOptions, accompaniment_attention, accompany_piece,
-    continuation_attention, continue_piece,
+    AccompanyOptions, Asked, Common, ContinueOptions, ModelPlay, WatchOptions,
+    accompaniment_attention, accompany_piece, continuation_attention, continue_piece,
 };
 
 use super::Options;
@@ -47,16 +47,21 @@ pub fn map(options: &Options) -> Result<(), String> {
     let device = backend.device.clone();
     let acc = crate::models::load(&options.model, Task::Accompaniment, None, &device)?;
     let cont = crate::models::load("default", Task::Continuation, None, &device)?;
-    let studio = StudioOptions {
+    let common = Common {
         watch: Some(WatchOptions { layer: 0, head: 0 }),
-        ..StudioOptions::default()
+        ..Common::default()
+    };
+    let studio = AccompanyOptions {
+        common: common.clone(),
+        ..AccompanyOptions::default()
     };
     // A continuation of 8 bars after the piece, its map over the whole piece written.
-    let cont_options = StudioOptions {
+    let cont_options = ContinueOptions {
+        common,
         temperature: cont.defaults.temperature,
         context: cont.trained_window,
         bars: Some(8),
-        ..studio.clone()
+        ..ContinueOptions::default()
     };
     let name = |source: &str| {
         source
@@ -122,18 +127,17 @@ fn timed(
 }
 
 /// `options` watching layer 0, head `head`.
-fn watching(options: &StudioOptions, head: usize) -> StudioOptions {
-    StudioOptions {
-        watch: Some(WatchOptions { layer: 0, head }),
-        ..options.clone()
-    }
+fn watching<O: Asked>(options: &O, head: usize) -> O {
+    let mut watching = options.clone();
+    watching.common_mut().watch = Some(WatchOptions { layer: 0, head });
+    watching
 }
 
 /// An accompaniment of `piece`, then the maps of what it wrote: ms each.
 fn accompaniment_times(
     acc: &crate::models::Loaded,
     piece: &Piece,
-    options: &StudioOptions,
+    options: &AccompanyOptions,
     device: &Device,
 ) -> Result<Times, String> {
     let done = |_| async { true };
@@ -165,7 +169,7 @@ fn accompaniment_times(
 fn continuation_times(
     cont: &crate::models::Loaded,
     piece: &Piece,
-    options: &StudioOptions,
+    options: &ContinueOptions,
     device: &Device,
 ) -> Result<Times, String> {
     let done = |_| async { true };

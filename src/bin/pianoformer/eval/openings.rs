@@ -13,7 +13,7 @@ use pianoformer::eval::openings::{
 use pianoformer::model::config::Task;
 use pianoformer::music::pop909::{Pop909, Split};
 use pianoformer::music::tokens::STEPS_PER_BEAT;
-use pianoformer::studio::Options;
+use pianoformer::studio::{Common, ContinueOptions};
 
 use super::Args;
 
@@ -39,14 +39,17 @@ pub fn run(args: Args) -> Result<(), String> {
     let started = Instant::now();
     let (excerpts, skipped) = excerpts(&args, split, &places, bars)?;
     // The page's defaults for this model: what a person gets without touching a setting.
-    let options = Options {
-        seed: args.seed,
+    let options = ContinueOptions {
+        common: Common {
+            seed: args.seed,
+            ..Common::default()
+        },
         temperature: args.temperature.or(loaded.defaults.temperature),
         echo: args.echo,
         density: args.density()?,
         key: args.key()?,
         context: loaded.trained_window,
-        ..Options::default()
+        ..ContinueOptions::default()
     };
     eprintln!(
         "{} excerpts, {bars} bars each, continued for {bars} bars by {} (temperature {}, context \
@@ -55,7 +58,7 @@ pub fn run(args: Args) -> Result<(), String> {
         loaded.source,
         options.temperature.unwrap_or(1.0),
         options.context.map_or("all".into(), |c| c.to_string()),
-        Options {
+        ContinueOptions {
             bars: Some(bars),
             ..options.clone()
         }
@@ -100,20 +103,18 @@ pub fn run(args: Args) -> Result<(), String> {
 fn play(
     excerpts: &[Excerpt],
     model: &pianoformer::model::performer::Performer,
-    options: &Options,
+    options: &ContinueOptions,
     threads: usize,
     device: &burn::tensor::Device,
     started: Instant,
 ) -> Result<Vec<OpeningScores>, String> {
-    // Options hold no model of dynamics here, but their type is not shared between threads:
+    // The options hold no learnt pedal here, but their type is not shared between threads:
     // each thread reads its own from their JSON (every setting but the dynamics).
     let json = serde_json::to_string(options).map_err(|e| e.to_string())?;
     super::panel::par_map(excerpts, threads, model, |m, e| {
-        let base: Options = serde_json::from_str(&json).map_err(|e| e.to_string())?;
-        let options = Options {
-            seed: base.seed ^ ((e.from_bar as u64) << 16),
-            ..base
-        };
+        let mut options: ContinueOptions =
+            serde_json::from_str(&json).map_err(|e| e.to_string())?;
+        options.common.seed ^= (e.from_bar as u64) << 16;
         let s = pollster::block_on(continue_excerpt(m, e, &options, device))
             .map_err(|err| format!("{} ({}): {err}", e.song, e.place.name()))?;
         eprintln!("{} ({:.0} s)", line(&s), started.elapsed().as_secs_f64());

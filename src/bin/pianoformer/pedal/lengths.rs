@@ -404,7 +404,7 @@ fn default_path_piece(
     use pianoformer::music::harmony::ChordSource;
     use pianoformer::music::piece::Piece;
     use pianoformer::music::roll::Role;
-    use pianoformer::studio::{Family, Kept, Options, TaskKind};
+    use pianoformer::studio::{Common, Family, Kept, TaskKind};
     let id = song.id;
     let mut whole = data
         .load(id, 4)
@@ -457,10 +457,7 @@ fn default_path_piece(
     let out = pollster::block_on(TaskKind::Accompaniment.generate(
         run,
         &piece,
-        &Options {
-            seed: Options::default().seed + seed,
-            ..Options::default()
-        },
+        &serde_json::json!({ "seed": Common::default().seed + seed }),
         &mut Kept::default(),
         |_| async { true },
     ))

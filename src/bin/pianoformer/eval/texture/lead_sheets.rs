@@ -2,7 +2,7 @@
 //! accompaniment shows the form of songs that come with no labels — lead sheets (MusicXML: a
 //! melody and its chord symbols, such as OpenEWLD's). Each is read as the page reads it (its
 //! chord symbols the chord lane, the harmonizer's chords where it has none, its phrases
-//! detected), accompanied as the page does (the model's texture echo, Options' defaults) and
+//! detected), accompanied as the page does (the model's texture echo, the settings' defaults) and
 //! with the echo off, and scored by ILS against its detected phrases, with chord tones and
 //! onsets a beat. There is no pianist to set beside it: the echo-off row is the comparison.
 
@@ -16,7 +16,7 @@ use pianoformer::music::piece::{Piece, TrackRole};
 use pianoformer::music::playing::chord_tone_ratio;
 use pianoformer::music::roll::PianoRoll;
 use pianoformer::music::texture::{Ils, ils, mean_ils};
-use pianoformer::studio::{Family, Kept, Options, Run, TaskKind};
+use pianoformer::studio::{Common, Family, Kept, Run, TaskKind};
 use serde::Serialize;
 
 use super::{Args, name_seed};
@@ -99,7 +99,7 @@ pub fn run(args: Args) -> Result<(), String> {
         } else {
             0
         };
-        let seed = (Options::default().seed + (args.seed % (1 << 31)) + own) % (1 << 32);
+        let seed = (Common::default().seed + (args.seed % (1 << 31)) + own) % (1 << 32);
         let run = Run {
             model: m,
             defaults: &defaults,
@@ -162,15 +162,12 @@ fn accompanied(
     seed: u64,
     texture_echo: Option<f32>,
 ) -> Result<Scored, String> {
-    let options = Options {
-        seed,
-        texture_echo,
-        ..Options::default()
-    };
+    // The page's settings: its defaults but the seed and the echo's strength.
+    let settings = serde_json::json!({ "seed": seed, "textureEcho": texture_echo });
     let out = pollster::block_on(TaskKind::Accompaniment.generate(
         run,
         piece,
-        &options,
+        &settings,
         &mut Kept::default(),
         |_| async { true },
     ))
