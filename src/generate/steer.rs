@@ -1,7 +1,7 @@
 //! Steering at sampling time, as parts, for every task that samples. The model proposes each
 //! decision; a part that leans it — a continuation's key hold, density and echo
 //! (`continuation/steer.rs`), a melody's echo (`melody/echo.rs`), an accompaniment's texture
-//! echo ([`super::texture::TextureSteer`]) — is a small type behind [`Steer`], and each task
+//! echo (`TextureSteer`, in `texture.rs`) — is a small type behind [`Steer`], and each task
 //! composes its parts in one order ([`lean_all`]). What a part reads of the sampling's moment is
 //! the task's own `Now` (the token grammar's place, the melody's step, the piano's step); the
 //! lean it adds is in the units that task's draw reads (log-odds added to its logits).
