@@ -111,10 +111,9 @@ impl TuneOptions {
     /// accompaniment and the melody, 32 bars of beats for the harmonizer, 256 tokens for the
     /// continuation.
     pub fn window_for(&self, task: Task) -> usize {
-        match (self.window, task) {
-            (0, Task::Accompaniment | Task::Melody | Task::Harmonization) => 128,
-            (0, Task::Continuation) => 256,
-            (w, _) => w,
+        match self.window {
+            0 => task.tune_window(),
+            w => w,
         }
     }
 }
@@ -206,7 +205,6 @@ impl FineTune {
             )));
         }
         let task = base.config.task;
-        let continuation = task == Task::Continuation;
         let (mut train, mut valid, mut files) = (Corpus::default(), Corpus::default(), vec![]);
         for piece in pieces {
             match prepare(piece, task, options.holdout) {
@@ -229,27 +227,15 @@ impl FineTune {
             )));
         }
         // Windows no longer than the music there is.
-        let longest = |c: &Corpus| -> usize {
-            c.pieces
-                .iter()
-                .map(|p| {
-                    if continuation {
-                        let first = p.token_bars.first().copied().unwrap_or(p.tokens.len());
-                        p.tokens.len().saturating_sub(first + 1)
-                    } else {
-                        p.range.len()
-                    }
-                })
-                .max()
-                .unwrap_or(0)
-        };
+        let longest =
+            |c: &Corpus| -> usize { c.pieces.iter().map(|p| task.longest(p)).max().unwrap_or(0) };
         let asked = options.window_for(task);
         let window = asked.min(longest(&train));
         if window < 16 {
             return Err(TuneError::Setup(format!(
                 "the files are too short to learn from: the longest gives {window} {}, at least \
                  16 are needed",
-                if continuation { "tokens" } else { "steps" }
+                task.unit()
             )));
         }
         let valid_window = asked.min(longest(&valid));

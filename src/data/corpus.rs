@@ -8,10 +8,10 @@ use std::ops::Range;
 use rand::RngExt;
 use rand::rngs::StdRng;
 
+use super::example::Example;
 pub use super::example::WindowSpec;
-use super::example::{Example, example, replace_chords};
 use super::features::token_coordinates;
-use super::harmony::{beat_crop_starts, harmony_example};
+use super::harmony::harmony_example;
 use super::melody::melody_example;
 use super::sheet::Sheet;
 use crate::model::config::Task;
@@ -285,29 +285,12 @@ pub struct Corpus {
 }
 
 impl Corpus {
-    /// Pieces usable for accompaniment windows.
-    fn accompaniment_pieces(&self) -> Vec<&Piece> {
+    /// The pieces that give `task` windows of `len` to learn from.
+    fn learning(&self, task: Task, len: usize) -> Vec<&Piece> {
         self.pieces
             .iter()
-            .filter(|p| p.has_accompaniment() && !p.range.is_empty())
+            .filter(|p| task.learns_from(p, len))
             .collect()
-    }
-
-    /// Pieces with at least `len + 1` tokens after some bar line.
-    fn token_pieces(&self, len: usize) -> Vec<&Piece> {
-        self.pieces
-            .iter()
-            .filter(|p| {
-                p.token_bars
-                    .first()
-                    .is_some_and(|&b| p.tokens.len() > b + len)
-            })
-            .collect()
-    }
-
-    /// Pieces usable for harmonizer windows.
-    fn harmony_pieces(&self) -> Vec<&Piece> {
-        self.pieces.iter().filter(|p| p.has_harmony()).collect()
     }
 
     /// Checks that batches can be drawn for `task` windows of `spec.len`, in words.
@@ -315,125 +298,37 @@ impl Corpus {
         if self.pieces.is_empty() {
             return Err("no pieces to train on".into());
         }
-        if task == Task::Harmonization {
-            if self.harmony_pieces().is_empty() {
-                return Err(
-                    "no piece has both a melody and chords to learn from (a harmonizer learns \
-                     from annotated chords, as POP909's, or from files whose chords can be \
-                     recognised)"
-                        .into(),
-                );
-            }
-        } else if task == Task::Melody {
-            if self.harmony_pieces().is_empty() {
-                return Err(
-                    "no piece has both a melody and chords to learn from (a melody model learns                      from songs whose chords are annotated, as POP909's, or can be recognised)"
-                        .into(),
-                );
-            }
-        } else if task == Task::Continuation {
-            if self.token_pieces(spec.len).is_empty() {
-                let longest = self
-                    .pieces
-                    .iter()
-                    .map(|p| p.tokens.len())
-                    .max()
-                    .unwrap_or(0);
-                return Err(format!(
-                    "no piece is long enough for windows of {} tokens (the longest has {longest})",
-                    spec.len
-                ));
-            }
-        } else if self.accompaniment_pieces().is_empty() {
-            return Err(
-                "no piece has both a melody and an accompaniment to learn (name the tracks \
-                 MELODY and PIANO, or give files with a clear melody track and other parts)"
-                    .into(),
-            );
+        if self.learning(task, spec.len).is_empty() {
+            return Err(task.none_to_learn(self, spec.len));
         }
         Ok(())
     }
 
-    /// `batch` random windows: a random piece, a crop starting on a bar line, a transposition.
+    /// `batch` random windows: a random piece, a crop starting on a bar line, a transposition
+    /// (and what the kind's windows vary besides, [`Task::window`]).
     pub fn sample(&self, task: Task, spec: &WindowSpec, batch: usize, rng: &mut StdRng) -> Batch {
-        let shift = |rng: &mut StdRng| {
-            if spec.max_shift > 0 {
-                rng.random_range(-spec.max_shift..=spec.max_shift)
-            } else {
-                0
-            }
-        };
-        if task == Task::Harmonization {
-            let pieces = self.harmony_pieces();
-            let windows = (0..batch)
-                .map(|_| {
-                    let p = pieces[rng.random_range(0..pieces.len())];
-                    let starts = beat_crop_starts(&p.sheet.grid, spec.len);
-                    let start = starts[rng.random_range(0..starts.len())];
-                    p.harmony_example(spec, start, shift(rng))
-                })
-                .collect();
-            Batch::Rolls(windows)
-        } else if task == Task::Melody {
-            // Half the windows read the piano and bridge under the melody, half the lanes
-            // alone: a melody is written over a plan or over a piano part.
-            let pieces = self.harmony_pieces();
-            let windows = (0..batch)
-                .map(|_| {
-                    let p = pieces[rng.random_range(0..pieces.len())];
-                    let starts = p.crop_starts(spec.len);
-                    let start = starts[rng.random_range(0..starts.len())];
-                    let shift = shift(rng);
-                    p.melody_example(spec, start, shift, rng.random_bool(0.5))
-                })
-                .collect();
-            Batch::Rolls(windows)
-        } else if task == Task::Continuation {
-            let pieces = self.token_pieces(spec.len);
-            let (mut ids, mut coordinates) = (Vec::new(), Vec::new());
-            for _ in 0..batch {
+        let pieces = self.learning(task, spec.len);
+        let windows: Vec<Batch> = (0..batch)
+            .map(|_| {
                 let p = pieces[rng.random_range(0..pieces.len())];
-                let starts: Vec<usize> = p
-                    .token_bars
-                    .iter()
-                    .copied()
-                    .filter(|&b| b + spec.len < p.tokens.len())
-                    .collect();
+                let starts = task.starts(p, spec.len);
                 let start = starts[rng.random_range(0..starts.len())];
-                let (window, coords) = p.token_window(spec, start, shift(rng));
-                ids.push(window);
-                coordinates.extend(coords);
-            }
-            Batch::Tokens { ids, coordinates }
-        } else {
-            let pieces = self.accompaniment_pieces();
-            let windows = (0..batch)
-                .map(|_| {
-                    let p = pieces[rng.random_range(0..pieces.len())];
-                    let starts = p.crop_starts(spec.len);
-                    let start = starts[rng.random_range(0..starts.len())];
-                    let shift = shift(rng);
-                    if spec.chord_noise > 0.0 {
-                        let sheet = &p.sheet;
-                        let labels = replace_chords(
-                            &sheet.labels,
-                            start..start + spec.len,
-                            spec.chord_noise,
-                            rng,
-                        );
-                        example(&sheet.rolls, &labels, spec, start, shift)
-                    } else {
-                        p.sheet.example(spec, start, shift)
-                    }
-                })
-                .collect();
-            Batch::Rolls(windows)
-        }
+                let shift = if spec.max_shift > 0 {
+                    rng.random_range(-spec.max_shift..=spec.max_shift)
+                } else {
+                    0
+                };
+                task.window(p, spec, start, shift, Some(rng))
+            })
+            .collect();
+        grouped(windows, batch)
+            .pop()
+            .unwrap_or(Batch::Rolls(Vec::new()))
     }
 
-    /// Fixed held-out windows, untransposed: from each piece, windows every `stride` bars
-    /// (accompaniment) or every `stride` bar lines (continuation), at most `limit` in all,
-    /// taken round-robin over the pieces so every piece counts. Returned in batches of `batch`.
+    /// Fixed held-out windows, untransposed: from each piece, windows every `stride` of its
+    /// starts (bars, or bar lines of tokens), at most `limit` in all, taken round-robin over
+    /// the pieces so every piece counts. Returned in batches of `batch`.
     pub fn fixed_windows(
         &self,
         task: Task,
@@ -443,58 +338,14 @@ impl Corpus {
         batch: usize,
     ) -> Vec<Batch> {
         let stride = stride.max(1);
-        let mut per_piece: Vec<Vec<Batch>> = Vec::new();
-        if task == Task::Harmonization {
-            for p in self.harmony_pieces() {
-                let starts = beat_crop_starts(&p.sheet.grid, spec.len)
-                    .into_iter()
-                    .step_by(stride);
-                per_piece.push(
-                    starts
-                        .map(|s| Batch::Rolls(vec![p.harmony_example(spec, s, 0)]))
-                        .collect(),
-                );
-            }
-        } else if task == Task::Melody {
-            // Validation writes over the lanes alone, as a song from a plan does.
-            for p in self.harmony_pieces() {
-                let starts = p.crop_starts(spec.len).into_iter().step_by(stride);
-                per_piece.push(
-                    starts
-                        .map(|s| Batch::Rolls(vec![p.melody_example(spec, s, 0, false)]))
-                        .collect(),
-                );
-            }
-        } else if task == Task::Continuation {
-            for p in self.token_pieces(spec.len) {
-                let starts = p
-                    .token_bars
-                    .iter()
-                    .copied()
-                    .filter(|&b| b + spec.len < p.tokens.len())
-                    .step_by(stride);
-                per_piece.push(
-                    starts
-                        .map(|s| {
-                            let (ids, coordinates) = p.token_window(spec, s, 0);
-                            Batch::Tokens {
-                                ids: vec![ids],
-                                coordinates: coordinates.into_iter().collect(),
-                            }
-                        })
-                        .collect(),
-                );
-            }
-        } else {
-            for p in self.accompaniment_pieces() {
-                let starts = p.crop_starts(spec.len).into_iter().step_by(stride);
-                per_piece.push(
-                    starts
-                        .map(|s| Batch::Rolls(vec![p.sheet.example(spec, s, 0)]))
-                        .collect(),
-                );
-            }
-        }
+        let per_piece: Vec<Vec<Batch>> = self
+            .learning(task, spec.len)
+            .into_iter()
+            .map(|p| {
+                let starts = task.starts(p, spec.len).into_iter().step_by(stride);
+                starts.map(|s| task.window(p, spec, s, 0, None)).collect()
+            })
+            .collect();
         let mut chosen: Vec<Batch> = Vec::new();
         let mut round = 0;
         while chosen.len() < limit && per_piece.iter().any(|w| w.len() > round) {
@@ -507,26 +358,30 @@ impl Corpus {
             }
             round += 1;
         }
-        // Group single windows into batches.
-        let mut out: Vec<Batch> = Vec::new();
-        for b in chosen {
-            match (out.last_mut(), b) {
-                (Some(Batch::Rolls(v)), Batch::Rolls(mut e)) if v.len() < batch => v.append(&mut e),
-                (
-                    Some(Batch::Tokens { ids, coordinates }),
-                    Batch::Tokens {
-                        ids: mut more,
-                        coordinates: mut more_coordinates,
-                    },
-                ) if ids.len() < batch => {
-                    ids.append(&mut more);
-                    coordinates.append(&mut more_coordinates);
-                }
-                (_, b) => out.push(b),
-            }
-        }
-        out
+        grouped(chosen, batch)
     }
+}
+
+/// Single windows grouped into batches of `batch`, in order.
+fn grouped(windows: Vec<Batch>, batch: usize) -> Vec<Batch> {
+    let mut out: Vec<Batch> = Vec::new();
+    for b in windows {
+        match (out.last_mut(), b) {
+            (Some(Batch::Rolls(v)), Batch::Rolls(mut e)) if v.len() < batch => v.append(&mut e),
+            (
+                Some(Batch::Tokens { ids, coordinates }),
+                Batch::Tokens {
+                    ids: mut more,
+                    coordinates: mut more_coordinates,
+                },
+            ) if ids.len() < batch => {
+                ids.append(&mut more);
+                coordinates.append(&mut more_coordinates);
+            }
+            (_, b) => out.push(b),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -38,19 +38,9 @@ impl PerformerConfig {
         Self::sizes(task, vocab, None)
     }
 
-    /// Inputs and outputs per step of a `task` model.
+    /// Inputs and outputs per step of a `task` model (its kind's, `data/kinds`).
     pub fn sizes(task: Task, vocab: usize, conditioning: Option<Conditioning>) -> (usize, usize) {
-        match task {
-            Task::Accompaniment => (
-                ACCOMPANIMENT_INPUTS + conditioning.map_or(0, Conditioning::extra_inputs),
-                ACCOMPANIMENT_OUTPUTS,
-            ),
-            Task::Continuation => (vocab, vocab),
-            // New harmonizers read the context; the causal form's is cut at the current beat
-            // (same width).
-            Task::Harmonization => (BeatInputs::WITH_CONTEXT.width(), CHORD_CLASSES),
-            Task::Melody => (MELODY_INPUTS, MELODY_CLASSES),
-        }
+        task.sizes(vocab, conditioning)
     }
 
     /// What a harmonizer reads per beat: its input width says whether it reads the context
@@ -61,7 +51,7 @@ impl PerformerConfig {
 
     /// This config with `conditioning` (accompaniment), its input size to match.
     pub fn with_inputs(mut self, conditioning: Option<Conditioning>) -> Self {
-        if self.task == Task::Accompaniment {
+        if self.task.conditioned() {
             self.conditioning = conditioning;
             self.input_dim = Self::sizes(self.task, 0, conditioning).0;
         }
@@ -118,7 +108,7 @@ impl PerformerConfig {
     /// both ways for continuation.
     pub fn validate_for(&self, vocab: usize) -> Result<(), String> {
         self.validate()?;
-        if self.task != Task::Accompaniment && self.conditioning.is_some() {
+        if !self.task.conditioned() && self.conditioning.is_some() {
             return Err(format!(
                 "a {:?} model takes no accompaniment conditioning",
                 self.task
@@ -127,11 +117,7 @@ impl PerformerConfig {
         let (i, o) = Self::sizes(self.task, vocab, self.conditioning);
         // A harmonizer reads its beats with or without the context (the first shipped one
         // without).
-        let i = match self.task {
-            Task::Harmonization => BeatInputs::of_width(self.input_dim, self.is_causal())
-                .map_or(i, |reads| reads.width()),
-            _ => i,
-        };
+        let i = self.task.input_width(self, i);
         if (self.input_dim, self.output_dim) != (i, o) {
             return Err(format!(
                 "a {:?} model reads {i} and writes {o} values per step, but this config says {} \

@@ -24,6 +24,15 @@ pub enum Task {
     Melody,
 }
 
+impl Task {
+    /// Whether its inputs are token ids, read through an embedding (else rows of values,
+    /// through a linear map): what the model core knows of a kind. Everything else a kind is
+    /// (its sizes, windows, loss, what it learns from) is its row of `data/kinds.rs`.
+    pub fn reads_tokens(self) -> bool {
+        self == Task::Continuation
+    }
+}
+
 impl std::str::FromStr for Task {
     type Err = String;
 

@@ -20,7 +20,7 @@ use rand::{RngExt, SeedableRng};
 #[cfg(not(feature = "gpu"))]
 use super::attention::causal_linear as causal_linear_fast;
 use super::attention::{KvCache, LinearState, attention_rows, recurrent_step, softmax_rows};
-use super::config::{AttentionKind, PerformerConfig, Task};
+use super::config::{AttentionKind, PerformerConfig};
 use super::features::{FeatureMap, normal};
 #[cfg(feature = "gpu")]
 use super::kernels::causal_linear_fast;
@@ -128,22 +128,20 @@ impl Performer {
         let mut own = StdRng::seed_from_u64(seed);
         let d = config.d_model;
         let inner = config.heads * config.d_head;
-        let (embedding, input) = match config.task {
-            Task::Continuation => {
-                let mut e = EmbeddingConfig::new(config.input_dim, d)
-                    .with_initializer(Initializer::Zeros)
-                    .init(device);
-                if let Some(rng) = matrices.as_mut() {
-                    let scale = 1.0 / (d as f64).sqrt();
-                    let v: Vec<f32> = (0..config.input_dim * d)
-                        .map(|_| (normal(rng) * scale) as f32)
-                        .collect();
-                    e.weight =
-                        Param::from_data(TensorData::new(v, vec![config.input_dim, d]), device);
-                }
-                (Some(e), None)
+        let (embedding, input) = if config.task.reads_tokens() {
+            let mut e = EmbeddingConfig::new(config.input_dim, d)
+                .with_initializer(Initializer::Zeros)
+                .init(device);
+            if let Some(rng) = matrices.as_mut() {
+                let scale = 1.0 / (d as f64).sqrt();
+                let v: Vec<f32> = (0..config.input_dim * d)
+                    .map(|_| (normal(rng) * scale) as f32)
+                    .collect();
+                e.weight = Param::from_data(TensorData::new(v, vec![config.input_dim, d]), device);
             }
-            Task::Accompaniment | Task::Harmonization | Task::Melody => (
+            (Some(e), None)
+        } else {
+            (
                 None,
                 Some(seeded_linear(
                     matrices.as_mut(),
@@ -151,7 +149,7 @@ impl Performer {
                     d,
                     device,
                 )),
-            ),
+            )
         };
         let blocks = (0..config.layers)
             .map(|_| Block {

@@ -59,14 +59,7 @@ impl RunOptions {
         Self {
             steps: 2000,
             batch: 8,
-            window: match task {
-                Task::Accompaniment => 256,
-                Task::Continuation => 512,
-                // Beats: 32 bars of 4/4.
-                Task::Harmonization => 128,
-                // Sixteenths: 16 bars of 4/4.
-                Task::Melody => 256,
-            },
+            window: task.train_window(),
             peak_lr: 1e-3,
             warmup: 100,
             final_ratio: 0.05,

@@ -15,7 +15,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::corpus::Batch;
 use crate::data::{stack, stack_coordinates, stack_tokens};
-use crate::model::config::Task;
 use crate::model::performer::{Inputs, ModelError, Performer};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -154,7 +153,7 @@ impl Trainer {
                 let logits =
                     self.model
                         .forward(Inputs::Rolls(inputs), coords, &mut state, augment)?;
-                if matches!(self.model.config.task, Task::Harmonization | Task::Melody) {
+                if self.model.config.task.learns_classes() {
                     class_nll(logits, targets)
                 } else {
                     bce_per_step(logits, targets, self.pos_weight)

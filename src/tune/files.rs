@@ -59,7 +59,9 @@ pub(super) fn training_piece(piece: &Piece, task: Task) -> Result<TrainPiece, St
     if grid.num_steps() == 0 {
         return Err("it holds no notes in its melody or accompaniment tracks".into());
     }
-    let input = piece_input(piece, grid, task == Task::Accompaniment).map_err(|e| e.to_string())?;
+    // The kinds that learn the piano under the melody read a file only with its melody.
+    let need_melody = task.needs() == crate::data::kinds::Needs::MelodyAndPiano;
+    let input = piece_input(piece, grid, need_melody).map_err(|e| e.to_string())?;
     // The piece's tracks in order; the tokens read the tracks training uses.
     let all = piece.to_song();
     let mut rolls = input.sheet.rolls;
@@ -137,20 +139,7 @@ pub(super) fn prepare(piece: &Piece, task: Task, holdout: f64) -> Result<Prepare
         held_out_bars: 0,
         problem: None,
     };
-    let problem = match task {
-        Task::Accompaniment | Task::Melody | Task::Harmonization if melody_notes == 0 => Some(
-            "no track is marked as the melody: choose the melody track for this file".to_string(),
-        ),
-        Task::Accompaniment if accompaniment_notes == 0 => Some(
-            "it has no accompaniment to learn from: besides the melody it needs a track marked \
-             piano"
-                .to_string(),
-        ),
-        Task::Continuation if melody_notes + accompaniment_notes == 0 => {
-            Some("it has no melody or piano notes to learn from".to_string())
-        }
-        _ => None,
-    };
+    let problem = task.needs().lacking(melody_notes, accompaniment_notes);
     if problem.is_some() {
         report.problem = problem;
         return Err(report);
