@@ -80,9 +80,22 @@ pub trait Asked: Clone {
     fn common(&self) -> &Common;
     fn common_mut(&mut self) -> &mut Common;
 
+    /// Its own numbers, each by its key in the settings' JSON (`settings/options.json` holds
+    /// their ranges).
+    fn numbers(&self) -> Vec<(&'static str, Option<f64>)>;
+
+    /// What else is wrong with its own settings, in words.
+    fn check_rest(&self) -> Result<(), BadOption> {
+        Ok(())
+    }
+
     /// What is wrong with these settings, in words, and which setting it is (the generators
     /// call it first; the CLI names its flag).
-    fn check(&self) -> Result<(), BadOption>;
+    fn check(&self) -> Result<(), BadOption> {
+        self.common().check()?;
+        check_numbers(&self.numbers())?;
+        self.check_rest()
+    }
 
     /// How many alternatives to write.
     fn count(&self) -> usize {
@@ -110,8 +123,8 @@ impl Asked for Common {
         self
     }
 
-    fn check(&self) -> Result<(), BadOption> {
-        Common::check(self)
+    fn numbers(&self) -> Vec<(&'static str, Option<f64>)> {
+        Vec::new()
     }
 }
 
@@ -189,6 +202,21 @@ pub struct Progress {
     /// Alternatives asked for: which one this report is about (from 1; 0 when they are
     /// written together, a step for all) and how many there are.
     pub alternative: Option<[usize; 2]>,
+}
+
+impl Progress {
+    /// A map of attention drawn without generating (every task's `attention`): its rows, the
+    /// positions mapped `done` of `total`.
+    pub fn map(done: usize, total: usize, rows: AttentionRows) -> Self {
+        Self {
+            done,
+            total,
+            bars: None,
+            notes: None,
+            attention: Some(rows),
+            alternative: None,
+        }
+    }
 }
 
 mod accompany;

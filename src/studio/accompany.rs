@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
-use super::{ACCOMPANIMENT_TRACK, Asked, BadOption, Common, PedalMode, Progress, check_numbers};
+use super::{ACCOMPANIMENT_TRACK, Asked, BadOption, Common, PedalMode, Progress};
 use crate::generate::binarize::{Binarize, binarize};
 use crate::generate::texture::{Answers, TextureEcho};
 use crate::generate::{
@@ -133,15 +133,17 @@ impl Asked for AccompanyOptions {
         &mut self.common
     }
 
-    fn check(&self) -> Result<(), BadOption> {
-        self.common.check()?;
-        check_numbers(&[
+    fn numbers(&self) -> Vec<(&'static str, Option<f64>)> {
+        vec![
             ("threshold", self.threshold.map(f64::from)),
             ("pianoTemperature", self.piano_temperature.map(f64::from)),
             ("holdTemperature", self.hold_temperature.map(f64::from)),
             ("density", self.density.map(f64::from)),
             ("textureEcho", self.texture_echo.map(f64::from)),
-        ])?;
+        ]
+    }
+
+    fn check_rest(&self) -> Result<(), BadOption> {
         if let Some(Err(message)) = self.texture.as_ref().map(Donor::check) {
             return Err(BadOption {
                 field: "texture",
@@ -184,6 +186,7 @@ impl Studio for Accompany {
     const MODEL: Task = Task::Accompaniment;
     type Options = AccompanyOptions;
     type Cache = ();
+    const VERB: &'static str = "accompany";
 
     fn check(options: &AccompanyOptions) -> Result<(), BadOption> {
         Asked::check(options)
@@ -648,15 +651,7 @@ where
         return Ok(e.len);
     };
     let rows = watched_pass(model, &e, options.common.seed, watch, device, cache).await?;
-    on_progress(Progress {
-        done: e.len,
-        total: e.len,
-        bars: None,
-        notes: None,
-        attention: Some(rows),
-        alternative: None,
-    })
-    .await;
+    on_progress(Progress::map(e.len, e.len, rows)).await;
     Ok(e.len)
 }
 

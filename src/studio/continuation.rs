@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     Asked, BadOption, CONTINUATION_TRACK, Common, MAX_TOKENS, PedalMode, Progress, TOKENS_A_BAR,
-    check_numbers, limits,
+    limits,
 };
 use crate::generate::{
     GenerateError, Length, MapFeatures, Sampling, continue_tokens, cut_prompt, prompt_tokens_with,
@@ -134,9 +134,8 @@ impl Asked for ContinueOptions {
         &mut self.common
     }
 
-    fn check(&self) -> Result<(), BadOption> {
-        self.common.check()?;
-        check_numbers(&[
+    fn numbers(&self) -> Vec<(&'static str, Option<f64>)> {
+        vec![
             ("temperature", self.temperature.map(f64::from)),
             ("topP", Some(f64::from(self.top_p))),
             ("echo", self.echo.map(f64::from)),
@@ -145,7 +144,7 @@ impl Asked for ContinueOptions {
             ("tokens", self.tokens.map(|t| t as f64)),
             ("bars", self.bars.map(|b| b as f64)),
             ("context", self.context.map(|c| c as f64)),
-        ])
+        ]
     }
 }
 
@@ -193,6 +192,7 @@ impl Studio for Continue {
     const MODEL: Task = Task::Continuation;
     type Options = ContinueOptions;
     type Cache = ();
+    const VERB: &'static str = "continue";
 
     fn check(options: &ContinueOptions) -> Result<(), BadOption> {
         Asked::check(options)
@@ -300,7 +300,8 @@ where
     F: FnMut(Progress) -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    options.check()?;
+    // The count here; the rest once, by each alternative's own continuation.
+    options.common.check()?;
     let k = options.count();
     let mut pieces = Vec::with_capacity(k);
     for i in 0..k {
@@ -548,6 +549,7 @@ where
     F: FnMut(Progress) -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
+    options.check()?;
     piece.validate()?;
     let whole = lane_prompt(piece)?;
     let (prompt, first_bar) = cut_prompt(&whole, options.max_prompt_tokens.max(16));
@@ -566,15 +568,7 @@ where
         cache,
     )
     .await?;
-    on_progress(Progress {
-        done: rows.keys,
-        total,
-        bars: None,
-        notes: None,
-        attention: Some(rows),
-        alternative: None,
-    })
-    .await;
+    on_progress(Progress::map(rows.keys, total, rows)).await;
     Ok(total)
 }
 

@@ -152,6 +152,12 @@ pub trait Studio {
     type Options: DeserializeOwned;
     /// What its settings are called in the words of an error ("the chord settings").
     const SETTINGS: &'static str = "the generation settings";
+    /// What it does with a piece's music, in the words of an error ("give the MIDI file to
+    /// accompany").
+    const VERB: &'static str = "work from";
+    /// Whether it can write from the lanes alone (a plan of chords and phrases), without a
+    /// piece's music.
+    const WRITES_FROM_A_PLAN: bool = false;
     /// What it keeps for a model between calls ([`Kept::cache`]).
     type Cache: Default + 'static;
 
@@ -205,6 +211,12 @@ pub trait Family: Copy + std::str::FromStr<Err = String> + 'static {
 
     /// The kind of model it runs.
     fn model(self) -> Task;
+
+    /// [`Studio::VERB`].
+    fn verb(self) -> &'static str;
+
+    /// [`Studio::WRITES_FROM_A_PLAN`].
+    fn writes_from_a_plan(self) -> bool;
 
     /// The first task of the table that runs models of `task` (the attention map's: a map is
     /// drawn for a model).
@@ -382,6 +394,18 @@ macro_rules! tasks {
             fn model(self) -> $crate::model::config::Task {
                 match self {
                     $( TaskKind::$kind => <$ty as $crate::studio::family::Studio>::MODEL, )*
+                }
+            }
+
+            fn verb(self) -> &'static str {
+                match self {
+                    $( TaskKind::$kind => <$ty as $crate::studio::family::Studio>::VERB, )*
+                }
+            }
+
+            fn writes_from_a_plan(self) -> bool {
+                match self {
+                    $( TaskKind::$kind => <$ty as $crate::studio::family::Studio>::WRITES_FROM_A_PLAN, )*
                 }
             }
 

@@ -48,6 +48,7 @@ impl Studio for Harmonize {
     type Options = HarmonizeOptions;
     type Cache = HarmonyCache;
     const SETTINGS: &'static str = "the chord settings";
+    const VERB: &'static str = "harmonize";
 
     async fn generate<F, Fut>(
         run: &Run<'_>,

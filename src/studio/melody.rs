@@ -8,7 +8,7 @@ use burn::tensor::Device;
 use super::family::{Generated, Run, Studio, Written};
 use serde::{Deserialize, Serialize};
 
-use super::{Asked, BadOption, Common, Progress, check_numbers, limits};
+use super::{Asked, BadOption, Common, Progress, limits};
 use crate::data::melody::{HOLD, MelodyStep, class_pitch, judged_chord, melody_steps};
 use crate::data::sheet::Sheet;
 use crate::generate::melody::{MelodySampling, melody_attention, melody_notes, write_melody};
@@ -134,13 +134,12 @@ impl Asked for MelodyOptions {
 
     /// The settings the page's ranges hold (the sampling's own check, when it is drawn, says
     /// what the melody model allows).
-    fn check(&self) -> Result<(), BadOption> {
-        self.common.check()?;
-        check_numbers(&[
+    fn numbers(&self) -> Vec<(&'static str, Option<f64>)> {
+        vec![
             ("temperature", self.temperature.map(f64::from)),
             ("topP", Some(f64::from(self.top_p))),
             ("echo", self.echo.map(f64::from)),
-        ])
+        ]
     }
 }
 
@@ -152,6 +151,8 @@ impl Studio for Melody {
     const MODEL: Task = Task::Melody;
     type Options = MelodyOptions;
     type Cache = ();
+    const VERB: &'static str = "sing over";
+    const WRITES_FROM_A_PLAN: bool = true;
 
     fn check(options: &MelodyOptions) -> Result<(), BadOption> {
         Asked::check(options)
@@ -253,18 +254,19 @@ impl Studio for Melody {
             }
         });
         format!(
-            "bars {}-{to} sung: {} melody notes, {}{}",
+            "bars {}-{to} sung: {} melody notes{}",
             from + 1,
             notes.len(),
-            if notes.is_empty() {
-                String::new()
-            } else {
-                format!("pitches {low}-{high}")
-            },
-            fit.map_or(String::new(), |f| format!(
-                ", {:.0} % of the notes on chord changes and strong beats chord tones",
-                100.0 * f
-            ))
+            match fit {
+                // Nothing sung there (the lanes read as an intro or a rest): no range, no fit.
+                _ if notes.is_empty() => " (rests throughout)".to_string(),
+                Some(f) => format!(
+                    ", pitches {low}-{high}, {:.0} % of the notes on chord changes and strong \
+                     beats chord tones",
+                    100.0 * f
+                ),
+                None => format!(", pitches {low}-{high}"),
+            }
         )
     }
 }
@@ -397,15 +399,7 @@ where
         cache,
     )
     .await?;
-    on_progress(Progress {
-        done: len,
-        total: len,
-        bars: None,
-        notes: None,
-        attention: Some(rows),
-        alternative: None,
-    })
-    .await;
+    on_progress(Progress::map(len, len, rows)).await;
     Ok(len)
 }
 

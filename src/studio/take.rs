@@ -50,6 +50,7 @@ impl Studio for Take {
     const MODEL: Task = Task::Accompaniment;
     type Options = TakeOptions;
     const SETTINGS: &'static str = "the live settings";
+    const VERB: &'static str = "play along with";
     type Cache = ();
 
     async fn generate<F, Fut>(

@@ -303,7 +303,7 @@ pub fn run(args: Args) -> Result<(), String> {
         return Err(HARMONIZER_WRITES_NO_MUSIC.into());
     }
     let task = kind.model();
-    let bytes = read_prompt(&args, task)?;
+    let bytes = read_prompt(&args, kind)?;
     let bars = args.bars.as_deref().map(parse_bars).transpose()?;
     if matches!(bars, Some(Bars::Count(_))) && task == Task::Accompaniment {
         return Err(
@@ -337,8 +337,9 @@ pub fn run(args: Args) -> Result<(), String> {
     let piece = match &bytes {
         Some(bytes) => {
             let mut piece = open(&args, bytes, chart, phrases, &device)?;
-            if let (Task::Melody, Some(n)) = (task, new_bars) {
-                // `n` bars after the music's last (its bars, counted on the grid).
+            if let (true, Some(n)) = (kind.writes_from_a_plan(), new_bars) {
+                // A task that writes planned bars (a melody): `n` bars after the music's last
+                // (its bars, counted on the grid).
                 let music = piece.grid(|_| true).num_bars();
                 piece.set_bar_count(piece.bars.len().max(music + n));
             }
@@ -675,22 +676,26 @@ pub fn harmonize_lane(
     Ok(())
 }
 
-/// The prompt's bytes; `None` for a melody written from a plan alone.
-fn read_prompt(args: &Args, task: Task) -> Result<Option<Vec<u8>>, String> {
-    match (&args.prompt, task) {
-        (Some(path), _) => std::fs::read(path)
+/// The prompt's bytes; `None` for a task that writes from a plan alone (a melody).
+fn read_prompt(args: &Args, kind: TaskKind) -> Result<Option<Vec<u8>>, String> {
+    if let Some(path) = &args.prompt {
+        return std::fs::read(path)
             .map(Some)
-            .map_err(|e| format!("cannot read {}: {e}", path.display())),
-        (None, Task::Melody) => Ok(None),
-        (None, _) => Err(format!(
-            "give the MIDI file to {} (only a melody can start from a plan alone)",
-            if task == Task::Accompaniment {
-                "accompany"
-            } else {
-                "continue"
-            }
-        )),
+            .map_err(|e| format!("cannot read {}: {e}", path.display()));
     }
+    if kind.writes_from_a_plan() {
+        return Ok(None);
+    }
+    let planned: Vec<&str> = TaskKind::ALL
+        .iter()
+        .filter(|k| k.writes_from_a_plan())
+        .map(|k| k.name())
+        .collect();
+    Err(format!(
+        "give the MIDI file to {} (only a {} can start from a plan alone)",
+        kind.verb(),
+        pianoformer::studio::family::or_list(&planned)
+    ))
 }
 
 /// A piece from nothing but a plan (`generate --task melody` without a prompt): as many bars
@@ -763,20 +768,16 @@ fn settings(
     new_bars: Option<usize>,
 ) -> Result<Value, String> {
     // --temperature is the temperature of the task the model does: the piano's for an
-    // accompaniment, the continuation's or the melody's (else the model's own, chosen on
-    // validation by `eval --plan` or `eval --task melody`) for those.
-    let continuation = matches!(loaded.model.config.task, Task::Continuation | Task::Melody);
+    // accompaniment or a take, the continuation's or the melody's (else the model's own, chosen
+    // on validation by `eval --plan` or `eval --task melody`) for those; each task reads its
+    // own of the two.
     let settings = serde_json::json!({
         "seed": args.seed,
         "threshold": args.threshold,
-        "pianoTemperature": args.temperature.filter(|_| !continuation),
+        "pianoTemperature": args.temperature,
         "holdTemperature": args.hold_temperature,
         "region": region,
-        "temperature": if continuation {
-            args.temperature.or(loaded.defaults.temperature)
-        } else {
-            None
-        },
+        "temperature": args.temperature.or(loaded.defaults.temperature),
         "topP": args.top_p,
         "echo": args.echo,
         "density": args.density,
