@@ -456,6 +456,67 @@ fn pedal(args: &Args) -> Result<(), String> {
     crate::pedal::eval(&args.data, &model, args.limit, split, &path)
 }
 
+/// How `eval --task K` judges a model of each kind: one row a kind.
+struct Judged {
+    kind: Task,
+    /// Whether it reads the training songs too (the harmonizer counts their harmonic rhythm;
+    /// the melody model's repeats are set beside theirs), and the test songs.
+    train: bool,
+    test: bool,
+    /// Whether the ablations (uniform attention, the labels zeroed or another song's) are
+    /// measured beside it.
+    ablations: bool,
+    run: Judge,
+}
+
+/// A kind's evaluation: the model, the POP909 splits read, the flags, the device and the run
+/// it came from (if any), to the scores written to eval.json.
+type Judge = fn(
+    &Performer,
+    &sources::Loaded,
+    &Args,
+    &Device,
+    Option<&RunState>,
+) -> Result<serde_json::Value, String>;
+
+const JUDGED: &[Judged] = &[
+    Judged {
+        kind: Task::Accompaniment,
+        train: false,
+        test: true,
+        ablations: true,
+        // The product's step-by-step accompaniment by its sampled panel, else the windows.
+        run: |model, data, args, device, _| {
+            if model.config.is_autoregressive() {
+                panel::run(model, data, args, device)
+            } else {
+                accompaniment_windows(model, data, args, device)
+            }
+        },
+    },
+    Judged {
+        kind: Task::Continuation,
+        train: false,
+        test: false,
+        ablations: false,
+        run: |model, data, args, _, state| continuation_curve(model, data, args, state),
+    },
+    Judged {
+        kind: Task::Harmonization,
+        train: true,
+        test: true,
+        ablations: false,
+        run: |model, data, args, device, _| harmony::run(model, data, args, device),
+    },
+    Judged {
+        kind: Task::Melody,
+        train: true,
+        test: true,
+        ablations: false,
+        run: |model, data, args, device, _| melody::run(model, data, args, device),
+    },
+];
+
 pub fn run(args: Args) -> Result<(), String> {
     if args.task == "pedal" {
         return pedal(&args);
@@ -465,6 +526,10 @@ pub fn run(args: Args) -> Result<(), String> {
         return panel(args);
     }
     let task: Task = args.task.parse()?;
+    let judged = JUDGED
+        .iter()
+        .find(|j| j.kind == task)
+        .ok_or_else(|| format!("no evaluation is written for a {task:?} model"))?;
     if args.bars.contains(&0) || args.per_song == 0 || args.windows == 0 {
         return Err("--bars, --per-song and --windows must be positive".into());
     }
@@ -495,31 +560,21 @@ pub fn run(args: Args) -> Result<(), String> {
     let data = sources::load(
         &args.data,
         Parts {
-            // Harmonization counts the harmonic rhythm in the training songs; the melody
-            // model's repeats are set beside theirs.
-            train: matches!(task, Task::Harmonization | Task::Melody),
+            train: judged.train,
             valid: true,
-            test: task != Task::Continuation && !args.ablations_only,
+            test: judged.test && !args.ablations_only,
         },
         args.limit,
     )?;
     eprintln!("data: {}", data.description);
     if args.ablations_only {
-        if task != Task::Accompaniment {
+        if !judged.ablations {
             return Err("--ablations-only is for accompaniment models".into());
         }
         return add_ablations(model, &data.valid, &args);
     }
-    let mut result = match task {
-        Task::Harmonization => harmony::run(model, &data, &args, &device)?,
-        Task::Melody => melody::run(model, &data, &args, &device)?,
-        Task::Accompaniment if model.config.is_autoregressive() => {
-            panel::run(model, &data, &args, &device)?
-        }
-        Task::Accompaniment => accompaniment_windows(model, &data, &args, &device)?,
-        Task::Continuation => continuation_curve(model, &data, &args, state.as_ref())?,
-    };
-    if task == Task::Accompaniment {
+    let mut result = (judged.run)(model, &data, &args, &device, state.as_ref())?;
+    if judged.ablations {
         let ablations = ablations(model, &data.valid, args.per_song, args.seed)?;
         if let Some(obj) = result.as_object_mut() {
             obj.insert("ablations".into(), serde_json::json!(ablations));
@@ -750,4 +805,17 @@ fn checked(key: &str, value: Option<f32>) -> Result<Option<f32>, String> {
         pianoformer::generate::limits::limit(key).check_flag(f64::from(v))?;
     }
     Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_of_model_is_judged_once() {
+        for &task in Task::ALL {
+            let rows = JUDGED.iter().filter(|j| j.kind == task).count();
+            assert_eq!(rows, 1, "{task:?}");
+        }
+    }
 }
