@@ -18,8 +18,9 @@ pub const CONTINUATION_TRACK: &str = "CONTINUATION";
 /// What every task that writes pieces is asked, whatever the task: each task's settings hold
 /// these ([`Asked::common`], flattened into the same JSON object as its own) beside its own
 /// (`AccompanyOptions`, `ContinueOptions`, `MelodyOptions`, `HarmonizeOptions`, `TakeOptions`,
-/// each in its task's studio file). The page sends one settings object for any task; a task
-/// reads what it knows of it.
+/// each in its task's studio file). The page sends each task the settings its panel holds for
+/// it; the CLI fills one object in the page's words for any task (the harmonizer's, whose
+/// `bars` are a span, it does not fill); a task reads what it knows of it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Common {

@@ -581,6 +581,42 @@ mod writing_tests {
     }
 
     #[test]
+    fn the_echo_part_leans_the_class_its_first_occurrence_sang() {
+        use super::echo::{Echoing, Now};
+        use crate::generate::steer::Steer;
+        let sheet = sheet();
+        let bar = |b: usize| sheet.grid.bar_steps(b);
+        let (first, repeat) = (bar(0), bar(4));
+        // The first A sang a note at its first step and held it at its second.
+        let note = MelodyStep::default().then(onset_of(64));
+        let mut sung = vec![MelodyStep::default(); repeat.start];
+        sung[first.start] = note;
+        sung[first.start + 1] = note.then(HOLD);
+        let mut echo = Echoing::new(&sheet, 3.0);
+        let lean_at = |echo: &mut Echoing, step, before| {
+            let mut lean = [0.0; MELODY_CLASSES];
+            let now = Now {
+                step,
+                before,
+                sung: &sung,
+            };
+            echo.lean(&now, &mut lean).then_some(lean)
+        };
+        let onset = lean_at(&mut echo, repeat.start, MelodyStep::default()).unwrap();
+        assert_eq!(onset[onset_of(64)], 3.0, "the note sung there");
+        assert_eq!(onset.iter().filter(|&&l| l != 0.0).count(), 1);
+        // Its hold continues a note that sounds; over a rest it leans to a rest.
+        let held = lean_at(&mut echo, repeat.start + 1, note).unwrap();
+        assert_eq!(held[HOLD], 3.0);
+        let rested = lean_at(&mut echo, repeat.start + 1, MelodyStep::default()).unwrap();
+        assert_eq!((rested[HOLD], rested[REST]), (0.0, 3.0));
+        // The first A echoes nothing, and no strength leans nowhere.
+        assert!(lean_at(&mut echo, first.start, MelodyStep::default()).is_none());
+        let mut none = Echoing::new(&sheet, 0.0);
+        assert!(lean_at(&mut none, repeat.start, MelodyStep::default()).is_none());
+    }
+
+    #[test]
     fn a_repeat_leans_less_where_its_harmony_moves_and_at_its_cadence() {
         let mut sheet = sheet();
         let bars = |b: usize| sheet.grid.bar_steps(b);

@@ -147,8 +147,8 @@ impl Generated {
 pub trait Studio {
     /// The kind of model it runs (a model of another kind is refused in words).
     const MODEL: Task;
-    /// Its settings, read from the settings' JSON: the page's, or the one the CLI's flags fill
-    /// (one object for any task, in the page's words: a task reads what it knows of it).
+    /// Its settings, read from the settings' JSON: the page's for this task, or the one the
+    /// CLI's flags fill for any task in the page's words (a task reads what it knows of it).
     type Options: DeserializeOwned;
     /// What its settings are called in the words of an error ("the chord settings").
     const SETTINGS: &'static str = "the generation settings";

@@ -23,7 +23,9 @@ use crate::music::piece::{Piece, PieceNote, PiecePedal, chord_cell};
 pub struct LiveOptions {
     /// The bar the take starts on (0-based).
     pub from_bar: usize,
-    /// Bars of room after the piece's end (a take longer than that stops there).
+    /// Bars of room after the piece's end (a take longer than that stops there; `null`: the
+    /// default).
+    #[serde(deserialize_with = "room_or_default")]
     pub bars: usize,
     pub seed: u64,
     /// The piano's temperatures (else the model's, chosen on validation songs).
@@ -38,6 +40,12 @@ pub struct LiveOptions {
     /// The sustain pedal of the take's piano (the Generate panel's Pedal): learnt from its
     /// notes when the take ends, none, or the piano part's as it was.
     pub pedal: super::PedalMode,
+}
+
+/// A take's room after the piece, the default where none is given (`null`: the CLI's settings
+/// carry a continuation's `bars` as null when only a token limit is asked).
+fn room_or_default<'de, D: serde::Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    Ok(Option::<usize>::deserialize(d)?.unwrap_or(LiveOptions::default().bars))
 }
 
 impl Default for LiveOptions {

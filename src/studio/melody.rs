@@ -284,7 +284,9 @@ where
     F: FnMut(Progress) -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let options = options.alternative(0);
+    // One piece: the options as given (their seed checked, not wrapped), no alternatives.
+    let mut options = options.clone();
+    options.common.alternatives = None;
     let mut pieces = melody_pieces(model, defaults, piece, &options, device, on_progress).await?;
     Ok(pieces.swap_remove(0))
 }

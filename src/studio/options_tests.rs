@@ -1,4 +1,4 @@
-//! Each task's settings, which the page and the CLI fill as one JSON object: their checks, in
+//! Each task's settings, read from JSON (the page's for the task, the CLI's for any): their checks, in
 //! words, the model's defaults they fill in, and the shared cases read through the tasks.
 
 use super::*;
@@ -227,6 +227,17 @@ fn one_settings_object_is_read_by_every_task() {
     let bad = TaskKind::Accompaniment.check(&busy).unwrap_err();
     assert_eq!(bad.field, "density");
     assert!(TaskKind::Melody.check(&busy).is_ok());
+    // The take reads the same words: its settings checked, a continuation's `bars: null`
+    // (a token limit alone) no error.
+    let take = TaskKind::Live.check(&serde_json::json!({ "pianoTemperature": 20 }));
+    assert_eq!(take.unwrap_err().field, "pianoTemperature");
+    assert!(
+        TaskKind::Live
+            .check(&serde_json::json!({ "bars": null, "tokens": 64 }))
+            .is_ok()
+    );
+    let backwards = TaskKind::Live.check(&serde_json::json!({ "region": [4, 2] }));
+    assert_eq!(backwards.unwrap_err().field, "region");
     let unreadable = serde_json::json!({ "seed": "one" });
     let bad = TaskKind::Continuation.check(&unreadable).unwrap_err();
     assert_eq!(bad.field, "settings");

@@ -9,7 +9,7 @@
 use super::accompany::{ModelPlay, accompanied};
 use super::family::{Generated, Run, Studio, Written};
 use super::live::{KeyEvent, LiveOptions, LiveResult, live_result, live_start, live_step};
-use super::{ACCOMPANIMENT_TRACK, Progress};
+use super::{ACCOMPANIMENT_TRACK, BadOption, Progress, check_numbers};
 use crate::generate::GenerateError;
 use crate::model::config::Task;
 use crate::music::pedal;
@@ -34,6 +34,8 @@ pub struct TakeOptions {
     pub live: LiveOptions,
     pub to_bar: Option<usize>,
     pub region: Option<[usize; 2]>,
+    /// What every task is asked; a take writes one piece.
+    pub alternatives: Option<usize>,
 }
 
 impl TakeOptions {
@@ -51,6 +53,27 @@ impl Studio for Take {
     type Options = TakeOptions;
     const SETTINGS: &'static str = "the live settings";
     const VERB: &'static str = "play along with";
+
+    /// The page's ranges for the piano's settings, and bars in order (a take writes one
+    /// piece: the number of alternatives is checked, as every task's, and not read).
+    fn check(options: &TakeOptions) -> Result<(), BadOption> {
+        let live = &options.live;
+        check_numbers(&[
+            ("seed", Some(live.seed as f64)),
+            ("alternatives", options.alternatives.map(|k| k as f64)),
+            ("pianoTemperature", live.piano_temperature.map(f64::from)),
+            ("holdTemperature", live.hold_temperature.map(f64::from)),
+            ("density", live.density.map(f64::from)),
+            ("textureEcho", live.texture_echo.map(f64::from)),
+        ])?;
+        match options.bars() {
+            (from, Some(to)) if from >= to => Err(BadOption {
+                field: "region",
+                message: "choose at least one bar to play over".into(),
+            }),
+            _ => Ok(()),
+        }
+    }
     type Cache = ();
 
     async fn generate<F, Fut>(

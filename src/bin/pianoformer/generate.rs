@@ -800,6 +800,12 @@ fn settings(
         "textureEcho": args.texture_echo,
         "texture": texture(args, loaded)?,
     });
+    // A number of new bars is the page's Length (a melody's too, which reads no `bars`).
+    if let Some(n) = new_bars {
+        limits::limit("bars")
+            .check(n as f64)
+            .map_err(|m| format!("--bars {n}: {m}"))?;
+    }
     kind.check(&settings).map_err(|bad| {
         // Each setting's flag is written beside its range (settings/options.json).
         let flag = match bad.field {

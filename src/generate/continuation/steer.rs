@@ -37,7 +37,7 @@ pub(super) struct Now<'a> {
     pub allowed: &'a [bool],
 }
 
-// Each part adds its lean to the logits before the temperature divides them.
+// Each part below adds its lean to the logits before the temperature divides them.
 
 /// The prompt's key, held at `strength` on bars whose chords nobody planned
 /// ([`Sampling::key`]).
@@ -60,19 +60,17 @@ impl Steer<Now<'_>> for KeyHold {
 
 impl Steer<Now<'_>> for Density {
     fn lean(&mut self, now: &Now, logits: &mut [f32]) -> bool {
-        if !self.counting() {
+        let Some(place) = now.place.filter(|_| self.counting()) else {
             return false;
-        }
-        if let Some(place) = now.place {
-            self.tilt(
-                place,
-                now.last,
-                now.bar_beats,
-                now.allowed,
-                logits,
-                now.temperature,
-            );
-        }
+        };
+        self.tilt(
+            place,
+            now.last,
+            now.bar_beats,
+            now.allowed,
+            logits,
+            now.temperature,
+        );
         true
     }
 }
