@@ -16,7 +16,7 @@ pub struct Limit {
     pub flag: String,
     /// The page's input for it, if any.
     pub input: Option<String>,
-    /// What it is, in the words of its messages ("the continuation's temperature").
+    /// What it is, in the words of its messages ("the piano's temperature").
     pub what: String,
     /// Its unit, after the bounds ("tokens").
     #[serde(default)]
@@ -87,7 +87,7 @@ fn number(x: f64) -> String {
 }
 
 impl Limit {
-    /// What a value must be, in words: "the continuation's temperature must be above 0 and at
+    /// What a value must be, in words: "the piano's temperature must be above 0 and at
     /// most 10".
     pub fn message(&self) -> String {
         let unit = self

@@ -35,7 +35,7 @@ fn options_are_checked_in_words_and_fill_in_the_models_defaults() {
                 temperature: Some(0.0),
                 ..cont()
             }),
-            "the continuation's temperature",
+            "the temperature of a continuation or a melody",
         ),
         (
             piano(AccompanyOptions {

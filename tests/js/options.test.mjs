@@ -16,7 +16,7 @@ test("a generate request's first setting out of range is named, and the model's 
   const ok = { seed: 1, threshold: null, pianoTemperature: null, temperature: 0.8, echo: null, tokens: null, bars: 8, context: 512 };
   assert.equal(optionsProblem(ok), null);
   const bad = optionsProblem({ ...ok, temperature: 0 });
-  assert.deepEqual(bad, { key: 'temperature', input: 'temperature', message: "the continuation's temperature must be above 0 and at most 10" });
+  assert.deepEqual(bad, { key: 'temperature', input: 'temperature', message: "the temperature of a continuation or a melody must be above 0 and at most 10" });
   assert.equal(optionsProblem({ ...ok, tokens: 0 }).input, 'max-tokens');
   assert.equal(optionsProblem({ ...ok, bars: 0 }).input, 'length');
   assert.equal(optionsProblem({ ...ok, tokens: Number.NaN }).key, 'tokens');
