@@ -24,6 +24,10 @@ pub fn lean_all<Now: ?Sized>(
     now: &Now,
     logits: &[f32],
 ) -> Option<Vec<f32>> {
+    if parts.is_empty() {
+        // Nothing to lean with (no copy of the logits, per step).
+        return None;
+    }
     let mut out = logits.to_vec();
     let mut leaned = false;
     for part in parts.iter_mut() {
